@@ -1,0 +1,55 @@
+"""vnpu's torch_npu: a software Ascend NPU for PyTorch.
+
+``import torch_npu`` (or just ``import torch``: the package is a ``torch.backends`` entry point)
+gives PyTorch an ``npu`` device whose memory is host memory and whose operators run PyTorch's CPU
+kernels on that memory without copying, so programs written for Ascend run anywhere and compute
+exactly what they compute on the CPU.
+"""
+import os
+import sys
+
+if "torch" not in sys.modules:
+    # Importing torch would load this package again through the torch.backends entry point
+    # while it is half-initialised; switch autoload off for that one import.
+    _autoload_env = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    try:
+        import torch
+    finally:
+        if _autoload_env is None:
+            del os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"]
+        else:
+            os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = _autoload_env
+else:
+    import torch
+
+__version__ = "2.13.0.vnpu0.1.0"
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: importing this package did the work."""
+
+
+def _refuse_second_accelerator():
+    accelerator = torch._C._get_accelerator()
+    if accelerator.type not in ("cpu", "npu", "privateuseone"):
+        raise RuntimeError(
+            f"Two accelerators cannot be used at the same time in PyTorch: npu and {accelerator.type}. "
+            "You can install the CPU version of PyTorch to use your NPU device, or use the "
+            f"{accelerator.type} device without torch_npu (set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to stop "
+            "`import torch` from loading it).\nERR00007 PTA feature not supported"
+        )
+
+
+_refuse_second_accelerator()
+
+from torch_npu import _C  # noqa: E402
+from torch_npu._device_registration import register_npu_device  # noqa: E402
+
+unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8]
+
+register_npu_device(unsupported_dtype)
+
+from torch_npu import npu  # noqa: E402,F401
+
+__all__ = ["npu"]

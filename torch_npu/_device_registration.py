@@ -1,0 +1,22 @@
+"""Plugging the npu device into PyTorch: the PrivateUse1 backend renamed ``npu``."""
+import torch
+
+from torch_npu import _C, _op_selection
+
+
+def register_npu_device(unsupported_dtype):
+    torch.utils.rename_privateuse1_backend("npu")
+    from torch_npu import npu as npu_module
+
+    torch._register_device_module("npu", npu_module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_storage=True, unsupported_dtype=unsupported_dtype
+    )
+    torch.nn.parameter.UninitializedTensorMixin._allowed_methods.append(torch.Tensor.npu)
+    # torch.utils.checkpoint saves and restores the RNG state of this device type.
+    torch.utils.checkpoint.DefaultDeviceType.set_device_type("npu")
+    _C._register_redirects(_op_selection.redirected_operators())
+    # The autograd engine runs the backward of non-CPU devices on a worker thread per device;
+    # npu kernels run on the host anyway, so keep backward on the importing (usually main)
+    # thread and save the thread hop. Other threads keep PyTorch's default.
+    torch.autograd.set_multithreading_enabled(False)

@@ -1,0 +1,87 @@
+"""Which aten operators the C++ redirect serves on npu (one place to audit the rules).
+
+The dispatcher fills an operator's npu slot with, in order: a kernel registered for npu, then a
+CompositeExplicitAutograd(NonFunctional) kernel, then CompositeImplicitAutograd, and only then
+the npu fallback. Left alone, npu would therefore run composite kernels where the CPU runs its
+own kernel: different numerics, out= round trips, device-selecting composites that do not know
+npu. So the redirect is registered explicitly, at import, on every operator that has
+
+* a CPU kernel (npu then runs exactly what the CPU runs), or
+* a CompositeExplicitAutograd(NonFunctional) kernel and no CompositeImplicitAutograd kernel,
+
+except
+
+* operators the backend implements itself (``NATIVE``),
+* pure view operators (transpose, select, expand...): their composite kernels only compute
+  metadata on top of the native ``as_strided`` and are faster than a redirect,
+* random operators without a Generator argument (randn, rand_like, randperm...): their composite
+  kernels reach generator-taking operators, where the redirect routes the npu generator; run on
+  the CPU they would draw from the CPU generator instead.
+
+Operators added by future PyTorch releases are picked up by the same rules.
+"""
+import torch
+
+NATIVE = frozenset({
+    "empty.memory_format", "empty_strided", "_efficientzerotensor", "native_dropout",
+    "_copy_from", "_copy_from_and_resize", "view", "as_strided", "_reshape_alias", "resize_",
+    "set_.source_Storage", "set_.source_Storage_storage_offset", "set_.source_Tensor", "set_",
+    "record_stream",
+})
+
+
+def _split(qualified):
+    name, _, overload = qualified[len("aten::"):].partition(".")
+    return name, overload
+
+
+def _schema(qualified):
+    name, overload = _split(qualified)
+    try:
+        return torch._C._get_schema("aten::" + name, overload)
+    except RuntimeError:
+        return None
+
+
+def is_pure_view(schema):
+    """Every return aliases an input and nothing is written."""
+    returns = schema.returns
+    return (
+        len(returns) > 0
+        and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+        and not any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    )
+
+
+def is_unrouted_random(qualified, schema):
+    """A nondeterministic_seeded operator with no Generator argument to route."""
+    name, overload = _split(qualified)
+    packet = getattr(torch.ops.aten, name, None)
+    op = getattr(packet, overload or "default", None) if packet is not None else None
+    if op is None or torch.Tag.nondeterministic_seeded not in op.tags:
+        return False
+    return not any("Generator" in str(a.type) for a in schema.arguments)
+
+
+def redirected_operators():
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    selected = []
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::"):
+            continue
+        short = qualified[len("aten::"):]
+        if short in NATIVE or has(qualified, "PrivateUse1"):
+            continue
+        if has(qualified, "CPU"):
+            selected.append(short)
+            continue
+        if has(qualified, "CompositeImplicitAutograd"):
+            continue
+        if not (has(qualified, "CompositeExplicitAutograd")
+                or has(qualified, "CompositeExplicitAutogradNonFunctional")):
+            continue
+        schema = _schema(qualified)
+        if schema is None or is_pure_view(schema) or is_unrouted_random(qualified, schema):
+            continue
+        selected.append(short)
+    return selected

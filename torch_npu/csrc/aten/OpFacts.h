@@ -1,0 +1,30 @@
+// What the redirect needs to know about an operator's schema, computed once per operator.
+#pragma once
+
+#include <ATen/core/function_schema.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+struct OpFacts {
+  std::string name;  // "aten::add.Tensor", for error messages
+  size_t num_args = 0;
+  size_t num_returns = 0;
+  std::vector<uint8_t> written;               // argument i is Tensor(a!) or Tensor(a!)[]
+  std::vector<uint8_t> optional_tensor_list;  // argument i is Tensor?[]
+  std::vector<int> generator_args;
+  std::vector<std::string> arg_names;
+  int layout_arg = -1;
+  bool writes_arguments = false;
+  // Operators PyTorch allows to take tensors on several devices (copies, indexing with CPU indices).
+  bool mixes_devices = false;
+};
+
+OpFacts make_op_facts(const c10::FunctionSchema& schema);
+// Cached facts for operators reached through the boxed fallback.
+const OpFacts& op_facts_of(const c10::FunctionSchema& schema);
+
+}  // namespace vnpu

@@ -1,0 +1,134 @@
+#include "aten/Redirect.h"
+
+#include "aten/OpFacts.h"
+#include "aten/RedirectCall.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/Device.h"
+
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include <memory>
+
+namespace vnpu {
+namespace {
+
+constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
+
+void run(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  RedirectCall call(facts);
+  const size_t nargs = facts.num_args;
+  const size_t base = stack->size() - nargs;
+
+  // 1. Arguments: npu tensors become CPU aliases, devices are checked, device= is rewritten.
+  for (size_t i = 0; i < nargs; ++i) {
+    auto& value = (*stack)[base + i];
+    const auto arg = static_cast<int>(i);
+    if (value.isTensor()) {
+      value = call.tensor(value.toTensor(), arg);
+    } else if (value.isTensorList()) {
+      auto list = value.toTensorList();
+      c10::List<at::Tensor> cpu;
+      cpu.reserve(list.size());
+      for (const at::Tensor& t : list) {
+        cpu.push_back(call.tensor(t, arg));
+      }
+      value = std::move(cpu);
+    } else if (facts.optional_tensor_list[i] && value.isList()) {
+      c10::List<std::optional<at::Tensor>> cpu;
+      for (const c10::IValue& element : value.toListRef()) {
+        cpu.push_back(element.isTensor() ? std::optional<at::Tensor>(call.tensor(element.toTensor(), arg))
+                                         : std::nullopt);
+      }
+      value = std::move(cpu);
+    } else if (value.isDevice()) {
+      value = c10::IValue(call.device(value.toDevice()));
+    } else if (C10_UNLIKELY(arg == facts.layout_arg && value.isInt())) {
+      call.layout(static_cast<c10::Layout>(value.toInt()));
+    }
+  }
+  call.settle();
+  for (int g : facts.generator_args) {
+    auto& value = (*stack)[base + static_cast<size_t>(g)];
+    auto routed = call.generator(value.isNone() ? std::nullopt : std::optional<at::Generator>(value.toGenerator()));
+    value = routed.has_value() ? c10::IValue(*routed) : c10::IValue();
+  }
+
+  // 2. Run the CPU kernel. What it allocates comes from the npu pools of the target device.
+  if (call.map.keep_cpu) {
+    op.redispatchBoxed(kCpuKeys, stack);
+  } else {
+    DevicePoolScope scope(call.map.device);
+    op.redispatchBoxed(kCpuKeys, stack);
+  }
+
+  // 3. Reflect what the kernel did to written arguments, then map the results.
+  if (facts.writes_arguments) {
+    call.map.sync_written(facts.written);
+  }
+  const size_t nret = facts.num_returns;
+  for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
+    auto& value = (*stack)[r];
+    if (value.isTensor()) {
+      value = call.map.to_npu(value.toTensor());
+    } else if (value.isTensorList()) {
+      auto list = value.toTensorList();
+      c10::List<at::Tensor> mapped;
+      mapped.reserve(list.size());
+      for (const at::Tensor& t : list) {
+        mapped.push_back(call.map.to_npu(t));
+      }
+      value = std::move(mapped);
+    }
+  }
+}
+
+struct RedirectKernel final : c10::OperatorKernel {
+  explicit RedirectKernel(const c10::FunctionSchema& schema) : facts(make_op_facts(schema)) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
+    run(facts, op, stack);
+  }
+  OpFacts facts;
+};
+
+}  // namespace
+
+void redirect_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
+  run(op_facts_of(op.schema()), op, stack);
+}
+
+int64_t register_redirects(const std::vector<std::string>& names) {
+  static auto* library =
+      new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  int64_t count = 0;
+  for (const auto& name : names) {
+    const auto dot = name.find('.');
+    const std::string base = name.substr(0, dot);
+    const std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
+    auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(("aten::" + base).c_str(), overload.c_str());
+    library->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                    std::make_unique<RedirectKernel>(handle.schema())));
+    ++count;
+  }
+  return count;
+}
+
+int64_t redirect_calls() {
+  return RedirectCall::calls_on_this_thread();
+}
+
+at::Tensor cpu_alias(const at::Tensor& npu) {
+  TORCH_CHECK(npu.device().type() == kNpu, "cpu_alias expects an npu tensor, got one on ", npu.device());
+  return make_cpu_alias(npu, /*owning=*/false);
+}
+
+at::Tensor owning_cpu_alias(const at::Tensor& npu) {
+  TORCH_CHECK(npu.device().type() == kNpu, "owning_cpu_alias expects an npu tensor, got one on ", npu.device());
+  return make_cpu_alias(npu, /*owning=*/true);
+}
+
+}  // namespace vnpu
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::redirect_fallback>());
+}

@@ -1,0 +1,242 @@
+#include "aten/TensorMapping.h"
+
+#include "runtime/CachingAllocator.h"
+#include "runtime/Device.h"
+
+#include <ATen/EmptyTensor.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/TensorImpl.h>
+
+#include <array>
+
+namespace vnpu {
+namespace {
+
+constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
+constexpr c10::DispatchKeySet kNpuKeys(c10::DispatchKey::PrivateUse1);
+
+void copy_bits(const at::Tensor& from, const at::Tensor& to) {
+  if (from.is_conj()) {
+    to._set_conj(true);
+  }
+  if (from.is_neg()) {
+    to._set_neg(true);
+  }
+}
+
+void copy_geometry(const at::Tensor& from, const at::Tensor& to) {
+  to.unsafeGetTensorImpl()->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  copy_bits(from, to);
+}
+
+void release_storage_holder(void* ctx) {
+  delete static_cast<c10::Storage*>(ctx);
+}
+
+// ZeroTensors have no memory: a null allocation tagged with their device.
+struct ZeroAllocator final : at::Allocator {
+  c10::Device device = c10::Device(c10::kCPU);
+  c10::DataPtr allocate(size_t /*n*/) override {
+    return c10::DataPtr(nullptr, device);
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return nullptr;
+  }
+  void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {}
+};
+
+ZeroAllocator* zero_allocator(c10::Device device) {
+  static std::array<ZeroAllocator, kMaxDevices + 1> allocators = [] {
+    std::array<ZeroAllocator, kMaxDevices + 1> a;
+    for (int i = 0; i < kMaxDevices; ++i) {
+      a[static_cast<size_t>(i)].device = c10::Device(kNpu, static_cast<c10::DeviceIndex>(i));
+    }
+    return a;
+  }();
+  return device.is_cpu() ? &allocators[kMaxDevices] : &allocators[static_cast<size_t>(device.index())];
+}
+
+at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kNpuKeys, like.dtype());
+  copy_geometry(like, out);
+  return out;
+}
+
+// An npu view over `base`'s storage with the geometry of the CPU view the kernel returned.
+at::Tensor npu_view(const at::Tensor& base, const at::Tensor& cpu_view) {
+  // The VIEW constructor takes the key set verbatim: reuse the base's (autograd and inference
+  // state included) without its conj/neg bits, which come from the view itself.
+  const auto keys = base.key_set().remove(c10::DispatchKey::Conjugate).remove(c10::DispatchKey::Negative);
+  auto out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()), keys,
+                                                      cpu_view.dtype());
+  copy_geometry(cpu_view, out);
+  return out;
+}
+
+// An npu storage owning the memory of a CPU storage a kernel produced.
+c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) {
+  const auto& data_ptr = cpu.data_ptr();
+  c10::DataPtr npu_data;
+  if (cpu.nbytes() == 0 || data_ptr.get() == nullptr) {
+    npu_data = c10::DataPtr(nullptr, c10::Device(kNpu, device));
+  } else if (is_pool_block(data_ptr)) {
+    // Already npu memory (counted when allocated); keep the CPU storage alive until released.
+    npu_data = c10::DataPtr(data_ptr.get(), new c10::Storage(cpu), &release_storage_holder, c10::Device(kNpu, device));
+  } else {
+    npu_data = adopt_foreign_storage(cpu, device);
+  }
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), cpu.nbytes(),
+                                                            std::move(npu_data), npu_allocator(),
+                                                            /*resizable=*/true));
+}
+
+void check_strided(const at::Tensor& cpu) {
+  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(),
+                              "This npu operator would return a ", cpu.is_quantized() ? "quantized" : "",
+                              cpu.is_quantized() ? "" : c10::str(cpu.layout()),
+                              " tensor: sparse, quantized and nested tensors are not supported on npu (only "
+                              "strided, dense tensors are)");
+}
+
+}  // namespace
+
+at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::Device device) {
+  const auto keys = c10::DispatchKeySet(device.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::PrivateUse1) |
+      c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, zero_allocator(device), keys, dtype, std::nullopt);
+}
+
+at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning) {
+  if (C10_UNLIKELY(npu._is_zerotensor())) {
+    return make_zero_tensor(npu.sizes(), npu.scalar_type(), c10::Device(c10::kCPU));
+  }
+  const auto& storage = npu.storage();
+  void* data = const_cast<void*>(storage.data());
+  c10::DataPtr data_ptr = owning
+      ? c10::DataPtr(data, new c10::Storage(storage), &release_storage_holder, c10::Device(c10::kCPU))
+      : c10::DataPtr(data, c10::Device(c10::kCPU));
+  // Resizable, with the CPU allocator: a kernel that grows an out= argument allocates through the
+  // bridge, i.e. from the npu pools (sync_written moves that memory to the npu tensor).
+  c10::Storage cpu_storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(),
+                                                                  storage.nbytes(), std::move(data_ptr),
+                                                                  c10::GetCPUAllocator(), /*resizable=*/!owning));
+  auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(cpu_storage), kCpuKeys, npu.dtype());
+  copy_geometry(npu, out);
+  return out;
+}
+
+at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device) {
+  if (C10_UNLIKELY(cpu._is_zerotensor())) {
+    return make_zero_tensor(cpu.sizes(), cpu.scalar_type(), c10::Device(kNpu, device));
+  }
+  check_strided(cpu);
+  auto* impl = cpu.unsafeGetTensorImpl();
+  const auto& storage = cpu.storage();
+  auto* storage_impl = storage.unsafeGetStorageImpl();
+  // Fast path: a fresh result nobody else references, in a block of this device's pool, becomes
+  // the npu tensor itself (same TensorImpl and storage, re-tagged).
+  if (cpu.use_count() == 1 && cpu.weak_use_count() == 1 && storage.use_count() == 1 &&
+      !impl->is_wrapped_number() && impl->allow_tensor_metadata_change() &&
+      claim_pool_block(storage_impl->_mutable_data_ptr_no_checks(), device)) {
+    storage_impl->set_allocator(npu_allocator());
+    impl->set_storage_keep_dtype(c10::Storage(storage));
+    impl->_change_backend_component_keys(c10::Device(kNpu, device));
+    return cpu;
+  }
+  return npu_tensor_over(npu_storage_from(storage, device), cpu);
+}
+
+at::Tensor CallMapping::alias_input(const at::Tensor& npu, int arg) {
+  at::Tensor cpu = make_cpu_alias(npu, /*owning=*/false);
+  c10::StorageImpl* storage = cpu.has_storage() ? cpu.storage().unsafeGetStorageImpl() : nullptr;
+  aliases.push_back({npu, cpu, storage, arg});
+  return cpu;
+}
+
+void CallMapping::sync_written(const std::vector<uint8_t>& written) {
+  for (auto& a : aliases) {
+    if (!written[static_cast<size_t>(a.arg)] || !a.cpu.has_storage() || a.npu._is_zerotensor()) {
+      continue;
+    }
+    auto* cpu_impl = a.cpu.unsafeGetTensorImpl();
+    auto* npu_impl = a.npu.unsafeGetTensorImpl();
+    const auto npu_device = a.npu.device().index();
+    c10::StorageImpl* now = a.cpu.storage().unsafeGetStorageImpl();
+    if (now != a.cpu_storage) {
+      // The kernel pointed the argument at other memory (set_): another argument's, or its own.
+      c10::Storage target;
+      for (const auto& other : aliases) {
+        if (other.cpu_storage == now) {
+          target = other.npu.storage();
+          break;
+        }
+      }
+      if (!target) {
+        target = npu_storage_from(a.cpu.storage(), npu_device);
+        adopted.emplace_back(now, target);
+      }
+      npu_impl->set_storage_keep_dtype(std::move(target));
+    } else if (now->data() != a.npu.storage().data() || now->nbytes() != a.npu.storage().nbytes()) {
+      // The kernel resized the argument: its new memory becomes the npu storage's memory, so
+      // every npu view of that storage follows, as on the CPU.
+      auto* npu_storage = a.npu.storage().unsafeGetStorageImpl();
+      if (claim_pool_block(now->_mutable_data_ptr_no_checks(), npu_device)) {
+        npu_storage->set_data_ptr_noswap(now->set_data_ptr(c10::DataPtr()));
+      } else {
+        npu_storage->set_data_ptr_noswap(
+            adopt_foreign_storage(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(now)), npu_device));
+      }
+      npu_storage->set_nbytes(now->nbytes());
+      // Later outputs that share the kernel's storage map to the npu storage.
+      adopted.emplace_back(now, a.npu.storage());
+    }
+    if (cpu_impl->sizes() != npu_impl->sizes() || cpu_impl->strides() != npu_impl->strides() ||
+        cpu_impl->storage_offset() != npu_impl->storage_offset()) {
+      npu_impl->set_sizes_and_strides(cpu_impl->sizes(), cpu_impl->strides(), cpu_impl->storage_offset());
+    }
+  }
+}
+
+at::Tensor CallMapping::to_npu(const at::Tensor& result) {
+  if (!result.defined() || result.device().type() != c10::kCPU) {
+    return result;
+  }
+  auto* impl = result.unsafeGetTensorImpl();
+  for (const auto& a : aliases) {
+    if (a.cpu.unsafeGetTensorImpl() == impl) {
+      return a.npu;  // returned an argument (in-place and out= operators)
+    }
+  }
+  for (auto* input : cpu_inputs) {
+    if (input == impl) {
+      return result;  // returned a CPU argument (copy_ into a CPU tensor)
+    }
+  }
+  if (keep_cpu) {
+    return result;
+  }
+  if (C10_UNLIKELY(result._is_zerotensor())) {
+    return make_zero_tensor(result.sizes(), result.scalar_type(), c10::Device(kNpu, device));
+  }
+  if (result.has_storage()) {
+    auto* storage = result.storage().unsafeGetStorageImpl();
+    for (const auto& a : aliases) {
+      if (a.cpu_storage == storage) {
+        return npu_view(a.npu, result);  // a view of an argument
+      }
+    }
+    for (const auto& [cpu_storage, npu_storage] : adopted) {
+      if (cpu_storage == storage) {
+        check_strided(result);
+        return npu_tensor_over(npu_storage, result);
+      }
+    }
+  }
+  at::Tensor npu = adopt_cpu_result(result, device);
+  if (npu.unsafeGetTensorImpl() != impl && npu.has_storage()) {
+    adopted.emplace_back(result.storage().unsafeGetStorageImpl(), npu.storage());
+  }
+  return npu;
+}
+
+}  // namespace vnpu

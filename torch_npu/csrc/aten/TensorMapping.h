@@ -1,0 +1,46 @@
+// Mapping tensors between npu and the CPU kernels that compute for it, without copying bytes.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace vnpu {
+
+// CPU tensor over an npu tensor's bytes. A non-owning alias is only valid while the npu tensor
+// lives (the redirect's case); an owning alias keeps the npu storage alive.
+at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
+
+// npu tensor that takes over the memory of a CPU tensor a kernel produced (no copy).
+at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device);
+
+// ZeroTensors carry no memory; they are recreated on the other side.
+at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::Device device);
+
+// The tensors of one redirected call.
+struct CallMapping {
+  struct Alias {
+    at::Tensor npu;
+    at::Tensor cpu;
+    c10::StorageImpl* cpu_storage;  // the alias storage handed to the kernel
+    int arg;
+  };
+
+  c10::DeviceIndex device = -1;  // where results go
+  bool explicit_device = false;  // set by a device= argument
+  bool keep_cpu = false;         // device="cpu" argument: results stay on the CPU
+  c10::SmallVector<Alias, 6> aliases;
+  c10::SmallVector<c10::TensorImpl*, 4> cpu_inputs;
+  c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 2> adopted;
+
+  at::Tensor alias_input(const at::Tensor& npu, int arg);
+  // After the kernel: resizes, reallocations and set_ on written arguments reach the npu tensors.
+  void sync_written(const std::vector<uint8_t>& written);
+  // A kernel result as the npu operator's result.
+  at::Tensor to_npu(const at::Tensor& result);
+};
+
+}  // namespace vnpu

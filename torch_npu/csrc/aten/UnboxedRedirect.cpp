@@ -1,0 +1,225 @@
+// The redirect for the hottest operators, without boxing.
+//
+// The boxed redirect (Redirect.cpp) serves every operator through one kernel: the dispatcher packs
+// the arguments into a stack, the CPU kernel unpacks them again. For small tensors that packing
+// is a large share of an operator's cost, so the operators that dominate training and inference
+// steps get a typed kernel generated from ATen's operator structs (at::_ops::*): same rules, same
+// RedirectCall, but arguments stay C++ values and the CPU kernel is called through its typed
+// redispatch.
+#include "aten/OpFacts.h"
+#include "aten/RedirectCall.h"
+#include "runtime/CachingAllocator.h"
+
+#include <ATen/Operators.h>
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+#include <type_traits>
+
+namespace vnpu {
+namespace {
+
+constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
+
+// Arguments written by the kernel (in-place self, out=), to return the caller's own tensor.
+using WrittenRefs = c10::SmallVector<std::pair<c10::TensorImpl*, at::Tensor*>, 2>;
+
+// What an argument of C++ type T becomes for the CPU kernel.
+template <class T>
+struct CpuArg {
+  using type = T;
+  static T convert(RedirectCall&, WrittenRefs&, T value, int) {
+    return std::forward<T>(value);
+  }
+};
+template <>
+struct CpuArg<const at::Tensor&> {
+  using type = at::Tensor;
+  static at::Tensor convert(RedirectCall& call, WrittenRefs&, const at::Tensor& t, int i) {
+    return call.tensor(t, i);
+  }
+};
+template <>
+struct CpuArg<at::Tensor&> {
+  using type = at::Tensor;
+  static at::Tensor convert(RedirectCall& call, WrittenRefs& written, at::Tensor& t, int i) {
+    at::Tensor cpu = call.tensor(t, i);
+    written.emplace_back(cpu.unsafeGetTensorImpl(), &t);
+    return cpu;
+  }
+};
+template <>
+struct CpuArg<const std::optional<at::Tensor>&> {
+  using type = std::optional<at::Tensor>;
+  static std::optional<at::Tensor> convert(RedirectCall& call, WrittenRefs&, const std::optional<at::Tensor>& t,
+                                           int i) {
+    return t.has_value() ? std::optional<at::Tensor>(call.tensor(*t, i)) : std::nullopt;
+  }
+};
+template <>
+struct CpuArg<std::optional<c10::Device>> {
+  using type = std::optional<c10::Device>;
+  static std::optional<c10::Device> convert(RedirectCall& call, WrittenRefs&, std::optional<c10::Device> d, int) {
+    return d.has_value() ? std::optional<c10::Device>(call.device(*d)) : d;
+  }
+};
+template <>
+struct CpuArg<std::optional<c10::Layout>> {
+  using type = std::optional<c10::Layout>;
+  static std::optional<c10::Layout> convert(RedirectCall& call, WrittenRefs&, std::optional<c10::Layout> l, int) {
+    if (l.has_value()) {
+      call.layout(*l);
+    }
+    return l;
+  }
+};
+
+template <class T>
+void route_generator(const RedirectCall&, T&) {}
+void route_generator(const RedirectCall& call, std::optional<at::Generator>& g) {
+  g = call.generator(g);
+}
+
+// Maps a kernel result back to npu.
+template <class Ret>
+struct Result {
+  static Ret map(RedirectCall&, const WrittenRefs&, Ret&& r) {
+    return std::forward<Ret>(r);
+  }
+};
+template <>
+struct Result<at::Tensor> {
+  static at::Tensor map(RedirectCall& call, const WrittenRefs&, at::Tensor&& r) {
+    return call.map.to_npu(r);
+  }
+};
+template <>
+struct Result<at::Tensor&> {
+  static at::Tensor& map(RedirectCall&, const WrittenRefs& written, at::Tensor& r) {
+    for (const auto& [cpu, original] : written) {
+      if (cpu == r.unsafeGetTensorImpl()) {
+        return *original;
+      }
+    }
+    TORCH_INTERNAL_ASSERT(false, "an in-place npu operator returned a tensor that is not one of its arguments");
+  }
+};
+template <class... Ts>
+struct Result<std::tuple<Ts...>> {
+  static std::tuple<Ts...> map(RedirectCall& call, const WrittenRefs& written, std::tuple<Ts...>&& r) {
+    return std::apply(
+        [&](auto&&... xs) {
+          return std::tuple<Ts...>(
+              Result<Ts>::map(call, written, std::forward<decltype(xs)>(xs))...);
+        },
+        std::move(r));
+  }
+};
+
+template <class Op, class Sig = typename Op::schema>
+struct Unboxed;
+
+template <class Op, class Ret, class... Args>
+struct Unboxed<Op, Ret(Args...)> {
+  static const OpFacts& facts() {
+    static const OpFacts f =
+        make_op_facts(c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name).schema());
+    return f;
+  }
+
+  static Ret call(Args... args) {
+    const OpFacts& f = facts();
+    RedirectCall call(f);
+    WrittenRefs written;
+    int index = 0;
+    // Braced initialisation converts the arguments left to right, as the boxed redirect does.
+    std::tuple<typename CpuArg<Args>::type...> cpu{
+        CpuArg<Args>::convert(call, written, std::forward<Args>(args), index++)...};
+    call.settle();
+    std::apply([&](auto&... xs) { (route_generator(call, xs), ...); }, cpu);
+    if constexpr (std::is_void_v<Ret>) {
+      run(call, cpu);
+      if (f.writes_arguments) {
+        call.map.sync_written(f.written);
+      }
+    } else {
+      Ret r = run(call, cpu);
+      if (f.writes_arguments) {
+        call.map.sync_written(f.written);
+      }
+      return Result<Ret>::map(call, written, std::forward<Ret>(r));
+    }
+  }
+
+  template <class Tuple>
+  static Ret run(RedirectCall& call, Tuple& cpu) {
+    auto invoke = [&](auto&... xs) -> Ret { return Op::redispatch(kCpuKeys, xs...); };
+    if (call.map.keep_cpu) {
+      return std::apply(invoke, cpu);
+    }
+    DevicePoolScope scope(call.map.device);
+    return std::apply(invoke, cpu);
+  }
+};
+
+}  // namespace
+}  // namespace vnpu
+
+// Element-wise arithmetic, activations, reductions and matmuls that small-tensor workloads
+// (optimizer steps, attention glue, scalar bookkeeping) call most.
+#define VNPU_UNBOXED_OPS(_)                                         \
+  _(add_Tensor, "add.Tensor")                                       \
+  _(add__Tensor, "add_.Tensor")                                     \
+  _(sub_Tensor, "sub.Tensor")                                       \
+  _(sub__Tensor, "sub_.Tensor")                                     \
+  _(mul_Tensor, "mul.Tensor")                                       \
+  _(mul__Tensor, "mul_.Tensor")                                     \
+  _(div_Tensor, "div.Tensor")                                       \
+  _(div__Tensor, "div_.Tensor")                                     \
+  _(neg, "neg")                                                     \
+  _(exp, "exp")                                                     \
+  _(log, "log")                                                     \
+  _(sqrt, "sqrt")                                                   \
+  _(rsqrt, "rsqrt")                                                 \
+  _(abs, "abs")                                                     \
+  _(sigmoid, "sigmoid")                                             \
+  _(tanh, "tanh")                                                   \
+  _(relu, "relu")                                                   \
+  _(relu_, "relu_")                                                 \
+  _(gelu, "gelu")                                                   \
+  _(silu, "silu")                                                   \
+  _(pow_Tensor_Scalar, "pow.Tensor_Scalar")                         \
+  _(eq_Scalar, "eq.Scalar")                                         \
+  _(eq_Tensor, "eq.Tensor")                                         \
+  _(ne_Scalar, "ne.Scalar")                                         \
+  _(gt_Scalar, "gt.Scalar")                                         \
+  _(lt_Scalar, "lt.Scalar")                                         \
+  _(where_self, "where.self")                                       \
+  _(masked_fill__Scalar, "masked_fill_.Scalar")                     \
+  _(clamp, "clamp")                                                 \
+  _(threshold_backward, "threshold_backward")                       \
+  _(sum, "sum")                                                     \
+  _(sum_dim_IntList, "sum.dim_IntList")                             \
+  _(mean_dim, "mean.dim")                                           \
+  _(mm, "mm")                                                       \
+  _(addmm, "addmm")                                                 \
+  _(bmm, "bmm")                                                     \
+  _(_softmax, "_softmax")                                           \
+  _(_log_softmax, "_log_softmax")                                   \
+  _(fill__Scalar, "fill_.Scalar")                                   \
+  _(zero_, "zero_")                                                 \
+  _(clone, "clone")                                                 \
+  _(copy_, "copy_")                                                 \
+  _(_to_copy, "_to_copy")                                           \
+  _(lerp__Scalar, "lerp_.Scalar")                                   \
+  _(addcmul_, "addcmul_")                                           \
+  _(addcdiv_, "addcdiv_")
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define VNPU_REGISTER_UNBOXED(op, name) \
+  m.impl(name, TORCH_FN((&vnpu::Unboxed<at::_ops::op>::call)));
+  VNPU_UNBOXED_OPS(VNPU_REGISTER_UNBOXED)
+#undef VNPU_REGISTER_UNBOXED
+}

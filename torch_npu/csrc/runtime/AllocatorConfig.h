@@ -1,0 +1,37 @@
+// PYTORCH_NPU_ALLOC_CONF (or PYTORCH_ALLOC_CONF) and PYTORCH_NO_NPU_MEMORY_CACHING, parsed the
+// way torch_npu parses them, with torch_npu's error texts.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+struct AllocatorConfig {
+  size_t max_split_size = std::numeric_limits<size_t>::max();
+  size_t max_non_split_rounding_size = size_t(20) << 20;
+  size_t large_segment_size = size_t(20) << 20;
+  double garbage_collection_threshold = 0.0;
+  bool expandable_segments = false;
+  // index i covers allocation sizes in [2^(20+i), 2^(21+i)); 0 = no power-of-2 rounding
+  std::vector<size_t> roundup_power2_divisions = std::vector<size_t>(16, 0);
+  double per_process_memory_fraction = 1.0;
+  size_t base_addr_aligned_size = 16 * 1024;
+  bool caching = true;
+  // Accepted and kept for reporting; they tune host-side or hardware mechanisms vnpu does not have.
+  std::vector<std::string> accepted_without_effect;
+  std::string source;  // the environment variable the settings came from
+  std::string text;    // its value
+};
+
+// Parsed once from the environment; throws (RuntimeError/ValueError) on invalid settings.
+const AllocatorConfig& allocator_config();
+
+// Parses a settings string (for tests and torch_npu.npu.memory._set_allocator_settings).
+AllocatorConfig parse_allocator_config(const std::string& text, const std::string& source);
+
+size_t roundup_power2_divisions(const AllocatorConfig& config, size_t size);
+
+}  // namespace vnpu

@@ -1,0 +1,677 @@
+#include "runtime/CachingAllocator.h"
+
+#include "runtime/AllocatorConfig.h"
+#include "runtime/BlockPool.h"
+#include "runtime/Device.h"
+#include "runtime/HostMemory.h"
+#include "runtime/SocProfile.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+#include <c10/util/llvmMathExtras.h>
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace vnpu {
+namespace {
+
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::DeviceStats;
+
+constexpr size_t kMinLargeAlloc = size_t(10) << 20;  // below 10 MiB, large blocks share a segment
+constexpr size_t kRoundLarge = size_t(2) << 20;      // larger segments round up to 2 MiB
+constexpr size_t kPadBytes = 32;  // torch_npu pads every request by 32 bytes on pre-950 SoCs
+constexpr uint64_t kOneEB = uint64_t(1) << 60;
+
+struct DeviceState {
+  SpinLock lock;
+  SmallFreeLists small_free;
+  LargeFreeSet large_free;
+  BlockRecords records;
+  std::map<uintptr_t, Block*> segments;  // first block of each segment, by address
+  DeviceStats stats;
+  double fraction = -1;  // < 0: not set, use the configured per_process_memory_fraction
+
+  void insert_free(Block* b) {
+    if (b->small) {
+      small_free.insert(b);
+    } else {
+      large_free.insert(b);
+    }
+  }
+  void erase_free(Block* b) {
+    if (b->small) {
+      small_free.erase(b);
+    } else {
+      large_free.erase(b);
+    }
+  }
+};
+
+DeviceState& device_state(c10::DeviceIndex device) {
+  static auto* states = new DeviceState[kMaxDevices];
+  return states[device];
+}
+
+using Guard = std::lock_guard<SpinLock>;
+
+std::atomic<bool> g_initialized{false};
+std::atomic<int64_t> g_host_mapped{0};  // bytes of segments mapped for all devices
+thread_local c10::DeviceIndex tl_pool_device = -1;
+
+void update(StatArray& stat, bool small, int64_t delta) {
+  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
+    if (delta >= 0) {
+      stat[i].increase(static_cast<size_t>(delta));
+    } else {
+      stat[i].decrease(static_cast<size_t>(-delta));
+    }
+  }
+}
+
+int64_t current(const StatArray& stat) {
+  return stat[static_cast<size_t>(StatType::AGGREGATE)].current;
+}
+
+size_t round_size(size_t requested, const AllocatorConfig& config) {
+  const size_t size = requested + kPadBytes;
+  if (size < kMinBlockSize) {
+    return kMinBlockSize;
+  }
+  const size_t divisions = roundup_power2_divisions(config, size);
+  if (divisions > 1 && size > kMinBlockSize * divisions) {
+    // round up to the nearest of `divisions` equal steps between two powers of two
+    const size_t power2_floor = size_t(1) << (63 - c10::llvm::countLeadingZeros(static_cast<uint64_t>(size)));
+    const size_t step = std::max(power2_floor / divisions, kMinBlockSize);
+    return (size + step - 1) / step * step;
+  }
+  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t segment_size_for(size_t size, const AllocatorConfig& config) {
+  if (size <= kSmallSize) {
+    return kSmallBuffer;
+  }
+  if (size < kMinLargeAlloc) {
+    return config.large_segment_size;
+  }
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+int64_t allowed_bytes(const DeviceState& st) {
+  const double fraction = st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
+  return static_cast<int64_t>(fraction * static_cast<double>(device_capacity()));
+}
+
+[[noreturn]] void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note) {
+  st.stats.num_ooms++;
+  const int64_t capacity = device_capacity();
+  const int64_t reserved = current(st.stats.reserved_bytes);
+  const int64_t allowed = allowed_bytes(st);
+  const std::string allowed_info =
+      allowed < capacity ? format_size(static_cast<uint64_t>(allowed)) + " allowed; " : "";
+  if (c10::memoryProfilingEnabled()) {
+    c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested),
+                                     static_cast<size_t>(current(st.stats.allocated_bytes)),
+                                     static_cast<size_t>(reserved), c10::Device(kNpu, device));
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "NPU out of memory. Tried to allocate ", format_size(requested),
+                   " (NPU ", static_cast<int>(device), "; ", format_size(static_cast<uint64_t>(capacity)),
+                   " total capacity; ", format_size(static_cast<uint64_t>(current(st.stats.allocated_bytes))),
+                   " already allocated; ", format_size(static_cast<uint64_t>(current(st.stats.active_bytes))),
+                   " current active; ", format_size(static_cast<uint64_t>(std::max<int64_t>(capacity - reserved, 0))),
+                   " free; ", allowed_info, format_size(static_cast<uint64_t>(reserved)),
+                   " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
+                   "max_split_size_mb to avoid fragmentation.",
+                   host_note);
+}
+
+// Maps a new segment for `device` if its capacity (and the host) can back it.
+Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, std::string& host_note) {
+  if (current(st.stats.reserved_bytes) + static_cast<int64_t>(bytes) > allowed_bytes(st)) {
+    return nullptr;
+  }
+  if (!host_can_back(bytes, static_cast<size_t>(g_host_mapped.load()), host_note)) {
+    return nullptr;
+  }
+  void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ptr == MAP_FAILED) {
+    host_note = " [vnpu] The host refused to map " + format_size(bytes) +
+        " of memory to back this device allocation (every npu byte lives in host memory).";
+    return nullptr;
+  }
+  g_host_mapped += static_cast<int64_t>(bytes);
+  Block* block = st.records.make(static_cast<char*>(ptr), bytes, device, small);
+  st.segments.emplace(reinterpret_cast<uintptr_t>(ptr), block);
+  st.stats.num_device_alloc++;
+  update(st.stats.segment, small, 1);
+  update(st.stats.reserved_bytes, small, static_cast<int64_t>(bytes));
+  if (bytes >= allocator_config().max_split_size) {
+    st.stats.oversize_segments.increase(1);
+  }
+  return block;
+}
+
+void unmap_segment(DeviceState& st, Block* block) {
+  st.segments.erase(reinterpret_cast<uintptr_t>(block->ptr));
+  st.stats.num_device_free++;
+  update(st.stats.segment, block->small, -1);
+  update(st.stats.reserved_bytes, block->small, -static_cast<int64_t>(block->size));
+  if (block->size >= allocator_config().max_split_size) {
+    st.stats.oversize_segments.decrease(1);
+  }
+  munmap(block->ptr, block->size);
+  g_host_mapped -= static_cast<int64_t>(block->size);
+  st.records.recycle(block);
+}
+
+// Returns every cached segment that holds no allocation to the host.
+void release_free_segments(DeviceState& st) {
+  auto release = [&](Block* b) {
+    if (!b->is_split()) {
+      st.erase_free(b);
+      unmap_segment(st, b);
+    }
+  };
+  st.small_free.for_each(release);
+  st.large_free.for_each(release);
+}
+
+Block* take_free_block(DeviceState& st, bool small, size_t size, const AllocatorConfig& config) {
+  Block* block = small ? st.small_free.best(size) : st.large_free.best(size);
+  if (block == nullptr) {
+    return nullptr;
+  }
+  // Do not hand out oversize blocks for requests that could be split from smaller ones, nor
+  // blocks much larger than an oversize request.
+  if (size < config.max_split_size && block->size >= config.max_split_size) {
+    return nullptr;
+  }
+  if (size >= config.max_split_size && block->size >= size + config.max_non_split_rounding_size) {
+    return nullptr;
+  }
+  st.erase_free(block);
+  return block;
+}
+
+bool should_split(const Block* block, size_t size, const AllocatorConfig& config) {
+  const size_t remaining = block->size - size;
+  if (block->small) {
+    return remaining >= kMinBlockSize;
+  }
+  return size < config.max_split_size && remaining > kSmallSize;
+}
+
+Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested) {
+  const auto& config = allocator_config();
+  const size_t size = round_size(requested, config);
+  const bool small = size <= kSmallSize;
+  Block* block = config.caching ? take_free_block(st, small, size, config) : nullptr;
+  if (block == nullptr) {
+    if (config.garbage_collection_threshold > 0 &&
+        current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
+      release_free_segments(st);
+    }
+    std::string host_note;
+    const size_t bytes = config.caching ? segment_size_for(size, config) : size;
+    block = map_segment(st, device, bytes, small, host_note);
+    if (block == nullptr) {
+      release_free_segments(st);
+      st.stats.num_alloc_retries++;
+      host_note.clear();
+      block = map_segment(st, device, bytes, small, host_note);
+    }
+    if (block == nullptr) {
+      throw_oom(st, device, requested, host_note);
+    }
+  }
+  const bool already_split = block->is_split();
+  if (config.caching && should_split(block, size, config)) {
+    Block* rest = st.records.make(block->ptr + size, block->size - size, device, small);
+    rest->prev = block;
+    rest->next = block->next;
+    if (rest->next != nullptr) {
+      rest->next->prev = rest;
+    }
+    block->next = rest;
+    block->size = size;
+    st.insert_free(rest);
+    if (already_split) {
+      update(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(size));
+    } else {
+      update(st.stats.inactive_split_bytes, small, static_cast<int64_t>(rest->size));
+      update(st.stats.inactive_split, small, 1);
+    }
+  } else if (already_split) {
+    update(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(block->size));
+    update(st.stats.inactive_split, small, -1);
+  }
+  block->allocated = true;
+  block->requested = requested;
+  update(st.stats.allocation, small, 1);
+  update(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
+  update(st.stats.active, small, 1);
+  update(st.stats.active_bytes, small, static_cast<int64_t>(block->size));
+  update(st.stats.requested_bytes, small, static_cast<int64_t>(requested));
+  if (block->size >= config.max_split_size) {
+    st.stats.oversize_allocations.increase(1);
+  }
+  return block;
+}
+
+void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
+  if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {
+    c10::reportMemoryUsageToProfiler(block->ptr, delta, static_cast<size_t>(current(st.stats.allocated_bytes)),
+                                     static_cast<size_t>(current(st.stats.reserved_bytes)),
+                                     c10::Device(kNpu, block->device));
+  }
+}
+
+void free_block(void* ctx) {
+  auto* block = static_cast<Block*>(ctx);
+  DeviceState& st = device_state(block->device);
+  Guard guard(st.lock);
+  const auto& config = allocator_config();
+  const bool small = block->small;
+  const auto size = static_cast<int64_t>(block->size);
+  update(st.stats.allocation, small, -1);
+  update(st.stats.allocated_bytes, small, -size);
+  update(st.stats.active, small, -1);
+  update(st.stats.active_bytes, small, -size);
+  update(st.stats.requested_bytes, small, -static_cast<int64_t>(block->requested));
+  if (block->size >= config.max_split_size) {
+    st.stats.oversize_allocations.decrease(1);
+  }
+  block->allocated = false;
+  block->requested = 0;
+  report_to_profiler(block, -size, st);
+  if (!config.caching) {
+    unmap_segment(st, block);
+    return;
+  }
+  int64_t split_blocks = 0;
+  int64_t split_bytes = 0;
+  if (block->next != nullptr && !block->next->allocated) {
+    Block* next = block->next;
+    st.erase_free(next);
+    split_blocks -= 1;
+    split_bytes -= static_cast<int64_t>(next->size);
+    block->size += next->size;
+    block->next = next->next;
+    if (block->next != nullptr) {
+      block->next->prev = block;
+    }
+    st.records.recycle(next);
+  }
+  if (block->prev != nullptr && !block->prev->allocated) {
+    Block* prev = block->prev;
+    st.erase_free(prev);
+    split_blocks -= 1;
+    split_bytes -= static_cast<int64_t>(prev->size);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (prev->next != nullptr) {
+      prev->next->prev = prev;
+    }
+    st.records.recycle(block);
+    block = prev;
+  }
+  st.insert_free(block);
+  if (block->is_split()) {
+    split_blocks += 1;
+    split_bytes += static_cast<int64_t>(block->size);
+  }
+  update(st.stats.inactive_split, small, split_blocks);
+  update(st.stats.inactive_split_bytes, small, split_bytes);
+}
+
+Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
+  TORCH_CHECK_WITH(OutOfMemoryError, bytes < kOneEB, "NPU out of memory. Tried to allocate more than 1EB memory.");
+  init_allocator();
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  Block* block = allocate_block(st, device, bytes);
+  report_to_profiler(block, static_cast<int64_t>(block->size), st);
+  return block;
+}
+
+// Blocks handed to CPU kernels through the CPU allocator bridge. The bridge must honour the CPU
+// allocator's raw_allocate contract (context == data pointer, one deleter for everything), so
+// its blocks are found by address until the redirect claims them for an npu tensor.
+struct BridgeBlocks {
+  SpinLock lock;
+  ska::flat_hash_map<void*, Block*> blocks;
+};
+BridgeBlocks& bridge_blocks() {
+  static auto* b = new BridgeBlocks();
+  return *b;
+}
+c10::Allocator* g_cpu_fallback = nullptr;
+
+void free_bridge_ptr(void* ptr) {
+  Block* block = nullptr;
+  {
+    auto& b = bridge_blocks();
+    Guard guard(b.lock);
+    auto it = b.blocks.find(ptr);
+    if (it != b.blocks.end()) {
+      block = it->second;
+      b.blocks.erase(it);
+    }
+  }
+  if (block != nullptr) {
+    free_block(block);
+  } else {
+    g_cpu_fallback->raw_deleter()(ptr);  // raw_allocate'd outside a pool scope
+  }
+}
+
+Block* find_bridge_block(void* ptr, bool take) {
+  auto& b = bridge_blocks();
+  Guard guard(b.lock);
+  auto it = b.blocks.find(ptr);
+  if (it == b.blocks.end()) {
+    return nullptr;
+  }
+  Block* block = it->second;
+  if (take) {
+    b.blocks.erase(it);
+  }
+  return block;
+}
+
+const Block* block_of(const c10::DataPtr& data_ptr) {
+  if (data_ptr.get_deleter() == &free_block) {
+    return static_cast<const Block*>(data_ptr.get_context());
+  }
+  if (data_ptr.get_deleter() == &free_bridge_ptr) {
+    return find_bridge_block(data_ptr.get(), /*take=*/false);
+  }
+  return nullptr;
+}
+
+// Memory a CPU kernel obtained outside the pools (for example from a library buffer).
+struct ForeignMemory {
+  c10::Storage storage;
+  size_t bytes;
+  c10::DeviceIndex device;
+};
+
+void update_foreign(DeviceState& st, int64_t bytes) {
+  update(st.stats.segment, false, bytes > 0 ? 1 : -1);
+  update(st.stats.reserved_bytes, false, bytes);
+  update(st.stats.allocation, false, bytes > 0 ? 1 : -1);
+  update(st.stats.allocated_bytes, false, bytes);
+  update(st.stats.active, false, bytes > 0 ? 1 : -1);
+  update(st.stats.active_bytes, false, bytes);
+  update(st.stats.requested_bytes, false, bytes);
+}
+
+void free_foreign(void* ctx) {
+  auto* foreign = static_cast<ForeignMemory*>(ctx);
+  {
+    DeviceState& st = device_state(foreign->device);
+    Guard guard(st.lock);
+    update_foreign(st, -static_cast<int64_t>(foreign->bytes));
+  }
+  delete foreign;
+}
+
+void for_each_stat_array(DeviceStats& s, void (*fn)(c10::CachingAllocator::Stat&)) {
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
+    for (auto& stat : *a) {
+      fn(stat);
+    }
+  }
+  fn(s.oversize_allocations);
+  fn(s.oversize_segments);
+}
+
+struct NpuAllocator final : c10::DeviceAllocator {
+  c10::DataPtr allocate(size_t bytes) override {
+    const auto device = current_device();
+    if (bytes == 0) {
+      return c10::DataPtr(nullptr, c10::Device(kNpu, device));
+    }
+    Block* block = pool_allocate_block(bytes, device);
+    return c10::DataPtr(block->ptr, block, &free_block, c10::Device(kNpu, device));
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return nullptr;  // the context (the block) differs from the data pointer
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+  bool initialized() override {
+    return g_initialized.load();
+  }
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+      DeviceState& st = device_state(d);
+      Guard guard(st.lock);
+      release_free_segments(st);
+    }
+  }
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
+    // Execution is synchronous: a block is never in use by another stream when it is freed.
+  }
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    check_device_index(device);
+    DeviceState& st = device_state(device);
+    Guard guard(st.lock);
+    DeviceStats stats = st.stats;
+    const auto max_split = allocator_config().max_split_size;
+    stats.max_split_size =
+        max_split == std::numeric_limits<size_t>::max() ? 0 : static_cast<int64_t>(max_split);
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    check_device_index(device);
+    DeviceState& st = device_state(device);
+    Guard guard(st.lock);
+    for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
+    auto& s = st.stats;
+    s.num_alloc_retries = s.num_ooms = s.num_sync_all_streams = 0;
+    s.num_device_alloc = s.num_device_free = s.num_oom_rejections = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    check_device_index(device);
+    DeviceState& st = device_state(device);
+    Guard guard(st.lock);
+    for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    return device_memory_info(device);
+  }
+};
+
+NpuAllocator g_npu_allocator;
+
+// The CPU allocator while an npu operator's CPU kernel runs on this thread: its allocations
+// are npu memory. Everywhere else it is the CPU allocator it replaced.
+struct CpuAllocatorBridge final : c10::Allocator {
+  c10::Allocator* fallback = nullptr;
+  c10::DataPtr allocate(size_t bytes) override {
+    const auto device = tl_pool_device;
+    if (device < 0) {
+      return fallback->allocate(bytes);
+    }
+    if (bytes == 0) {
+      return c10::DataPtr(nullptr, c10::Device(c10::kCPU));
+    }
+    Block* block = pool_allocate_block(bytes, device);
+    {
+      auto& b = bridge_blocks();
+      Guard guard(b.lock);
+      b.blocks.emplace(block->ptr, block);
+    }
+    return c10::DataPtr(block->ptr, block->ptr, &free_bridge_ptr, c10::Device(c10::kCPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    // Memory from raw_allocate is freed through here, pool block or not.
+    return fallback->raw_deleter() != nullptr ? &free_bridge_ptr : nullptr;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    fallback->copy_data(dest, src, count);
+  }
+};
+
+}  // namespace
+
+c10::DeviceAllocator* npu_allocator() {
+  return &g_npu_allocator;
+}
+
+void init_allocator() {
+  if (C10_LIKELY(g_initialized.load(std::memory_order_acquire))) {
+    return;
+  }
+  allocator_config();  // throws on an invalid PYTORCH_NPU_ALLOC_CONF
+  device_capacity();   // throws on an invalid VNPU_SOC / VNPU_DEVICE_MEMORY
+  g_initialized.store(true, std::memory_order_release);
+}
+
+DevicePoolScope::DevicePoolScope(c10::DeviceIndex device) : previous_(tl_pool_device) {
+  tl_pool_device = device;
+}
+
+DevicePoolScope::~DevicePoolScope() {
+  tl_pool_device = previous_;
+}
+
+void install_cpu_allocator_bridge() {
+  static CpuAllocatorBridge bridge;
+  if (bridge.fallback == nullptr) {
+    bridge.fallback = c10::GetCPUAllocator();
+    g_cpu_fallback = bridge.fallback;
+    c10::SetCPUAllocator(&bridge, /*priority=*/1);
+  }
+}
+
+bool is_pool_block(const c10::DataPtr& data_ptr) {
+  return block_of(data_ptr) != nullptr;
+}
+
+c10::DeviceIndex pool_block_device(const c10::DataPtr& data_ptr) {
+  const Block* block = block_of(data_ptr);
+  return block != nullptr ? block->device : -1;
+}
+
+bool claim_pool_block(c10::DataPtr& data_ptr, c10::DeviceIndex device) {
+  if (data_ptr.get_deleter() == &free_block) {
+    if (static_cast<const Block*>(data_ptr.get_context())->device != device) {
+      return false;
+    }
+    data_ptr.unsafe_set_device(c10::Device(kNpu, device));
+    return true;
+  }
+  if (data_ptr.get_deleter() != &free_bridge_ptr) {
+    return false;
+  }
+  Block* block = nullptr;
+  {
+    auto& b = bridge_blocks();
+    Guard guard(b.lock);
+    auto it = b.blocks.find(data_ptr.get());
+    if (it == b.blocks.end() || it->second->device != device) {
+      return false;
+    }
+    block = it->second;
+    b.blocks.erase(it);
+  }
+  // Same block, still allocated in its pool: only the DataPtr's form changes.
+  data_ptr.release_context();
+  data_ptr = c10::DataPtr(block->ptr, block, &free_block, c10::Device(kNpu, device));
+  return true;
+}
+
+c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device) {
+  const size_t n = cpu_storage.nbytes();
+  void* data = const_cast<void*>(cpu_storage.data());
+  if (n == 0) {
+    return c10::DataPtr(nullptr, c10::Device(kNpu, device));
+  }
+  init_allocator();
+  DeviceState& st = device_state(device);
+  {
+    Guard guard(st.lock);
+    if (current(st.stats.reserved_bytes) + static_cast<int64_t>(n) > allowed_bytes(st)) {
+      throw_oom(st, device, n, "");
+    }
+    update_foreign(st, static_cast<int64_t>(n));
+  }
+  return c10::DataPtr(data, new ForeignMemory{cpu_storage, n, device}, &free_foreign, c10::Device(kNpu, device));
+}
+
+void set_memory_fraction(double fraction, c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  st.fraction = fraction;
+}
+
+double get_memory_fraction(c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  return st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
+}
+
+std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  const int64_t total = device_capacity();
+  const int64_t used = current(st.stats.reserved_bytes);
+  return {static_cast<size_t>(std::max<int64_t>(total - used, 0)), static_cast<size_t>(total)};
+}
+
+std::vector<SegmentInfo> memory_snapshot() {
+  std::vector<SegmentInfo> result;
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    DeviceState& st = device_state(d);
+    Guard guard(st.lock);
+    for (const auto& [address, head] : st.segments) {
+      SegmentInfo seg{d, address, 0, 0, 0, 0, head->small, {}};
+      for (const Block* b = head; b != nullptr; b = b->next) {
+        seg.total_size += b->size;
+        if (b->allocated) {
+          seg.allocated_size += b->size;
+          seg.active_size += b->size;
+          seg.requested_size += b->requested;
+        }
+        seg.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated});
+      }
+      result.push_back(std::move(seg));
+    }
+  }
+  return result;
+}
+
+std::string format_size(uint64_t size) {
+  std::ostringstream os;
+  os.precision(2);
+  os << std::fixed;
+  if (size <= 1024) {
+    os << size << " bytes";
+  } else if (size <= 1048576) {
+    os << (static_cast<double>(size) / 1024.0) << " KiB";
+  } else if (size <= 1073741824ULL) {
+    os << (static_cast<double>(size) / 1048576.0) << " MiB";
+  } else {
+    os << (static_cast<double>(size) / 1073741824.0) << " GiB";
+  }
+  return os.str();
+}
+
+}  // namespace vnpu

@@ -1,0 +1,80 @@
+// The npu caching allocator, modelled on torch_npu's NPUCachingAllocator: 512-byte rounding
+// (after torch_npu's 32-byte pad), a small pool (<= 1 MiB, packed in 2 MiB segments) and a large
+// pool (20 MiB segments below 10 MiB, 2 MiB rounding above), best-fit reuse, block splitting and
+// merging, a per-device capacity from the SoC profile, and CUDA-compatible statistics.
+//
+// Device memory is host memory. Memory that CPU kernels allocate while they run an npu operator
+// comes from the same pools (see DevicePoolScope), so it is counted and capacity-checked too.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Storage.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vnpu {
+
+c10::DeviceAllocator* npu_allocator();
+
+// Parses the allocator configuration and SoC capacity; throws on invalid environment values.
+void init_allocator();
+
+// While alive, the CPU allocator of this thread serves requests from npu device `device`'s pools
+// (the redirect opens one around each CPU kernel it runs for an npu operator).
+class DevicePoolScope {
+ public:
+  explicit DevicePoolScope(c10::DeviceIndex device);
+  ~DevicePoolScope();
+  DevicePoolScope(const DevicePoolScope&) = delete;
+  DevicePoolScope& operator=(const DevicePoolScope&) = delete;
+
+ private:
+  c10::DeviceIndex previous_;
+};
+
+// Registers the CPU allocator that honours DevicePoolScope (delegating to the previous CPU
+// allocator outside a scope).
+void install_cpu_allocator_bridge();
+
+// True when the DataPtr is a block of an npu pool (whatever device it is tagged with).
+bool is_pool_block(const c10::DataPtr& data_ptr);
+// The npu device whose pool the DataPtr's memory belongs to, -1 if none.
+c10::DeviceIndex pool_block_device(const c10::DataPtr& data_ptr);
+// Makes a pool block of `device` (from either allocator face) the memory of an npu tensor:
+// rewrites the DataPtr in place (npu device tag, block context). False if it is not one.
+bool claim_pool_block(c10::DataPtr& data_ptr, c10::DeviceIndex device);
+
+// Takes over memory owned by a CPU storage that did not come from an npu pool, counting it
+// against device `device` (raises the OOM error when that exceeds the capacity).
+c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device);
+
+void set_memory_fraction(double fraction, c10::DeviceIndex device);
+double get_memory_fraction(c10::DeviceIndex device);
+// (free, total) in bytes, as aclrtGetMemInfo reports them.
+std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
+
+struct BlockInfo {
+  uintptr_t address;
+  size_t size;
+  size_t requested;
+  bool allocated;
+};
+struct SegmentInfo {
+  c10::DeviceIndex device;
+  uintptr_t address;
+  size_t total_size;
+  size_t allocated_size;
+  size_t active_size;
+  size_t requested_size;
+  bool small;
+  std::vector<BlockInfo> blocks;
+};
+std::vector<SegmentInfo> memory_snapshot();
+
+std::string format_size(uint64_t size);
+
+}  // namespace vnpu

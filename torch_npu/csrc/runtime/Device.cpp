@@ -1,0 +1,159 @@
+#include "runtime/Device.h"
+
+#include <c10/util/Exception.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+namespace vnpu {
+namespace {
+
+struct DeviceTable {
+  std::vector<int> physical;  // visible index -> physical id
+  std::string error;
+};
+
+// VNPU_DEVICE_COUNT: how many NPUs the virtual machine has (default 8, like an Atlas 800T A2).
+int parse_physical_count(std::string& error) {
+  const char* env = std::getenv("VNPU_DEVICE_COUNT");
+  if (env == nullptr || *env == '\0') {
+    return 8;
+  }
+  std::string s(env);
+  bool digits = !s.empty() && s.size() <= 3;
+  for (char ch : s) {
+    digits = digits && std::isdigit(static_cast<unsigned char>(ch));
+  }
+  int n = digits ? std::atoi(s.c_str()) : -1;
+  if (n < 0 || n > kMaxDevices) {
+    error = "VNPU_DEVICE_COUNT='" + s + "' is invalid: expected an integer from 0 to " +
+        std::to_string(kMaxDevices) + " (the number of virtual NPUs)";
+    return 0;
+  }
+  return n;
+}
+
+// ASCEND_RT_VISIBLE_DEVICES as torch_npu reads it: a comma list of ascending physical ids;
+// parsing stops at the first character that is neither a digit nor a comma; ids beyond the
+// physical count end the list; a list that is not ascending makes no device visible.
+std::vector<int> parse_visible(int physical_count, std::string& error) {
+  std::vector<int> all;
+  for (int i = 0; i < physical_count; ++i) {
+    all.push_back(i);
+  }
+  const char* env = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
+  if (env == nullptr) {
+    return all;
+  }
+  std::vector<int> ids;
+  std::string token;
+  auto flush = [&](bool& stop) {
+    if (token.empty()) {
+      return;
+    }
+    const int id = token.size() > 6 ? kMaxDevices : std::atoi(token.c_str());
+    token.clear();
+    if (id >= physical_count) {
+      stop = true;
+      return;
+    }
+    ids.push_back(id);
+  };
+  bool stop = false;
+  for (const char* p = env; *p != '\0' && !stop; ++p) {
+    if (std::isdigit(static_cast<unsigned char>(*p))) {
+      token.push_back(*p);
+    } else if (*p == ',') {
+      flush(stop);
+    } else {
+      break;
+    }
+  }
+  if (!stop) {
+    flush(stop);
+  }
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i] <= ids[i - 1]) {
+      error = std::string("ASCEND_RT_VISIBLE_DEVICES='") + env +
+          "' is invalid: device ids must be listed in ascending order without repeats, so no NPU "
+          "is visible (torch_npu behaves the same)";
+      return {};
+    }
+  }
+  if (ids.empty() && *env != '\0') {
+    error = std::string("ASCEND_RT_VISIBLE_DEVICES='") + env +
+        "' selects no device: the machine has " + std::to_string(physical_count) +
+        " NPUs (ids 0 to " + std::to_string(physical_count - 1) + ", VNPU_DEVICE_COUNT)";
+  }
+  return ids;
+}
+
+const DeviceTable& table() {
+  static const DeviceTable t = [] {
+    DeviceTable d;
+    int count = parse_physical_count(d.error);
+    if (d.error.empty()) {
+      d.physical = parse_visible(count, d.error);
+    }
+    return d;
+  }();
+  return t;
+}
+
+thread_local c10::DeviceIndex tl_current = 0;
+
+}  // namespace
+
+c10::DeviceIndex device_count() noexcept {
+  return static_cast<c10::DeviceIndex>(table().physical.size());
+}
+
+const std::string& device_config_error() {
+  return table().error;
+}
+
+int physical_device_id(c10::DeviceIndex index) {
+  check_device_index(index);
+  return table().physical[index];
+}
+
+void check_device_index(c10::DeviceIndex index) {
+  const auto n = device_count();
+  if (C10_LIKELY(index >= 0 && index < n)) {
+    return;
+  }
+  if (n == 0) {
+    TORCH_CHECK(false, "Invalid device npu:", static_cast<int>(index), ": no NPU device is visible",
+                device_config_error().empty() ? std::string() : " (" + device_config_error() + ")");
+  }
+  TORCH_CHECK(false, "Invalid device npu:", static_cast<int>(index), ": this machine has ", static_cast<int>(n),
+              " NPU device", n == 1 ? "" : "s", " (npu:0 to npu:", static_cast<int>(n - 1),
+              "); set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that");
+}
+
+c10::DeviceIndex current_device() {
+  return tl_current;
+}
+
+void set_device(c10::DeviceIndex index) {
+  check_device_index(index);
+  tl_current = index;
+}
+
+c10::DeviceIndex exchange_device(c10::DeviceIndex index) {
+  const auto previous = tl_current;
+  if (index != previous) {
+    check_device_index(index);
+    tl_current = index;
+  }
+  return previous;
+}
+
+void set_device_unchecked(c10::DeviceIndex index) noexcept {
+  if (index >= 0 && index < device_count()) {
+    tl_current = index;
+  }
+}
+
+}  // namespace vnpu

@@ -1,0 +1,35 @@
+// Virtual NPU devices: how many there are, which physical ids they map to, and the
+// calling thread's current device.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+constexpr int kMaxDevices = 64;
+
+// Number of visible devices: VNPU_DEVICE_COUNT physical devices (default 8) filtered by
+// ASCEND_RT_VISIBLE_DEVICES with torch_npu's rules. Never throws; an invalid environment yields
+// zero devices and is reported by device_config_error().
+c10::DeviceIndex device_count() noexcept;
+
+// Empty when the device environment is valid, otherwise a message naming the bad variable.
+const std::string& device_config_error();
+
+// Physical id of a visible device (what ASCEND_RT_VISIBLE_DEVICES selected).
+int physical_device_id(c10::DeviceIndex index);
+
+// Thread-local current device, like CUDA's: a new thread starts on device 0.
+c10::DeviceIndex current_device();
+void set_device(c10::DeviceIndex index);
+c10::DeviceIndex exchange_device(c10::DeviceIndex index);
+void set_device_unchecked(c10::DeviceIndex index) noexcept;
+
+// Throws torch_npu-style "Invalid device" errors for indices outside [0, device_count()).
+void check_device_index(c10::DeviceIndex index);
+
+}  // namespace vnpu

@@ -1,0 +1,60 @@
+#include "runtime/HostMemory.h"
+
+#include "runtime/CachingAllocator.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace vnpu {
+namespace {
+
+constexpr size_t kHeadroom = size_t(512) << 20;      // left to the rest of the process and the OS
+constexpr size_t kCheckAvailable = size_t(16) << 20;  // segments this large look at MemAvailable
+
+// Reads a "Key:   N kB" line of /proc/meminfo; 0 if unavailable.
+size_t meminfo_bytes(const char* key) {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  char line[256];
+  size_t value = 0;
+  const size_t key_len = std::strlen(key);
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+      unsigned long long kb = 0;
+      if (std::sscanf(line + key_len + 1, "%llu", &kb) == 1) {
+        value = static_cast<size_t>(kb) * 1024;
+      }
+      break;
+    }
+  }
+  std::fclose(f);
+  return value;
+}
+
+}  // namespace
+
+bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
+  static const size_t total = meminfo_bytes("MemTotal");
+  if (total == 0) {
+    return true;  // no /proc/meminfo: leave it to mmap
+  }
+  if (mapped + bytes + kHeadroom > total) {
+    note = " [vnpu] This host cannot back it: npu memory lives in host memory, the npu pools already hold " +
+        format_size(mapped) + " and the machine has " + format_size(total) +
+        " in total. Lower VNPU_DEVICE_MEMORY (or use a smaller VNPU_SOC) to model a card that fits.";
+    return false;
+  }
+  if (bytes >= kCheckAvailable) {
+    const size_t available = meminfo_bytes("MemAvailable");
+    if (available != 0 && bytes + kHeadroom > available) {
+      note = " [vnpu] This host cannot back it: npu memory lives in host memory and only " + format_size(available) +
+          " of host memory is available now. Free host memory or lower VNPU_DEVICE_MEMORY.";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace vnpu

@@ -1,0 +1,37 @@
+// Logical npu streams with torch_npu's stream ids, and timestamp events.
+//
+// The virtual device executes each operator synchronously on the calling thread, so every
+// stream is always idle: queries return true and synchronisation returns at once. Streams still
+// have identities (ids, priorities, raw handles) and a thread-local current stream per device.
+//
+// Stream id layout (torch_npu's): bits 0-4 are the index in the per-device pool, the bits above
+// are the type: 0 default, 1 secondary, 2 sync-launch, 3 normal priority, 4 high priority.
+#pragma once
+
+#include <c10/core/Stream.h>
+
+#include <cstdint>
+
+namespace vnpu {
+
+enum class StreamType : int { Default = 0, Secondary = 1, SyncLaunch = 2, Normal = 3, High = 4 };
+constexpr int kStreamIdTypeShift = 5;
+
+int streams_per_device();  // STREAMS_PER_DEVICE: 8 or 32 (default 32)
+
+c10::Stream default_stream(c10::DeviceIndex device);
+c10::Stream current_stream(c10::DeviceIndex device);
+c10::Stream exchange_stream(c10::Stream stream);
+// A stream from the pool of `device`, round robin, high priority when priority < 0.
+c10::Stream pool_stream(c10::DeviceIndex device, int priority);
+c10::Stream make_stream(c10::StreamId id, c10::DeviceIndex device);  // validates the id
+int stream_priority(c10::Stream stream);
+void* stream_native_handle(c10::Stream stream);
+
+// Milliseconds between two recorded npu events (their torch.Event event_id values).
+double event_elapsed_ms(uintptr_t start_id, uintptr_t end_id);
+
+// Host time in nanoseconds, the clock events and the profiler use.
+int64_t now_ns();
+
+}  // namespace vnpu

@@ -1,0 +1,169 @@
+"""``torch.npu``: devices, lazy initialisation, memory, streams, random numbers and AMP.
+
+Importing this module, ``is_available()`` and ``device_count()`` do not initialise the device;
+the first tensor, ``init()`` or any call that needs the device does (``_lazy_init``).
+"""
+import threading
+import traceback
+
+import torch
+from torch._utils import _LazySeedTracker
+
+from torch_npu import _C
+
+_initialized = False
+_tls = threading.local()
+_initialization_lock = threading.Lock()
+_queued_calls = []  # don't invoke these until initialization occurs
+_lazy_seed_tracker = _LazySeedTracker()
+default_generators = ()
+
+_FORK_MESSAGE = (
+    "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, "
+    "you must use the 'spawn' start method"
+)
+
+
+class DeferredNpuCallError(Exception):
+    pass
+
+
+def is_available() -> bool:
+    """True when at least one (virtual) NPU is visible. Does not initialise the device."""
+    return _C._device_count() > 0
+
+
+def device_count() -> int:
+    """Number of visible NPUs (VNPU_DEVICE_COUNT filtered by ASCEND_RT_VISIBLE_DEVICES)."""
+    return _C._device_count()
+
+
+def _is_in_bad_fork() -> bool:
+    return _C._is_in_bad_fork()
+
+
+def is_initialized() -> bool:
+    return _initialized and not _is_in_bad_fork()
+
+
+def _lazy_call(callable, **kwargs):
+    if is_initialized():
+        callable()
+    elif kwargs.get("seed_all", False):
+        _lazy_seed_tracker.queue_seed_all(callable, traceback.format_stack())
+    elif kwargs.get("seed", False):
+        _lazy_seed_tracker.queue_seed(callable, traceback.format_stack())
+    else:
+        _queued_calls.append((callable, traceback.format_stack()))
+
+
+def _lazy_init():
+    global _initialized, default_generators
+    if is_initialized() or hasattr(_tls, "is_initializing"):
+        return
+    with _initialization_lock:
+        if is_initialized():
+            return
+        if _is_in_bad_fork():
+            raise RuntimeError(_FORK_MESSAGE)
+        if device_count() == 0:
+            reason = _C._device_config_error()
+            raise RuntimeError(
+                "No NPU device is available: " + (reason or "VNPU_DEVICE_COUNT is 0")
+            )
+        _C._init()
+        default_generators = tuple(_C._default_generator(i) for i in range(device_count()))
+        _tls.is_initializing = True
+        queued = [c for c in _lazy_seed_tracker.get_calls() if c] + _queued_calls
+        try:
+            for queued_call, orig_traceback in queued:
+                try:
+                    queued_call()
+                except Exception as e:
+                    msg = (
+                        f"NPU call failed lazily at initialization with error: {str(e)}\n\n"
+                        f"NPU call was originally invoked at:\n\n{''.join(orig_traceback)}"
+                    )
+                    raise DeferredNpuCallError(msg) from e
+        finally:
+            delattr(_tls, "is_initializing")
+        _initialized = True
+
+
+def init():
+    """Initialise the NPU state (normally done lazily)."""
+    _lazy_init()
+
+
+from torch_npu.npu.utils import (  # noqa: E402
+    _get_device_index,
+    can_device_access_peer,
+    current_device,
+    device,
+    device_of,
+    get_amp_supported_dtype,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    is_bf16_supported,
+    set_device,
+    synchronize,
+)
+from torch_npu.npu.streams import (  # noqa: E402
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+from torch_npu.npu.random import (  # noqa: E402
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from torch_npu.npu.memory import (  # noqa: E402
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    empty_cache,
+    get_per_process_memory_fraction,
+    max_memory_allocated,
+    max_memory_cached,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_cached,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    memory_stats_as_nested_dict,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_max_memory_cached,
+    reset_peak_memory_stats,
+    set_per_process_memory_fraction,
+)
+from torch_npu.npu import amp  # noqa: E402
+
+__all__ = [
+    "is_available", "device_count", "is_initialized", "init", "current_device", "set_device",
+    "device", "device_of", "synchronize", "get_device_name", "get_device_properties",
+    "get_device_capability", "can_device_access_peer", "is_bf16_supported",
+    "get_amp_supported_dtype", "Stream", "Event", "StreamContext", "current_stream",
+    "default_stream", "set_stream", "stream", "get_rng_state", "get_rng_state_all",
+    "set_rng_state", "set_rng_state_all", "manual_seed", "manual_seed_all", "seed", "seed_all",
+    "initial_seed", "default_generators", "caching_allocator_alloc", "caching_allocator_delete",
+    "empty_cache", "get_per_process_memory_fraction", "set_per_process_memory_fraction",
+    "max_memory_allocated", "max_memory_cached", "max_memory_reserved", "mem_get_info",
+    "memory_allocated", "memory_cached", "memory_reserved", "memory_snapshot", "memory_stats",
+    "memory_stats_as_nested_dict", "memory_summary", "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_memory_stats", "amp",
+]

@@ -1,0 +1,154 @@
+"""NPU streams and events.
+
+vnpu executes every operator synchronously on the calling thread, so streams never have pending
+work: ``query()`` is True and synchronisation returns at once. Streams keep torch_npu's identities
+(stream ids encode ``type << 5 | pool index``; priority < 0 selects the high-priority pool) and a
+thread-local current stream per device; events record host timestamps, so ``elapsed_time`` is the
+real time between two records.
+"""
+from typing import Any, Optional
+
+import torch
+
+import torch_npu
+from torch_npu import _C
+from torch_npu.npu.utils import _get_device_index
+
+class Stream(torch.Stream):
+    """An NPU stream: ``torch.npu.Stream(device=None, priority=0)``, or rebuilt from
+    ``(stream_id, device_index, device_type)``."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        torch_npu.npu._lazy_init()
+        if "stream_id" in kwargs:
+            index = kwargs.get("device_index", 0)
+            stream_id, index, device_type = _C._validate_stream(kwargs["stream_id"], index)
+        else:
+            index = _get_device_index(device, optional=True)
+            stream_id, index, device_type = _C._pool_stream(index, priority)
+        return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=device_type)
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        pass
+
+    @property
+    def npu_stream(self) -> int:
+        """The raw stream handle (an opaque address, stable per stream)."""
+        return _C._stream_handle(self.stream_id, self.device_index)
+
+    @property
+    def priority(self) -> int:
+        return _C._stream_priority(self.stream_id, self.device_index)
+
+    def wait_event(self, event) -> None:
+        event.wait(self)
+
+    def wait_stream(self, stream) -> None:
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def set_data_preprocess_stream(self, is_data_preprocess_stream: bool = False) -> None:
+        """torch_npu marks a stream as the data-preprocessing stream; nothing to do here."""
+
+    def __eq__(self, other):
+        if isinstance(other, torch.Stream):
+            return (self.stream_id, self.device_index, self.device_type) == (
+                other.stream_id, other.device_index, other.device_type)
+        return False
+
+    def __hash__(self):
+        return hash((self.stream_id, self.device_index, self.device_type))
+
+    def __repr__(self):
+        return f"<torch_npu.npu.Stream device=npu:{self.device_index} npu_stream={self.npu_stream:#x}>"
+
+
+class Event(torch.Event):
+    """An NPU event: ``torch.npu.Event(enable_timing=False, blocking=False, interprocess=False)``."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        return super().__new__(cls, device="npu", enable_timing=enable_timing, blocking=blocking,
+                               interprocess=interprocess)
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        pass
+
+    def record(self, stream: Optional[torch.Stream] = None) -> None:
+        super().record(current_stream() if stream is None else stream)
+
+    def wait(self, stream: Optional[torch.Stream] = None) -> None:
+        super().wait(current_stream() if stream is None else stream)
+
+    def elapsed_time(self, end_event) -> float:
+        """Milliseconds between this event's record and ``end_event``'s (host clock)."""
+        if not isinstance(end_event, torch.Event) or end_event.device.type != "npu":
+            raise TypeError(f"elapsed_time expects an npu Event, got {type(end_event).__name__}")
+        return _C._event_elapsed_ms(self.event_id, end_event.event_id)
+
+    def __repr__(self):
+        if self.event_id:
+            return f"<torch_npu.npu.Event {self.event_id:#x}>"
+        return "<torch_npu.npu.Event uninitialized>"
+
+
+def _stream_from_tuple(t) -> Stream:
+    return Stream(stream_id=t[0], device_index=t[1], device_type=t[2])
+
+
+def current_stream(device: Any = None) -> Stream:
+    torch_npu.npu._lazy_init()
+    return _stream_from_tuple(_C._current_stream(_get_device_index(device, optional=True)))
+
+
+def default_stream(device: Any = None) -> Stream:
+    torch_npu.npu._lazy_init()
+    return _stream_from_tuple(_C._default_stream(_get_device_index(device, optional=True)))
+
+
+def set_stream(stream: Optional[torch.Stream]) -> None:
+    if stream is None:
+        return
+    torch_npu.npu._lazy_init()
+    torch._C._accelerator_setStream(stream)
+
+
+class StreamContext:
+    """Selects a stream (and its device) for the duration of a ``with`` block."""
+
+    def __init__(self, stream: Optional[torch.Stream]):
+        self.stream = stream
+        self.idx = _get_device_index(None, optional=True) if stream is not None else -1
+        self.src_prev_stream = None
+        self.dst_prev_stream = None
+
+    def __enter__(self):
+        stream = self.stream
+        if stream is None or self.idx == -1:
+            return
+        self.src_prev_stream = current_stream(None)
+        if self.src_prev_stream.device_index != stream.device_index:
+            with torch_npu.npu.device(stream.device_index):
+                self.dst_prev_stream = current_stream(stream.device_index)
+        set_stream(stream)
+
+    def __exit__(self, type, value, traceback):
+        if self.stream is None or self.idx == -1:
+            return
+        if self.dst_prev_stream is not None:
+            set_stream(self.dst_prev_stream)
+        set_stream(self.src_prev_stream)
+
+
+def stream(stream: Optional[torch.Stream]) -> StreamContext:
+    return StreamContext(stream)

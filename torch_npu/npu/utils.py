@@ -1,0 +1,183 @@
+"""Device selection and device facts: set_device, device contexts, names and properties."""
+import uuid
+import warnings
+from typing import Any, Optional, Union
+
+import torch
+
+import torch_npu
+from torch_npu import _C
+
+_device_t = Union[torch.device, str, int, None]
+
+
+def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
+    """Index of an npu device given as torch.device, "npu:1", int or None (the current device
+    when ``optional``). Raises ValueError for devices of another type."""
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if allow_cpu and device.type == "cpu":
+            return -1
+        if device.type != "npu":
+            raise ValueError(f"Expected a npu device, but got: {device}")
+        index = device.index
+    else:
+        index = device
+    if index is None:
+        if optional:
+            return current_device()
+        raise ValueError(
+            f"Expected a torch.device with a specified index or an integer, but got:{device}"
+        )
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"Invalid device {device!r}: expected a torch.device, a string or an int")
+    return index
+
+
+def current_device() -> int:
+    torch_npu.npu._lazy_init()
+    return _C._current_device()
+
+
+def set_device(device: _device_t) -> None:
+    """Select the current NPU of this thread. Negative indices are ignored, as in torch.cuda."""
+    index = _get_device_index(device, optional=True)
+    if index >= 0:
+        torch_npu.npu._lazy_init()
+        _C._set_device(index)
+
+
+class device:
+    """Context manager that changes the current NPU (``with torch.npu.device(1): ...``)."""
+
+    def __init__(self, device: Any):
+        self.idx = _get_device_index(device, optional=True)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx == -1:
+            return
+        torch_npu.npu._lazy_init()
+        self.prev_idx = _C._exchange_device(self.idx)
+
+    def __exit__(self, type: Any, value: Any, traceback: Any):
+        if self.prev_idx != -1:
+            _C._set_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager selecting the device of a tensor (no-op for CPU tensors)."""
+
+    def __init__(self, obj):
+        idx = obj.get_device() if obj.device.type == "npu" else -1
+        super().__init__(idx)
+
+
+def synchronize(device: _device_t = None) -> None:
+    """Wait for all work on an NPU. Operators complete when they return, so this only validates
+    the device (and initialises it)."""
+    torch_npu.npu._lazy_init()
+    index = _get_device_index(device, optional=True)
+    _C._check_device(index)
+
+
+def _checked_index(device: _device_t) -> int:
+    torch_npu.npu._lazy_init()
+    index = _get_device_index(device, optional=True)
+    if index < 0 or index >= torch_npu.npu.device_count():
+        raise AssertionError("Invalid device id")
+    return index
+
+
+def get_device_name(device: _device_t = None) -> str:
+    """The SoC name (VNPU_SOC, default Ascend910B1); the same for every device."""
+    _checked_index(device)
+    return _C._soc_profile()["name"]
+
+
+class _CUuuid:
+    """Device UUID in the shape torch_npu returns (bytes list, 8-4-4-4-12 hex string)."""
+
+    def __init__(self, value: uuid.UUID):
+        self._value = value
+        self.bytes = list(value.bytes)
+
+    def __str__(self):
+        return str(self._value)
+
+    def __repr__(self):
+        return str(self._value)
+
+    def __eq__(self, other):
+        return isinstance(other, _CUuuid) and other._value == self._value
+
+    def __hash__(self):
+        return hash(self._value)
+
+
+class _NPUDeviceProperties:
+    """What torch.npu.get_device_properties returns; the CUDA-only fields are None."""
+
+    def __init__(self, index: int):
+        soc = _C._soc_profile()
+        physical = _C._physical_device_id(index)
+        self.name = soc["name"]
+        self.total_memory = _C._device_capacity()
+        self.cube_core_num = soc["cube_core_num"]
+        self.vector_core_num = soc["vector_core_num"]
+        self.L2_cache_size = soc["L2_cache_size"]
+        self.uuid = _CUuuid(uuid.uuid5(uuid.NAMESPACE_URL, f"vnpu://{soc['name']}/{physical}"))
+        self.multi_processor_count = self.vector_core_num or self.cube_core_num
+        for cuda_only in ("major", "minor", "is_multi_gpu_board", "is_integrated",
+                          "max_threads_per_multi_processor", "warp_size", "regs_per_multiprocessor",
+                          "gcnArchName"):
+            setattr(self, cuda_only, None)
+
+    def __repr__(self):
+        return (
+            f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory // (1024 * 1024)}MB, "
+            f"cube_core_num={self.cube_core_num}, vector_core_num={self.vector_core_num}, "
+            f"uuid={self.uuid}, L2_cache_size={self.L2_cache_size // (1024 * 1024)}MB)"
+        )
+
+
+def get_device_properties(device: _device_t = None) -> _NPUDeviceProperties:
+    return _NPUDeviceProperties(_checked_index(device))
+
+
+def get_device_capability(device: _device_t = None) -> Optional[tuple]:
+    """torch_npu returns None (NPUs have no CUDA compute capability) unless
+    TORCH_NPU_DEVICE_CAPABILITY="major.minor" is set."""
+    import os
+
+    _checked_index(device)
+    value = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
+    if value is None:
+        warnings.warn("torch.npu.get_device_capability isn't implemented for NPU: it returns None. "
+                      "Set TORCH_NPU_DEVICE_CAPABILITY=\"major.minor\" to return a value.")
+        return None
+    parts = value.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(
+            f"TORCH_NPU_DEVICE_CAPABILITY='{value}' is invalid: expected \"major.minor\", e.g. \"8.0\""
+        )
+    warnings.warn(f"torch.npu.get_device_capability returns {value} from TORCH_NPU_DEVICE_CAPABILITY.")
+    return int(parts[0]), int(parts[1])
+
+
+def can_device_access_peer(device: _device_t, peer_device: _device_t) -> bool:
+    index = _checked_index(device)
+    peer = _checked_index(peer_device)
+    return index != peer
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return bool(_C._soc_profile()["bf16_supported"])
+
+
+def get_amp_supported_dtype():
+    if is_bf16_supported():
+        return [torch.float16, torch.bfloat16, torch.float32]
+    return [torch.float16, torch.float32]

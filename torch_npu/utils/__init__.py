@@ -1,0 +1,1 @@
+"""torch_npu.utils: helpers shared by the npu modules."""
