@@ -95,6 +95,7 @@ PYBIND11_MODULE(_C, m) {
     vnpu::init_allocator();
     vnpu::soc_profile();
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    vnpu::mark_device_initialized();
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
   });
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });

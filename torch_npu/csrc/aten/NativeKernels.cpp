@@ -30,7 +30,7 @@ c10::DeviceIndex target_index(std::optional<c10::Device> device) {
 
 void check_creation(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::layout_or_default(layout) == c10::kStrided, "Cannot create a ",
-                              c10::layout_or_default(layout),
+                              layout_name(c10::layout_or_default(layout)),
                               " tensor: sparse, quantized and nested tensors are not supported on npu (only "
                               "strided, dense tensors are)");
   TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned");

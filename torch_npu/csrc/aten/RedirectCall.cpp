@@ -17,6 +17,9 @@ thread_local int64_t tl_calls = 0;
 }  // namespace
 
 RedirectCall::RedirectCall(const OpFacts& facts) : facts_(facts) {
+  if (C10_UNLIKELY(g_in_bad_fork)) {
+    check_not_in_bad_fork();
+  }
   ++tl_calls;
 }
 
@@ -25,8 +28,8 @@ int64_t RedirectCall::calls_on_this_thread() {
 }
 
 void RedirectCall::unsupported_layout(c10::Layout layout) const {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator '", facts_.name, "' got a ", layout,
-                              " layout: sparse, quantized and nested tensors are not supported on npu (only "
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator '", facts_.name, "' got a ", layout_name(layout),
+                              " tensor: sparse, quantized and nested tensors are not supported on npu (only "
                               "strided, dense tensors are)");
 }
 

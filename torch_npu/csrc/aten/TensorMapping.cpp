@@ -93,12 +93,25 @@ c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) 
 void check_strided(const at::Tensor& cpu) {
   TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(),
                               "This npu operator would return a ", cpu.is_quantized() ? "quantized" : "",
-                              cpu.is_quantized() ? "" : c10::str(cpu.layout()),
+                              cpu.is_quantized() ? "" : layout_name(cpu.layout()),
                               " tensor: sparse, quantized and nested tensors are not supported on npu (only "
                               "strided, dense tensors are)");
 }
 
 }  // namespace
+
+std::string layout_name(c10::Layout layout) {
+  switch (layout) {
+    case c10::kStrided: return "torch.strided";
+    case c10::kSparse: return "torch.sparse_coo";
+    case c10::kSparseCsr: return "torch.sparse_csr";
+    case c10::kSparseCsc: return "torch.sparse_csc";
+    case c10::kSparseBsr: return "torch.sparse_bsr";
+    case c10::kSparseBsc: return "torch.sparse_bsc";
+    case c10::kJagged: return "torch.jagged";
+    default: return c10::str(layout);
+  }
+}
 
 at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::Device device) {
   const auto keys = c10::DispatchKeySet(device.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::PrivateUse1) |

@@ -5,6 +5,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,9 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
 
 // npu tensor that takes over the memory of a CPU tensor a kernel produced (no copy).
 at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device);
+
+// The Python name of a layout ("torch.sparse_coo"), for error messages.
+std::string layout_name(c10::Layout layout);
 
 // ZeroTensors carry no memory; they are recreated on the other side.
 at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::Device device);

@@ -335,6 +335,9 @@ void free_block(void* ctx) {
 }
 
 Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
+  if (C10_UNLIKELY(g_in_bad_fork)) {
+    check_not_in_bad_fork();
+  }
   TORCH_CHECK_WITH(OutOfMemoryError, bytes < kOneEB, "NPU out of memory. Tried to allocate more than 1EB memory.");
   init_allocator();
   DeviceState& st = device_state(device);

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <pthread.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -104,6 +106,22 @@ const DeviceTable& table() {
 thread_local c10::DeviceIndex tl_current = 0;
 
 }  // namespace
+
+bool g_in_bad_fork = false;
+
+void mark_device_initialized() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
+    return true;
+  }();
+  (void)registered;
+}
+
+void check_not_in_bad_fork() {
+  TORCH_CHECK(!g_in_bad_fork,
+              "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, you must use the "
+              "'spawn' start method");
+}
 
 c10::DeviceIndex device_count() noexcept {
   return static_cast<c10::DeviceIndex>(table().physical.size());

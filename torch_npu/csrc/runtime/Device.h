@@ -32,4 +32,10 @@ void set_device_unchecked(c10::DeviceIndex index) noexcept;
 // Throws torch_npu-style "Invalid device" errors for indices outside [0, device_count()).
 void check_device_index(c10::DeviceIndex index);
 
+// After the device is initialised, a child created by fork() cannot use it (as on Ascend):
+// every npu operation there raises torch_npu's "Cannot re-initialize NPU in forked subprocess".
+void mark_device_initialized();
+void check_not_in_bad_fork();
+extern bool g_in_bad_fork;
+
 }  // namespace vnpu

@@ -71,6 +71,7 @@ int64_t parse_memory_override() {
   else if (unit == "kb" || unit == "kib" || unit == "k") scale = 1024.0;
   else if (unit == "mb" || unit == "mib" || unit == "m") scale = 1024.0 * 1024.0;
   else if (unit == "gb" || unit == "gib" || unit == "g") scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "tb" || unit == "tib" || unit == "t") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   char* end = nullptr;
   double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
   TORCH_CHECK_VALUE(scale > 0 && value > 0 && end != nullptr && *end == '\0',

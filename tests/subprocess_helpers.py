@@ -1,0 +1,22 @@
+"""Running a snippet in a fresh interpreter: environment variables read at import time (device
+count, SoC, allocator settings) and process-level behaviour (autoload, fork) need one."""
+import os
+import subprocess
+import sys
+import textwrap
+
+
+def run_python(code, env=None, timeout=120, check=True):
+    """Runs `code` in a new interpreter; returns the CompletedProcess (stdout, stderr, returncode)."""
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_", "PYTORCH_NO_NPU", "PYTORCH_ALLOC"))}
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def last_line(proc):
+    return proc.stdout.strip().splitlines()[-1]

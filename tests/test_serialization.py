@@ -1,0 +1,73 @@
+"""torch.save / torch.load of npu tensors and state_dicts, with every map_location form."""
+import io
+
+import pytest
+import torch
+
+
+def saved(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+@pytest.fixture
+def checkpoint():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2).npu(1)
+    return {"sd": model.state_dict(), "t": torch.arange(4.0, device="npu:2"), "cpu": torch.ones(2)}
+
+
+def test_round_trip_keeps_devices_and_values(checkpoint):
+    loaded = torch.load(saved(checkpoint))
+    assert loaded["sd"]["weight"].device == torch.device("npu", 1)
+    assert loaded["t"].device == torch.device("npu", 2)
+    assert loaded["cpu"].device == torch.device("cpu")
+    assert torch.equal(loaded["t"].cpu(), torch.arange(4.0))
+    assert torch.equal(loaded["sd"]["bias"].cpu(), checkpoint["sd"]["bias"].cpu())
+
+
+@pytest.mark.parametrize("map_location,expected", [
+    ("cpu", {"t": "cpu", "w": "cpu"}),
+    ("npu:3", {"t": "npu:3", "w": "npu:3"}),
+    (torch.device("npu", 0), {"t": "npu:0", "w": "npu:0"}),
+    ({"npu:2": "npu:0", "npu:1": "cpu"}, {"t": "npu:0", "w": "cpu"}),
+    (lambda storage, location: storage, {"t": "cpu", "w": "cpu"}),
+    (lambda storage, location: storage.npu(5), {"t": "npu:5", "w": "npu:5"}),
+])
+def test_map_location_forms(checkpoint, map_location, expected):
+    loaded = torch.load(saved(checkpoint), map_location=map_location)
+    assert str(loaded["t"].device) == expected["t"]
+    assert str(loaded["sd"]["weight"].device) == expected["w"]
+    assert torch.equal(loaded["t"].cpu(), torch.arange(4.0))
+
+
+def test_cpu_checkpoint_loads_onto_npu_and_into_a_model():
+    model = torch.nn.Linear(3, 2)
+    loaded = torch.load(saved(model.state_dict()), map_location="npu")
+    target = torch.nn.Linear(3, 2).npu()
+    target.load_state_dict(loaded)
+    assert torch.equal(target.weight.cpu(), model.weight)
+
+
+def test_views_saved_together_share_storage_after_load():
+    base = torch.arange(6.0, device="npu")
+    loaded = torch.load(saved({"base": base, "view": base[2:4]}))
+    loaded["view"].fill_(-1)
+    assert loaded["base"].cpu().tolist() == [0.0, 1.0, -1.0, -1.0, 4.0, 5.0]
+
+
+def test_weights_only_load_and_legacy_storage():
+    obj = {"x": torch.randn(3, device="npu"), "n": 3}
+    loaded = torch.load(saved(obj), weights_only=True)
+    assert torch.equal(loaded["x"].cpu(), obj["x"].cpu())
+    storage = torch.load(saved(torch.ones(3, device="npu").untyped_storage()))
+    assert storage.device == torch.device("npu", 0)
+
+
+def test_loading_onto_a_missing_device_is_a_clear_error(checkpoint):
+    with pytest.raises(RuntimeError) as info:
+        torch.load(saved(checkpoint), map_location="npu:9")
+    assert str(info.value) == ("Attempting to deserialize object on NPU device 9 but torch.npu.device_count() is 8. "
+                               "Please use torch.load with map_location to map your storages to an existing device.")

@@ -1,0 +1,188 @@
+"""Tensor semantics on npu match the CPU's: views share memory, in-place and out= (with resizes)
+behave the same, results never silently mix devices, unsupported layouts fail clearly."""
+import pytest
+import torch
+
+import torch_npu
+
+
+def npu_and_cpu(make):
+    return make("npu"), make("cpu")
+
+
+def test_views_share_storage_and_writes_reach_the_base():
+    x = torch.arange(12.0, device="npu").reshape(3, 4)
+    views = [x.t(), x.select(0, 1), x.unfold(1, 2, 1), x.diagonal(), x[1:, ::2], x.view(-1), x.expand(2, 3, 4)]
+    for v in views:
+        assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        assert v.device == x.device
+    views[2][0, 0, 0] = 100.0
+    views[1][0] = 200.0
+    assert x[0, 0].item() == 100.0 and x[1, 0].item() == 200.0
+    z = torch.zeros(2, dtype=torch.complex64, device="npu")
+    r = torch.view_as_real(z)
+    r[0, 1] = 5.0
+    assert z[0].item() == 5j
+
+
+def test_views_of_redirected_ops_stay_valid_in_inference_mode():
+    with torch.inference_mode():
+        x = torch.arange(8.0, device="npu")
+        u = x.unfold(0, 2, 1)                          # a CPU kernel that returns a view
+        del x
+        assert u[:, 0].cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_in_place_ops_return_the_same_tensor():
+    a = torch.ones(4, device="npu")
+    b = torch.full((4,), 2.0, device="npu")
+    assert a.add_(b) is a
+    assert a.mul_(2).clamp_(max=5) is a
+    assert a.cpu().tolist() == [5.0] * 4
+    view = a[:2]
+    view.zero_()
+    assert a.cpu().tolist() == [0.0, 0.0, 5.0, 5.0]
+
+
+def test_out_variants_resize_and_keep_identity():
+    for device in ("npu", "cpu"):
+        x = torch.tensor([-1.0, 2.0, -3.0], device=device)
+        out = torch.empty(0, device=device)
+        res = torch.abs(x, out=out)
+        assert res is out and out.shape == (3,)
+        assert out.cpu().tolist() == [1.0, 2.0, 3.0]
+    out = torch.empty(0, device="npu")
+    torch.mm(torch.ones(2, 3, device="npu"), torch.ones(3, 4, device="npu"), out=out)
+    assert out.shape == (2, 4) and out.cpu().eq(3).all()
+    values, indices = torch.empty(0, device="npu"), torch.empty(0, dtype=torch.long, device="npu")
+    torch.max(torch.tensor([[1.0, 5.0], [7.0, 2.0]], device="npu"), 1, out=(values, indices))
+    assert values.cpu().tolist() == [5.0, 7.0] and indices.cpu().tolist() == [1, 0]
+
+
+def test_out_resize_is_seen_by_views_of_the_same_storage():
+    out = torch.empty(1, device="npu")
+    alias = out.view(1)
+    torch.add(torch.ones(5, device="npu"), 1, out=out)
+    assert out.shape == (5,)
+    assert alias.untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
+
+
+def test_mse_loss_through_composite_kernels_is_exact():
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    for reduction in ("mean", "sum", "none"):
+        cpu = torch.nn.functional.mse_loss(a, b, reduction=reduction)
+        npu = torch.nn.functional.mse_loss(a.npu(), b.npu(), reduction=reduction)
+        assert torch.equal(npu.cpu(), cpu)
+
+
+def test_set_and_resize():
+    a = torch.arange(6.0, device="npu")
+    b = torch.empty(0, device="npu")
+    b.set_(a.untyped_storage(), 2, (2, 2), (2, 1))
+    assert b.cpu().tolist() == [[2.0, 3.0], [4.0, 5.0]]
+    b.resize_(10)
+    assert b.shape == (10,) and b.device == torch.device("npu", 0)
+    with pytest.raises(RuntimeError, match="Attempted to set the storage of a tensor on device"):
+        torch.empty(0, device="npu").set_(torch.ones(2).untyped_storage())
+
+
+def test_storage_round_trip_and_copies_between_devices():
+    x = torch.arange(5.0, device="npu:1")
+    assert x.untyped_storage().cpu().tolist() == list(torch.arange(5.0).untyped_storage().tolist())
+    y = x.to("npu:3")
+    assert y.device.index == 3 and torch.equal(y.cpu(), x.cpu())
+    cpu = torch.zeros(5)
+    cpu.copy_(x)
+    assert cpu.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    x.copy_(torch.ones(5))
+    assert x.cpu().eq(1).all()
+
+
+def test_printing_and_python_values():
+    x = torch.tensor([0.0, 1.0, 2.0], device="npu")
+    assert repr(x) == "tensor([0., 1., 2.], device='npu:0')"
+    assert repr(torch.ones(2, dtype=torch.complex64, device="npu:2") * 1j) == \
+        "tensor([0.+1.j, 0.+1.j], device='npu:2')"
+    assert x.tolist() == [0.0, 1.0, 2.0]
+    assert torch.tensor(2.5, device="npu").item() == 2.5
+    assert bool(torch.tensor(True, device="npu"))
+
+
+def test_numpy_on_npu_is_refused_with_pytorchs_message():
+    with pytest.raises(TypeError) as info:
+        torch.ones(2, device="npu").numpy()
+    assert str(info.value) == ("can't convert npu:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                               "tensor to host memory first.")
+
+
+def test_mixed_devices_raise_pytorchs_error():
+    with pytest.raises(RuntimeError) as info:
+        torch.ones(2, device="npu:0") + torch.ones(2, device="npu:1")
+    assert str(info.value).splitlines()[0] == (
+        "Expected all tensors to be on the same device, but got other is on npu:1, different from other tensors "
+        "on npu:0 (when checking argument in method aten::add.Tensor)")
+    with pytest.raises(RuntimeError) as info:
+        torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2))
+    assert str(info.value).splitlines()[0] == (
+        "Expected all tensors to be on the same device, but got mat2 is on cpu, different from other tensors on "
+        "npu:0 (when checking argument in method aten::mm)")
+    with pytest.raises(RuntimeError, match="but got tensors is on cpu"):
+        torch.cat([torch.ones(2, device="npu"), torch.ones(2)])
+
+
+def test_cpu_scalars_and_cpu_indices_are_allowed():
+    x = torch.arange(6.0, device="npu")
+    assert (x + torch.tensor(1.0)).device == x.device
+    assert x.mul(torch.tensor(2.0)).cpu()[-1].item() == 10.0
+    idx = torch.tensor([0, 5])
+    assert x[idx].cpu().tolist() == [0.0, 5.0]
+    x[idx] = torch.tensor([9.0, 9.0], device="npu")
+    assert x.cpu().tolist() == [9.0, 1.0, 2.0, 3.0, 4.0, 9.0]
+
+
+def test_sparse_quantized_and_nested_are_refused_clearly():
+    with pytest.raises(NotImplementedError) as info:
+        torch.eye(3).to_sparse().to("npu")
+    assert str(info.value).splitlines()[0] == (
+        "The operator 'aten::_sparse_coo_tensor_with_dims_and_tensors' is not currently supported on the NPU "
+        "backend: sparse (COO) tensors are not supported on npu (only strided, dense tensors are)")
+    with pytest.raises(NotImplementedError, match="This npu operator would return a torch.sparse_coo tensor: "
+                                                  "sparse, quantized and nested tensors are not supported on npu"):
+        torch.eye(3, device="npu").to_sparse()
+    with pytest.raises(NotImplementedError, match=r"The operator 'aten::empty.memory_format' is not currently "
+                                                  r"supported on the NPU backend: sparse \(COO\) tensors are not "
+                                                  r"supported on npu"):
+        torch.empty(2, layout=torch.sparse_coo, device="npu")
+    with pytest.raises(NotImplementedError, match="quantized tensors are not supported on npu"):
+        torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8).to("npu")
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], device="npu")
+    with pytest.raises(NotImplementedError) as info:
+        nested + 1
+    assert str(info.value).splitlines()[0] == (
+        "The operator 'aten::add.Tensor' is not currently supported on the NPU backend: nested tensors are not "
+        "supported on npu (only strided, dense tensors are)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int32,
+                                   torch.int64, torch.bool, torch.complex64, torch.uint8])
+def test_dtypes_compute_like_cpu(dtype):
+    torch.manual_seed(0)
+    base = (torch.randn(64) * 10)
+    a = base.to(dtype) if not dtype.is_complex else torch.complex(base, base.flip(0)).to(dtype)
+    b = a.flip(0)
+    ops = [lambda x, y: x + y, lambda x, y: x * y, lambda x, y: torch.maximum(x, y) if not x.is_complex() else x,
+           lambda x, y: x.sum(), lambda x, y: (x == y)]
+    for op in ops:
+        assert torch.equal(op(a.npu(), b.npu()).cpu(), op(a, b))
+
+
+def test_zero_tensors_from_autograd():
+    x = torch.randn(3, device="npu", requires_grad=True)
+    (torch.sgn(x) * 0).sum().backward()
+    assert x.grad.device == x.device
+
+
+def test_redirect_serves_operators_from_cpp():
+    before = torch_npu._C._redirect_calls()
+    torch.ones(3, device="npu").exp().sum()
+    assert torch_npu._C._redirect_calls() - before >= 3
