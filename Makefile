@@ -17,13 +17,20 @@ $(VENV)/.deps: $(BIN)/python
 	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" ninja numpy pytest pytest-timeout expecttest
 	touch $@
 
+CSRC := $(shell find torch_npu/csrc -name '*.cpp' -o -name '*.h')
+
+# pip builds the C++ core once (editable install, entry points for autoload and `vnpu`).
 $(VENV)/.installed: $(VENV)/.deps pyproject.toml setup.py
 	$(BIN)/pip install --no-build-isolation --no-deps -e .
 	touch $@
+	touch $(VENV)/.built
 
-# Incremental rebuild of the C++ core (ninja): a no-op when nothing changed.
-build: $(VENV)/.installed
+# After C++ changes: incremental rebuild in ./build with ninja.
+$(VENV)/.built: $(VENV)/.installed $(CSRC)
 	$(BIN)/python setup.py -q build_ext --inplace
+	touch $@
+
+build: $(VENV)/.built
 
 setup: build
 

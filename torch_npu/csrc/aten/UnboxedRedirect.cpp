@@ -17,6 +17,7 @@
 #include <optional>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace vnpu {
 namespace {
@@ -78,7 +79,7 @@ struct CpuArg<std::optional<c10::Layout>> {
 
 template <class T>
 void route_generator(const RedirectCall&, T&) {}
-void route_generator(const RedirectCall& call, std::optional<at::Generator>& g) {
+[[maybe_unused]] void route_generator(const RedirectCall& call, std::optional<at::Generator>& g) {
   g = call.generator(g);
 }
 
@@ -130,13 +131,17 @@ struct Unboxed<Op, Ret(Args...)> {
   }
 
   static Ret call(Args... args) {
+    return call_indexed(std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
+  }
+
+  template <size_t... I>
+  static Ret call_indexed(std::index_sequence<I...>, Args... args) {
     const OpFacts& f = facts();
     RedirectCall call(f);
     WrittenRefs written;
-    int index = 0;
     // Braced initialisation converts the arguments left to right, as the boxed redirect does.
     std::tuple<typename CpuArg<Args>::type...> cpu{
-        CpuArg<Args>::convert(call, written, std::forward<Args>(args), index++)...};
+        CpuArg<Args>::convert(call, written, std::forward<Args>(args), static_cast<int>(I))...};
     call.settle();
     std::apply([&](auto&... xs) { (route_generator(call, xs), ...); }, cpu);
     if constexpr (std::is_void_v<Ret>) {
