@@ -9,6 +9,8 @@ import pytest
 import torch
 import torch.nn as nn
 
+from vnpu.demo import TinyNet
+
 EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "seed_003_tinynet.py")
 
 
@@ -30,15 +32,6 @@ def test_seed_003_example_runs_on_npu_and_is_reproducible():
     assert first == second
     third, _ = run_seed_example(1)
     assert third != first
-
-
-class TinyNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(16, 8)
-
-    def forward(self, x):
-        return self.fc(x)
 
 
 class SmallCNN(nn.Module):

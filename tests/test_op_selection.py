@@ -1,0 +1,48 @@
+"""Which kernel serves each aten operator on npu (the rules in torch_npu/_op_selection.py)."""
+import pytest
+import torch
+
+from torch_npu import _op_selection
+
+
+def npu_kernel(qualified):
+    for line in torch._C._dispatch_dump(qualified).splitlines():
+        if line.startswith("PrivateUse1:"):
+            return line
+    return None
+
+
+@pytest.mark.parametrize("op", ["aten::mse_loss", "aten::_to_copy", "aten::native_layer_norm", "aten::addr",
+                                "aten::convolution", "aten::normal_", "aten::silu_backward", "aten::zeros"])
+def test_cpu_and_explicit_composite_operators_are_redirected(op):
+    kernel = npu_kernel(op)
+    assert kernel is not None and ("Redirect.cpp" in kernel or "UnboxedRedirect.cpp" in kernel), kernel
+
+
+@pytest.mark.parametrize("op", ["aten::empty.memory_format", "aten::view", "aten::as_strided", "aten::resize_",
+                                "aten::set_.source_Storage", "aten::native_dropout", "aten::_copy_from"])
+def test_backend_owned_operators_are_native(op):
+    assert "NativeKernels.cpp" in npu_kernel(op)
+
+
+@pytest.mark.parametrize("op", ["aten::add.Tensor", "aten::mm", "aten::copy_", "aten::addcdiv_"])
+def test_hot_operators_have_unboxed_kernels(op):
+    assert "UnboxedRedirect.cpp" in npu_kernel(op)
+
+
+@pytest.mark.parametrize("op", ["aten::transpose.int", "aten::select.int", "aten::expand", "aten::permute"])
+def test_pure_views_keep_their_composite_kernels(op):
+    assert npu_kernel(op) is None
+    name, _, overload = op.partition(".")
+    assert _op_selection.is_pure_view(torch._C._get_schema(name, overload))
+
+
+@pytest.mark.parametrize("op", ["aten::randn", "aten::rand_like", "aten::randperm"])
+def test_random_operators_without_a_generator_keep_their_composite_kernels(op):
+    assert npu_kernel(op) is None
+    assert _op_selection.is_unrouted_random(op, torch._C._get_schema(op, ""))
+
+
+def test_composite_implicit_operators_decompose():
+    assert npu_kernel("aten::linear") is None      # decomposes into redirected operators
+    assert npu_kernel("aten::layer_norm") is None
