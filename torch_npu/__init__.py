@@ -51,5 +51,15 @@ unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32,
 register_npu_device(unsupported_dtype)
 
 from torch_npu import npu  # noqa: E402,F401
+from torch_npu import ops  # noqa: E402,F401
+from torch_npu.npu._format import Format  # noqa: E402
+from torch_npu.ops.format_cast import (  # noqa: E402
+    empty_with_format,
+    get_npu_format,
+    get_storage_size,
+    npu_format_cast,
+    npu_format_cast_,
+)
 
-__all__ = ["npu"]
+__all__ = ["npu", "Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
+           "get_storage_size"]

@@ -1,10 +1,8 @@
 // torch_npu._C: the Python bindings of the C++ core.
-#include "aten/Redirect.h"
-#include "runtime/AllocatorConfig.h"
+#include "python/Bindings.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
-#include "runtime/PinnedHostAllocator.h"
 #include "runtime/SocProfile.h"
 #include "runtime/Stream.h"
 
@@ -33,54 +31,6 @@ py::dict soc_dict(const vnpu::SocProfile& soc) {
 
 py::tuple stream_tuple(const c10::Stream& s) {
   return py::make_tuple(s.id(), s.device_index(), static_cast<int>(s.device_type()));
-}
-
-py::list snapshot_list() {
-  py::list segments;
-  for (const auto& seg : vnpu::memory_snapshot()) {
-    py::dict d;
-    d["device"] = static_cast<int>(seg.device);
-    d["address"] = seg.address;
-    d["total_size"] = seg.total_size;
-    d["allocated_size"] = seg.allocated_size;
-    d["active_size"] = seg.active_size;
-    d["requested_size"] = seg.requested_size;
-    d["stream"] = 0;
-    d["segment_type"] = seg.small ? "small" : "large";
-    d["segment_pool_id"] = py::make_tuple(0, 0);
-    d["is_expandable"] = false;
-    d["frames"] = py::list();
-    py::list blocks;
-    for (const auto& b : seg.blocks) {
-      py::dict bd;
-      bd["address"] = b.address;
-      bd["size"] = b.size;
-      bd["requested_size"] = b.requested;
-      bd["state"] = b.allocated ? "active_allocated" : "inactive";
-      bd["frames"] = py::list();
-      blocks.append(bd);
-    }
-    d["blocks"] = blocks;
-    segments.append(d);
-  }
-  return segments;
-}
-
-py::dict allocator_config_dict() {
-  const auto& c = vnpu::allocator_config();
-  py::dict d;
-  d["source"] = c.source;
-  d["text"] = c.text;
-  d["max_split_size"] = c.max_split_size;
-  d["max_non_split_rounding_size"] = c.max_non_split_rounding_size;
-  d["large_segment_size"] = c.large_segment_size;
-  d["garbage_collection_threshold"] = c.garbage_collection_threshold;
-  d["expandable_segments"] = c.expandable_segments;
-  d["roundup_power2_divisions"] = c.roundup_power2_divisions;
-  d["per_process_memory_fraction"] = c.per_process_memory_fraction;
-  d["caching"] = c.caching;
-  d["accepted_without_effect"] = c.accepted_without_effect;
-  return d;
 }
 
 }  // namespace
@@ -124,23 +74,7 @@ PYBIND11_MODULE(_C, m) {
         THPGenerator_initDefaultGenerator(vnpu::default_generator(static_cast<c10::DeviceIndex>(d))));
   });
 
-  // ---- memory
-  m.def("_allocator_config", &allocator_config_dict);
-  m.def("_set_memory_fraction", [](double f, int d) { vnpu::set_memory_fraction(f, static_cast<c10::DeviceIndex>(d)); });
-  m.def("_get_memory_fraction", [](int d) { return vnpu::get_memory_fraction(static_cast<c10::DeviceIndex>(d)); });
-  m.def("_mem_get_info", [](int d) { return vnpu::device_memory_info(static_cast<c10::DeviceIndex>(d)); });
-  m.def("_memory_snapshot", &snapshot_list);
-  m.def("_pinned_host_stats", [] {
-    const auto s = vnpu::pinned_host_stats();
-    py::dict d;
-    d["num_host_alloc"] = s.num_host_alloc;
-    d["num_host_free"] = s.num_host_free;
-    d["allocations"] = s.allocations;
-    d["allocated_bytes"] = s.allocated_bytes;
-    d["reserved_bytes"] = s.reserved_bytes;
-    return d;
-  });
-  m.def("_empty_pinned_cache", &vnpu::empty_pinned_cache);
+  vnpu::python::bind_memory(m);
 
   // ---- streams
   m.def("_current_stream", [](int d) { return stream_tuple(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))); });
@@ -160,9 +94,13 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_streams_per_device", &vnpu::streams_per_device);
   m.def("_event_elapsed_ms", &vnpu::event_elapsed_ms);
+  m.def("_event_recorded_ns", &vnpu::event_recorded_ns);
+  m.def("_typed_stream", [](int d, int type) {
+    return stream_tuple(vnpu::typed_pool_stream(static_cast<c10::DeviceIndex>(d), static_cast<vnpu::StreamType>(type)));
+  });
+  m.def("_set_device_stopped", [](int d, bool stopped) {
+    vnpu::set_device_stopped(static_cast<c10::DeviceIndex>(d), stopped);
+  });
 
-  // ---- operator redirect
-  m.def("_register_redirects", &vnpu::register_redirects);
-  m.def("_redirect_calls", &vnpu::redirect_calls);
-  m.def("_cpu_alias", &vnpu::owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
+  vnpu::python::bind_ops(m);
 }

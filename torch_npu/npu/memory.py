@@ -4,6 +4,10 @@ Statistics use CUDA's key names (``allocated_bytes.all.current``...), so tools w
 ``torch.cuda.memory_stats`` read them unchanged.
 """
 import collections
+import contextlib
+import os
+import pickle
+import sys
 from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
@@ -16,7 +20,10 @@ from torch_npu.utils._error_code import ErrCode, pta_error
 _device_t = Union[torch.device, str, int, None]
 
 __all__ = [
-    "caching_allocator_alloc", "caching_allocator_delete", "empty_cache", "mem_get_info",
+    "caching_allocator_alloc", "caching_allocator_delete", "empty_cache", "mem_get_info", "MemPool", "use_mem_pool",
+    "NPUPluggableAllocator", "change_current_allocator", "get_allocator_backend", "empty_virt_addr_cache",
+    "host_empty_cache", "host_memory_stats", "host_memory_stats_as_nested_dict", "reset_accumulated_host_memory_stats",
+    "reset_peak_host_memory_stats",
     "memory_stats", "memory_stats_as_nested_dict", "reset_accumulated_memory_stats",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
@@ -152,6 +159,169 @@ def memory_snapshot():
     if not torch_npu.npu.is_initialized():
         return []
     return _C._memory_snapshot()
+
+
+def get_allocator_backend() -> str:
+    """The allocator in use: "native" (the caching allocator)."""
+    return "native"
+
+
+def empty_virt_addr_cache():
+    """Release virtual address ranges kept for expandable segments (vnpu maps whole segments; the
+    physical memory is released by empty_cache)."""
+    empty_cache()
+
+
+def host_empty_cache():
+    """Return cached pinned host memory to the OS."""
+    _C._empty_pinned_cache()
+
+
+def host_memory_stats_as_nested_dict():
+    s = _C._pinned_host_stats()
+    return {
+        "num_host_alloc": s["num_host_alloc"],
+        "num_host_free": s["num_host_free"],
+        "allocations": {"current": s["allocations"], "peak": s["allocations_peak"]},
+        "allocated_bytes": {"current": s["allocated_bytes"], "peak": s["allocated_bytes_peak"]},
+        "reserved_bytes": {"current": s["reserved_bytes"], "peak": s["reserved_bytes_peak"]},
+    }
+
+
+def host_memory_stats():
+    """Statistics of the pinned host memory allocator, flattened ("allocated_bytes.current"...)."""
+    flat = []
+    for key, value in host_memory_stats_as_nested_dict().items():
+        if isinstance(value, dict):
+            flat.extend((f"{key}.{k}", v) for k, v in value.items())
+        else:
+            flat.append((key, value))
+    return collections.OrderedDict(sorted(flat))
+
+
+def reset_accumulated_host_memory_stats():
+    _C._reset_pinned_host_accumulated()
+
+
+def reset_peak_host_memory_stats():
+    _C._reset_pinned_host_peaks()
+
+
+class MemPool:
+    """A memory pool of its own: allocations made inside ``use_mem_pool(pool)`` come from it, and
+    its memory stays reserved (empty_cache does not release it) until the pool is deleted."""
+
+    def __init__(self, allocator=None):
+        if allocator is not None and not isinstance(allocator, NPUPluggableAllocator):
+            raise TypeError("MemPool allocator must be an NPUPluggableAllocator or None" + pta_error(ErrCode.TYPE))
+        self._allocator = allocator
+        self._id = _C._create_mem_pool()
+        self._users = 0
+
+    @property
+    def id(self):
+        return (0, self._id)
+
+    @property
+    def allocator(self):
+        return self._allocator
+
+    def use_count(self):
+        """Contexts currently using the pool, plus the pool itself."""
+        return 1 + self._users
+
+    def snapshot(self):
+        """memory_snapshot() restricted to this pool's segments."""
+        return [s for s in memory_snapshot() if tuple(s["segment_pool_id"]) == self.id]
+
+    def __del__(self):
+        try:
+            _C._release_mem_pool(self._id)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+@contextlib.contextmanager
+def use_mem_pool(pool: MemPool, device=None):
+    """Route this thread's allocations on `device` to `pool` inside the block."""
+    torch_npu.npu._lazy_init()
+    index = _index(device)
+    previous = _C._thread_mem_pool(index)
+    _C._set_thread_mem_pool(index, pool._id)
+    pool._users += 1
+    try:
+        yield
+    finally:
+        pool._users -= 1
+        _C._set_thread_mem_pool(index, previous)
+
+
+class _NPUAllocator:
+    """An allocator change_current_allocator() can install."""
+
+    def __init__(self, functions):
+        self._functions = functions
+
+    def allocator(self):
+        return self._functions
+
+
+class NPUPluggableAllocator(_NPUAllocator):
+    """Device memory from a shared library's functions:
+    ``void* alloc(ssize_t size, int device, aclrtStream stream)`` and
+    ``void free(void* ptr, ssize_t size, int device, aclrtStream stream)``."""
+
+    def __init__(self, path_to_so_file: str, alloc_fn_name: str, free_fn_name: str):
+        if not os.path.exists(path_to_so_file):
+            raise FileNotFoundError(f"NPUPluggableAllocator: {path_to_so_file} does not exist"
+                                    + pta_error(ErrCode.NOT_FOUND))
+        super().__init__(_C._load_pluggable_allocator(path_to_so_file, alloc_fn_name, free_fn_name))
+
+
+def change_current_allocator(allocator: _NPUAllocator) -> None:
+    """Make `allocator` serve every npu allocation. Must run before the first npu allocation."""
+    if not isinstance(allocator, _NPUAllocator):
+        raise TypeError("change_current_allocator expects an NPUPluggableAllocator" + pta_error(ErrCode.TYPE))
+    _C._use_pluggable_allocator(allocator.allocator())
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):
+    """Start (enabled="all" or "state") or stop (enabled=None) recording allocator events, with the
+    Python stack of each (stacks="python" or "all"), for _snapshot()."""
+    if enabled not in (None, "state", "all", True, False):
+        raise ValueError(f"enabled must be None, 'state' or 'all', but got {enabled!r}")
+    if stacks not in ("python", "all", None):
+        raise ValueError(f"stacks must be 'python' or 'all', but got {stacks!r}")
+    on = enabled not in (None, False)
+    _C._record_memory_history(on, on and context is not None and stacks is not None,
+                              min(int(max_entries), 2**62))
+
+
+def _snapshot(device=None):
+    """The allocator state and history in PyTorch's memory-snapshot format (memory_viz reads it)."""
+    history = _C._memory_history()
+    frames_by_address = {}
+    for entry in history:
+        if entry["action"] == "alloc":
+            frames_by_address[entry["addr"]] = entry["frames"]
+    segments = memory_snapshot()
+    for segment in segments:
+        for block in segment["blocks"]:
+            if block["state"] == "active_allocated":
+                block["frames"] = frames_by_address.get(block["address"], [])
+    count = torch_npu.npu.device_count()
+    traces = [[] for _ in range(count)]
+    for entry in history:
+        device_index = entry.pop("device")
+        if 0 <= device_index < count:
+            traces[device_index].append(entry)
+    return {"segments": segments, "device_traces": traces}
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle"):
+    """Pickle _snapshot() to `filename` (open it with torch.cuda._memory_viz or pytorch.org/memory_viz)."""
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)
 
 
 def _format_size(sz: int, pref_sz: int) -> str:

@@ -6,13 +6,16 @@ work: ``query()`` is True and synchronisation returns at once. Streams keep torc
 thread-local current stream per device; events record host timestamps, so ``elapsed_time`` is the
 real time between two records.
 """
+import os
 from typing import Any, Optional
 
 import torch
 
 import torch_npu
 from torch_npu import _C
+from torch_npu.npu._capture_guard import refuse_during_capture
 from torch_npu.npu.utils import _get_device_index
+
 
 class Stream(torch.Stream):
     """An NPU stream: ``torch.npu.Stream(device=None, priority=0)``, or rebuilt from
@@ -53,10 +56,11 @@ class Stream(torch.Stream):
         return event
 
     def query(self) -> bool:
+        refuse_during_capture("Stream.query()")
         return True
 
     def synchronize(self) -> None:
-        pass
+        refuse_during_capture("Stream.synchronize()")
 
     def set_data_preprocess_stream(self, is_data_preprocess_stream: bool = False) -> None:
         """torch_npu marks a stream as the data-preprocessing stream; nothing to do here."""
@@ -78,8 +82,10 @@ class Event(torch.Event):
     """An NPU event: ``torch.npu.Event(enable_timing=False, blocking=False, interprocess=False)``."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return super().__new__(cls, device="npu", enable_timing=enable_timing, blocking=blocking,
+        self = super().__new__(cls, device="npu", enable_timing=enable_timing, blocking=blocking,
                                interprocess=interprocess)
+        self._interprocess = interprocess
+        return self
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         pass
@@ -90,16 +96,101 @@ class Event(torch.Event):
     def wait(self, stream: Optional[torch.Stream] = None) -> None:
         super().wait(current_stream() if stream is None else stream)
 
+    def query(self) -> bool:
+        refuse_during_capture("Event.query()")
+        return super().query()
+
+    def synchronize(self) -> None:
+        refuse_during_capture("Event.synchronize()")
+        super().synchronize()
+
     def elapsed_time(self, end_event) -> float:
         """Milliseconds between this event's record and ``end_event``'s (host clock)."""
         if not isinstance(end_event, torch.Event) or end_event.device.type != "npu":
             raise TypeError(f"elapsed_time expects an npu Event, got {type(end_event).__name__}")
         return _C._event_elapsed_ms(self.event_id, end_event.event_id)
 
+    def recorded_time(self):
+        """Host time of the last record(), in microseconds (vnpu's device runs on the host clock)."""
+        return _C._event_recorded_ns(self.event_id) / 1000.0
+
+    def ipc_handle(self):
+        """A handle another process can open with Event.from_ipc_handle (needs interprocess=True)."""
+        if not getattr(self, "_interprocess", False):
+            raise RuntimeError("Event.ipc_handle needs an event created with interprocess=True")
+        return f"vnpu-event:{os.getpid()}:{self.event_id}".encode()
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        """The event another process shared. vnpu devices finish work when it is issued, so the
+        event is complete: query() is True and waiting returns at once."""
+        if not isinstance(handle, (bytes, bytearray)) or not bytes(handle).startswith(b"vnpu-event:"):
+            raise RuntimeError("from_ipc_handle expects a handle made by Event.ipc_handle()")
+        event = cls(interprocess=True)
+        return event
+
     def __repr__(self):
         if self.event_id:
             return f"<torch_npu.npu.Event {self.event_id:#x}>"
         return "<torch_npu.npu.Event uninitialized>"
+
+
+class ExternalEvent:
+    """An event for graph-external synchronisation (torch_npu's graph ExternalEvent): record, wait,
+    reset. Work is complete when issued, so wait never blocks."""
+
+    def __init__(self):
+        self._event = Event()
+        self.recorded = False
+
+    def record(self, stream=None):
+        self._event.record(stream)
+        self.recorded = True
+
+    def wait(self, stream=None):
+        self._event.wait(stream)
+
+    def reset(self, stream=None):
+        self.recorded = False
+
+
+class SyncLaunchStream(Stream):
+    """A stream whose tasks launch synchronously, from torch_npu's sync-launch pool (stream id type 2)."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        torch_npu.npu._lazy_init()
+        if "stream_id" in kwargs:
+            return super().__new__(cls, device, priority, **kwargs)
+        index = _get_device_index(device, optional=True)
+        stream_id, index, device_type = _C._typed_stream(index, 2)
+        return torch.Stream.__new__(cls, stream_id=stream_id, device_index=index, device_type=device_type)
+
+
+class ExternalStream(Stream):
+    """A stream created outside PyTorch, wrapped by its raw handle (stream id type 5)."""
+
+    _slots = {}
+
+    def __new__(cls, stream_ptr, device=None, **kwargs):
+        torch_npu.npu._lazy_init()
+        if not isinstance(stream_ptr, int) or stream_ptr == 0:
+            raise ValueError(f"stream_ptr must be a non-zero int handle, but got {stream_ptr!r}")
+        index = _get_device_index(device, optional=True)
+        stream_id = cls._slots.get((stream_ptr, index))
+        if stream_id is None:
+            stream_id, index, _ = _C._typed_stream(index, 5)
+            cls._slots[(stream_ptr, index)] = stream_id
+        self = torch.Stream.__new__(cls, stream_id=stream_id, device_index=index,
+                                    device_type=torch.npu.default_stream(index).device_type)
+        self._stream_ptr = stream_ptr
+        return self
+
+    def __init__(self, stream_ptr, device=None, **kwargs):
+        pass
+
+    @property
+    def npu_stream(self) -> int:
+        return self._stream_ptr
 
 
 def _stream_from_tuple(t) -> Stream:
@@ -126,7 +217,8 @@ def set_stream(stream: Optional[torch.Stream]) -> None:
 class StreamContext:
     """Selects a stream (and its device) for the duration of a ``with`` block."""
 
-    def __init__(self, stream: Optional[torch.Stream]):
+    def __init__(self, stream_ctx: Optional[torch.Stream]):
+        stream = stream_ctx
         self.stream = stream
         self.idx = _get_device_index(None, optional=True) if stream is not None else -1
         self.src_prev_stream = None

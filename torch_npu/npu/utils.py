@@ -7,6 +7,7 @@ import torch
 
 import torch_npu
 from torch_npu import _C
+from torch_npu.npu._capture_guard import refuse_during_capture
 
 _device_t = Union[torch.device, str, int, None]
 
@@ -79,6 +80,7 @@ def synchronize(device: _device_t = None) -> None:
     """Wait for all work on an NPU. Operators complete when they return, so this only validates
     the device (and initialises it)."""
     torch_npu.npu._lazy_init()
+    refuse_during_capture("torch.npu.synchronize()")
     index = _get_device_index(device, optional=True)
     _C._check_device(index)
 
@@ -91,9 +93,9 @@ def _checked_index(device: _device_t) -> int:
     return index
 
 
-def get_device_name(device: _device_t = None) -> str:
+def get_device_name(device_name=None) -> str:
     """The SoC name (VNPU_SOC, default Ascend910B1); the same for every device."""
-    _checked_index(device)
+    _checked_index(device_name)
     return _C._soc_profile()["name"]
 
 
@@ -143,8 +145,8 @@ class _NPUDeviceProperties:
         )
 
 
-def get_device_properties(device: _device_t = None) -> _NPUDeviceProperties:
-    return _NPUDeviceProperties(_checked_index(device))
+def get_device_properties(device_name=None) -> _NPUDeviceProperties:
+    return _NPUDeviceProperties(_checked_index(device_name))
 
 
 def get_device_capability(device: _device_t = None) -> Optional[tuple]:
@@ -167,13 +169,13 @@ def get_device_capability(device: _device_t = None) -> Optional[tuple]:
     return int(parts[0]), int(parts[1])
 
 
-def can_device_access_peer(device: _device_t, peer_device: _device_t) -> bool:
-    index = _checked_index(device)
-    peer = _checked_index(peer_device)
+def can_device_access_peer(device_id, peer_device_id) -> bool:
+    index = _checked_index(device_id)
+    peer = _checked_index(peer_device_id)
     return index != peer
 
 
-def is_bf16_supported(including_emulation: bool = True) -> bool:
+def is_bf16_supported(including_emulation: bool = False) -> bool:
     return bool(_C._soc_profile()["bf16_supported"])
 
 
@@ -181,3 +183,69 @@ def get_amp_supported_dtype():
     if is_bf16_supported():
         return [torch.float16, torch.bfloat16, torch.float32]
     return [torch.float16, torch.float32]
+
+
+def get_soc_version() -> int:
+    """The SoC's number in torch_npu's SocVersion enum (Ascend910B1 = 220)."""
+    torch_npu.npu._lazy_init()
+    return _C._soc_profile()["version"]
+
+
+def utilization(device=None) -> int:
+    """AI-core utilisation in percent. vnpu executes operators when they are issued, so when the host
+    asks, the device is idle: 0."""
+    _checked_index(device)
+    return 0
+
+
+def current_blas_handle():
+    """An opaque, stable handle of the current device's matmul library context."""
+    torch_npu.npu._lazy_init()
+    index = _C._current_device()
+    return _C._stream_handle(0, index) + 1
+
+
+def ipc_collect():
+    """Release memory held for tensors shared with other processes (none outstanding on vnpu)."""
+    torch_npu.npu._lazy_init()
+
+
+def get_cann_version(module="CANN"):
+    """vnpu has no CANN installation: the version of the CANN APIs it emulates, marked "+vnpu"."""
+    if module not in ("CANN", "RUNTIME", "COMPILER", "HCCL", "TOOLKIT", "OPP", "OPP_KERNEL", "AOE", "DRIVER"):
+        raise ValueError(f"module {module!r} is not a CANN module name")
+    return "8.5.0+vnpu"
+
+
+_SYNC_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_sync_debug_mode(debug_mode):
+    """Report operations that make the host wait for the NPU: "default"/0 (silent), "warn"/1, "error"/2."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
+        debug_mode = _SYNC_MODES[debug_mode]
+    _C._set_sync_debug_mode(int(debug_mode))
+
+
+def get_sync_debug_mode():
+    return _C._get_sync_debug_mode()
+
+
+from torch_npu.npu._obfuscation import obfuscation_calculate, obfuscation_finalize, obfuscation_initialize  # noqa
+from torch_npu.npu._overflow import (  # noqa: E402,F401
+    clear_npu_overflow_flag,
+    get_npu_overflow_flag,
+    is_support_inf_nan,
+    npu_check_overflow,
+)
+from torch_npu.npu._reliability import check_uce_in_memory, set_op_timeout_ms, stress_detect  # noqa: E402,F401
+from torch_npu.npu.npu_config import finalize_dump, init_dump, set_dump  # noqa: E402,F401
+from torch_npu.npu.streams import (  # noqa: E402,F401
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)

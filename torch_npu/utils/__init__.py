@@ -1,1 +1,17 @@
-"""torch_npu.utils: helpers shared by the npu modules."""
+"""torch_npu.utils: tensor combining, flops counting, environment report, async saving, thread
+affinity, extension building."""
+from torch_npu.utils.affinity import reset_thread_affinity, set_thread_affinity
+from torch_npu.utils.combine_tensors import get_part_combined_tensor, is_combined_tensor_valid, npu_combine_tensors
+from torch_npu.utils.flops_count import FlopsCounter
+from torch_npu.utils.serialization import save_async
+
+__all__ = ["npu_combine_tensors", "get_part_combined_tensor", "is_combined_tensor_valid", "FlopsCounter",
+           "save_async", "set_thread_affinity", "reset_thread_affinity", "get_cann_version"]
+
+
+def get_cann_version(module="CANN"):
+    """The version of a CANN module. vnpu has no CANN: every module answers "<version>+vnpu", the
+    CANN release whose APIs vnpu's software NPU follows."""
+    from torch_npu.npu.utils import get_cann_version as cann
+
+    return cann(module)

@@ -25,6 +25,9 @@ constexpr c10::DispatchKeySet kNpuKeys(c10::DispatchKey::PrivateUse1);
 c10::DeviceIndex target_index(std::optional<c10::Device> device) {
   const auto index = device.has_value() && device->has_index() ? device->index() : current_device();
   check_device_index(index);
+  if (C10_UNLIKELY(g_stopped_devices.load(std::memory_order_relaxed) != 0)) {
+    check_device_running(index);
+  }
   return index;
 }
 

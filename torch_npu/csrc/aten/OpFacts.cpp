@@ -61,6 +61,31 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
     }
   }
   f.mixes_devices = mixing.count(schema.name()) > 0;
+  // Operands per operator base name (any overload, out= included).
+  static const std::unordered_map<std::string, std::pair<CubeClass, std::vector<std::string>>> cube = {
+      {"aten::mm", {CubeClass::Matmul, {"self", "mat2"}}},
+      {"aten::bmm", {CubeClass::Matmul, {"self", "mat2"}}},
+      {"aten::addmm", {CubeClass::Matmul, {"mat1", "mat2"}}},
+      {"aten::addmm_", {CubeClass::Matmul, {"mat1", "mat2"}}},
+      {"aten::baddbmm", {CubeClass::Matmul, {"batch1", "batch2"}}},
+      {"aten::baddbmm_", {CubeClass::Matmul, {"batch1", "batch2"}}},
+      {"aten::addbmm", {CubeClass::Matmul, {"batch1", "batch2"}}},
+      {"aten::mv", {CubeClass::Matmul, {"self", "vec"}}},
+      {"aten::addmv", {CubeClass::Matmul, {"mat", "vec"}}},
+      {"aten::convolution", {CubeClass::Convolution, {"input", "weight"}}},
+      {"aten::convolution_backward", {CubeClass::Convolution, {"grad_output", "input", "weight"}}},
+  };
+  auto it = cube.find(schema.name());
+  if (it != cube.end()) {
+    f.cube_class = it->second.first;
+    for (size_t i = 0; i < args.size(); ++i) {
+      for (const auto& name : it->second.second) {
+        if (args[i].name() == name) {
+          f.cube_args.push_back(static_cast<int>(i));
+        }
+      }
+    }
+  }
   return f;
 }
 

@@ -9,6 +9,10 @@
 
 namespace vnpu {
 
+// Operators the Ascend cube unit computes (their float32 operands can be rounded, see
+// PrecisionEmulation.h).
+enum class CubeClass { None, Matmul, Convolution };
+
 struct OpFacts {
   std::string name;  // "aten::add.Tensor", for error messages
   size_t num_args = 0;
@@ -21,6 +25,8 @@ struct OpFacts {
   bool writes_arguments = false;
   // Operators PyTorch allows to take tensors on several devices (copies, indexing with CPU indices).
   bool mixes_devices = false;
+  CubeClass cube_class = CubeClass::None;
+  std::vector<int> cube_args;  // the operands the cube multiplies
 };
 
 OpFacts make_op_facts(const c10::FunctionSchema& schema);

@@ -1,9 +1,12 @@
 #include "aten/Redirect.h"
 
 #include "aten/OpFacts.h"
+#include "aten/OpHooks.h"
+#include "aten/PrecisionEmulation.h"
 #include "aten/RedirectCall.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
+#include "runtime/Stream.h"
 
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
@@ -15,10 +18,18 @@ namespace {
 
 constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
 
-void run(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+}  // namespace
+
+void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   RedirectCall call(facts);
   const size_t nargs = facts.num_args;
   const size_t base = stack->size() - nargs;
+  const bool observed = slow_path_active();
+  std::vector<c10::IValue> inputs;
+  if (C10_UNLIKELY(observed)) {
+    inputs.assign(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+    run_hooks_before(op, facts, inputs);
+  }
 
   // 1. Arguments: npu tensors become CPU aliases, devices are checked, device= is rewritten.
   for (size_t i = 0; i < nargs; ++i) {
@@ -55,12 +66,23 @@ void run(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack*
   }
 
   // 2. Run the CPU kernel. What it allocates comes from the npu pools of the target device.
+  const int64_t start_ns = observed ? now_ns() : 0;
   if (call.map.keep_cpu) {
     op.redispatchBoxed(kCpuKeys, stack);
   } else {
     DevicePoolScope scope(call.map.device);
+    if (C10_UNLIKELY(observed) && facts.cube_class != CubeClass::None) {
+      const CubeRounding rounding = cube_rounding(facts);
+      for (int arg : facts.cube_args) {
+        auto& value = (*stack)[base + static_cast<size_t>(arg)];
+        if (value.isTensor()) {
+          value = round_for_cube(value.toTensor(), rounding);
+        }
+      }
+    }
     op.redispatchBoxed(kCpuKeys, stack);
   }
+  const int64_t end_ns = observed ? now_ns() : 0;
 
   // 3. Reflect what the kernel did to written arguments, then map the results.
   if (facts.writes_arguments) {
@@ -81,12 +103,18 @@ void run(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack*
       value = std::move(mapped);
     }
   }
+  if (C10_UNLIKELY(observed)) {
+    std::vector<c10::IValue> outputs(stack->end() - static_cast<std::ptrdiff_t>(nret), stack->end());
+    run_hooks_after(OpCall{op, facts, call.map.device, inputs, outputs, start_ns, end_ns});
+  }
 }
+
+namespace {
 
 struct RedirectKernel final : c10::OperatorKernel {
   explicit RedirectKernel(const c10::FunctionSchema& schema) : facts(make_op_facts(schema)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
-    run(facts, op, stack);
+    run_redirect(facts, op, stack);
   }
   OpFacts facts;
 };
@@ -94,7 +122,7 @@ struct RedirectKernel final : c10::OperatorKernel {
 }  // namespace
 
 void redirect_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
-  run(op_facts_of(op.schema()), op, stack);
+  run_redirect(op_facts_of(op.schema()), op, stack);
 }
 
 int64_t register_redirects(const std::vector<std::string>& names) {

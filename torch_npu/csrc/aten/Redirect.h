@@ -8,6 +8,8 @@
 // Generator arguments are routed to npu generators, and mixing devices raises PyTorch's error.
 #pragma once
 
+#include "aten/OpFacts.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -24,6 +26,9 @@ at::Tensor owning_cpu_alias(const at::Tensor& npu);
 
 // Registers the redirect as the PrivateUse1 kernel of each named aten operator ("add.Tensor").
 int64_t register_redirects(const std::vector<std::string>& names);
+
+// Runs one operator through the redirect on a boxed stack (arguments in, results out).
+void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // The boxed kernel for operators reached through the PrivateUse1 fallback.
 void redirect_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);

@@ -85,6 +85,9 @@ void RedirectCall::settle() {
   if (map.device < 0) {
     map.device = current_device();
   }
+  if (C10_UNLIKELY(g_stopped_devices.load(std::memory_order_relaxed) != 0)) {
+    check_device_running(map.device);
+  }
   if (stray_cpu_arg_ >= 0 && npu_arg_ >= 0 && !map.keep_cpu) {
     device_mismatch(facts_, stray_cpu_arg_, stray_cpu_device_, c10::Device(kNpu, map.device));
   }

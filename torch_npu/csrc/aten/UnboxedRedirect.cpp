@@ -7,10 +7,13 @@
 // RedirectCall, but arguments stay C++ values and the CPU kernel is called through its typed
 // redispatch.
 #include "aten/OpFacts.h"
+#include "aten/OpHooks.h"
+#include "aten/Redirect.h"
 #include "aten/RedirectCall.h"
 #include "runtime/CachingAllocator.h"
 
 #include <ATen/Operators.h>
+#include <ATen/core/boxing/impl/boxing.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
@@ -131,7 +134,39 @@ struct Unboxed<Op, Ret(Args...)> {
   }
 
   static Ret call(Args... args) {
+    if (C10_UNLIKELY(slow_path_active())) {
+      return call_boxed(std::forward<Args>(args)...);
+    }
     return call_indexed(std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
+  }
+
+  // With hooks or precision emulation active, the boxed redirect (which implements them) runs.
+  static Ret call_boxed(Args... args) {
+    static const c10::OperatorHandle handle =
+        c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+    torch::jit::Stack stack;
+    stack.reserve(sizeof...(Args));
+    torch::jit::push(stack, args...);
+    run_redirect(facts(), handle, &stack);
+    if constexpr (std::is_void_v<Ret>) {
+      return;
+    } else if constexpr (std::is_same_v<Ret, at::Tensor&>) {
+      // In-place and out= results are one of the arguments: return the caller's own tensor.
+      c10::TensorImpl* result = stack.back().toTensor().unsafeGetTensorImpl();
+      at::Tensor* found = nullptr;
+      auto match = [&](auto& arg) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, at::Tensor>) {
+          if (found == nullptr && arg.unsafeGetTensorImpl() == result) {
+            found = const_cast<at::Tensor*>(&arg);
+          }
+        }
+      };
+      (match(args), ...);
+      TORCH_INTERNAL_ASSERT(found != nullptr, "an in-place npu operator returned a tensor that is not an argument");
+      return *found;
+    } else {
+      return c10::impl::PopResult<Ret>::call(stack);
+    }
   }
 
   template <size_t... I>

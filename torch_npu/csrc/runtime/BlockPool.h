@@ -30,6 +30,11 @@ struct Block {
   Block* next = nullptr;
   Block* free_prev = nullptr;  // links in a small-pool free list
   Block* free_next = nullptr;
+  // torch_npu storage description of the tensor memory in this block (npu_format_cast).
+  uint64_t pool = 0;             // 0: the default pool, else a torch.npu.MemPool id
+  bool pluggable = false;        // memory of a user NPUPluggableAllocator, outside the pools
+  int32_t npu_format = -1;       // -1: the default format for the tensor's rank
+  int64_t storage_numel = -1;    // elements of the physical (possibly padded) storage
   bool is_split() const {
     return prev != nullptr || next != nullptr;
   }

@@ -5,6 +5,8 @@
 #include "runtime/CachingAllocatorInternal.h"
 #include "runtime/Device.h"
 #include "runtime/HostMemory.h"
+#include "runtime/MemoryHistory.h"
+#include "runtime/PluggableAllocator.h"
 #include "runtime/SocProfile.h"
 
 #include <c10/util/Exception.h>
@@ -12,10 +14,12 @@
 
 #include <sys/mman.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 namespace vnpu {
@@ -30,30 +34,69 @@ constexpr size_t kRoundLarge = size_t(2) << 20;      // larger segments round up
 constexpr size_t kPadBytes = 32;  // torch_npu pads every request by 32 bytes on pre-950 SoCs
 constexpr uint64_t kOneEB = uint64_t(1) << 60;
 
+// Free blocks of one memory pool: the default pool (id 0) or a torch.npu.MemPool.
+struct PoolLists {
+  SmallFreeLists small;
+  LargeFreeSet large;
+};
+
 struct DeviceState {
   SpinLock lock;
-  SmallFreeLists small_free;
-  LargeFreeSet large_free;
+  PoolLists default_pool;
+  std::map<uint64_t, PoolLists> mem_pools;
+  std::set<uint64_t> released_pools;  // MemPools whose Python object is gone
   BlockRecords records;
   std::map<uintptr_t, Block*> segments;  // first block of each segment, by address
   DeviceStats stats;
   double fraction = -1;  // < 0: not set, use the configured per_process_memory_fraction
 
+  PoolLists& lists(uint64_t pool) {
+    return pool == 0 ? default_pool : mem_pools[pool];
+  }
   void insert_free(Block* b) {
+    auto& l = lists(b->pool);
     if (b->small) {
-      small_free.insert(b);
+      l.small.insert(b);
     } else {
-      large_free.insert(b);
+      l.large.insert(b);
     }
   }
   void erase_free(Block* b) {
+    auto& l = lists(b->pool);
     if (b->small) {
-      small_free.erase(b);
+      l.small.erase(b);
     } else {
-      large_free.erase(b);
+      l.large.erase(b);
     }
   }
 };
+
+// Allocator events waiting to be logged once the device lock is released (logging a stack may
+// take the GIL, which must never happen under the lock).
+struct PendingEvent {
+  const char* action;
+  c10::DeviceIndex device;
+  uintptr_t address;
+  size_t size;
+};
+thread_local std::vector<PendingEvent> tl_pending;
+thread_local std::array<uint64_t, kMaxDevices> tl_mem_pool{};
+
+void note(const char* action, c10::DeviceIndex device, const void* address, size_t size) {
+  if (C10_UNLIKELY(memory_history_enabled())) {
+    tl_pending.push_back({action, device, reinterpret_cast<uintptr_t>(address), size});
+  }
+}
+
+void flush_events() {
+  if (C10_UNLIKELY(!tl_pending.empty())) {
+    std::vector<PendingEvent> events;
+    events.swap(tl_pending);
+    for (const auto& e : events) {
+      record_memory_event(e.action, e.device, e.address, e.size);
+    }
+  }
+}
 
 DeviceState& device_state(c10::DeviceIndex device) {
   static auto* states = new DeviceState[kMaxDevices];
@@ -134,7 +177,8 @@ int64_t allowed_bytes(const DeviceState& st) {
 }
 
 // Maps a new segment for `device` if its capacity (and the host) can back it.
-Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, std::string& host_note) {
+Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, uint64_t pool,
+                   std::string& host_note) {
   if (current(st.stats.reserved_bytes) + static_cast<int64_t>(bytes) > allowed_bytes(st)) {
     return nullptr;
   }
@@ -149,7 +193,9 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
   }
   g_host_mapped += static_cast<int64_t>(bytes);
   Block* block = st.records.make(static_cast<char*>(ptr), bytes, device, small);
+  block->pool = pool;
   st.segments.emplace(reinterpret_cast<uintptr_t>(ptr), block);
+  note("segment_alloc", device, ptr, bytes);
   st.stats.num_device_alloc++;
   update(st.stats.segment, small, 1);
   update(st.stats.reserved_bytes, small, static_cast<int64_t>(bytes));
@@ -160,6 +206,7 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
 }
 
 void unmap_segment(DeviceState& st, Block* block) {
+  note("segment_free", block->device, block->ptr, block->size);
   st.segments.erase(reinterpret_cast<uintptr_t>(block->ptr));
   st.stats.num_device_free++;
   update(st.stats.segment, block->small, -1);
@@ -172,20 +219,30 @@ void unmap_segment(DeviceState& st, Block* block) {
   st.records.recycle(block);
 }
 
-// Returns every cached segment that holds no allocation to the host.
-void release_free_segments(DeviceState& st) {
+// Returns the cached segments that hold no allocation to the host: those of the default pool and
+// of released MemPools (a live MemPool keeps its memory, as in PyTorch), or of every pool.
+void release_free_segments(DeviceState& st, bool every_pool = false) {
   auto release = [&](Block* b) {
     if (!b->is_split()) {
       st.erase_free(b);
       unmap_segment(st, b);
     }
   };
-  st.small_free.for_each(release);
-  st.large_free.for_each(release);
+  auto release_pool = [&](PoolLists& l) {
+    l.small.for_each(release);
+    l.large.for_each(release);
+  };
+  release_pool(st.default_pool);
+  for (auto& [id, lists] : st.mem_pools) {
+    if (every_pool || st.released_pools.count(id) > 0) {
+      release_pool(lists);
+    }
+  }
 }
 
-Block* take_free_block(DeviceState& st, bool small, size_t size, const AllocatorConfig& config) {
-  Block* block = small ? st.small_free.best(size) : st.large_free.best(size);
+Block* take_free_block(DeviceState& st, bool small, uint64_t pool, size_t size, const AllocatorConfig& config) {
+  auto& lists = st.lists(pool);
+  Block* block = small ? lists.small.best(size) : lists.large.best(size);
   if (block == nullptr) {
     return nullptr;
   }
@@ -209,11 +266,11 @@ bool should_split(const Block* block, size_t size, const AllocatorConfig& config
   return size < config.max_split_size && remaining > kSmallSize;
 }
 
-Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested) {
+Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool) {
   const auto& config = allocator_config();
   const size_t size = round_size(requested, config);
   const bool small = size <= kSmallSize;
-  Block* block = config.caching ? take_free_block(st, small, size, config) : nullptr;
+  Block* block = config.caching ? take_free_block(st, small, pool, size, config) : nullptr;
   if (block == nullptr) {
     if (config.garbage_collection_threshold > 0 &&
         current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
@@ -221,20 +278,22 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
     }
     std::string host_note;
     const size_t bytes = config.caching ? segment_size_for(size, config) : size;
-    block = map_segment(st, device, bytes, small, host_note);
+    block = map_segment(st, device, bytes, small, pool, host_note);
     if (block == nullptr) {
       release_free_segments(st);
       st.stats.num_alloc_retries++;
       host_note.clear();
-      block = map_segment(st, device, bytes, small, host_note);
+      block = map_segment(st, device, bytes, small, pool, host_note);
     }
     if (block == nullptr) {
+      note("oom", device, nullptr, requested);
       throw_oom(st, device, requested, host_note);
     }
   }
   const bool already_split = block->is_split();
   if (config.caching && should_split(block, size, config)) {
     Block* rest = st.records.make(block->ptr + size, block->size - size, device, small);
+    rest->pool = block->pool;
     rest->prev = block;
     rest->next = block->next;
     if (rest->next != nullptr) {
@@ -255,6 +314,8 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
   }
   block->allocated = true;
   block->requested = requested;
+  block->npu_format = -1;
+  block->storage_numel = -1;
   update(st.stats.allocation, small, 1);
   update(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
   update(st.stats.active, small, 1);
@@ -274,12 +335,33 @@ void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
   }
 }
 
+void free_block_locked(DeviceState& st, Block* block);
+
 }  // namespace
+
+std::atomic<bool> g_npu_memory_used{false};
 
 void free_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
+  if (C10_UNLIKELY(block->pluggable)) {
+    active_pluggable_allocator()->free(block->ptr, static_cast<ptrdiff_t>(block->size), block->device, nullptr);
+    delete block;
+    return;
+  }
+  if (C10_UNLIKELY(memory_history_enabled())) {
+    record_memory_event("free_requested", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
+    record_memory_event("free_completed", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
+  }
   DeviceState& st = device_state(block->device);
-  Guard guard(st.lock);
+  std::unique_lock<SpinLock> guard(st.lock);
+  free_block_locked(st, block);
+  guard.unlock();
+  flush_events();
+}
+
+namespace {
+
+void free_block_locked(DeviceState& st, Block* block) {
   const auto& config = allocator_config();
   const bool small = block->small;
   const auto size = static_cast<int64_t>(block->size);
@@ -334,16 +416,45 @@ void free_block(void* ctx) {
   update(st.stats.inactive_split_bytes, small, split_bytes);
 }
 
+}  // namespace
+
 Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
   if (C10_UNLIKELY(g_in_bad_fork)) {
     check_not_in_bad_fork();
   }
   TORCH_CHECK_WITH(OutOfMemoryError, bytes < kOneEB, "NPU out of memory. Tried to allocate more than 1EB memory.");
   init_allocator();
+  if (C10_UNLIKELY(!g_npu_memory_used.load(std::memory_order_relaxed))) {
+    g_npu_memory_used.store(true);
+  }
+  if (const PluggableFunctions* pluggable = active_pluggable_allocator()) {
+    void* ptr = pluggable->alloc(static_cast<ptrdiff_t>(bytes), device, nullptr);
+    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "NPU out of memory. Tried to allocate ", format_size(bytes),
+                     " (NPU ", static_cast<int>(device), "): the NPUPluggableAllocator ", pluggable->path,
+                     " returned no memory");
+    auto* block = new Block();
+    block->ptr = static_cast<char*>(ptr);
+    block->size = bytes;
+    block->device = device;
+    block->allocated = true;
+    block->pluggable = true;
+    return block;
+  }
   DeviceState& st = device_state(device);
-  Guard guard(st.lock);
-  Block* block = allocate_block(st, device, bytes);
-  report_to_profiler(block, static_cast<int64_t>(block->size), st);
+  Block* block = nullptr;
+  {
+    std::unique_lock<SpinLock> guard(st.lock);
+    try {
+      block = allocate_block(st, device, bytes, tl_mem_pool[static_cast<size_t>(device)]);
+    } catch (...) {
+      guard.unlock();
+      flush_events();
+      throw;
+    }
+    report_to_profiler(block, static_cast<int64_t>(block->size), st);
+    note("alloc", device, block->ptr, block->size);
+  }
+  flush_events();
   return block;
 }
 
@@ -408,8 +519,11 @@ struct NpuAllocator final : c10::DeviceAllocator {
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
     for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
       DeviceState& st = device_state(d);
-      Guard guard(st.lock);
-      release_free_segments(st);
+      {
+        Guard guard(st.lock);
+        release_free_segments(st);
+      }
+      flush_events();
     }
   }
   void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
@@ -462,6 +576,28 @@ void init_allocator() {
   g_initialized.store(true, std::memory_order_release);
 }
 
+namespace {
+Block* npu_block_of(const c10::DataPtr& data_ptr) {
+  return data_ptr.get_deleter() == &free_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
+}
+}  // namespace
+
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel) {
+  Block* block = npu_block_of(data_ptr);
+  if (block == nullptr) {
+    return false;
+  }
+  block->npu_format = format;
+  block->storage_numel = storage_numel;
+  return true;
+}
+
+std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
+  const Block* block = npu_block_of(data_ptr);
+  return block == nullptr ? std::make_pair(int32_t(-1), int64_t(-1))
+                          : std::make_pair(block->npu_format, block->storage_numel);
+}
+
 c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device) {
   const size_t n = cpu_storage.nbytes();
   void* data = const_cast<void*>(cpu_storage.data());
@@ -478,6 +614,33 @@ c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceI
     update_foreign(st, static_cast<int64_t>(n));
   }
   return c10::DataPtr(data, new ForeignMemory{cpu_storage, n, device}, &free_foreign, c10::Device(kNpu, device));
+}
+
+uint64_t create_mem_pool() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+void release_mem_pool(uint64_t id) {
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    DeviceState& st = device_state(d);
+    {
+      Guard guard(st.lock);
+      st.released_pools.insert(id);
+      release_free_segments(st);
+    }
+    flush_events();
+  }
+}
+
+void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id) {
+  check_device_index(device);
+  tl_mem_pool[static_cast<size_t>(device)] = id;
+}
+
+uint64_t thread_mem_pool(c10::DeviceIndex device) {
+  check_device_index(device);
+  return tl_mem_pool[static_cast<size_t>(device)];
 }
 
 void set_memory_fraction(double fraction, c10::DeviceIndex device) {
@@ -509,7 +672,7 @@ std::vector<SegmentInfo> memory_snapshot() {
     DeviceState& st = device_state(d);
     Guard guard(st.lock);
     for (const auto& [address, head] : st.segments) {
-      SegmentInfo seg{d, address, 0, 0, 0, 0, head->small, {}};
+      SegmentInfo seg{d, address, 0, 0, 0, 0, head->small, head->pool, {}};
       for (const Block* b = head; b != nullptr; b = b->next) {
         seg.total_size += b->size;
         if (b->allocated) {

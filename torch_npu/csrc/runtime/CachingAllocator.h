@@ -52,6 +52,18 @@ bool claim_pool_block(c10::DataPtr& data_ptr, c10::DeviceIndex device);
 // against device `device` (raises the OOM error when that exceeds the capacity).
 c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device);
 
+// The private format torch_npu would give an npu storage (see torch_npu.Format), kept with the
+// storage's memory block; false / (-1, -1) for memory that is not an npu block.
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel);
+std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
+
+// torch.npu.MemPool: a pool of segments of its own. Allocations made on a device while a thread
+// uses a pool (set_thread_mem_pool) come from it; its memory stays reserved until release.
+uint64_t create_mem_pool();
+void release_mem_pool(uint64_t id);
+void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id);
+uint64_t thread_mem_pool(c10::DeviceIndex device);
+
 void set_memory_fraction(double fraction, c10::DeviceIndex device);
 double get_memory_fraction(c10::DeviceIndex device);
 // (free, total) in bytes, as aclrtGetMemInfo reports them.
@@ -71,6 +83,7 @@ struct SegmentInfo {
   size_t active_size;
   size_t requested_size;
   bool small;
+  uint64_t pool;
   std::vector<BlockInfo> blocks;
 };
 std::vector<SegmentInfo> memory_snapshot();

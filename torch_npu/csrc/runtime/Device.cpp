@@ -123,6 +123,24 @@ void check_not_in_bad_fork() {
               "'spawn' start method");
 }
 
+std::atomic<uint64_t> g_stopped_devices{0};
+
+void set_device_stopped(c10::DeviceIndex index, bool stopped) {
+  check_device_index(index);
+  const uint64_t bit = uint64_t(1) << index;
+  if (stopped) {
+    g_stopped_devices.fetch_or(bit);
+  } else {
+    g_stopped_devices.fetch_and(~bit);
+  }
+}
+
+void check_device_running(c10::DeviceIndex index) {
+  TORCH_CHECK(index < 0 || (g_stopped_devices.load() & (uint64_t(1) << index)) == 0, "npu:", static_cast<int>(index),
+              " has been stopped by torch_npu.npu.stop_device(); call torch_npu.npu.restart_device(",
+              static_cast<int>(index), ") before using it again");
+}
+
 c10::DeviceIndex device_count() noexcept {
   return static_cast<c10::DeviceIndex>(table().physical.size());
 }

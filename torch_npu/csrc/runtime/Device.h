@@ -4,6 +4,9 @@
 
 #include <c10/core/Device.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -37,5 +40,10 @@ void check_device_index(c10::DeviceIndex index);
 void mark_device_initialized();
 void check_not_in_bad_fork();
 extern bool g_in_bad_fork;
+
+// torch_npu.npu.stop_device / restart_device: a stopped device refuses every operation.
+void set_device_stopped(c10::DeviceIndex index, bool stopped);
+extern std::atomic<uint64_t> g_stopped_devices;  // bit i: npu:i is stopped
+void check_device_running(c10::DeviceIndex index);
 
 }  // namespace vnpu

@@ -18,6 +18,11 @@ struct Event {
   bool timing = false;
 };
 
+int64_t event_recorded_ns(uintptr_t event_id) {
+  TORCH_CHECK_VALUE(event_id != 0, "Event must be recorded before reading its recorded time.");
+  return reinterpret_cast<const Event*>(event_id)->recorded_ns;
+}
+
 double event_elapsed_ms(uintptr_t start_id, uintptr_t end_id) {
   TORCH_CHECK_VALUE(start_id != 0 && end_id != 0, "Both events must be recorded before calculating elapsed time.");
   const auto* a = reinterpret_cast<const Event*>(start_id);

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -61,9 +62,12 @@ struct PinnedHostAllocator final : at::Allocator {
       st.blocks.emplace(reinterpret_cast<uintptr_t>(ptr), size);
       st.stats.num_host_alloc += 1;
       st.stats.reserved_bytes += static_cast<int64_t>(size);
+      st.stats.reserved_bytes_peak = std::max(st.stats.reserved_bytes_peak, st.stats.reserved_bytes);
     }
     st.stats.allocations += 1;
     st.stats.allocated_bytes += static_cast<int64_t>(size);
+    st.stats.allocations_peak = std::max(st.stats.allocations_peak, st.stats.allocations);
+    st.stats.allocated_bytes_peak = std::max(st.stats.allocated_bytes_peak, st.stats.allocated_bytes);
     return {ptr, ptr, &pinned_free, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override {
@@ -106,6 +110,21 @@ void empty_pinned_cache() {
     }
     list.clear();
   }
+}
+
+void reset_pinned_host_peaks() {
+  auto& st = state();
+  std::lock_guard<std::mutex> guard(st.mu);
+  st.stats.allocations_peak = st.stats.allocations;
+  st.stats.allocated_bytes_peak = st.stats.allocated_bytes;
+  st.stats.reserved_bytes_peak = st.stats.reserved_bytes;
+}
+
+void reset_pinned_host_accumulated() {
+  auto& st = state();
+  std::lock_guard<std::mutex> guard(st.mu);
+  st.stats.num_host_alloc = 0;
+  st.stats.num_host_free = 0;
 }
 
 PinnedHostStats pinned_host_stats() {

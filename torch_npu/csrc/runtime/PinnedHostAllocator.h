@@ -16,9 +16,14 @@ struct PinnedHostStats {
   int64_t num_host_alloc = 0;  // blocks obtained from the OS
   int64_t num_host_free = 0;   // blocks returned to the OS
   int64_t allocations = 0;     // blocks currently handed out
+  int64_t allocations_peak = 0;
   int64_t allocated_bytes = 0; // bytes currently handed out
+  int64_t allocated_bytes_peak = 0;
   int64_t reserved_bytes = 0;  // bytes held (handed out + cached)
+  int64_t reserved_bytes_peak = 0;
 };
 PinnedHostStats pinned_host_stats();
+void reset_pinned_host_peaks();
+void reset_pinned_host_accumulated();
 
 }  // namespace vnpu

@@ -14,7 +14,7 @@ namespace vnpu {
 namespace {
 
 constexpr int kPoolCapacity = 32;
-constexpr int kTypes = 5;
+constexpr int kTypes = 6;
 
 // Stable per-stream addresses serve as the raw stream handles torch_npu exposes (npu_stream).
 struct StreamHandles {
@@ -89,10 +89,21 @@ c10::Stream make_stream(c10::StreamId id, c10::DeviceIndex device) {
   const auto type = id >> kStreamIdTypeShift;
   const auto index = id & ((1 << kStreamIdTypeShift) - 1);
   const bool valid = id == 0 || (type >= static_cast<int>(StreamType::Secondary) &&
-                                 type <= static_cast<int>(StreamType::High) && index < streams_per_device());
+                                 type <= static_cast<int>(StreamType::External) && index < kPoolCapacity &&
+                                 (type == static_cast<int>(StreamType::External) || index < streams_per_device()));
   TORCH_CHECK(valid, "Invalid stream id ", id, " for npu:", static_cast<int>(device),
               ": it is not a stream this device created (stream_id encodes type << 5 | pool index)");
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, device), id);
+}
+
+c10::Stream typed_pool_stream(c10::DeviceIndex device, StreamType type) {
+  static std::array<std::array<std::atomic<uint32_t>, kTypes>, kMaxDevices> counters{};
+  device = resolve(device);
+  const auto t = static_cast<size_t>(type);
+  TORCH_CHECK(t >= 1 && t < kTypes, "invalid stream type ", static_cast<int>(type));
+  const uint32_t pool = type == StreamType::External ? kPoolCapacity : static_cast<uint32_t>(streams_per_device());
+  const int index = static_cast<int>(counters[static_cast<size_t>(device)][t]++ % pool);
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, device), encode(type, index));
 }
 
 int stream_priority(c10::Stream stream) {

@@ -14,7 +14,7 @@
 
 namespace vnpu {
 
-enum class StreamType : int { Default = 0, Secondary = 1, SyncLaunch = 2, Normal = 3, High = 4 };
+enum class StreamType : int { Default = 0, Secondary = 1, SyncLaunch = 2, Normal = 3, High = 4, External = 5 };
 constexpr int kStreamIdTypeShift = 5;
 
 int streams_per_device();  // STREAMS_PER_DEVICE: 8 or 32 (default 32)
@@ -25,9 +25,13 @@ c10::Stream exchange_stream(c10::Stream stream);
 // A stream from the pool of `device`, round robin, high priority when priority < 0.
 c10::Stream pool_stream(c10::DeviceIndex device, int priority);
 c10::Stream make_stream(c10::StreamId id, c10::DeviceIndex device);  // validates the id
+// A stream of the given type's pool (secondary, sync-launch, external slots), round robin.
+c10::Stream typed_pool_stream(c10::DeviceIndex device, StreamType type);
 int stream_priority(c10::Stream stream);
 void* stream_native_handle(c10::Stream stream);
 
+// Host nanoseconds at which an npu event (torch.Event event_id) was last recorded.
+int64_t event_recorded_ns(uintptr_t event_id);
 // Milliseconds between two recorded npu events (their torch.Event event_id values).
 double event_elapsed_ms(uintptr_t start_id, uintptr_t end_id);
 

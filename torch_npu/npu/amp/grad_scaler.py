@@ -32,7 +32,25 @@ class GradScaler(torch.amp.GradScaler):
             # Static loss scale: the scale never changes, only the per-step state is reset.
             self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
             return
+        before = float(self._scale.item()) if self._scale is not None else None
         super().update(new_scale)
+        after = float(self._scale.item())
+        if before is not None and new_scale is None and after != before:
+            # torch_npu reports every dynamic change of the loss scale.
+            print(f"Loss scaler {'reducing' if after < before else 'increasing'} loss scale to {after}")
+
+    @staticmethod
+    def get_npu_overflow_flag():
+        """The device's float-status overflow flag (saturation-mode SoCs; see torch.npu.get_npu_overflow_flag)."""
+        from torch_npu.npu._overflow import get_npu_overflow_flag
+
+        return get_npu_overflow_flag()
+
+    @staticmethod
+    def clear_npu_overflow_flag():
+        from torch_npu.npu._overflow import clear_npu_overflow_flag
+
+        clear_npu_overflow_flag()
 
     def state_dict(self):
         state = super().state_dict()

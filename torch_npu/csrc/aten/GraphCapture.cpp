@@ -1,0 +1,221 @@
+#include "aten/GraphCapture.h"
+
+#include "aten/HostSync.h"
+#include "aten/Redirect.h"
+#include "aten/TensorMapping.h"
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+namespace vnpu {
+namespace {
+
+thread_local bool tl_replaying = false;
+
+struct ActiveCaptures {
+  std::mutex mu;
+  std::vector<std::weak_ptr<GraphRecording>> graphs;
+};
+ActiveCaptures& active() {
+  static auto* a = new ActiveCaptures();
+  return *a;
+}
+
+[[noreturn]] void not_permitted(const OpFacts& facts, const std::string& why) {
+  TORCH_CHECK(false, "operation not permitted when stream is capturing: ", facts.name, " ", why,
+              " (a synchronisation). Run it outside torch.npu.graph(...): NPU graph capture records device "
+              "work only.");
+}
+
+// Writes a replayed result into the captured output's memory.
+void copy_into(const at::Tensor& captured, const at::Tensor& fresh) {
+  if (!captured.defined() || !fresh.defined() || captured.unsafeGetTensorImpl() == fresh.unsafeGetTensorImpl()) {
+    return;
+  }
+  TORCH_CHECK(captured.sizes() == fresh.sizes(), "NPU graph replay produced a result of shape ", fresh.sizes(),
+              " where the captured one had ", captured.sizes(),
+              ": operators with data-dependent shapes cannot be captured");
+  if (captured.is_same(fresh) || (captured.data_ptr() == fresh.data_ptr() && captured.strides() == fresh.strides())) {
+    return;  // a view of the same memory
+  }
+  auto dst = captured.device().type() == kNpu ? make_cpu_alias(captured, false) : captured;
+  auto src = fresh.device().type() == kNpu ? make_cpu_alias(fresh, false) : fresh;
+  dst.copy_(src);
+}
+
+void copy_into(const c10::IValue& captured, const c10::IValue& fresh) {
+  if (captured.isTensor() && fresh.isTensor()) {
+    copy_into(captured.toTensor(), fresh.toTensor());
+  } else if (captured.isTensorList() && fresh.isTensorList()) {
+    auto a = captured.toTensorList();
+    auto b = fresh.toTensorList();
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      copy_into(static_cast<at::Tensor>(a.get(i)), static_cast<at::Tensor>(b.get(i)));
+    }
+  }
+}
+
+std::string describe_value(const c10::IValue& v) {
+  std::ostringstream os;
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    if (t.defined()) {
+      os << t.scalar_type() << t.sizes();
+    } else {
+      os << "None";
+    }
+  } else if (v.isTensorList()) {
+    os << "[" << v.toTensorList().size() << " tensors]";
+  } else {
+    os << v;
+  }
+  return os.str();
+}
+
+}  // namespace
+
+void GraphRecording::begin(c10::Stream stream) {
+  TORCH_CHECK(!capturing_, "This NPUGraph is already capturing");
+  records_.clear();
+  capturing_ = true;
+  stream_ = stream;
+  thread_ = std::this_thread::get_id();
+  {
+    auto& a = active();
+    std::lock_guard<std::mutex> guard(a.mu);
+    a.graphs.push_back(weak_from_this());
+  }
+  add_op_hook(shared_from_this());
+}
+
+void GraphRecording::end() {
+  TORCH_CHECK(capturing_, "capture_end() called without capture_begin()");
+  capturing_ = false;
+  remove_op_hook(shared_from_this());
+  auto& a = active();
+  std::lock_guard<std::mutex> guard(a.mu);
+  a.graphs.erase(std::remove_if(a.graphs.begin(), a.graphs.end(),
+                                [this](const std::weak_ptr<GraphRecording>& g) {
+                                  auto p = g.lock();
+                                  return !p || p.get() == this;
+                                }),
+                 a.graphs.end());
+}
+
+bool GraphRecording::captures_current_stream() const {
+  return capturing_ && std::this_thread::get_id() == thread_ &&
+      current_stream(stream_.device_index()).id() == stream_.id();
+}
+
+bool GraphRecording::records_here() const {
+  return !tl_replaying && captures_current_stream();
+}
+
+void GraphRecording::before(const c10::OperatorHandle& op, const OpFacts& facts,
+                            const std::vector<c10::IValue>& inputs) {
+  if (!records_here()) {
+    return;
+  }
+  const std::string why = host_sync_reason(op, inputs);
+  if (!why.empty()) {
+    not_permitted(facts, why);
+  }
+}
+
+void GraphRecording::after(const OpCall& call) {
+  if (records_here()) {
+    records_.push_back(Record{call.op, &call.facts, call.inputs, call.outputs});
+  }
+}
+
+void GraphRecording::replay() {
+  TORCH_CHECK(!capturing_, "NPUGraph.replay() called while the graph is still capturing");
+  const bool previous = tl_replaying;
+  tl_replaying = true;
+  try {
+    for (const auto& record : records_) {
+      torch::jit::Stack stack(record.inputs.begin(), record.inputs.end());
+      run_redirect(*record.facts, record.op, &stack);
+      for (size_t i = 0; i < std::min(stack.size(), record.outputs.size()); ++i) {
+        copy_into(record.outputs[i], stack[i]);
+      }
+    }
+  } catch (...) {
+    tl_replaying = previous;
+    throw;
+  }
+  tl_replaying = previous;
+}
+
+void GraphRecording::reset() {
+  if (capturing_) {
+    end();
+  }
+  records_.clear();
+}
+
+std::vector<std::string> GraphRecording::describe() const {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    std::ostringstream os;
+    os << i << " " << records_[i].facts->name << "(";
+    const auto& args = records_[i].inputs;
+    for (size_t a = 0; a < args.size(); ++a) {
+      os << (a ? ", " : "") << records_[i].facts->arg_names[a] << "=" << describe_value(args[a]);
+    }
+    os << ")";
+    lines.push_back(os.str());
+  }
+  return lines;
+}
+
+std::vector<size_t> GraphRecording::records_of(const std::string& op_name) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const auto& name = records_[i].facts->name;
+    if (name == op_name || records_[i].op.schema().name() == op_name) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+void GraphRecording::update_argument(size_t record, const std::string& name, const c10::IValue& value) {
+  TORCH_CHECK(record < records_.size(), "NPUGraph.update: operator ", record, " was not captured");
+  auto& r = records_[record];
+  for (size_t i = 0; i < r.facts->arg_names.size(); ++i) {
+    if (r.facts->arg_names[i] == name) {
+      r.inputs[i] = value;
+      return;
+    }
+  }
+  TORCH_CHECK(false, "NPUGraph.update: ", r.facts->name, " has no argument named '", name, "'");
+}
+
+void GraphRecording::splice(size_t start, size_t end, const GraphRecording& replacement) {
+  TORCH_CHECK(start <= end && end <= records_.size(), "graph task update: tasks [", start, ", ", end,
+              ") are not in this graph (", records_.size(), " captured)");
+  TORCH_CHECK(end - start == replacement.records_.size(), "graph task update: the group captured ", end - start,
+              " operators but the update issued ", replacement.records_.size());
+  std::copy(replacement.records_.begin(), replacement.records_.end(),
+            records_.begin() + static_cast<std::ptrdiff_t>(start));
+}
+
+bool current_stream_capturing() {
+  auto& a = active();
+  std::lock_guard<std::mutex> guard(a.mu);
+  for (const auto& weak : a.graphs) {
+    auto g = weak.lock();
+    if (g && g->captures_current_stream()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace vnpu

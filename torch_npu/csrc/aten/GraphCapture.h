@@ -1,0 +1,64 @@
+// NPU graphs (torch.npu.NPUGraph): capture records the operators issued on the capturing thread's
+// capture stream; replay runs the same operators again on the same tensors, writing results into
+// the captured outputs' memory, so code that reads the captured outputs sees new values.
+//
+// Capture executes the operators too (their results are valid afterwards, like a first replay).
+// Operations that need the host to read device memory (.item(), copies to the CPU, nonzero...)
+// are refused while capturing, as on Ascend.
+#pragma once
+
+#include "aten/OpHooks.h"
+
+#include <c10/core/Stream.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vnpu {
+
+class GraphRecording final : public OpHook, public std::enable_shared_from_this<GraphRecording> {
+ public:
+  void begin(c10::Stream stream);
+  void end();
+  void replay();
+  void reset();
+  size_t size() const {
+    return records_.size();
+  }
+  bool capturing() const {
+    return capturing_;
+  }
+  // Capturing, on this thread, with the capture stream current.
+  bool captures_current_stream() const;
+  // One line per recorded operator: its name and argument shapes.
+  std::vector<std::string> describe() const;
+  // Replaces a recorded operator's non-tensor argument (for torch_npu's graph update API).
+  void update_argument(size_t record, const std::string& name, const c10::IValue& value);
+  std::vector<size_t> records_of(const std::string& op_name) const;
+  // Replaces records [start, end) with another recording's records (graph task updates).
+  void splice(size_t start, size_t end, const GraphRecording& replacement);
+
+  void before(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& inputs) override;
+  void after(const OpCall& call) override;
+
+ private:
+  struct Record {
+    c10::OperatorHandle op;
+    const OpFacts* facts;
+    std::vector<c10::IValue> inputs;
+    std::vector<c10::IValue> outputs;
+  };
+  bool records_here() const;
+
+  std::vector<Record> records_;
+  bool capturing_ = false;
+  c10::Stream stream_ = c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  std::thread::id thread_;
+};
+
+// True when the current stream of the current thread is capturing a graph.
+bool current_stream_capturing();
+
+}  // namespace vnpu

@@ -1,0 +1,11 @@
+// The groups of torch_npu._C's Python bindings (Module.cpp assembles them).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace vnpu::python {
+
+void bind_ops(pybind11::module& m);
+void bind_memory(pybind11::module& m);
+
+}  // namespace vnpu::python

@@ -1,0 +1,134 @@
+// Python bindings of the operator layer: the redirect, operator hooks (dumps, overflow checks),
+// precision emulation, NPU graphs and private formats.
+#include "python/Bindings.h"
+
+#include "aten/GraphCapture.h"
+#include "aten/HostSync.h"
+#include "aten/OpHooks.h"
+#include "aten/PrecisionEmulation.h"
+#include "aten/Redirect.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/Options.h"
+#include "runtime/Stream.h"
+
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <memory>
+
+namespace py = pybind11;
+
+namespace vnpu::python {
+namespace {
+
+std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& values) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : values) {
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
+// Calls a Python function after every npu operator: fn(op_name, input_tensors, output_tensors,
+// device, start_ns, end_ns). Operators the function itself runs are not reported (no recursion).
+class PythonOpHook final : public OpHook {
+ public:
+  explicit PythonOpHook(py::object fn) : fn_(std::move(fn)) {}
+  ~PythonOpHook() override {
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+  }
+  void after(const OpCall& call) override {
+    thread_local bool inside = false;
+    if (inside) {
+      return;
+    }
+    inside = true;
+    try {
+      py::gil_scoped_acquire gil;
+      fn_(call.facts.name, tensors_of(call.inputs), tensors_of(call.outputs), static_cast<int>(call.device),
+          call.start_ns, call.end_ns);
+    } catch (...) {
+      inside = false;
+      throw;
+    }
+    inside = false;
+  }
+
+ private:
+  py::object fn_;
+};
+
+}  // namespace
+
+void bind_ops(py::module& m) {
+  m.def("_register_redirects", &register_redirects);
+  m.def("_redirect_calls", &redirect_calls);
+  m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
+
+  py::class_<OpHook, std::shared_ptr<OpHook>>(m, "_OpHook");
+  m.def("_add_python_op_hook", [](py::object fn) {
+    std::shared_ptr<OpHook> hook = std::make_shared<PythonOpHook>(std::move(fn));
+    add_op_hook(hook);
+    return hook;
+  });
+  m.def("_remove_op_hook", [](const std::shared_ptr<OpHook>& hook) { remove_op_hook(hook); });
+
+  m.def("_npu_setOption", [](const std::map<std::string, std::string>& options) {
+    set_options(options);
+    update_precision_from_options();
+  });
+  m.def("_npu_getOption", [](const std::string& key) -> py::object {
+    auto value = get_option(key);
+    return value ? py::object(py::bytes(*value)) : py::object(py::none());
+  });
+  m.def("_precision_settings", [] {
+    const auto s = precision_settings();
+    py::dict d;
+    d["emulate"] = s.emulate;
+    d["matmul_cube_math_type"] = s.matmul_cube_math_type;
+    d["conv_hf32"] = s.conv_hf32;
+    d["fp32_to_fp16"] = s.fp32_to_fp16;
+    return d;
+  });
+  m.def("_update_precision_from_options", &update_precision_from_options);
+  m.def("_round_to_hf32", &round_to_hf32);
+
+  py::class_<GraphRecording, std::shared_ptr<GraphRecording>>(m, "_GraphRecording")
+      .def(py::init([] { return std::make_shared<GraphRecording>(); }))
+      .def("begin", [](GraphRecording& g, int64_t stream_id, int device) {
+        g.begin(make_stream(stream_id, static_cast<c10::DeviceIndex>(device)));
+      })
+      .def("end", &GraphRecording::end)
+      .def("replay", &GraphRecording::replay, py::call_guard<py::gil_scoped_release>())
+      .def("reset", &GraphRecording::reset)
+      .def("size", &GraphRecording::size)
+      .def("capturing", &GraphRecording::capturing)
+      .def("describe", &GraphRecording::describe)
+      .def("records_of", &GraphRecording::records_of)
+      .def("splice", &GraphRecording::splice)
+      .def("update_int_list", [](GraphRecording& g, size_t record, const std::string& name,
+                                 const std::vector<int64_t>& value) { g.update_argument(record, name, value); })
+      .def("update_int", [](GraphRecording& g, size_t record, const std::string& name, int64_t value) {
+        g.update_argument(record, name, value);
+      })
+      .def("update_float", [](GraphRecording& g, size_t record, const std::string& name, double value) {
+        g.update_argument(record, name, value);
+      });
+  m.def("_current_stream_capturing", &current_stream_capturing);
+  m.def("_set_sync_debug_mode", &set_sync_debug_mode);
+  m.def("_get_sync_debug_mode", &sync_debug_mode);
+
+  m.def("_set_storage_format", [](const at::Tensor& t, int format, int64_t storage_numel) {
+    return set_storage_format(t.storage().data_ptr(), format, storage_numel);
+  });
+  m.def("_storage_format", [](const at::Tensor& t) { return storage_format(t.storage().data_ptr()); });
+}
+
+}  // namespace vnpu::python

@@ -1,0 +1,32 @@
+// torch.npu.memory._record_memory_history: a bounded log of allocator events (allocations, frees,
+// segment maps and unmaps, OOMs) with the Python stack that caused each, for PyTorch's
+// memory-snapshot format (torch.npu.memory._snapshot / _dump_snapshot, memory_viz).
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+struct HistoryEntry {
+  std::string action;  // alloc, free_requested, free_completed, segment_alloc, segment_free, oom
+  c10::DeviceIndex device;
+  uintptr_t address;
+  size_t size;
+  int64_t time_us;
+  std::shared_ptr<c10::GatheredContext> context;  // the stack, when recorded
+};
+
+using ContextFn = std::shared_ptr<c10::GatheredContext> (*)();
+
+// enabled: record entries; context: how to capture stacks (nullptr: none); max_entries: ring size.
+void set_memory_history(bool enabled, ContextFn context, size_t max_entries);
+bool memory_history_enabled();
+void record_memory_event(const char* action, c10::DeviceIndex device, uintptr_t address, size_t size);
+std::vector<HistoryEntry> memory_history();
+
+}  // namespace vnpu

@@ -1,0 +1,44 @@
+"""Reliability APIs of torch_npu: hardware stress tests, memory UCE checks, stopping and restarting
+a device, operator timeouts. vnpu's devices are software: they pass every test and never hit an
+uncorrectable memory error, but stopping a device really stops it."""
+import torch_npu
+from torch_npu import _C
+from torch_npu.utils._error_code import ErrCode, pta_error
+
+_op_timeout_ms = None
+
+
+def stress_detect(detect_type="aic"):
+    """Run the on-chip stress test: 0 means no fault found (always, on vnpu)."""
+    if detect_type not in ("aic", "hccs"):
+        raise ValueError(f"detect_type must be 'aic' or 'hccs', but got {detect_type!r}" + pta_error(ErrCode.VALUE))
+    torch_npu.npu._lazy_init()
+    return 0
+
+
+def check_uce_in_memory(device_id):
+    """Kind of uncorrectable memory error found on the device: 0 = none (vnpu memory is host RAM)."""
+    torch_npu.npu._lazy_init()
+    _C._check_device(torch_npu.npu.utils._get_device_index(device_id, optional=True))
+    return 0
+
+
+def stop_device(device_id):
+    """Stop a device: every operation on it raises until restart_device(). Returns 0 on success."""
+    torch_npu.npu._lazy_init()
+    _C._set_device_stopped(torch_npu.npu.utils._get_device_index(device_id, optional=True), True)
+    return 0
+
+
+def restart_device(device_id: int, rebuild_all_resources: bool = False, disable_tensor_unsafe_check: bool = False):
+    """Restart a stopped device (its tensors stay valid: vnpu memory survives a restart)."""
+    torch_npu.npu._lazy_init()
+    _C._set_device_stopped(torch_npu.npu.utils._get_device_index(device_id, optional=True), False)
+
+
+def set_op_timeout_ms(timeout):
+    """Operator execution timeout in ms (vnpu operators finish when they return; recorded only)."""
+    global _op_timeout_ms
+    if not isinstance(timeout, int) or timeout < 0:
+        raise ValueError(f"timeout must be a non-negative int (ms), but got {timeout!r}" + pta_error(ErrCode.VALUE))
+    _op_timeout_ms = timeout

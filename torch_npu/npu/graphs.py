@@ -1,0 +1,266 @@
+"""NPU graphs: capture a sequence of npu operators once, replay it many times.
+
+Capture records every operator issued on the capture stream (and runs it, so captured outputs are
+valid afterwards). ``replay()`` runs the recorded operators again, in C++, on the same tensors: the
+captured input tensors are read as they are now and results are written into the captured output
+tensors, exactly like an ACL graph replay. Memory allocated during capture comes from the graph's
+pool and stays reserved while the graph lives. Synchronising operations (``.item()``, copies to
+the CPU, ``synchronize()``) are refused while capturing.
+"""
+import gc
+import os
+from typing import Optional
+
+import torch
+
+import torch_npu
+from torch_npu import _C
+from torch_npu.utils._error_code import ErrCode, graph_error
+
+__all__ = ["NPUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
+           "graph_task_group_begin", "graph_task_group_end", "graph_task_update_begin", "graph_task_update_end",
+           "super_kernel_scope_begin", "super_kernel_scope_end", "NpuGraphOpHandler", "register_npu_graph_handler"]
+
+
+def is_current_stream_capturing():
+    """True when the current stream of this thread is capturing an NPU graph."""
+    return _C._current_stream_capturing()
+
+
+def graph_pool_handle():
+    """A memory-pool id that several graphs can share (pass it as ``pool=``)."""
+    return (0, _C._create_mem_pool())
+
+
+
+
+_CAPTURE_MODES = ("global", "thread_local", "relaxed")
+_graph_handlers = {}
+_capturing = {}  # (stream_id, device) -> the NPUGraph capturing there
+
+
+class NPUGraph:
+    """A captured sequence of npu operators (torch.npu.NPUGraph)."""
+
+    def __init__(self):
+        self._recording = _C._GraphRecording()
+        self._pool = None
+        self._device = None
+        self._previous_pool = None
+        self._super_kernel_options = None
+
+    def capture_begin(self, pool=None, capture_error_mode="global"):
+        if capture_error_mode not in _CAPTURE_MODES:
+            raise ValueError(f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
+                             + graph_error(ErrCode.VALUE))
+        stream = torch.npu.current_stream()
+        if stream == torch.npu.default_stream(stream.device_index):
+            raise RuntimeError("NPU graphs must be captured on a non-default stream. (However, after capture, it's "
+                               "ok to replay them on the default stream.)" + graph_error(ErrCode.NOT_SUPPORT))
+        self._device = stream.device_index
+        self._pool = tuple(pool) if pool is not None else graph_pool_handle()
+        self._previous_pool = _C._thread_mem_pool(self._device)
+        _C._set_thread_mem_pool(self._device, self._pool[1])
+        self._recording.begin(stream.stream_id, stream.device_index)
+        self._stream_key = (stream.stream_id, stream.device_index)
+        _capturing[self._stream_key] = self
+
+    def capture_end(self):
+        try:
+            self._recording.end()
+        finally:
+            _capturing.pop(getattr(self, "_stream_key", None), None)
+            _C._set_thread_mem_pool(self._device, self._previous_pool)
+
+    def replay(self):
+        """Run the captured operators again."""
+        self._recording.replay()
+
+    def reset(self):
+        """Drop the captured operators (and with them the graph's hold on their tensors)."""
+        self._recording.reset()
+
+    def pool(self):
+        """The graph's memory-pool id (pass it to another graph to share memory)."""
+        return self._pool
+
+    def debug_dump(self, debug_path):
+        """Write the captured operators, one per line, to debug_path."""
+        folder = os.path.dirname(os.path.abspath(debug_path))
+        os.makedirs(folder, exist_ok=True)
+        with open(debug_path, "w") as f:
+            f.write(f"# NPUGraph with {self._recording.size()} operators\n")
+            for line in self._recording.describe():
+                f.write(line + "\n")
+
+    def update(self, cpu_update_input):
+        """Give captured operators new host-side arguments before a replay. `cpu_update_input` is a
+        list with one dict per captured operator of a registered kind (register_npu_graph_handler),
+        in capture order, mapping argument names to new values (ints, floats or int lists)."""
+        if not isinstance(cpu_update_input, (list, tuple)):
+            raise TypeError("cpu_update_input must be a list of dicts" + graph_error(ErrCode.TYPE))
+        records = sorted(i for name in _graph_handlers for i in self._recording.records_of(name))
+        if len(records) != len(cpu_update_input):
+            raise RuntimeError(f"NPUGraph.update got {len(cpu_update_input)} updates for {len(records)} captured "
+                               "operators of registered kinds" + graph_error(ErrCode.PARAM))
+        for record, update in zip(records, cpu_update_input):
+            for name, value in update.items():
+                if isinstance(value, (list, tuple)):
+                    self._recording.update_int_list(record, name, [int(v) for v in value])
+                elif isinstance(value, bool) or isinstance(value, int):
+                    self._recording.update_int(record, name, int(value))
+                elif isinstance(value, float):
+                    self._recording.update_float(record, name, value)
+                else:
+                    raise TypeError(f"NPUGraph.update: cannot update {name} with {type(value).__name__}"
+                                    + graph_error(ErrCode.TYPE))
+
+    def super_kernel_optimize(self, optimize_options=None, debug_options=None):
+        """On Ascend, fuse the captured kernels into super kernels (fewer launches, same results).
+        vnpu replays operators one by one; the options are kept for debug_dump."""
+        if self._recording.capturing():
+            raise RuntimeError("super_kernel_optimize must be called after capture_end()" + graph_error(ErrCode.PARAM))
+        self._super_kernel_options = (optimize_options, debug_options)
+
+
+class graph:
+    """Context manager capturing the enclosed npu work into `npu_graph`."""
+
+    default_capture_stream: Optional["torch_npu.npu.Stream"] = None
+
+    def __init__(self, npu_graph, pool=None, stream=None, auto_dispatch_capture=False,
+                 capture_error_mode: str = "global"):
+        if not isinstance(npu_graph, NPUGraph):
+            raise TypeError("torch.npu.graph expects a torch.npu.NPUGraph" + graph_error(ErrCode.TYPE))
+        if self.__class__.default_capture_stream is None:
+            self.__class__.default_capture_stream = torch.npu.Stream()
+        self.pool = () if pool is None else (pool,)
+        self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
+        self.stream_ctx = torch.npu.stream(self.capture_stream)
+        self.npu_graph = npu_graph
+        self.capture_error_mode = capture_error_mode
+        self.auto_dispatch_capture = auto_dispatch_capture
+
+    def __enter__(self):
+        torch.npu.synchronize()
+        if os.environ.get("TORCH_NPUGRAPH_GC") == "1":
+            gc.collect()
+        self.stream_ctx.__enter__()
+        self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            self.npu_graph.capture_end()
+        finally:
+            self.stream_ctx.__exit__(exc_type, exc_value, traceback)
+
+
+_task_groups = {}
+
+
+def graph_task_group_begin(stream):
+    """Start a group of captured tasks that graph_task_update_* can later re-issue."""
+    recording = _capturing_graph(stream)
+    _task_groups[id(stream)] = (recording, recording.size())
+
+
+def graph_task_group_end(stream):
+    """End the group; returns the handle graph_task_update_begin takes."""
+    if id(stream) not in _task_groups:
+        raise RuntimeError("graph_task_group_end without graph_task_group_begin" + graph_error(ErrCode.PARAM))
+    recording, start = _task_groups.pop(id(stream))
+    return (recording, start, recording.size())
+
+
+_updates = {}
+
+
+def graph_task_update_begin(stream, handle):
+    """Operators issued on `stream` until graph_task_update_end replace the group's tasks."""
+    recording, start, end = handle
+    replacement = _C._GraphRecording()
+    replacement.begin(stream.stream_id, stream.device_index)
+    _updates[id(stream)] = (recording, start, end, replacement)
+
+
+def graph_task_update_end(stream):
+    if id(stream) not in _updates:
+        raise RuntimeError("graph_task_update_end without graph_task_update_begin" + graph_error(ErrCode.PARAM))
+    recording, start, end, replacement = _updates.pop(id(stream))
+    replacement.end()
+    recording.splice(start, end, replacement)
+
+
+def _capturing_graph(stream):
+    graph_obj = _capturing.get((stream.stream_id, stream.device_index))
+    if graph_obj is None:
+        raise RuntimeError("graph_task_group_begin must be called while an NPU graph captures on this stream"
+                           + graph_error(ErrCode.PARAM))
+    return graph_obj._recording
+
+
+_super_kernel_scopes = []
+
+
+def super_kernel_scope_begin(scope_name: Optional[str] = None):
+    """Mark where a super-kernel fusion scope starts (a hint for Ascend's graph compiler)."""
+    _super_kernel_scopes.append(scope_name)
+
+
+def super_kernel_scope_end(scope_name: Optional[str] = None):
+    if not _super_kernel_scopes:
+        raise RuntimeError("super_kernel_scope_end without super_kernel_scope_begin" + graph_error(ErrCode.PARAM))
+    opened = _super_kernel_scopes.pop()
+    if scope_name is not None and opened is not None and scope_name != opened:
+        raise RuntimeError(f"super_kernel_scope_end({scope_name!r}) closes scope {opened!r}"
+                           + graph_error(ErrCode.PARAM))
+
+
+class NpuGraphOpHandler:
+    """Describes how captured operators of a kind take new host-side arguments on update()."""
+
+    @staticmethod
+    def get_update_specs(op_name):
+        """Names of the arguments update() may change for `op_name`."""
+        return []
+
+    @staticmethod
+    def prepare_capture(func, args, kwargs):
+        return args, kwargs
+
+    @staticmethod
+    def record_wrap_kwarg(key, value, tensor_param_names):
+        return value
+
+    @staticmethod
+    def update_args(dispatch_record, update_input):
+        dispatch_record.update(update_input)
+        return dispatch_record
+
+    @staticmethod
+    def postprocess_result(result, kwargs):
+        return result
+
+
+def register_npu_graph_handler(op_names):
+    """Class decorator registering an NpuGraphOpHandler for operator names ("aten::mm", "npu::...")."""
+    names = [op_names] if isinstance(op_names, str) else list(op_names)
+
+    def decorate(cls):
+        if not (isinstance(cls, type) and issubclass(cls, NpuGraphOpHandler)):
+            raise TypeError("register_npu_graph_handler decorates NpuGraphOpHandler subclasses"
+                            + graph_error(ErrCode.TYPE))
+        for name in names:
+            _graph_handlers[name] = cls
+        return cls
+
+    return decorate
+
+
+def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None):
+    """Graph-captured versions of callables (functions or Modules): forward and backward each replay
+    one NPU graph. Same contract as torch.cuda.make_graphed_callables."""
+    from torch_npu.npu._graphed_callables import make
+
+    return make(callables, sample_args, num_warmup_iters, allow_unused_input, pool)
+

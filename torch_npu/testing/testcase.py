@@ -1,0 +1,184 @@
+"""TestCase and run_tests as torch_npu's tests use them.
+
+assertRtolEqual(x, y, prec, prec16) is torch_npu's tolerance check: an element agrees when its
+absolute error or its relative error (error / max(|x|, |y|)) is within `prec` (`prec16` for float16
+and bfloat16); the comparison fails when more than size*prec elements disagree. With vnpu the npu
+result is normally bit-identical to the CPU's, so these checks pass with zero error.
+"""
+import os
+import random
+import re
+import sys
+import unittest
+import warnings
+
+import numpy as np
+import torch
+
+__all__ = ["TestCase", "run_tests"]
+
+_SEED = int(os.environ.get("SEED", "666"))
+
+
+def _to_numpy(value):
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        if value.dtype == torch.bfloat16:
+            value = value.float()
+        return value.numpy()
+    return np.asarray(value)
+
+
+def run_tests():
+    """unittest.main for a torch_npu test file (argv as usual)."""
+    unittest.main(argv=sys.argv)
+
+
+class TestCase(unittest.TestCase):
+    """unittest.TestCase with torch_npu's assertions; every test starts from the same seeds."""
+
+    precision = 1e-5
+    _do_npu_memory_leak_check = False
+
+    def __init__(self, method_name="runTest"):
+        super().__init__(method_name)
+
+    @classmethod
+    def setUpClass(cls):
+        import torch_npu  # noqa: F401  (the device must exist before any test)
+
+    def setUp(self):
+        torch.manual_seed(_SEED)
+        random.seed(_SEED)
+        np.random.seed(_SEED)
+        device = os.environ.get("SET_NPU_DEVICE")
+        if device is not None:
+            torch.npu.set_device(int(device))
+
+    def run(self, result=None):
+        return super().run(result)
+
+    # --- torch_npu's comparisons -----------------------------------------------------------
+    def assertRtolEqual(self, x, y, prec=1.e-4, prec16=1.e-3, auto_trans_dtype=False, message=None):
+        x, y = _to_numpy(x), _to_numpy(y)
+        if auto_trans_dtype:
+            y = y.astype(x.dtype)
+        if x.shape != y.shape:
+            self.fail(f"shape error: {x.shape} vs {y.shape}" + (f" ({message})" if message else ""))
+        if x.dtype != y.dtype:
+            self.fail(f"dtype error: {x.dtype} vs {y.dtype}" + (f" ({message})" if message else ""))
+        if x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer):
+            limit = prec
+        elif x.dtype == np.float16:
+            limit = prec16
+        elif np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.complexfloating):
+            limit = prec
+        else:
+            self.fail(f"assertRtolEqual does not compare {x.dtype}")
+        if x.size == 0:
+            return
+        xf, yf = x.astype(np.complex128 if np.iscomplexobj(x) else np.float64), y.astype(
+            np.complex128 if np.iscomplexobj(y) else np.float64)
+        same_special = (np.isnan(xf) & np.isnan(yf)) | (xf == yf)
+        err = np.where(same_special, 0.0, np.abs(xf - yf))
+        denom = np.maximum(np.abs(xf), np.abs(yf))
+        rel = np.where(denom > 0, err / np.where(denom > 0, denom, 1), err)
+        bad = ~((err <= limit) | (rel <= limit))
+        if bad.sum() > x.size * limit:
+            worst = int(np.argmax(np.where(bad, rel, -1)))
+            self.fail(f"result error: {int(bad.sum())} of {x.size} elements differ beyond {limit}; e.g. "
+                      f"{xf.flat[worst]} vs {yf.flat[worst]}" + (f" ({message})" if message else ""))
+
+    def assertEqual(self, x, y, prec=None, message="", allow_inf=False, exact_dtype=None):
+        if isinstance(prec, str) and not message:
+            message, prec = prec, None
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            x_t = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+            y_t = y if isinstance(y, torch.Tensor) else torch.as_tensor(y)
+            tol = self.precision if prec is None else prec
+            try:
+                torch.testing.assert_close(x_t.cpu(), y_t.cpu(), rtol=0, atol=tol, equal_nan=True,
+                                           check_dtype=bool(exact_dtype), check_device=False)
+            except AssertionError as e:
+                self.fail(f"{message}\n{e}" if message else str(e))
+            return
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)) and not isinstance(x, str):
+            self.assertEqual(len(x), len(y), message=message)
+            for a, b in zip(x, y):
+                self.assertEqual(a, b, prec=prec, message=message, allow_inf=allow_inf, exact_dtype=exact_dtype)
+            return
+        if isinstance(x, float) and isinstance(y, (float, int)) and prec is not None:
+            self.assertLessEqual(abs(x - y), prec, message)
+            return
+        super().assertEqual(x, y, message or None)
+
+    def assertNotEqual(self, x, y, prec=None, message=""):
+        try:
+            self.assertEqual(x, y, prec=prec)
+        except AssertionError:
+            return
+        self.fail(message or f"{x} == {y}")
+
+    def assertAlmostEqual(self, x, y, places=None, msg=None, delta=None, allow_inf=None):
+        if places is not None and delta is None:
+            delta = 10 ** (-places)
+        self.assertEqual(x, y, prec=delta, message=msg or "", allow_inf=bool(allow_inf))
+
+    def assertTensorsSlowEqual(self, x, y, prec=None, message=""):
+        self.assertEqual(x.size(), y.size())
+        max_err = 0.0
+        for a, b in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist()):
+            max_err = max(max_err, abs(a - b))
+        self.assertLessEqual(max_err, prec or 0.0, message)
+
+    def assertObjectIn(self, obj, iterable):
+        for elem in iterable:
+            if id(obj) == id(elem):
+                return
+        raise AssertionError("object not found in iterable")
+
+    def assertExpectedRaises(self, exc_type, call_fn, *args, **kwargs):
+        with self.assertRaises(exc_type) as ctx:
+            call_fn(*args, **kwargs)
+        return str(ctx.exception)
+
+    def assertExpectedStripMangled(self, s, subname=None):
+        return re.sub(r"__torch__[^ ]+", "", s)
+
+    def assertWarns(self, call_fn, msg=""):
+        if isinstance(call_fn, type) and issubclass(call_fn, Warning):
+            return super().assertWarns(call_fn, msg) if msg else super().assertWarns(call_fn)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call_fn()
+        self.assertTrue(caught, msg or "no warning was raised")
+
+    def assertNotWarn(self, call_fn, msg=""):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call_fn()
+        self.assertFalse(caught, msg or f"unexpected warnings: {[str(w.message) for w in caught]}")
+
+    def maybeWarnsRegex(self, category, regex=""):
+        return self.assertWarnsRegex(category, regex)
+
+    # --- sparse helpers (sparse tensors stay on the CPU: npu has no sparse layouts) ----------
+    def genSparseTensor(self, size, sparse_dim, nnz, is_uncoalesced, device="cpu"):
+        v_size = [nnz] + list(size[sparse_dim:])
+        v = torch.randn(*v_size, device=device)
+        i = torch.rand(sparse_dim, nnz, device=device)
+        i.mul_(torch.tensor(size[:sparse_dim]).unsqueeze(1).to(i))
+        i = i.to(torch.long)
+        if is_uncoalesced:
+            v = torch.cat([v, torch.randn_like(v)], 0)
+            i = torch.cat([i, i], 1)
+        x = torch.sparse_coo_tensor(i, v, torch.Size(size))
+        if not is_uncoalesced:
+            x = x.coalesce()
+        return x, x._indices().clone(), x._values().clone()
+
+    def safeCoalesce(self, t):
+        return t.coalesce()
+
+    def safeToDense(self, t):
+        return t.coalesce().to_dense()
