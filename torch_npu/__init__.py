@@ -50,6 +50,12 @@ unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32,
 
 register_npu_device(unsupported_dtype)
 
+from torch_npu.utils import _logging  # noqa: E402
+from torch_npu.utils._env import check_environment  # noqa: E402
+
+_logging.configure()
+check_environment()
+
 from torch_npu import npu  # noqa: E402,F401
 from torch_npu import ops  # noqa: E402,F401
 from torch_npu.npu._format import Format  # noqa: E402
@@ -60,6 +66,19 @@ from torch_npu.ops.format_cast import (  # noqa: E402
     npu_format_cast,
     npu_format_cast_,
 )
+
+from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa: E402
+
+apply_extension_environment()
+
+
+def __getattr__(name):
+    if name == "npu_relu6":
+        from torch_npu.utils._vnpu_extensions import npu_relu6
+
+        return npu_relu6
+    raise AttributeError(f"module 'torch_npu' has no attribute {name!r}")
+
 
 __all__ = ["npu", "Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
            "get_storage_size"]

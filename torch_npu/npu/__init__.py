@@ -236,6 +236,16 @@ from torch_npu.npu._npurt import npurt  # noqa: E402
 from torch_npu.npu._legacy_types import storages as _legacy_storages, tensor_types as _legacy_tensor_types  # noqa
 
 globals().update(_legacy_storages)
+
+
+def __getattr__(name):
+    if name == "precompile":
+        from torch_npu.utils._vnpu_extensions import precompile
+
+        return precompile
+    raise AttributeError(f"module 'torch_npu.npu' has no attribute {name!r}")
+
+
 globals().update(_legacy_tensor_types)
 
 __all__ = [

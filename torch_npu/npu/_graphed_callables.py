@@ -67,7 +67,9 @@ def _graph_one(fn, args, num_warmup_iters, allow_unused_input, pool):
                 if buffer is not None and grad is not None and grad.data_ptr() != buffer.data_ptr():
                     buffer.copy_(grad)
             backward_graph.replay()
-            return tuple(g.detach() if g is not None else None for g in static_grad_inputs)
+            # Copies: autograd may keep a returned gradient as a parameter's .grad, and the next
+            # replay overwrites the static buffers.
+            return tuple(g.detach().clone() if g is not None else None for g in static_grad_inputs)
 
     def graphed(*user_args):
         flat, _ = tree_flatten(user_args)

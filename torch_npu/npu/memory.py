@@ -161,9 +161,13 @@ def memory_snapshot():
     return _C._memory_snapshot()
 
 
+_backend = "native"
+
+
 def get_allocator_backend() -> str:
-    """The allocator in use: "native" (the caching allocator)."""
-    return "native"
+    """The allocator in use: "native" (the caching allocator) or "pluggable" after
+    change_current_allocator()."""
+    return _backend
 
 
 def empty_virt_addr_cache():
@@ -282,7 +286,9 @@ def change_current_allocator(allocator: _NPUAllocator) -> None:
     """Make `allocator` serve every npu allocation. Must run before the first npu allocation."""
     if not isinstance(allocator, _NPUAllocator):
         raise TypeError("change_current_allocator expects an NPUPluggableAllocator" + pta_error(ErrCode.TYPE))
+    global _backend
     _C._use_pluggable_allocator(allocator.allocator())
+    _backend = "pluggable"
 
 
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):

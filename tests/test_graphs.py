@@ -1,0 +1,180 @@
+"""NPU graphs: capture records the operators of the capturing stream, replay re-runs them on the same
+memory (same results as eager), host synchronisation is refused during capture."""
+import pytest
+import torch
+import torch.nn as nn
+
+import torch_npu
+
+
+def _capture(fn, *static_inputs, pool=None):
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g, pool=pool):
+        out = fn(*static_inputs)
+    return g, out
+
+
+def test_replay_reads_current_inputs_and_equals_eager():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4)).npu().eval()
+    x = torch.randn(8, 16, device="npu")
+    with torch.no_grad():
+        g, y = _capture(model, x)
+        for _ in range(3):
+            new = torch.randn(8, 16, device="npu")
+            x.copy_(new)
+            g.replay()
+            assert torch.equal(y.cpu(), model(new).cpu())
+            assert torch.equal(y.cpu(), model.cpu()(new.cpu())) and model.npu() is not None
+
+
+def test_capture_runs_the_work_once_and_replay_appends_in_place():
+    x = torch.zeros(3, device="npu")
+    g, _ = _capture(lambda t: t.add_(1), x)
+    assert torch.equal(x.cpu(), torch.ones(3))
+    g.replay()
+    g.replay()
+    assert torch.equal(x.cpu(), torch.full((3,), 3.0))
+
+
+def test_capture_on_default_stream_is_refused():
+    g = torch.npu.NPUGraph()
+    with pytest.raises(RuntimeError, match="non-default stream"):
+        g.capture_begin()
+
+
+def test_is_current_stream_capturing():
+    seen = []
+    g = torch.npu.NPUGraph()
+    assert torch.npu.is_current_stream_capturing() is False
+    with torch.npu.graph(g):
+        seen.append(torch.npu.is_current_stream_capturing())
+        torch.ones(1, device="npu")
+    assert seen == [True]
+    assert torch.npu.is_current_stream_capturing() is False
+
+
+@pytest.mark.parametrize("sync", [lambda t: t.sum().item(), lambda t: t.cpu(), lambda t: torch.npu.synchronize(),
+                                  lambda t: torch.npu.current_stream().synchronize(),
+                                  lambda t: torch.npu.current_stream().query(), lambda t: t.tolist()])
+def test_host_synchronisation_during_capture_is_refused(sync):
+    x = torch.ones(4, device="npu")
+    g = torch.npu.NPUGraph()
+    with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+        with torch.npu.graph(g):
+            y = x * 2
+            sync(y)
+    # the failed capture leaves no capturing state behind
+    assert torch.npu.is_current_stream_capturing() is False
+    assert float((x * 2).sum().item()) == 8.0
+
+
+def test_event_synchronize_during_capture_is_refused():
+    g = torch.npu.NPUGraph()
+    event = torch.npu.Event()
+    event.record()
+    with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+        with torch.npu.graph(g):
+            event.synchronize()
+
+
+def test_graphs_share_a_memory_pool():
+    pool = torch.npu.graph_pool_handle()
+    x = torch.ones(64, device="npu")
+    g1, y1 = _capture(lambda t: t * 2, x, pool=pool)
+    g2, y2 = _capture(lambda t: t + 3, y1, pool=pool)
+    assert g1.pool() == g2.pool() == pool
+    x.fill_(5)
+    g1.replay()
+    g2.replay()
+    assert torch.equal(y2.cpu(), torch.full((64,), 13.0))
+
+
+def test_reset_and_debug_dump(tmp_path):
+    x = torch.ones(2, device="npu")
+    g, _ = _capture(lambda t: (t * 2).sum(), x)
+    path = tmp_path / "graph.txt"
+    g.debug_dump(str(path))
+    text = path.read_text()
+    assert "aten::mul" in text and "aten::sum" in text
+    g.reset()
+    g.replay()  # nothing left to run
+    assert torch.equal(x.cpu(), torch.ones(2))
+
+
+def test_make_graphed_callables_forward_and_backward_equal_eager():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).npu()
+    reference = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).npu()
+    reference.load_state_dict(model.state_dict())
+    sample = torch.randn(4, 8, device="npu", requires_grad=True)
+    graphed = torch.npu.make_graphed_callables(model, (sample,))
+    for _ in range(2):
+        x = torch.randn(4, 8, device="npu", requires_grad=True)
+        x_ref = x.detach().clone().requires_grad_(True)
+        out = graphed(x)
+        out_ref = reference(x_ref)
+        assert torch.equal(out.detach().cpu(), out_ref.detach().cpu())
+        out.sum().backward()
+        out_ref.sum().backward()
+        assert torch.equal(x.grad.cpu(), x_ref.grad.cpu())
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert torch.allclose(p.grad.cpu(), q.grad.cpu())
+
+
+def test_make_graphed_callables_needs_tensor_samples():
+    with pytest.raises(TypeError, match="must contain only Tensors"):
+        torch.npu.make_graphed_callables(lambda a, b: a, (torch.ones(1, device="npu"), 3))
+
+
+def test_task_group_update_replaces_captured_work():
+    x = torch.ones(3, device="npu")
+    out = torch.empty(3, device="npu")
+    stream = torch.npu.Stream()
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g, stream=stream):
+        torch.npu.graph_task_group_begin(stream)
+        torch.mul(x, 2, out=out)
+        handle = torch.npu.graph_task_group_end(stream)
+    with torch.npu.stream(stream):
+        torch.npu.graph_task_update_begin(stream, handle)
+        torch.mul(x, 10, out=out)
+        torch.npu.graph_task_update_end(stream)
+    out.zero_()
+    g.replay()
+    assert torch.equal(out.cpu(), torch.full((3,), 10.0))
+
+
+def test_graph_update_with_registered_handler():
+    @torch.npu.register_npu_graph_handler(["aten::add.Tensor"])
+    class AddHandler(torch.npu.NpuGraphOpHandler):
+        pass
+
+    x = torch.ones(2, device="npu")
+    g, y = _capture(lambda t: torch.add(t, t, alpha=1), x)
+    g.update([{"alpha": 5}])
+    g.replay()
+    assert torch.equal(y.cpu(), torch.full((2,), 6.0))
+    with pytest.raises(RuntimeError, match="got 2 updates for 1"):
+        g.update([{"alpha": 1}, {"alpha": 2}])
+    with pytest.raises(TypeError):
+        torch.npu.register_npu_graph_handler("aten::mul.Tensor")(object)
+
+
+def test_super_kernel_scopes_nest():
+    torch.npu.super_kernel_scope_begin("a")
+    torch.npu.super_kernel_scope_end("a")
+    with pytest.raises(RuntimeError):
+        torch.npu.super_kernel_scope_end("a")
+
+
+def test_npugraph_ex_backend_replays_a_compiled_graph():
+    from torch_npu.npu import npugraph_ex
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh()).npu().eval()
+    compiled = torch.compile(model, backend=npugraph_ex.compile_fx)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 8, device="npu")
+            assert torch.equal(compiled(x).cpu(), model(x).cpu())

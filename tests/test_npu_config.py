@@ -1,0 +1,180 @@
+"""torch_npu's option store and configuration APIs: set_option validation, compile mode, AOE,
+mm/bmm format, operator dumps, core limits, compatible-impl switch."""
+import json
+import os
+
+import pytest
+import torch
+
+import torch_npu
+from subprocess_helpers import run_python
+
+
+def test_set_option_rejects_non_dicts_with_torch_npu_text():
+    with pytest.raises(TypeError, match=r"npu option must be a dict\.[\s\S]*ERR00002 PTA invalid type"):
+        torch.npu.set_option("ACL_PRECISION_MODE=must_keep_origin_dtype")
+
+
+@pytest.mark.parametrize("option", [{"ACL_PRECISION_MODE": "fp64"}, {"ACL_AICORE_NUM": "0"},
+                                    {"ACL_AICORE_NUM": "33"}, {"ACL_OP_DEBUG_LEVEL": "9"},
+                                    {"ACL_OP_COMPILER_CACHE_MODE": "sometimes"}, {"MM_BMM_ND_ENABLE": "yes"}])
+def test_set_option_rejects_invalid_values(option):
+    with pytest.raises(ValueError, match=f"value of {next(iter(option))} should be in[\\s\\S]*ERR00003"):
+        torch.npu.set_option(option)
+
+
+def test_set_option_stores_values_and_warns_on_deprecated_keys():
+    torch.npu.set_option({"ACL_OP_COMPILER_CACHE_MODE": "enable", "ACL_AICORE_NUM": "8"})
+    assert torch_npu._C._npu_getOption("ACL_OP_COMPILER_CACHE_MODE") == b"enable"
+    assert torch_npu._C._npu_getOption("ACL_AICORE_NUM") == b"8"
+    with pytest.warns(UserWarning, match="deprecated"):
+        torch.npu.set_option({"ACL_OP_SELECT_IMPL_MODE": "high_precision"})
+
+
+def test_mm_bmm_nd_flag_via_both_apis():
+    assert torch.npu.get_mm_bmm_format_nd() is True
+    torch.npu.set_option({"MM_BMM_ND_ENABLE": "disable"})
+    assert torch.npu.get_mm_bmm_format_nd() is False
+    torch.npu.set_mm_bmm_format_nd(True)
+    assert torch.npu.get_mm_bmm_format_nd() is True
+
+
+def test_compile_mode_defaults_to_binary_kernels_on_a2():
+    out = run_python("""
+        import torch, torch_npu
+        print(torch.npu.is_jit_compile_false())
+        torch.npu.set_compile_mode(jit_compile=True)
+        print(torch.npu.is_jit_compile_false())
+    """)
+    assert out.stdout.split() == ["True", "False"]
+    out = run_python("import torch, torch_npu; print(torch.npu.is_jit_compile_false())",
+                     env={"VNPU_SOC": "Ascend910A"})
+    assert out.stdout.split() == ["False"]
+
+
+def test_set_aoe_creates_the_dump_directory(tmp_path):
+    target = tmp_path / "aoe" / "dumps"
+    torch.npu.set_aoe(str(target))
+    assert target.is_dir()
+    assert torch_npu._C._npu_getOption("autotunegraphdumppath") == str(target).encode()
+
+
+def _write_dump_config(tmp_path, mode="all", ops=()):
+    cfg = tmp_path / "acl.json"
+    cfg.write_text(json.dumps({"dump": {"dump_path": str(tmp_path / "dump"), "dump_mode": mode,
+                                        "dump_list": [{"layer": list(ops)}] if ops else []}}))
+    return str(cfg)
+
+
+def test_dump_writes_operator_inputs_and_outputs(tmp_path):
+    import numpy as np
+
+    torch.npu.set_dump(_write_dump_config(tmp_path))
+    torch.npu.init_dump()
+    try:
+        a = torch.arange(4.0, device="npu")
+        b = a * 3
+    finally:
+        torch.npu.finalize_dump()
+    files = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "dump") for f in fs]
+    mul_out = [f for f in files if "aten::mul" in f and ".output.0.npy" in f]
+    assert len(mul_out) == 1
+    assert np.array_equal(np.load(mul_out[0]), b.cpu().numpy())
+    index = [f for f in files if f.endswith("dump.jsonl")]
+    assert index and "aten::mul" in open(index[0]).read()
+    c = a + 1  # after finalize_dump: nothing more is written
+    assert len([f for r, _, fs in os.walk(tmp_path / "dump") for f in fs]) == len(files)
+
+
+def test_dump_mode_input_only(tmp_path):
+    torch.npu.set_dump(_write_dump_config(tmp_path, mode="input"))
+    torch.npu.init_dump()
+    try:
+        torch.ones(2, device="npu").neg()
+    finally:
+        torch.npu.finalize_dump()
+    files = [f for _, _, fs in os.walk(tmp_path / "dump") for f in fs if f.endswith(".npy")]
+    assert files and all(".input." in f for f in files)
+
+
+def test_set_dump_needs_an_existing_file(tmp_path):
+    with pytest.raises(AssertionError, match="does not exists"):
+        torch.npu.set_dump(str(tmp_path / "missing.json"))
+
+
+def test_device_limit_once_and_validated():
+    out = run_python("""
+        import torch, torch_npu
+        print(torch.npu.get_device_limit(0))
+        torch.npu.set_device_limit(0, cube_num=12, vector_num=24)
+        print(torch.npu.get_device_limit(0))
+        try:
+            torch.npu.set_device_limit(0, 10, 10)
+        except RuntimeError as e:
+            print("again:", "only be called once" in str(e))
+        try:
+            torch.npu.set_device_limit(1, cube_num=100)
+        except ValueError as e:
+            print("range:", "cube_num" in str(e))
+    """)
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "{'cube_core_num': 24, 'vector_core_num': 48}"
+    assert lines[1] == "{'cube_core_num': 12, 'vector_core_num': 24}"
+    assert lines[2:] == ["again: True", "range: True"]
+
+
+def test_stream_limits_default_to_device_and_reset():
+    s = torch.npu.Stream()
+    assert torch.npu.get_stream_limit(s) == torch.npu.get_device_limit(s.device_index)
+    torch.npu.set_stream_limit(s, cube_num=4, vector_num=8)
+    assert torch.npu.get_stream_limit(s) == {"cube_core_num": 4, "vector_core_num": 8}
+    torch.npu.reset_stream_limit(s)
+    assert torch.npu.get_stream_limit(s) == torch.npu.get_device_limit(s.device_index)
+    with pytest.raises(ValueError):
+        torch.npu.set_stream_limit(s, cube_num=0)
+    with pytest.raises(TypeError):
+        torch.npu.get_stream_limit("stream")
+
+
+def test_compatible_impl_switch():
+    out = run_python("""
+        import torch, torch_npu
+        print(torch.npu.are_compatible_impl_enabled())
+        torch.npu.use_compatible_impl(False)
+        print(torch.npu.are_compatible_impl_enabled())
+    """, env={"TORCH_NPU_USE_COMPATIBLE_IMPL": "1"})
+    assert out.stdout.split() == ["True", "False"]
+    with pytest.raises(TypeError):
+        torch.npu.use_compatible_impl("yes")
+
+
+def test_config_allow_internal_format_default_and_setter():
+    out = run_python("""
+        import torch, torch_npu
+        print(torch.npu.config.allow_internal_format)
+        torch.npu.config.allow_internal_format = True
+        print(torch.npu.config.allow_internal_format)
+    """)
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_dump_list_limits_the_operators(tmp_path):
+    torch.npu.set_dump(_write_dump_config(tmp_path, mode="output", ops=["aten::neg"]))
+    torch.npu.init_dump()
+    try:
+        x = torch.ones(2, device="npu")
+        (x + 1).neg()
+    finally:
+        torch.npu.finalize_dump()
+    files = [f for _, _, fs in os.walk(tmp_path / "dump") for f in fs if f.endswith(".npy")]
+    assert files and all("aten::neg" in f for f in files)
+
+
+def test_bad_dump_config_is_refused(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read the dump config"):
+        torch.npu.set_dump(str(bad))
+    bad.write_text(json.dumps({"dump": {"dump_path": "x", "dump_mode": "weights"}}))
+    with pytest.raises(ValueError, match="dump_mode"):
+        torch.npu.set_dump(str(bad))

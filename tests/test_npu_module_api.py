@@ -1,0 +1,242 @@
+"""torch.npu's module-level API beyond devices and memory: legacy types, SoC facts, runtime
+controls, mstx, deterministic and autocast helpers, overflow flags, reliability APIs."""
+import os
+import warnings
+
+import pytest
+import torch
+
+import torch_npu
+from subprocess_helpers import last_line, run_python
+
+
+def test_every_public_name_resolves_on_torch_npu_and_torch_npu_npu():
+    assert torch.npu is torch_npu.npu
+    missing = [name for name in torch.npu.__all__ if not hasattr(torch.npu, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name,dtype", [("FloatTensor", torch.float32), ("HalfTensor", torch.float16),
+                                        ("BFloat16Tensor", torch.bfloat16), ("LongTensor", torch.int64),
+                                        ("BoolTensor", torch.bool), ("ByteTensor", torch.uint8)])
+def test_legacy_tensor_types_create_and_check_npu_tensors(name, dtype):
+    cls = getattr(torch.npu, name)
+    empty = cls(2, 3)
+    assert empty.shape == (2, 3) and empty.dtype == dtype and empty.device.type == "npu"
+    data = cls([1, 0, 1])
+    assert torch.equal(data.cpu(), torch.tensor([1, 0, 1], dtype=dtype))
+    assert isinstance(data, cls)
+    assert not isinstance(data.cpu(), cls)
+    other = torch.float64 if dtype != torch.float64 else torch.float32
+    assert not isinstance(data.to(other), cls)
+
+
+def test_legacy_typed_storages_live_on_npu():
+    storage = torch.npu.FloatStorage(4)
+    assert storage.device.type == "npu" and storage.dtype == torch.float32 and len(storage) == 4
+    assert isinstance(storage, torch.npu.FloatStorage)
+    assert torch.npu.HalfStorage.dtype == torch.float16
+    with pytest.raises(RuntimeError, match="Not available for NPU storage"):
+        torch.npu.FloatStorage.from_buffer(b"1234")
+
+
+def test_tensor_type_strings_round_trip():
+    t = torch.ones(2, device="npu")
+    assert t.type() == "torch.npu.FloatTensor"
+    assert t.type("torch.npu.HalfTensor").dtype == torch.float16
+
+
+def test_soc_facts_follow_the_profile():
+    assert torch.npu.get_soc_version() == 220
+    out = last_line(run_python("import torch, torch_npu; print(torch.npu.get_soc_version(), "
+                               "torch.npu.is_bf16_supported())", env={"VNPU_SOC": "Ascend910A"}))
+    assert out.split()[1] == "False"
+    assert int(out.split()[0]) < 220
+
+
+def test_amp_supported_dtypes_and_bf16():
+    assert torch.npu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16, torch.float32]
+    assert torch.npu.is_bf16_supported() is True
+
+
+def test_utilization_and_blas_handle():
+    assert torch.npu.utilization() == 0
+    with pytest.raises(Exception, match="[Ii]nvalid device|out of range|device"):
+        torch.npu.utilization(99)
+    handle = torch.npu.current_blas_handle()
+    assert isinstance(handle, int) and handle == torch.npu.current_blas_handle()
+
+
+def test_cann_version_says_it_is_vnpu():
+    assert torch.npu.utils.get_cann_version().endswith("+vnpu")
+    assert torch_npu.utils.get_cann_version("CANN").endswith("+vnpu")
+    with pytest.raises(ValueError):
+        torch.npu.utils.get_cann_version("NOT_A_MODULE")
+
+
+def test_sync_debug_mode_warns_and_errors_on_host_syncs():
+    x = torch.randn(4, device="npu")
+    torch.npu.set_sync_debug_mode("warn")
+    try:
+        assert torch.npu.get_sync_debug_mode() == 1
+        with pytest.warns(UserWarning, match="synchroniz"):
+            x.sum().item()
+        torch.npu.set_sync_debug_mode(2)
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            x.cpu()
+    finally:
+        torch.npu.set_sync_debug_mode("default")
+    assert torch.npu.get_sync_debug_mode() == 0
+    x.cpu()
+    with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+        torch.npu.set_sync_debug_mode("loud")
+
+
+def test_stop_and_restart_device():
+    x = torch.ones(3, device="npu:1")
+    assert torch.npu.stop_device(1) == 0
+    try:
+        with pytest.raises(RuntimeError, match="stop"):
+            x + 1
+    finally:
+        torch.npu.restart_device(1)
+    assert torch.equal((x + 1).cpu(), torch.full((3,), 2.0))
+
+
+def test_reliability_queries():
+    assert torch.npu.stress_detect() == 0
+    with pytest.raises(ValueError):
+        torch.npu.stress_detect("gpu")
+    assert torch.npu.check_uce_in_memory(0) == 0
+    torch.npu.set_op_timeout_ms(1000)
+    with pytest.raises(ValueError):
+        torch.npu.set_op_timeout_ms(-5)
+
+
+def test_npurt_reports_the_runtime():
+    assert torch.npu.npurt.device_count() == torch.npu.device_count()
+    assert torch.npu.npurt.soc_name() == torch.npu.get_device_name(0)
+    assert torch.npu.npurt.device_capacity() == torch.npu.get_device_properties(0).total_memory
+
+
+def test_mstx_marks_and_ranges_are_recorded():
+    mstx = torch.npu.mstx
+    before = len(mstx.records())
+    rid = mstx.range_start("forward", domain="train")
+    mstx.mark("checkpoint")
+    mstx.range_end(rid)
+    assert mstx.range_push("outer") == 0
+    assert mstx.range_push("inner") == 1
+    assert mstx.range_pop() == 1
+    assert mstx.range_pop() == 0
+    assert mstx.range_pop() == -1
+
+    @mstx.annotate("decorated")
+    def work():
+        return 7
+
+    assert work() == 7
+    new = mstx.records()[before:]
+    assert [r["message"] for r in new] == ["checkpoint", "forward", "inner", "outer", "decorated"]
+    assert new[1]["domain"] == "train" and new[1]["end_ns"] >= new[1]["start_ns"]
+    with pytest.raises(ValueError):
+        mstx.range_end(rid)
+    with pytest.raises(TypeError):
+        mstx.mark(3)
+
+
+def test_mstx_ranges_appear_in_torch_profiler_traces():
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with torch.npu.mstx.mstx_range("my_region"):
+            torch.ones(2, device="npu") + 1
+    assert any(e.key == "my_region" for e in prof.key_averages())
+
+
+def test_deterministic_level_drives_torch_switch():
+    try:
+        with pytest.warns(UserWarning):
+            torch.npu.set_deterministic_level(1)
+        assert torch.are_deterministic_algorithms_enabled()
+        torch.npu.set_deterministic_level(0)
+        assert not torch.are_deterministic_algorithms_enabled()
+        with pytest.raises(ValueError):
+            torch.npu.set_deterministic_level(5)
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_deterministic_with_backward_switches_in_backward():
+    try:
+        x = torch.randn(3, device="npu", requires_grad=True)
+        y = torch.npu.enable_deterministic_with_backward(x * 2)
+        assert torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(False)
+        y.sum().backward()
+        assert torch.are_deterministic_algorithms_enabled()
+        z = torch.npu.disable_deterministic_with_backward(x * 3)
+        assert not torch.are_deterministic_algorithms_enabled()
+        z.sum().backward()
+        assert not torch.are_deterministic_algorithms_enabled()
+        assert torch.equal(x.grad.cpu(), torch.full((3,), 5.0))
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_autocast_utils_reflect_torch_state():
+    assert torch.npu.is_autocast_enabled() is False
+    with torch.autocast("npu", dtype=torch.bfloat16):
+        assert torch.npu.is_autocast_enabled() is True
+        assert torch.npu.get_autocast_dtype() == torch.bfloat16
+    torch.npu.set_autocast_dtype(torch.float16)
+    assert torch.npu.get_autocast_dtype() == torch.float16
+    with pytest.raises(ValueError):
+        torch.npu.set_autocast_dtype(torch.float64)
+
+
+def test_overflow_flag_apis_refused_on_inf_nan_socs():
+    assert torch.npu.utils.is_support_inf_nan() is True
+    with pytest.raises(RuntimeError, match="Unsupport api when soc_version >= Ascend910B1"):
+        torch.npu.get_npu_overflow_flag()
+    assert torch.npu.utils.npu_check_overflow(torch.tensor([1.0, float("inf")], device="npu")) is True
+    assert torch.npu.utils.npu_check_overflow(1.5) is False
+
+
+def test_overflow_flag_on_saturation_mode_soc():
+    out = run_python("""
+        import torch, torch_npu
+        torch.npu.clear_npu_overflow_flag()
+        a = torch.tensor([60000.0], device="npu", dtype=torch.float16)
+        print(torch.npu.get_npu_overflow_flag())
+        b = a * 4
+        print(torch.npu.get_npu_overflow_flag())
+        torch.npu.clear_npu_overflow_flag()
+        print(torch.npu.get_npu_overflow_flag(), torch.npu.utils.is_support_inf_nan())
+    """, env={"VNPU_SOC": "Ascend910A"})
+    assert out.stdout.split() == ["False", "True", "False", "False"]
+
+
+def test_obfuscation_reports_missing_service():
+    with pytest.raises(RuntimeError, match="507018|PMCC"):
+        torch.npu.obfuscation_initialize(128, 0, 1)
+
+
+def test_aclnn_allow_hf32_is_the_conv_switch():
+    import torch_npu.npu.aclnn as aclnn
+
+    out = run_python("""
+        import torch, torch_npu
+        aclnn = torch_npu.npu.aclnn
+        print(aclnn.allow_hf32, torch.npu.conv.allow_hf32)
+        aclnn.allow_hf32 = False
+        print(aclnn.allow_hf32, torch.npu.conv.allow_hf32)
+    """)
+    assert out.stdout.split() == ["True", "True", "False", "False"]
+    with pytest.warns(UserWarning, match="no aclnn library"):
+        assert aclnn.version() is None
+
+
+def test_torch_npu_top_level_exports():
+    for name in ("npu", "Format", "npu_format_cast", "get_npu_format", "empty_with_format"):
+        assert hasattr(torch_npu, name)
+    with pytest.raises(AttributeError):
+        torch_npu.not_a_name

@@ -1,0 +1,10 @@
+"""dropout_with_byte_mask: dropout whose mask the NPU keeps as bytes (same distribution as F.dropout)."""
+import torch.nn.functional as F
+
+__all__ = ["dropout_with_byte_mask"]
+
+
+def dropout_with_byte_mask(input1, p=0.5, training=True, inplace=False):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return F.dropout(input1, p=p, training=training, inplace=inplace)
