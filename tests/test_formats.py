@@ -1,0 +1,110 @@
+"""Private formats: tensors keep values and logical shape, carry their format, and occupy the
+physical storage torch_npu would give them."""
+import math
+
+import pytest
+import torch
+
+import torch_npu
+from torch_npu import Format
+
+
+def test_format_enum_values_and_names():
+    assert (Format.NCHW, Format.ND, Format.NC1HWC0, Format.FRACTAL_Z, Format.FRACTAL_NZ, Format.NCDHW) == \
+        (0, 2, 3, 4, 29, 30)
+    assert str(Format.FRACTAL_NZ) == "FRACTAL_NZ"
+
+
+@pytest.mark.parametrize("shape,expected", [((5,), Format.ND), ((3, 4), Format.ND), ((2, 3, 4), Format.ND),
+                                            ((2, 3, 4, 5), Format.NCHW), ((1, 2, 3, 4, 5), Format.NCDHW)])
+def test_default_format_by_rank(shape, expected):
+    assert torch_npu.get_npu_format(torch.empty(shape, device="npu")) == expected
+
+
+@pytest.mark.parametrize("dtype,c0", [(torch.float32, 16), (torch.float16, 16), (torch.int8, 32)])
+def test_fractal_nz_storage_shape(dtype, c0):
+    x = torch.ones(3, 33, 17, device="npu").to(dtype)
+    y = torch_npu.npu_format_cast(x, Format.FRACTAL_NZ)
+    assert torch_npu.get_npu_format(y) == 29
+    assert torch_npu.get_storage_size(y) == torch.Size([3, math.ceil(17 / c0), math.ceil(33 / 16), 16, c0])
+    assert y.shape == x.shape and y.stride() == x.stride() and torch.equal(y.cpu(), x.cpu())
+
+
+def test_nc1hwc0_and_fractal_z_storage_shapes():
+    w = torch.randn(8, 3, 5, 5, device="npu")
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 3)) == torch.Size([8, 1, 5, 5, 16])
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 4)) == torch.Size([25, 1, 16, 16])
+    v = torch.randn(2, 20, 3, 4, 5, device="npu")
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(v, Format.NDC1HWC0)) == \
+        torch.Size([2, 3, 2, 4, 5, 16])
+
+
+def test_cast_allocates_the_physical_size():
+    x = torch.randn(1, 16, device="npu")
+    before = torch.npu.memory_allocated()
+    y = torch_npu.npu_format_cast(x, 29)
+    # [1, 16] in NZ pads the rows to 16: 16 x 16 floats
+    assert torch.npu.memory_allocated() - before >= 16 * 16 * 4
+    assert torch.equal(y.cpu(), x.cpu())
+
+
+def test_nz_on_rank_one_falls_back_to_nd_with_warning():
+    with pytest.warns(UserWarning, match="Cannot create tensor with NZ format while dim < 2"):
+        y = torch_npu.npu_format_cast(torch.ones(7, device="npu"), 29)
+    assert torch_npu.get_npu_format(y) == Format.ND
+
+
+def test_inplace_cast_and_cast_like():
+    x = torch.randn(4, 5, device="npu")
+    values = x.cpu()
+    assert torch_npu.npu_format_cast_(x, 29) is x
+    assert torch_npu.get_npu_format(x) == 29 and torch.equal(x.cpu(), values)
+    z = torch.zeros(6, 6, device="npu")
+    torch_npu.npu_format_cast_(z, x)
+    assert torch_npu.get_npu_format(z) == 29
+    like = torch_npu.npu_format_cast(torch.ones(2, 2, device="npu"), x)
+    assert torch_npu.get_npu_format(like) == 29
+    assert torch_npu.get_npu_format(x.npu_format_cast(2)) == 2
+
+
+def test_results_of_operators_on_cast_tensors_match_the_cpu():
+    a = torch.randn(16, 32)
+    b = torch.randn(32, 8)
+    got = torch_npu.npu_format_cast(a.npu(), 29) @ torch_npu.npu_format_cast(b.npu(), 29)
+    assert torch.equal(got.cpu(), a @ b)
+
+
+def test_cast_is_differentiable():
+    w = torch.randn(4, 3, 2, 2, device="npu", requires_grad=True)
+    (torch_npu.npu_format_cast(w, 4) * 3).sum().backward()
+    assert torch.equal(w.grad.cpu(), torch.full((4, 3, 2, 2), 3.0))
+
+
+def test_empty_with_format():
+    e = torch_npu.empty_with_format((4, 5), dtype=torch.float16, device="npu", acl_format=29)
+    assert e.shape == (4, 5) and e.dtype == torch.float16
+    assert torch_npu.get_storage_size(e) == torch.Size([1, 1, 16, 16])
+    with pytest.raises(RuntimeError, match="makes npu tensors"):
+        torch_npu.empty_with_format((2,), device="cpu")
+
+
+@pytest.mark.parametrize("bad", [77, -1, 1000])
+def test_cast_to_unknown_format_is_refused(bad):
+    with pytest.raises(RuntimeError, match=r"not an NPU format|Format.UNDEFINED[\s\S]*ERR01001 OPS invalid parameter"):
+        torch_npu.npu_format_cast(torch.ones(2, 2, device="npu"), bad)
+
+
+def test_format_rank_constraints():
+    with pytest.raises(RuntimeError, match="needs a 5-D tensor"):
+        torch_npu.npu_format_cast(torch.ones(2, 2, device="npu"), Format.NDC1HWC0)
+    with pytest.raises(RuntimeError, match="at most 4 dimensions"):
+        torch_npu.npu_format_cast(torch.ones(1, 1, 1, 1, 2, device="npu"), Format.NC1HWC0)
+    with pytest.raises(RuntimeError, match="expects an npu tensor"):
+        torch_npu.npu_format_cast(torch.ones(2, 2), 29)
+
+
+def test_format_survives_save_and_copy_to_cpu(tmp_path):
+    x = torch_npu.npu_format_cast(torch.randn(4, 4, device="npu"), 29)
+    path = tmp_path / "t.pt"
+    torch.save(x, path)
+    assert torch.equal(torch.load(path).cpu(), x.cpu())
