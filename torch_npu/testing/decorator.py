@@ -66,7 +66,7 @@ def instantiate_tests(arg=None, **kwargs):
             code = func.__code__.co_varnames[:func.__code__.co_argcount]
             if "device" not in code:
                 continue
-            keys = list(params)
+            keys = sorted(params, key=["dtype", "npu_format"].index)
             delattr(cls, name)
             for combo in itertools.product(*(params[k] for k in keys)) if keys else [()]:
                 values = dict(zip(keys, combo))

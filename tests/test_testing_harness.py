@@ -1,0 +1,120 @@
+"""torch_npu.testing: the harness torch_npu's test files import runs such files unchanged."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from torch_npu.testing.common_utils import (Baseline, create_common_tensor, create_dtype_tensor, freeze_rng_state,
+                                            iter_indices, test_2args_broadcast as broadcasts_like_cpu)
+from torch_npu.testing.testcase import TestCase
+
+STYLE_FILE = os.path.join(os.path.dirname(__file__), "torch_npu_style", "test_abs_style.py")
+
+
+def test_a_torch_npu_style_test_file_runs_unchanged():
+    proc = subprocess.run([sys.executable, STYLE_FILE, "-v"], capture_output=True, text=True, timeout=300)
+    report = proc.stderr
+    assert proc.returncode == 0, report
+    assert "Ran 8 tests" in report
+    assert re.search(r"test_add_npu_float16_29 \(.*\) \.\.\. ok", report)
+    assert re.search(r"test_only_on_310p \(.*\) \.\.\. skipped", report)
+
+
+class _Probe(TestCase):
+    def runTest(self):
+        pass
+
+
+def test_assert_rtol_equal_tolerances():
+    t = _Probe()
+    t.assertRtolEqual(np.array([1.0, 2.0], dtype=np.float32), np.array([1.00001, 2.0], dtype=np.float32))
+    with pytest.raises(AssertionError, match="result error"):
+        t.assertRtolEqual(np.array([1.0, 2.0], dtype=np.float32), np.array([1.1, 2.0], dtype=np.float32))
+    t.assertRtolEqual(np.array([1.0], dtype=np.float16), np.array([1.0005], dtype=np.float16))
+    with pytest.raises(AssertionError, match="shape error"):
+        t.assertRtolEqual(np.zeros(2), np.zeros(3))
+    with pytest.raises(AssertionError, match="dtype error"):
+        t.assertRtolEqual(np.zeros(2, dtype=np.float32), np.zeros(2, dtype=np.float16))
+    t.assertRtolEqual(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
+    t.assertRtolEqual(torch.ones(2, dtype=torch.bfloat16, device="npu"), torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_assert_equal_with_prec_and_warn_helpers():
+    t = _Probe()
+    t.assertEqual(torch.ones(3), torch.ones(3, device="npu") + 1e-6, prec=1e-5)
+    with pytest.raises(AssertionError):
+        t.assertEqual(torch.ones(3), torch.zeros(3))
+    t.assertNotEqual(torch.ones(3), torch.zeros(3))
+    t.assertEqual([1, 2], [1, 2])
+    import warnings
+
+    t.assertWarns(lambda: warnings.warn("x"))
+    t.assertNotWarn(lambda: None)
+    with t.assertWarns(UserWarning):
+        warnings.warn("context manager form still works")
+
+
+def test_create_tensors_pair_cpu_and_npu():
+    cpu, npu = create_common_tensor([np.float32, 29, [4, 5]], -2, 2)
+    import torch_npu
+
+    assert torch.equal(cpu, npu.cpu()) and torch_npu.get_npu_format(npu) == 29
+    assert float(cpu.min()) >= -2 and float(cpu.max()) <= 2
+    cpu_i, npu_i = create_dtype_tensor([10], torch.int32, no_zero=True)
+    assert bool((cpu_i != 0).all()) and torch.equal(cpu_i, npu_i.cpu())
+
+
+def test_baseline_file_round_trip(tmp_path):
+    path = str(tmp_path / "base.json")
+    b = Baseline(path)
+    b.set_baseline("op_add", 1.5)
+    b.save_baseline()
+    assert Baseline(path).get_baseline("op_add") == 1.5
+
+
+def test_freeze_rng_state_and_helpers():
+    with freeze_rng_state():
+        a = torch.randn(3, device="npu")
+    b = torch.randn(3, device="npu")
+    assert torch.equal(a.cpu(), b.cpu())
+    assert list(iter_indices(torch.empty(2, 2))) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert broadcasts_like_cpu(torch.add)
+
+
+def test_common_distributed_helpers(tmp_path):
+    from torch_npu.testing.common_distributed import TEST_SKIPS, skipIfUnsupportMultiNPU, with_comms
+    import torch.distributed as dist
+
+    @skipIfUnsupportMultiNPU(64)
+    def needs_many():
+        raise AssertionError("must be skipped")
+
+    import unittest
+
+    with pytest.raises(unittest.SkipTest):
+        needs_many()
+    assert TEST_SKIPS["multi-npu"].exit_code == 75
+
+    class Case:
+        backend, world_size, rank = "gloo", 1, 0
+        file_name = "file://" + str(tmp_path / "pg")
+
+        @with_comms
+        def body(self):
+            return dist.get_world_size()
+
+    assert Case().body() == 1 and not dist.is_initialized()
+
+
+def test_common_methods_invocations_samples():
+    from torch_npu.testing.common_methods_invocations import (sample_inputs_median_custom,
+                                                              sample_inputs_normal_tensor_second)
+
+    samples = list(sample_inputs_median_custom(None, "npu", torch.float32, False))
+    assert len(samples) == 3 and all(s.input.device.type == "npu" for s in samples)
+    normal = list(sample_inputs_normal_tensor_second(None, "npu", torch.float32, False))
+    assert all(float(s.args[0].min()) > 0 for s in normal)
