@@ -1,0 +1,1 @@
+import torch_npu; torch_npu.npu.precompile(['conv', 'matmul'])
