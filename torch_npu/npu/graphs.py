@@ -37,6 +37,20 @@ def graph_pool_handle():
 _CAPTURE_MODES = ("global", "thread_local", "relaxed")
 _graph_handlers = {}
 _capturing = {}  # (stream_id, device) -> the NPUGraph capturing there
+_pool_users = {}  # memory-pool id -> graphs holding it; the pool is released with its last graph
+
+
+def _hold_pool(pool_id):
+    _pool_users[pool_id] = _pool_users.get(pool_id, 0) + 1
+
+
+def _drop_pool(pool_id):
+    remaining = _pool_users.get(pool_id, 0) - 1
+    if remaining > 0:
+        _pool_users[pool_id] = remaining
+        return
+    _pool_users.pop(pool_id, None)
+    _C._release_mem_pool(pool_id)
 
 
 class NPUGraph:
@@ -58,7 +72,10 @@ class NPUGraph:
             raise RuntimeError("NPU graphs must be captured on a non-default stream. (However, after capture, it's "
                                "ok to replay them on the default stream.)" + graph_error(ErrCode.NOT_SUPPORT))
         self._device = stream.device_index
+        if self._pool is not None:
+            _drop_pool(self._pool[1])  # a graph captured again gives up its previous pool
         self._pool = tuple(pool) if pool is not None else graph_pool_handle()
+        _hold_pool(self._pool[1])
         self._previous_pool = _C._thread_mem_pool(self._device)
         _C._set_thread_mem_pool(self._device, self._pool[1])
         self._recording.begin(stream.stream_id, stream.device_index)
@@ -75,6 +92,15 @@ class NPUGraph:
     def replay(self):
         """Run the captured operators again."""
         self._recording.replay()
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            try:
+                self._recording.reset()
+                _drop_pool(pool[1])
+            except Exception:  # interpreter shutdown
+                pass
 
     def reset(self):
         """Drop the captured operators (and with them the graph's hold on their tensors)."""

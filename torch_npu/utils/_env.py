@@ -29,7 +29,7 @@ _FLAG = _choice("0", "1")
 VARIABLES = {
     "ASCEND_RT_VISIBLE_DEVICES": (_ANY, "honoured: selects the visible virtual NPUs"),
     "PYTORCH_NPU_ALLOC_CONF": (_ANY, "honoured: configures vnpu's caching allocator"),
-    "PYTORCH_NO_NPU_MEMORY_CACHING": (_FLAG, "honoured: disables the allocator cache"),
+    "PYTORCH_NO_NPU_MEMORY_CACHING": (_ANY, "honoured: 1 disables the allocator cache (validated by the allocator)"),
     "STREAMS_PER_DEVICE": (_ANY, "honoured: size of the stream pool (8 or 32)"),
     "TORCH_NPU_WARNING_DISABLE": (_ANY, "honoured: silences torch_npu warnings when 1"),
     "TORCH_NPU_DISABLED_WARNING": (_ANY, "honoured (deprecated name of TORCH_NPU_WARNING_DISABLE)"),
