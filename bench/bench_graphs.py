@@ -12,24 +12,16 @@ import argparse
 import json
 import os
 import statistics
-import time
 
 import torch
 import torch.nn as nn
 
 import torch_npu  # noqa: F401
+from _timing import best_of
 
 BAR = 1.0  # replay must cost less host time than eager
 
 
-def best_of(fn, iters, inner=3):
-    best = float("inf")
-    for _ in range(inner):
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        best = min(best, (time.perf_counter() - start) / iters)
-    return best * 1e6
 
 
 def build(width, depth):

@@ -19,19 +19,12 @@ import torch
 import torch.nn as nn
 
 import torch_npu  # noqa: F401
+from _timing import best_of
 
 BARS = {"a + 1 (10 elements)": 1.35, "matmul 256x256": 1.02, "MLP train step": 1.20,
         "ConvNet train step": 1.08}
 
 
-def best_of(fn, iters, inner=3):
-    best = float("inf")
-    for _ in range(inner):
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        best = min(best, (time.perf_counter() - start) / iters)
-    return best * 1e6
 
 
 def add_case(device):

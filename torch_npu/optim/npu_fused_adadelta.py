@@ -1,7 +1,7 @@
 """NpuFusedAdadelta: torch.optim.Adadelta's update on combined buffers."""
 from torch.optim.adadelta import adadelta
 
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedAdadelta"]
 
@@ -12,12 +12,9 @@ class NpuFusedAdadelta(NpuFusedOptimizerBase):
     _state_tensors = {"square_avg": "zeros", "acc_delta": "zeros"}
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_hyperparameters(lr=lr, eps=eps)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
 
     def _update(self, group, params, grads, states):

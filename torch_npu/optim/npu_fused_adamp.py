@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedAdamP"]
 
@@ -27,10 +27,7 @@ class NpuFusedAdamP(NpuFusedOptimizerBase):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, delta=0.1, wd_ratio=0.1,
                  nesterov=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, delta=delta,
                                       wd_ratio=wd_ratio, nesterov=nesterov))
 

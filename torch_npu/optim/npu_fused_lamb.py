@@ -8,7 +8,7 @@ gradient norm exceeds 1):
 (no bias correction, as in torch_npu)."""
 import torch
 
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedLamb"]
 
@@ -19,13 +19,7 @@ class NpuFusedLamb(NpuFusedOptimizerBase):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0, adam=False,
                  use_global_grad_norm=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        check_hyperparameters(lr=lr, eps=eps, betas=betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
         self.adam = adam
         self.use_global_grad_norm = use_global_grad_norm

@@ -14,11 +14,22 @@ that were replaced are copied back into the combined buffer before the step.
 from collections import defaultdict
 
 import torch
-from torch.optim.optimizer import Optimizer
+from torch.optim.optimizer import Optimizer, required
 
 from torch_npu.utils.combine_tensors import npu_combine_tensors
 
 __all__ = ["NpuFusedOptimizerBase"]
+
+
+def check_hyperparameters(lr=None, eps=None, betas=(), momentum=None, weight_decay=None, alpha=None):
+    """torch.optim's argument checks, shared by the fused optimizers."""
+    for name, value in (("learning rate", lr), ("epsilon value", eps), ("momentum value", momentum),
+                        ("weight_decay value", weight_decay), ("alpha value", alpha)):
+        if value is not None and value is not required and value < 0.0:
+            raise ValueError(f"Invalid {name}: {value}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
 
 
 class _Bucket:

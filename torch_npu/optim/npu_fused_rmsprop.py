@@ -1,7 +1,7 @@
 """NpuFusedRMSprop: torch.optim.RMSprop's update on combined buffers."""
 from torch.optim.rmsprop import rmsprop
 
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedRMSprop"]
 
@@ -12,14 +12,7 @@ class NpuFusedRMSprop(NpuFusedOptimizerBase):
     _state_tensors = {"square_avg": "zeros", "grad_avg": "zeros", "momentum_buffer": "zeros"}
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_hyperparameters(lr=lr, eps=eps, momentum=momentum, alpha=alpha)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered))
 

@@ -3,7 +3,7 @@
 Differs from torch.optim.RMSprop as TensorFlow's does: square_avg starts at ones, eps is added
 inside the square root, optional decoupled weight decay, and lr may be applied inside the momentum
 buffer (lr_in_momentum)."""
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedRMSpropTF"]
 
@@ -13,16 +13,7 @@ class NpuFusedRMSpropTF(NpuFusedOptimizerBase):
 
     def __init__(self, params, lr=1e-2, alpha=0.9, eps=1e-10, weight_decay=0, momentum=0.0, centered=False,
                  decoupled_decay=False, lr_in_momentum=True):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_hyperparameters(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, decoupled_decay=decoupled_decay,
                                       lr_in_momentum=lr_in_momentum))

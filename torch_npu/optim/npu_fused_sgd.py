@@ -2,7 +2,7 @@
 import torch
 from torch.optim.optimizer import required
 
-from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase
+from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedSGD"]
 
@@ -14,12 +14,7 @@ class NpuFusedSGD(NpuFusedOptimizerBase):
 
     def __init__(self, params, lr=required, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False):
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_hyperparameters(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
