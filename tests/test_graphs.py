@@ -178,3 +178,56 @@ def test_npugraph_ex_backend_replays_a_compiled_graph():
         for _ in range(3):
             x = torch.randn(2, 8, device="npu")
             assert torch.equal(compiled(x).cpu(), model(x).cpu())
+
+
+def test_npugraph_ex_cache_compile_and_readable_cache(tmp_path, capsys):
+    from torch_npu.npu.npugraph_ex import inference
+
+    def double_plus_one(x):
+        return x * 2 + 1
+
+    compiled = inference.cache_compile(double_plus_one, cache_dir=str(tmp_path), global_rank=3)
+    x = torch.arange(4.0, device="npu")
+    with torch.no_grad():
+        assert torch.equal(compiled(x).cpu(), (x * 2 + 1).cpu())
+    (cache,) = list(tmp_path.iterdir())
+    assert "rank3" in cache.name
+    text = inference.readable_cache(str(cache))
+    assert "def double_plus_one" in text and "def double_plus_one" in capsys.readouterr().out
+
+
+def test_npugraph_ex_register_replacement_rewrites_compiled_graphs():
+    from torch_npu.npu import npugraph_ex
+
+    def search(a):
+        return torch.relu(a)
+
+    def replace(a):
+        return torch.clamp(a, min=0.0) * 0 + 7
+
+    assert npugraph_ex.register_replacement(search, replace, [torch.ones(2)]) is True
+    try:
+        compiled = torch.compile(lambda t: torch.relu(t), backend=npugraph_ex.compile_fx)
+        with torch.no_grad():
+            assert torch.equal(compiled(torch.ones(3, device="npu")).cpu(), torch.full((3,), 7.0))
+    finally:
+        npugraph_ex._replacements.clear()
+    with pytest.raises(TypeError):
+        npugraph_ex.register_replacement(1, 2, [])
+
+
+def test_npugraph_ex_scopes_restore_settings():
+    from torch_npu.npu.npugraph_ex import scope
+
+    try:
+        with pytest.warns(UserWarning):
+            with scope.deterministic(1):
+                assert torch.are_deterministic_algorithms_enabled()
+        assert not torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
+    s = torch.npu.current_stream()
+    before = torch.npu.get_stream_limit(s)
+    with scope.limit_core_num(4, 8):
+        assert torch.npu.get_stream_limit(s) == {"cube_core_num": 4, "vector_core_num": 8}
+    assert torch.npu.get_stream_limit(s) == before

@@ -23,6 +23,12 @@ def test_set_option_rejects_invalid_values(option):
         torch.npu.set_option(option)
 
 
+def test_set_option_rejects_unknown_keys_and_stores_nothing():
+    with pytest.raises(RuntimeError, match=r"invalid npu option name: ACL_PRECISON_MODE[\s\S]*ERR00001"):
+        torch.npu.set_option({"ACL_OP_DEBUG_LEVEL": "1", "ACL_PRECISON_MODE": "allow_fp32_to_fp16"})
+    assert torch_npu._C._npu_getOption("ACL_PRECISON_MODE") is None
+
+
 def test_set_option_stores_values_and_warns_on_deprecated_keys():
     torch.npu.set_option({"ACL_OP_COMPILER_CACHE_MODE": "enable", "ACL_AICORE_NUM": "8"})
     assert torch_npu._C._npu_getOption("ACL_OP_COMPILER_CACHE_MODE") == b"enable"

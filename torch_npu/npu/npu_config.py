@@ -33,6 +33,11 @@ _OPTION_VALUES = {
     "MM_BMM_ND_ENABLE": ["enable", "disable"],
 }
 _DEPRECATED_OPTIONS = {"ACL_OP_SELECT_IMPL_MODE", "ACL_OPTYPELIST_FOR_IMPLMODE"}
+# Other names torch_npu's option registry knows (set by its own APIs, accepted by set_option too).
+_REGISTERED_OPTIONS = {"jitCompile", "ALLOW_INTERNAL_FORMAT", "ALLOW_MATMUL_HF32", "ALLOW_CONV_HF32",
+                       "MATMUL_CUBE_MATH_TYPE", "autotune", "autotunegraphdumppath", "mdldumpswitch",
+                       "mdldumpconfigpath", "ACL_AUTO_TUNE_MODE", "NPU_FUZZY_COMPILE_BLACKLIST",
+                       "TORCH_NPU_USE_COMPATIBLE_IMPL", "ACL_OP_COMPILER_CACHE_DIR"}
 
 
 def _option_allowed(name, value):
@@ -50,6 +55,9 @@ def set_option(option):
         raise TypeError("npu option must be a dict." + pta_error(ErrCode.TYPE))
     values = {}
     for name, value in option.items():
+        if name not in _OPTION_VALUES and name not in _REGISTERED_OPTIONS:
+            raise RuntimeError(f"invalid npu option name: {name}; known options: {', '.join(sorted(_OPTION_VALUES))}"
+                               + pta_error(ErrCode.PARAM))
         text = str(value)
         if not _option_allowed(name, text):
             rule = _OPTION_VALUES[name]
