@@ -4,6 +4,7 @@
 #include "runtime/BlockPool.h"
 #include "runtime/CachingAllocatorInternal.h"
 #include "runtime/Device.h"
+#include "runtime/DeviceMemoryState.h"
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/PluggableAllocator.h"
@@ -34,43 +35,6 @@ constexpr size_t kRoundLarge = size_t(2) << 20;      // larger segments round up
 constexpr size_t kPadBytes = 32;  // torch_npu pads every request by 32 bytes on pre-950 SoCs
 constexpr uint64_t kOneEB = uint64_t(1) << 60;
 
-// Free blocks of one memory pool: the default pool (id 0) or a torch.npu.MemPool.
-struct PoolLists {
-  SmallFreeLists small;
-  LargeFreeSet large;
-};
-
-struct DeviceState {
-  SpinLock lock;
-  PoolLists default_pool;
-  std::map<uint64_t, PoolLists> mem_pools;
-  std::set<uint64_t> released_pools;  // MemPools whose Python object is gone
-  BlockRecords records;
-  std::map<uintptr_t, Block*> segments;  // first block of each segment, by address
-  DeviceStats stats;
-  double fraction = -1;  // < 0: not set, use the configured per_process_memory_fraction
-
-  PoolLists& lists(uint64_t pool) {
-    return pool == 0 ? default_pool : mem_pools[pool];
-  }
-  void insert_free(Block* b) {
-    auto& l = lists(b->pool);
-    if (b->small) {
-      l.small.insert(b);
-    } else {
-      l.large.insert(b);
-    }
-  }
-  void erase_free(Block* b) {
-    auto& l = lists(b->pool);
-    if (b->small) {
-      l.small.erase(b);
-    } else {
-      l.large.erase(b);
-    }
-  }
-};
-
 // Allocator events waiting to be logged once the device lock is released (logging a stack may
 // take the GIL, which must never happen under the lock).
 struct PendingEvent {
@@ -80,7 +44,6 @@ struct PendingEvent {
   size_t size;
 };
 thread_local std::vector<PendingEvent> tl_pending;
-thread_local std::array<uint64_t, kMaxDevices> tl_mem_pool{};
 
 void note(const char* action, c10::DeviceIndex device, const void* address, size_t size) {
   if (C10_UNLIKELY(memory_history_enabled())) {
@@ -88,22 +51,6 @@ void note(const char* action, c10::DeviceIndex device, const void* address, size
   }
 }
 
-void flush_events() {
-  if (C10_UNLIKELY(!tl_pending.empty())) {
-    std::vector<PendingEvent> events;
-    events.swap(tl_pending);
-    for (const auto& e : events) {
-      record_memory_event(e.action, e.device, e.address, e.size);
-    }
-  }
-}
-
-DeviceState& device_state(c10::DeviceIndex device) {
-  static auto* states = new DeviceState[kMaxDevices];
-  return states[device];
-}
-
-using Guard = std::lock_guard<SpinLock>;
 
 std::atomic<bool> g_initialized{false};
 std::atomic<int64_t> g_host_mapped{0};  // bytes of segments mapped for all devices
@@ -117,10 +64,6 @@ void update(StatArray& stat, bool small, int64_t delta) {
       stat[i].decrease(static_cast<size_t>(-delta));
     }
   }
-}
-
-int64_t current(const StatArray& stat) {
-  return stat[static_cast<size_t>(StatType::AGGREGATE)].current;
 }
 
 size_t round_size(size_t requested, const AllocatorConfig& config) {
@@ -146,11 +89,6 @@ size_t segment_size_for(size_t size, const AllocatorConfig& config) {
     return config.large_segment_size;
   }
   return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
-}
-
-int64_t allowed_bytes(const DeviceState& st) {
-  const double fraction = st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
-  return static_cast<int64_t>(fraction * static_cast<double>(device_capacity()));
 }
 
 [[noreturn]] void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note) {
@@ -217,27 +155,6 @@ void unmap_segment(DeviceState& st, Block* block) {
   munmap(block->ptr, block->size);
   g_host_mapped -= static_cast<int64_t>(block->size);
   st.records.recycle(block);
-}
-
-// Returns the cached segments that hold no allocation to the host: those of the default pool and
-// of released MemPools (a live MemPool keeps its memory, as in PyTorch), or of every pool.
-void release_free_segments(DeviceState& st, bool every_pool = false) {
-  auto release = [&](Block* b) {
-    if (!b->is_split()) {
-      st.erase_free(b);
-      unmap_segment(st, b);
-    }
-  };
-  auto release_pool = [&](PoolLists& l) {
-    l.small.for_each(release);
-    l.large.for_each(release);
-  };
-  release_pool(st.default_pool);
-  for (auto& [id, lists] : st.mem_pools) {
-    if (every_pool || st.released_pools.count(id) > 0) {
-      release_pool(lists);
-    }
-  }
 }
 
 Block* take_free_block(DeviceState& st, bool small, uint64_t pool, size_t size, const AllocatorConfig& config) {
@@ -338,6 +255,53 @@ void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
 void free_block_locked(DeviceState& st, Block* block);
 
 }  // namespace
+
+// Shared with MemoryPools.cpp (declared in DeviceMemoryState.h).
+DeviceState& device_state(c10::DeviceIndex device) {
+  static auto* states = new DeviceState[kMaxDevices];
+  return states[device];
+}
+
+int64_t current(const StatArray& stat) {
+  return stat[static_cast<size_t>(StatType::AGGREGATE)].current;
+}
+
+int64_t allowed_bytes(const DeviceState& st) {
+  const double fraction = st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
+  return static_cast<int64_t>(fraction * static_cast<double>(device_capacity()));
+}
+
+void flush_events() {
+  if (C10_UNLIKELY(!tl_pending.empty())) {
+    std::vector<PendingEvent> events;
+    events.swap(tl_pending);
+    for (const auto& e : events) {
+      record_memory_event(e.action, e.device, e.address, e.size);
+    }
+  }
+}
+
+// Returns the cached segments that hold no allocation to the host: those of the default pool and
+// of released MemPools (a live MemPool keeps its memory, as in PyTorch), or of every pool.
+void release_free_segments(DeviceState& st, bool every_pool) {
+  auto release = [&](Block* b) {
+    if (!b->is_split()) {
+      st.erase_free(b);
+      unmap_segment(st, b);
+    }
+  };
+  auto release_pool = [&](PoolLists& l) {
+    l.small.for_each(release);
+    l.large.for_each(release);
+  };
+  release_pool(st.default_pool);
+  for (auto& [id, lists] : st.mem_pools) {
+    if (every_pool || st.released_pools.count(id) > 0) {
+      release_pool(lists);
+    }
+  }
+}
+
 
 std::atomic<bool> g_npu_memory_used{false};
 
@@ -445,7 +409,7 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
   {
     std::unique_lock<SpinLock> guard(st.lock);
     try {
-      block = allocate_block(st, device, bytes, tl_mem_pool[static_cast<size_t>(device)]);
+      block = allocate_block(st, device, bytes, current_thread_pool(device));
     } catch (...) {
       guard.unlock();
       flush_events();
@@ -576,28 +540,6 @@ void init_allocator() {
   g_initialized.store(true, std::memory_order_release);
 }
 
-namespace {
-Block* npu_block_of(const c10::DataPtr& data_ptr) {
-  return data_ptr.get_deleter() == &free_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
-}
-}  // namespace
-
-bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel) {
-  Block* block = npu_block_of(data_ptr);
-  if (block == nullptr) {
-    return false;
-  }
-  block->npu_format = format;
-  block->storage_numel = storage_numel;
-  return true;
-}
-
-std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
-  const Block* block = npu_block_of(data_ptr);
-  return block == nullptr ? std::make_pair(int32_t(-1), int64_t(-1))
-                          : std::make_pair(block->npu_format, block->storage_numel);
-}
-
 c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device) {
   const size_t n = cpu_storage.nbytes();
   void* data = const_cast<void*>(cpu_storage.data());
@@ -614,94 +556,6 @@ c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceI
     update_foreign(st, static_cast<int64_t>(n));
   }
   return c10::DataPtr(data, new ForeignMemory{cpu_storage, n, device}, &free_foreign, c10::Device(kNpu, device));
-}
-
-uint64_t create_mem_pool() {
-  static std::atomic<uint64_t> next{1};
-  return next++;
-}
-
-void release_mem_pool(uint64_t id) {
-  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
-    DeviceState& st = device_state(d);
-    {
-      Guard guard(st.lock);
-      st.released_pools.insert(id);
-      release_free_segments(st);
-    }
-    flush_events();
-  }
-}
-
-void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id) {
-  check_device_index(device);
-  tl_mem_pool[static_cast<size_t>(device)] = id;
-}
-
-uint64_t thread_mem_pool(c10::DeviceIndex device) {
-  check_device_index(device);
-  return tl_mem_pool[static_cast<size_t>(device)];
-}
-
-void set_memory_fraction(double fraction, c10::DeviceIndex device) {
-  check_device_index(device);
-  DeviceState& st = device_state(device);
-  Guard guard(st.lock);
-  st.fraction = fraction;
-}
-
-double get_memory_fraction(c10::DeviceIndex device) {
-  check_device_index(device);
-  DeviceState& st = device_state(device);
-  Guard guard(st.lock);
-  return st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
-}
-
-std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
-  check_device_index(device);
-  DeviceState& st = device_state(device);
-  Guard guard(st.lock);
-  const int64_t total = device_capacity();
-  const int64_t used = current(st.stats.reserved_bytes);
-  return {static_cast<size_t>(std::max<int64_t>(total - used, 0)), static_cast<size_t>(total)};
-}
-
-std::vector<SegmentInfo> memory_snapshot() {
-  std::vector<SegmentInfo> result;
-  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
-    DeviceState& st = device_state(d);
-    Guard guard(st.lock);
-    for (const auto& [address, head] : st.segments) {
-      SegmentInfo seg{d, address, 0, 0, 0, 0, head->small, head->pool, {}};
-      for (const Block* b = head; b != nullptr; b = b->next) {
-        seg.total_size += b->size;
-        if (b->allocated) {
-          seg.allocated_size += b->size;
-          seg.active_size += b->size;
-          seg.requested_size += b->requested;
-        }
-        seg.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated});
-      }
-      result.push_back(std::move(seg));
-    }
-  }
-  return result;
-}
-
-std::string format_size(uint64_t size) {
-  std::ostringstream os;
-  os.precision(2);
-  os << std::fixed;
-  if (size <= 1024) {
-    os << size << " bytes";
-  } else if (size <= 1048576) {
-    os << (static_cast<double>(size) / 1024.0) << " KiB";
-  } else if (size <= 1073741824ULL) {
-    os << (static_cast<double>(size) / 1048576.0) << " MiB";
-  } else {
-    os << (static_cast<double>(size) / 1073741824.0) << " GiB";
-  }
-  return os.str();
 }
 
 }  // namespace vnpu

@@ -1,0 +1,135 @@
+// Memory pools (torch.npu.MemPool), per-process fractions, memory info, snapshots and storage
+// formats: the caching allocator's state read and configured outside the allocation path.
+#include "runtime/AllocatorConfig.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/CachingAllocatorInternal.h"
+#include "runtime/Device.h"
+#include "runtime/DeviceMemoryState.h"
+#include "runtime/SocProfile.h"
+
+#include <array>
+#include <atomic>
+#include <sstream>
+
+namespace vnpu {
+namespace {
+
+thread_local std::array<uint64_t, kMaxDevices> tl_mem_pool{};
+
+}  // namespace
+
+uint64_t current_thread_pool(c10::DeviceIndex device) {
+  return tl_mem_pool[static_cast<size_t>(device)];
+}
+
+namespace {
+Block* npu_block_of(const c10::DataPtr& data_ptr) {
+  return data_ptr.get_deleter() == &free_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
+}
+}  // namespace
+
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel) {
+  Block* block = npu_block_of(data_ptr);
+  if (block == nullptr) {
+    return false;
+  }
+  block->npu_format = format;
+  block->storage_numel = storage_numel;
+  return true;
+}
+
+std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
+  const Block* block = npu_block_of(data_ptr);
+  return block == nullptr ? std::make_pair(int32_t(-1), int64_t(-1))
+                          : std::make_pair(block->npu_format, block->storage_numel);
+}
+
+uint64_t create_mem_pool() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+void release_mem_pool(uint64_t id) {
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    DeviceState& st = device_state(d);
+    {
+      Guard guard(st.lock);
+      st.released_pools.insert(id);
+      release_free_segments(st);
+    }
+    flush_events();
+  }
+}
+
+void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id) {
+  check_device_index(device);
+  tl_mem_pool[static_cast<size_t>(device)] = id;
+}
+
+uint64_t thread_mem_pool(c10::DeviceIndex device) {
+  check_device_index(device);
+  return tl_mem_pool[static_cast<size_t>(device)];
+}
+
+void set_memory_fraction(double fraction, c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  st.fraction = fraction;
+}
+
+double get_memory_fraction(c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  return st.fraction >= 0 ? st.fraction : allocator_config().per_process_memory_fraction;
+}
+
+std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
+  check_device_index(device);
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  const int64_t total = device_capacity();
+  const int64_t used = current(st.stats.reserved_bytes);
+  return {static_cast<size_t>(std::max<int64_t>(total - used, 0)), static_cast<size_t>(total)};
+}
+
+std::vector<SegmentInfo> memory_snapshot() {
+  std::vector<SegmentInfo> result;
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    DeviceState& st = device_state(d);
+    Guard guard(st.lock);
+    for (const auto& [address, head] : st.segments) {
+      SegmentInfo seg{d, address, 0, 0, 0, 0, head->small, head->pool, {}};
+      for (const Block* b = head; b != nullptr; b = b->next) {
+        seg.total_size += b->size;
+        if (b->allocated) {
+          seg.allocated_size += b->size;
+          seg.active_size += b->size;
+          seg.requested_size += b->requested;
+        }
+        seg.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated});
+      }
+      result.push_back(std::move(seg));
+    }
+  }
+  return result;
+}
+
+std::string format_size(uint64_t size) {
+  std::ostringstream os;
+  os.precision(2);
+  os << std::fixed;
+  if (size <= 1024) {
+    os << size << " bytes";
+  } else if (size <= 1048576) {
+    os << (static_cast<double>(size) / 1024.0) << " KiB";
+  } else if (size <= 1073741824ULL) {
+    os << (static_cast<double>(size) / 1048576.0) << " MiB";
+  } else {
+    os << (static_cast<double>(size) / 1073741824.0) << " GiB";
+  }
+  return os.str();
+}
+
+}  // namespace vnpu
