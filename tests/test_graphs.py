@@ -7,6 +7,16 @@ import torch.nn as nn
 import torch_npu
 
 
+@pytest.fixture
+def fresh_dynamo():
+    """Compiled functions keep their NPU graphs (and graph pools) alive in dynamo's caches."""
+    yield
+    torch._dynamo.reset()
+    import gc
+
+    gc.collect()
+
+
 def _capture(fn, *static_inputs, pool=None):
     g = torch.npu.NPUGraph()
     with torch.npu.graph(g, pool=pool):
@@ -168,7 +178,7 @@ def test_super_kernel_scopes_nest():
         torch.npu.super_kernel_scope_end("a")
 
 
-def test_npugraph_ex_backend_replays_a_compiled_graph():
+def test_npugraph_ex_backend_replays_a_compiled_graph(fresh_dynamo):
     from torch_npu.npu import npugraph_ex
 
     torch.manual_seed(0)
@@ -180,7 +190,7 @@ def test_npugraph_ex_backend_replays_a_compiled_graph():
             assert torch.equal(compiled(x).cpu(), model(x).cpu())
 
 
-def test_npugraph_ex_cache_compile_and_readable_cache(tmp_path, capsys):
+def test_npugraph_ex_cache_compile_and_readable_cache(tmp_path, capsys, fresh_dynamo):
     from torch_npu.npu.npugraph_ex import inference
 
     def double_plus_one(x):
@@ -196,7 +206,7 @@ def test_npugraph_ex_cache_compile_and_readable_cache(tmp_path, capsys):
     assert "def double_plus_one" in text and "def double_plus_one" in capsys.readouterr().out
 
 
-def test_npugraph_ex_register_replacement_rewrites_compiled_graphs():
+def test_npugraph_ex_register_replacement_rewrites_compiled_graphs(fresh_dynamo):
     from torch_npu.npu import npugraph_ex
 
     def search(a):

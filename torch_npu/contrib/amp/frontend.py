@@ -22,7 +22,6 @@ class _AmpState:
     def __init__(self):
         self.opt_level = None
         self.scalers = []
-        self.optimizers = []
 
 
 _state = _AmpState()
@@ -132,7 +131,6 @@ def initialize(models, optimizers=None, enabled=True, opt_level="O1", cast_model
         for optimizer in optim_list:
             _add_master_weights(optimizer)
     _state.opt_level = opt_level
-    _state.optimizers = optim_list
     _state.scalers = [LossScaler(scale, min_loss_scale=min_loss_scale, max_loss_scale=max_loss_scale,
                                  verbose=verbosity > 0) for _ in range(num_losses)]
     if verbosity > 0:
