@@ -1,0 +1,342 @@
+"""torch_npu operators: normalisations, activations, softmax variants, rotary embeddings, layout
+operators — each against an independent composition written here."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu
+from op_check import check_op
+
+torch.manual_seed(0)
+
+
+def rms_ref(x, gamma, eps=1e-6):
+    xf = x.float()
+    rstd = 1.0 / torch.sqrt((xf * xf).mean(-1, keepdim=True) + eps)
+    return (xf * rstd * gamma.float()).to(x.dtype), rstd
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_npu_rms_norm(dtype):
+    x, g = torch.randn(2, 5, 16).to(dtype), torch.randn(16).to(dtype)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    check_op(torch_npu.npu_rms_norm, (x, g), rms_ref, grad=(0, 1) if dtype == torch.float32 else (), atol=tol, rtol=tol)
+
+
+def test_npu_rms_norm_over_two_dims_and_bad_gamma():
+    x, g = torch.randn(3, 4, 8), torch.randn(4, 8)
+
+    def ref(x, g):
+        rstd = 1.0 / torch.sqrt(x.pow(2).mean((-2, -1), keepdim=True) + 1e-6)
+        return x * rstd * g, rstd
+
+    check_op(torch_npu.npu_rms_norm, (x, g), ref, grad=(0, 1))
+    with pytest.raises(RuntimeError, match="gamma shape"):
+        torch_npu.npu_rms_norm(x.npu(), torch.ones(5, device="npu"))
+
+
+def test_npu_add_rms_norm_and_gemma():
+    x1, x2, g = torch.randn(4, 32), torch.randn(4, 32), torch.randn(32)
+
+    def add_ref(a, b, g, epsilon=1e-6):
+        y, rstd = rms_ref(a + b, g, epsilon)
+        return y, rstd, a + b
+
+    check_op(torch_npu.npu_add_rms_norm, (x1, x2, g), add_ref, kwargs={"epsilon": 1e-5})
+
+    def gemma_ref(x, g, eps=1e-6):
+        rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return x * rstd * (1 + g), rstd
+
+    check_op(torch_npu.npu_gemma_rms_norm, (x1, g), gemma_ref)
+
+
+def test_npu_deep_norm():
+    x, gx, beta, gamma = torch.randn(2, 3, 16), torch.randn(2, 3, 16), torch.randn(16), torch.randn(16)
+
+    def ref(x, gx, beta, gamma, alpha=0.3, epsilon=1e-6):
+        z = alpha * x + gx
+        mean = z.mean(-1, keepdim=True)
+        rstd = 1 / torch.sqrt(((z - mean) ** 2).mean(-1, keepdim=True) + epsilon)
+        return mean, rstd, (z - mean) * rstd * gamma + beta
+
+    check_op(torch_npu.npu_deep_norm, (x, gx, beta, gamma), ref, kwargs={"alpha": 0.5}, grad=(0, 1, 2, 3))
+
+
+@pytest.mark.parametrize("additional_output", [True, False])
+def test_npu_add_layer_norm(additional_output):
+    x1, x2, g, b = torch.randn(3, 16), torch.randn(3, 16), torch.randn(16), torch.randn(16)
+
+    def ref(x1, x2, g, b, epsilon=1e-5, additional_output=False):
+        x = x1 + x2
+        mean = x.mean(-1, keepdim=True)
+        rstd = 1 / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + epsilon)
+        return F.layer_norm(x, (16,), g, b, epsilon), mean, rstd, (x if additional_output else x.new_empty(0))
+
+    check_op(torch_npu.npu_add_layer_norm, (x1, x2, g, b), ref, kwargs={"additional_output": additional_output},
+             grad=(0, 1, 2, 3), atol=1e-5, rtol=1e-4)
+
+
+def test_npu_group_norm_silu():
+    x, w, b = torch.randn(2, 8, 4, 4), torch.randn(8), torch.randn(8)
+
+    def ref(x, w, b, group, eps=1e-5):
+        g = x.reshape(2, group, -1)
+        return (F.silu(F.group_norm(x, group, w, b, eps)), g.mean(-1),
+                1 / torch.sqrt(g.var(-1, unbiased=False) + eps))
+
+    check_op(torch_npu.npu_group_norm_silu, (x, w, b, 4), ref, atol=1e-5, rtol=1e-4)
+    with pytest.raises(RuntimeError, match="group=3 must divide"):
+        torch_npu.npu_group_norm_silu(x.npu(), w.npu(), b.npu(), 3)
+
+
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_npu_swiglu(dim):
+    x = torch.randn(4, 6, 8)
+
+    def ref(x, dim=-1):
+        a, b = x.chunk(2, dim)
+        return a * torch.sigmoid(a) * b
+
+    check_op(torch_npu.npu_swiglu, (x,), ref, kwargs={"dim": dim}, grad=(0,))
+    with pytest.raises(RuntimeError, match="must be even"):
+        torch_npu.npu_swiglu(torch.randn(3, 5, device="npu"))
+
+
+@pytest.mark.parametrize("approximate,activate_left", [(0, False), (1, False), (1, True)])
+def test_npu_geglu(approximate, activate_left):
+    x = torch.randn(3, 10)
+
+    def ref(x, dim=-1, approximate=1, activate_left=False):
+        a, b = x.chunk(2, -1)
+        if approximate == 1:
+            gelu_fn = lambda t: 0.5 * t * (1 + torch.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
+        else:
+            gelu_fn = lambda t: 0.5 * t * (1 + torch.erf(t / math.sqrt(2)))
+        gelu = gelu_fn(a) if activate_left else gelu_fn(b)
+        return (gelu * b, gelu) if activate_left else (a * gelu, gelu)
+
+    check_op(torch_npu.npu_geglu, (x,), ref, kwargs={"approximate": approximate, "activate_left": activate_left},
+             grad=(0,))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_npu_gelu(approximate):
+    x = torch.randn(50)
+    check_op(torch_npu.npu_gelu, (x,), lambda x, approximate: F.gelu(x, approximate=approximate),
+             kwargs={"approximate": approximate}, grad=(0,))
+
+
+@pytest.mark.parametrize("op", ["fast_gelu", "npu_fast_gelu"])
+def test_fast_gelu_a2_formula(op):
+    x = torch.randn(64)
+    check_op(getattr(torch_npu, op), (x,), lambda x: x / (1 + torch.exp(-1.702 * x)), grad=(0,))
+
+
+def test_npu_mish():
+    x = torch.randn(40)
+    check_op(torch_npu.npu_mish, (x,), lambda x: x * torch.tanh(F.softplus(x)), grad=(0,))
+
+
+@pytest.mark.parametrize("fixed_triu_mask", [False, True])
+def test_npu_scaled_masked_softmax(fixed_triu_mask):
+    x = torch.randn(2, 2, 8, 8)
+    mask = torch.rand(2, 1, 8, 8) > 0.7
+
+    def ref(x, mask, scale=1.0, fixed_triu_mask=False):
+        if fixed_triu_mask:
+            mask = torch.ones(8, 8, dtype=torch.bool).triu(1)
+        return torch.softmax((x * scale).masked_fill(mask, -10000.0), -1)
+
+    check_op(torch_npu.npu_scaled_masked_softmax, (x, mask), ref,
+             kwargs={"scale": 0.5, "fixed_triu_mask": fixed_triu_mask}, grad=(0,))
+
+
+def test_npu_dropout_with_add_softmax_statistics_and_gradients():
+    torch.manual_seed(0)
+    a, x1 = torch.randn(2, 4, 16, 16, device="npu", requires_grad=True), torch.randn(2, 4, 16, 16, device="npu")
+    mask, soft, drop = torch_npu.npu_dropout_with_add_softmax(a, x1, 0.5, 0.25, -1)
+    expected_soft = torch.softmax(x1.cpu() + 0.5 * a.detach().cpu(), -1)
+    torch.testing.assert_close(soft.detach().cpu(), expected_soft)
+    assert mask.dtype == torch.uint8 and 0.2 < 1 - mask.float().mean().item() < 0.3
+    torch.testing.assert_close(drop.detach().cpu(), expected_soft * mask.cpu() / 0.75)
+    w = torch.randn_like(drop)
+    (drop * w).sum().backward()
+    a_ref = a.detach().cpu().requires_grad_(True)
+    s = torch.softmax(x1.cpu() + 0.5 * a_ref, -1)
+    (s * mask.cpu() / 0.75 * w.cpu()).sum().backward()
+    torch.testing.assert_close(a.grad.cpu(), a_ref.grad, atol=1e-6, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="prob must be in"):
+        torch_npu.npu_dropout_with_add_softmax(a, x1, 1.0, 1.5, -1)
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, -1)
+    return torch.cat((-x2, x1), -1)
+
+
+def rotate_interleave(x):
+    out = torch.empty_like(x)
+    out[..., 0::2] = -x[..., 1::2]
+    out[..., 1::2] = x[..., 0::2]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["half", "interleave"])
+def test_npu_rotary_mul(mode):
+    x, r1, r2 = torch.randn(2, 6, 4, 16), torch.randn(1, 6, 1, 16), torch.randn(1, 6, 1, 16)
+    rot = rotate_half if mode == "half" else rotate_interleave
+    check_op(torch_npu.npu_rotary_mul, (x, r1, r2), lambda x, r1, r2, rotary_mode: x * r1 + rot(x) * r2,
+             kwargs={"rotary_mode": mode}, grad=(0, 1, 2))
+    with pytest.raises(RuntimeError, match="rotary_mode must be"):
+        torch_npu.npu_rotary_mul(x.npu(), r1.npu(), r2.npu(), "quarter")
+
+
+@pytest.mark.parametrize("layout,shape,cshape", [("BSND", (2, 5, 4, 8), (2, 5, 1, 8)),
+                                                 ("BNSD", (2, 4, 5, 8), (2, 1, 5, 8)),
+                                                 ("TND", (7, 4, 8), (7, 1, 8))])
+def test_npu_apply_rotary_pos_emb_writes_in_place(layout, shape, cshape):
+    q, k = torch.randn(shape), torch.randn(shape)
+    cos, sin = torch.randn(cshape), torch.randn(cshape)
+    qn, kn = q.npu(), k.npu()
+    oq, ok = torch_npu.npu_apply_rotary_pos_emb(qn, kn, cos.npu(), sin.npu(), layout)
+    torch.testing.assert_close(oq.cpu(), q * cos + rotate_half(q) * sin)
+    torch.testing.assert_close(ok.cpu(), k * cos + rotate_half(k) * sin)
+    assert torch.equal(qn.cpu(), oq.cpu()) and torch.equal(kn.cpu(), ok.cpu())
+    with pytest.raises(RuntimeError, match="layout must be one of"):
+        torch_npu.npu_apply_rotary_pos_emb(qn, kn, cos.npu(), sin.npu(), "BHSD")
+
+
+def test_npu_interleave_rope():
+    x, cos, sin = torch.randn(2, 3, 5, 8), torch.randn(2, 1, 5, 8), torch.randn(2, 1, 5, 8)
+
+    def ref(x, cos, sin):
+        b, n, s, d = x.shape
+        de = x.view(b, n, s, d // 2, 2).transpose(-1, -2).reshape(b, n, s, d)
+        return de * cos + rotate_half(de) * sin
+
+    check_op(torch_npu.npu_interleave_rope, (x, cos, sin), ref)
+
+
+@pytest.mark.parametrize("mode", ["half", "interleave"])
+def test_npu_mrope_vllm_rotary(mode):
+    t, nq, nk, hs, rot = 6, 4, 2, 16, 8
+    positions = torch.tensor([0, 3, 1, 7, 2, 9])
+    inv = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+    freqs = torch.outer(torch.arange(16).float(), inv)
+    cache = torch.cat([freqs.cos(), freqs.sin()], -1)
+    q, k = torch.randn(t, nq * hs), torch.randn(t, nk * hs)
+
+    def ref(positions, q, k, cache, head_size, rotary_mode):
+        cos, sin = cache[positions].chunk(2, -1)
+
+        def apply(x):
+            h = x.view(t, -1, head_size)
+            r, rest = h[..., :rot], h[..., rot:]
+            c, s = cos[:, None], sin[:, None]
+            if rotary_mode == "half":
+                out = torch.cat([r[..., :rot // 2] * c - r[..., rot // 2:] * s,
+                                 r[..., rot // 2:] * c + r[..., :rot // 2] * s], -1)
+            else:
+                out = torch.empty_like(r)
+                out[..., 0::2] = r[..., 0::2] * c - r[..., 1::2] * s
+                out[..., 1::2] = r[..., 1::2] * c + r[..., 0::2] * s
+            return torch.cat([out, rest], -1).reshape(x.shape)
+
+        return apply(q), apply(k)
+
+    check_op(lambda *a, rotary_mode: torch_npu.npu_mrope(*a, rotary_mode=rotary_mode), (positions, q, k, cache, hs),
+             ref, kwargs={"rotary_mode": mode})
+
+
+def test_npu_mrope_multimodal_sections():
+    t, hs = 4, 8
+    positions = torch.tensor([[0, 1, 2, 3], [0, 0, 1, 1], [0, 1, 0, 1]])
+    cache = torch.randn(8, 8)
+    q, k = torch.randn(t, 2 * hs), torch.randn(t, hs)
+    out_q, out_k = torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[2, 1, 1])
+    cos_all, sin_all = cache[positions].chunk(2, -1)  # [3, T, 4]
+    cos = torch.cat([cos_all[0, :, :2], cos_all[1, :, 2:3], cos_all[2, :, 3:4]], -1)
+    sin = torch.cat([sin_all[0, :, :2], sin_all[1, :, 2:3], sin_all[2, :, 3:4]], -1)
+    h = k.view(t, 1, hs)
+    want = torch.cat([h[..., :4] * cos[:, None] - h[..., 4:] * sin[:, None],
+                      h[..., 4:] * cos[:, None] + h[..., :4] * sin[:, None]], -1).reshape(t, hs)
+    torch.testing.assert_close(out_k.cpu(), want)
+    with pytest.raises(RuntimeError, match="mrope_section"):
+        torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[1, 1, 1])
+
+
+def test_npu_one_hot_and_pad():
+    idx = torch.tensor([0, 2, 4, 7])
+
+    def one_hot_ref(x, num_classes=-1, depth=1, on_value=1, off_value=0):
+        out = torch.full((x.numel(), depth), float(off_value))
+        for i, v in enumerate(x.tolist()):
+            if 0 <= v < depth:
+                out[i, v] = float(on_value)
+        return out
+
+    check_op(torch_npu.npu_one_hot, (idx,), one_hot_ref, kwargs={"depth": 5, "on_value": 3, "off_value": -1})
+    x = torch.randn(2, 3)
+    check_op(torch_npu.npu_pad, (x, [1, 0, 2, 3]),
+             lambda x, p: torch.cat([torch.zeros(1, 8), torch.cat([torch.zeros(2, 2), x, torch.zeros(2, 3)], 1)], 0))
+    with pytest.raises(RuntimeError, match="paddings needs"):
+        torch_npu.npu_pad(x.npu(), [1, 1])
+
+
+@pytest.mark.parametrize("transpose_first", [True, False])
+def test_npu_confusion_transpose(transpose_first):
+    x = torch.randn(2, 3, 4, 5) if transpose_first else torch.randn(2, 3, 20)
+    perm, shape = ([0, 2, 1, 3], [2, 4, 15]) if transpose_first else ([0, 2, 1, 3], [2, 3, 4, 5])
+
+    def ref(x, perm, shape, transpose_first):
+        return x.permute(perm).reshape(shape) if transpose_first else x.reshape(shape).permute(perm).contiguous()
+
+    check_op(torch_npu.npu_confusion_transpose, (x, perm, shape, transpose_first), ref, grad=(0,))
+
+
+def test_npu_transpose_and_dtype_cast():
+    x = torch.randn(2, 3, 4)
+    out = check_op(torch_npu.npu_transpose, (x, [2, 0, 1]), lambda x, p: x.permute(p).contiguous())
+    assert out.is_contiguous()
+    with pytest.raises(RuntimeError, match="not a permutation"):
+        torch_npu.npu_transpose(x.npu(), [0, 0, 1])
+    check_op(torch_npu.npu_dtype_cast, (x, torch.float16), lambda x, d: x.to(d), grad=(0,), atol=1e-3, rtol=1e-3)
+
+
+def test_npu_scatter_nd_update_and_inplace():
+    x = torch.zeros(4, 3)
+    indices = torch.tensor([[0], [2]])
+    updates = torch.tensor([[1.0, 2, 3], [4, 5, 6]])
+
+    def ref(x, i, u):
+        out = x.clone()
+        out[0], out[2] = u[0], u[1]
+        return out
+
+    check_op(torch_npu.npu_scatter_nd_update, (x, indices, updates), ref)
+    xn = x.npu()
+    torch_npu.npu_scatter_nd_update_(xn, indices.npu(), updates.npu())
+    assert torch.equal(xn.cpu(), ref(x, indices, updates))
+    with pytest.raises(RuntimeError, match="updates"):
+        torch_npu.npu_scatter_nd_update(xn, indices.npu(), torch.ones(3, 3, device="npu"))
+
+
+def test_npu_linear_and_bmmv2():
+    x, w, b = torch.randn(4, 8), torch.randn(6, 8), torch.randn(6)
+    check_op(torch_npu.npu_linear, (x, w, b), lambda x, w, b: x @ w.t() + b, grad=(0, 1, 2))
+    a, m = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
+    check_op(torch_npu.npu_bmmV2, (a, m, []), lambda a, m, s: torch.bmm(a, m), grad=(0, 1))
+    with pytest.raises(RuntimeError, match="in_features"):
+        torch_npu.npu_linear(x.npu(), torch.randn(6, 7, device="npu"))
+
+
+def test_ops_are_npu_only_and_torch_aliases_are_deprecated():
+    with pytest.raises(NotImplementedError, match="npu::npu_rms_norm"):
+        torch_npu.npu_rms_norm(torch.ones(2, 4), torch.ones(4))
+    with pytest.raises(RuntimeError, match="torch.npu_swiglu is deprecated and will be removed in future version. "
+                                           "Use torch_npu.npu_swiglu instead."):
+        torch.npu_swiglu(torch.ones(2))
+    assert torch_npu.npu_rms_norm is torch.ops.npu.npu_rms_norm

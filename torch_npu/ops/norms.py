@@ -1,0 +1,88 @@
+"""Normalisation operators (torch_npu's npu_rms_norm family, npu_add_layer_norm, npu_deep_norm,
+npu_group_norm_silu). Statistics are computed in float32, as on the NPU; outputs take the input's
+dtype; rstd/mean outputs are float32 with the normalised dims kept as size 1."""
+import torch
+import torch.nn.functional as F
+
+from torch_npu.ops._common import check, reduced_dims
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+def _rms(x, gamma, epsilon, op):
+    check(x.shape[x.dim() - gamma.dim():] == gamma.shape, op,
+          f"gamma shape {tuple(gamma.shape)} must match the last dims of x {tuple(x.shape)}")
+    dims = reduced_dims(x, gamma.dim(), op, "gamma")
+    xf = x.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(dims, keepdim=True) + epsilon)
+    return xf, rstd
+
+
+@npu_op("npu_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)", differentiable=True)
+def npu_rms_norm(x, gamma, epsilon=1e-6):
+    """y = x / sqrt(mean(x^2 over gamma's dims) + epsilon) * gamma; returns (y, rstd)."""
+    xf, rstd = _rms(x, gamma, epsilon, "npu_rms_norm")
+    return (xf * rstd * gamma.float()).to(x.dtype), rstd
+
+
+@npu_op("npu_add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor, Tensor)")
+def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6):
+    """x = x1 + x2; returns (rms_norm(x) * gamma, rstd, x)."""
+    check(x1.shape == x2.shape, "npu_add_rms_norm", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ")
+    x = x1 + x2
+    xf, rstd = _rms(x, gamma, epsilon, "npu_add_rms_norm")
+    return (xf * rstd * gamma.float()).to(x1.dtype), rstd, x
+
+
+@npu_op("npu_gemma_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)")
+def npu_gemma_rms_norm(x, gamma, epsilon=1e-6):
+    """Gemma's RMSNorm: y = x * rstd * (1 + gamma); returns (y, rstd)."""
+    xf, rstd = _rms(x, gamma, epsilon, "npu_gemma_rms_norm")
+    return (xf * rstd * (1.0 + gamma.float())).to(x.dtype), rstd
+
+
+def _layer_norm_stats(x, trailing, epsilon, op):
+    dims = reduced_dims(x, trailing, op, "gamma")
+    xf = x.float()
+    mean = xf.mean(dims, keepdim=True)
+    var = (xf - mean).pow(2).mean(dims, keepdim=True)
+    return xf, mean, torch.rsqrt(var + epsilon)
+
+
+@npu_op("npu_deep_norm(Tensor x, Tensor gx, Tensor beta, Tensor gamma, float alpha=0.3, float epsilon=1e-06) "
+        "-> (Tensor, Tensor, Tensor)", differentiable=True)
+def npu_deep_norm(x, gx, beta, gamma, alpha=0.3, epsilon=1e-6):
+    """DeepNorm: z = alpha * x + gx; y = (z - mean) * rstd * gamma + beta; returns (mean, rstd, y)."""
+    check(x.shape == gx.shape, "npu_deep_norm", f"x {tuple(x.shape)} and gx {tuple(gx.shape)} differ")
+    z = alpha * x.float() + gx.float()
+    zf, mean, rstd = _layer_norm_stats(z, gamma.dim(), epsilon, "npu_deep_norm")
+    y = ((zf - mean) * rstd * gamma.float() + beta.float()).to(x.dtype)
+    return mean, rstd, y
+
+
+@npu_op("npu_add_layer_norm(Tensor x1, Tensor x2, Tensor gamma, Tensor beta, float epsilon=1e-05, "
+        "bool additional_output=False) -> (Tensor, Tensor, Tensor, Tensor)", differentiable=True)
+def npu_add_layer_norm(x1, x2, gamma, beta, epsilon=1e-5, additional_output=False):
+    """x = x1 + x2; returns (layer_norm(x) * gamma + beta, mean, rstd, x). The sum x is returned when
+    additional_output is True; otherwise the fourth output is an empty tensor (it is not computed)."""
+    check(x1.shape == x2.shape, "npu_add_layer_norm", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ")
+    x = x1 + x2
+    xf, mean, rstd = _layer_norm_stats(x, gamma.dim(), epsilon, "npu_add_layer_norm")
+    y = ((xf - mean) * rstd * gamma.float() + beta.float()).to(x1.dtype)
+    return y, mean, rstd, (x if additional_output else x.new_empty(0))
+
+
+@npu_op("npu_group_norm_silu(Tensor input, Tensor? weight, Tensor? bias, int group, float eps=0.00001) "
+        "-> (Tensor, Tensor, Tensor)")
+def npu_group_norm_silu(input, weight, bias, group, eps=1e-5):  # noqa: A002
+    """silu(group_norm(input)); returns (out, mean [N, group], rstd [N, group]) in input's dtype."""
+    check(input.dim() >= 2 and input.shape[1] % group == 0, "npu_group_norm_silu",
+          f"group={group} must divide the channels ({input.shape[1] if input.dim() > 1 else '?'})")
+    n = input.shape[0]
+    grouped = input.float().reshape(n, group, -1)
+    mean = grouped.mean(-1)
+    rstd = torch.rsqrt(grouped.var(-1, unbiased=False) + eps)
+    out = F.silu(F.group_norm(input.float(), group, None if weight is None else weight.float(),
+                              None if bias is None else bias.float(), eps)).to(input.dtype)
+    return out, mean.to(input.dtype), rstd.to(input.dtype)

@@ -1,0 +1,116 @@
+"""Rotary position embeddings: npu_rotary_mul, npu_apply_rotary_pos_emb, npu_interleave_rope,
+npu_mrope.
+
+rotate_half (rotary_mode 'half'): x = [x1, x2] halves of the last dim -> [-x2, x1].
+'interleave': pairs (x[..., 0::2], x[..., 1::2]) -> (-x[..., 1::2], x[..., 0::2]) interleaved back.
+"""
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+def rotate(x, mode, op):
+    check(mode in ("half", "interleave"), op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
+    if mode == "half":
+        x1, x2 = x.chunk(2, -1)
+        return torch.cat((-x2, x1), dim=-1)
+    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+
+
+@npu_op("npu_rotary_mul(Tensor self, Tensor r1, Tensor r2, str rotary_mode='half', Tensor? rotate=None) -> Tensor",
+        differentiable=True)
+def npu_rotary_mul(x, r1, r2, rotary_mode="half", rotate_matrix=None):
+    """x * r1 + rotate(x) * r2 (r1, r2 broadcast to x; `rotate` given: rotate(x) = x @ rotate)."""
+    check(x.dim() in (3, 4), "npu_rotary_mul", f"self must be 3-D or 4-D, got {x.dim()}-D")
+    check(x.shape[-1] % 2 == 0, "npu_rotary_mul", f"the last dim ({x.shape[-1]}) must be even")
+    rotated = x @ rotate_matrix if rotate_matrix is not None else rotate(x, rotary_mode, "npu_rotary_mul")
+    return x * r1 + rotated * r2
+
+
+_LAYOUTS = ("BSND", "SBND", "BNSD", "TND")
+
+
+def _apply_rope(query, key, cos, sin, layout, rotary_mode):
+    check(layout in _LAYOUTS, "npu_apply_rotary_pos_emb", f"layout must be one of {_LAYOUTS}, got {layout!r}")
+    rank = 3 if layout == "TND" else 4
+    for name, t in (("query", query), ("key", key), ("cos", cos), ("sin", sin)):
+        check(t.dim() == rank, "npu_apply_rotary_pos_emb", f"{name} must be {rank}-D for layout {layout}, got {t.dim()}-D")
+    q = query * cos + rotate(query, rotary_mode, "npu_apply_rotary_pos_emb") * sin
+    k = key * cos + rotate(key, rotary_mode, "npu_apply_rotary_pos_emb") * sin
+    return q.to(query.dtype), k.to(key.dtype)
+
+
+def _apply_rope_kernel(query, key, cos, sin, layout="BSND", rotary_mode="half"):
+    """RoPE on query and key (cos/sin have one head and broadcast over heads). Like the NPU kernel,
+    the results are written into query and key as well as returned."""
+    q, k = _apply_rope(query, key, cos, sin, layout, rotary_mode)
+    with torch.no_grad():
+        query.copy_(q)
+        key.copy_(k)
+    return q, k
+
+
+def _apply_rope_fake(query, key, cos, sin, layout="BSND", rotary_mode="half"):
+    return _apply_rope(query, key, cos, sin, layout, rotary_mode)
+
+
+npu_op("npu_apply_rotary_pos_emb(Tensor query, Tensor key, Tensor cos, Tensor sin, str layout='BSND', "
+       "str rotary_mode='half') -> (Tensor, Tensor)", fake=_apply_rope_fake)(_apply_rope_kernel)
+
+
+@npu_op("npu_interleave_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor")
+def npu_interleave_rope(x, cos, sin):
+    """DeepSeek-style RoPE on x [B, N, S, D]: de-interleave the last dim (x[..., 0::2] then x[..., 1::2]),
+    then x * cos + rotate_half(x) * sin (cos, sin [B, 1, S, D])."""
+    check(x.dim() == 4, "npu_interleave_rope", f"x must be 4-D [B, N, S, D], got {x.dim()}-D")
+    deinterleaved = torch.cat((x[..., 0::2], x[..., 1::2]), dim=-1)
+    return (deinterleaved * cos + rotate(deinterleaved, "half", "npu_interleave_rope") * sin).to(x.dtype)
+
+
+def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op):
+    cos, sin = cos_sin_cache[positions].chunk(2, dim=-1)
+    if positions.dim() == 1:
+        return cos, sin
+    check(positions.dim() == 2 and positions.shape[0] == 3 and mrope_section is not None, op,
+          "2-D positions must be [3, T] (temporal, height, width) with mrope_section")
+    check(sum(mrope_section) == cos.shape[-1], op,
+          f"mrope_section {list(mrope_section)} must sum to rotary_dim / 2 = {cos.shape[-1]}")
+    cos = torch.cat([c[i] for i, c in enumerate(cos.split(list(mrope_section), dim=-1))], dim=-1)
+    sin = torch.cat([s[i] for i, s in enumerate(sin.split(list(mrope_section), dim=-1))], dim=-1)
+    return cos, sin
+
+
+def _rope_tokens(x, cos, sin, head_size, rotary_mode):
+    tokens = x.shape[0]
+    heads = x.view(tokens, -1, head_size)
+    rot_dim = cos.shape[-1] * 2
+    rot, rest = heads[..., :rot_dim], heads[..., rot_dim:]
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    if rotary_mode == "half":
+        x1, x2 = rot.chunk(2, -1)
+        out = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+    else:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+        out = torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
+    return torch.cat((out, rest), dim=-1).reshape(x.shape).to(x.dtype)
+
+
+@npu_op("npu_mrope(Tensor positions, Tensor query, Tensor key, Tensor cos_sin_cache, int head_size, *, "
+        "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)")
+def npu_mrope(positions, query, key, cos_sin_cache, head_size, *, mrope_section=None, rotary_mode="half",
+              cache_mode="default"):
+    """vLLM's (multimodal) rotary embedding: cos_sin_cache [max_position, rotary_dim] holds cos then sin;
+    positions [T] (or [3, T] with mrope_section for Qwen2-VL); query [T, Nq * head_size], key
+    [T, Nk * head_size]; the first rotary_dim channels of each head rotate ('half' = NeoX style,
+    'interleave' = GPT-J style), the rest pass through. Returns (query, key)."""
+    op = "npu_mrope"
+    check(rotary_mode in ("half", "interleave"), op, f"rotary_mode must be 'half' or 'interleave', got {rotary_mode!r}")
+    check(query.shape[-1] % head_size == 0 and key.shape[-1] % head_size == 0, op,
+          f"head_size={head_size} must divide query ({query.shape[-1]}) and key ({key.shape[-1]}) widths")
+    check(cos_sin_cache.shape[-1] <= head_size, op, "rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size")
+    cos, sin = _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op)
+    return (_rope_tokens(query, cos, sin, head_size, rotary_mode),
+            _rope_tokens(key, cos, sin, head_size, rotary_mode))
