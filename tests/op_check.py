@@ -28,22 +28,23 @@ def _assert_close(got, want, atol, rtol, what):
 def check_op(op, args, reference, kwargs=None, *, grad=(), atol=1e-5, rtol=1e-5, fake=True, compile=True):
     """op(*args on npu) against reference(*args on cpu). grad: indices of args to differentiate."""
     kwargs = kwargs or {}
-    npu_args = _to(args, "npu")
-    out = op(*npu_args, **kwargs)
-    want = reference(*_to(args, "cpu"), **kwargs)
+    npu_args, npu_kwargs = _to(args, "npu"), _to(kwargs, "npu")
+    out = op(*npu_args, **npu_kwargs)
+    want = reference(*_to(args, "cpu"), **_to(kwargs, "cpu"))
     _assert_close(out, want, atol, rtol, "output")
     if fake:
         mode = FakeTensorMode()
-        fake_args = tree_map(lambda v: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v, npu_args)
+        to_fake = lambda v: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        fake_args, fake_kwargs = tree_map(to_fake, npu_args), tree_map(to_fake, npu_kwargs)
         with mode:
-            fake_out = op(*fake_args, **kwargs)
+            fake_out = op(*fake_args, **fake_kwargs)
         for i, (f, r) in enumerate(zip(tree_flatten(fake_out)[0], tree_flatten(out)[0])):
             if isinstance(r, torch.Tensor):
                 assert f.shape == r.shape and f.dtype == r.dtype, \
                     f"fake output {i}: {tuple(f.shape)} {f.dtype} != real {tuple(r.shape)} {r.dtype}"
     if compile:
         torch._dynamo.reset()
-        compiled = torch.compile(lambda *a: op(*a, **kwargs), backend="aot_eager", fullgraph=True)
+        compiled = torch.compile(lambda *a: op(*a, **npu_kwargs), backend="aot_eager", fullgraph=True)
         _assert_close(compiled(*npu_args), out, atol, rtol, "compiled output")
     if grad:
         _check_grad(op, args, reference, kwargs, grad, atol, rtol)
@@ -58,8 +59,8 @@ def _check_grad(op, args, reference, kwargs, grad, atol, rtol):
         return values
 
     npu_args, cpu_args = leaves("npu"), leaves("cpu")
-    pairs = [(o, r) for o, r in zip(tree_flatten(op(*npu_args, **kwargs))[0],
-                                    tree_flatten(reference(*cpu_args, **kwargs))[0])
+    pairs = [(o, r) for o, r in zip(tree_flatten(op(*npu_args, **_to(kwargs, "npu")))[0],
+                                    tree_flatten(reference(*cpu_args, **_to(kwargs, "cpu")))[0])
              if isinstance(r, torch.Tensor) and r.requires_grad]
     assert pairs and all(o.requires_grad for o, _ in pairs), "the outputs the reference differentiates must be differentiable"
     outs, refs = [o for o, _ in pairs], [r for _, r in pairs]

@@ -1,0 +1,266 @@
+"""torch_npu operators: IoU/NMS/RoIAlign/box coders and quantisation/matmul — each against an
+independent reference written here (loops over boxes, integer arithmetic by hand)."""
+import math
+
+import pytest
+import torch
+
+import torch_npu
+from op_check import check_op
+
+
+def box_iou_loop(a, b):
+    ax1, ay1, ax2, ay2 = a
+    bx1, by1, bx2, by2 = b
+    iw, ih = max(0.0, min(ax2, bx2) - max(ax1, bx1)), max(0.0, min(ay2, by2) - max(ay1, by1))
+    inter = iw * ih
+    return inter, (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter
+
+
+def rand_boxes(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    xy = torch.rand(n, 2, generator=g) * 10
+    wh = torch.rand(n, 2, generator=g) * 5 + 0.5
+    return torch.cat([xy, xy + wh], 1)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_npu_iou(mode):
+    boxes, gt = rand_boxes(5, 0), rand_boxes(3, 1)
+
+    def ref(boxes, gt, mode=0):
+        out = torch.zeros(3, 5)
+        for m in range(3):
+            for n in range(5):
+                inter, union = box_iou_loop(gt[m].tolist(), boxes[n].tolist())
+                area_gt = float((gt[m, 2] - gt[m, 0]) * (gt[m, 3] - gt[m, 1]))
+                out[m, n] = inter / (union if mode == 0 else area_gt)
+        return out
+
+    check_op(torch_npu.npu_iou, (boxes, gt), ref, kwargs={"mode": mode})
+
+
+def _pair_metric(name, b, g):
+    """One IoU-family value of box b and gt g (tensors of 4), written out with torch scalars."""
+    iw = (torch.minimum(b[2], g[2]) - torch.maximum(b[0], g[0])).clamp(min=0)
+    ih = (torch.minimum(b[3], g[3]) - torch.maximum(b[1], g[1])).clamp(min=0)
+    inter = iw * ih
+    union = (b[2] - b[0]) * (b[3] - b[1]) + (g[2] - g[0]) * (g[3] - g[1]) - inter
+    iou = inter / union
+    cw = torch.maximum(b[2], g[2]) - torch.minimum(b[0], g[0])
+    ch = torch.maximum(b[3], g[3]) - torch.minimum(b[1], g[1])
+    if name == "npu_giou":
+        return iou - (cw * ch - union) / (cw * ch)
+    centre = ((b[0] + b[2]) / 2 - (g[0] + g[2]) / 2) ** 2 + ((b[1] + b[3]) / 2 - (g[1] + g[3]) / 2) ** 2
+    diou = iou - centre / (cw ** 2 + ch ** 2)
+    if name == "npu_diou":
+        return diou
+    v = 4 / math.pi ** 2 * (torch.atan((g[2] - g[0]) / (g[3] - g[1])) - torch.atan((b[2] - b[0]) / (b[3] - b[1]))) ** 2
+    return diou - v / (1 - iou + v) * v
+
+
+@pytest.mark.parametrize("name", ["npu_giou", "npu_diou", "npu_ciou"])
+@pytest.mark.parametrize("is_cross", [False, True])
+def test_giou_diou_ciou(name, is_cross):
+    boxes, gt = rand_boxes(4, 2).t().contiguous(), (rand_boxes(4 if not is_cross else 3, 3)).t().contiguous()
+
+    def ref(boxes, gt, trans=False, is_cross=False, mode=0):
+        n, m = boxes.shape[1], gt.shape[1]
+        if is_cross:
+            return torch.stack([torch.stack([_pair_metric(name, boxes[:, j], gt[:, i]) for j in range(n)])
+                                for i in range(m)])
+        return torch.stack([_pair_metric(name, boxes[:, j], gt[:, j]) for j in range(n)])[:, None]
+
+    check_op(getattr(torch_npu, name), (boxes, gt), ref, kwargs={"is_cross": is_cross}, atol=1e-5, rtol=1e-4,
+             grad=(0, 1))
+
+
+def test_giou_xywh_boxes_and_errors():
+    xywh = torch.tensor([[2.0, 2.0, 2.0, 2.0]]).t()
+    gt = torch.tensor([[2.0, 2.0, 2.0, 2.0]]).t()  # both in (cx, cy, w, h) with trans=True
+    out = torch_npu.npu_giou(xywh.npu(), gt.npu(), trans=True)
+    torch.testing.assert_close(out.cpu(), torch.tensor([[1.0]]))
+    with pytest.raises(RuntimeError, match="must be \\[4, N\\]"):
+        torch_npu.npu_giou(torch.ones(3, 4, device="npu"), gt.npu())
+    with pytest.raises(RuntimeError, match="only mode 0"):
+        torch_npu.npu_diou(gt.npu(), gt.npu(), mode=1)
+
+
+def _nms_loop(boxes, scores, thr):
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    keep = []
+    for i in order:
+        if all(box_iou_loop(boxes[i], boxes[j])[0] / box_iou_loop(boxes[i], boxes[j])[1] <= thr for j in keep):
+            keep.append(i)
+    return keep
+
+
+def test_npu_nms_v4():
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [0, 0, 9, 9], [50, 50, 51, 51.]])
+    scores = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.01])
+    idx, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 10, torch.tensor(0.5).npu(),
+                                      torch.tensor(0.05).npu())
+    expected = [i for i in _nms_loop(boxes.tolist(), scores.tolist(), 0.5) if scores[i] > 0.05]
+    assert idx.dtype == torch.int32 and idx.cpu().tolist() == expected and int(count) == len(expected)
+    padded, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(),
+                                         torch.tensor(0.05).npu(), True)
+    assert padded.cpu().tolist() == expected + [0] * (6 - len(expected)) and int(count) == len(expected)
+
+
+def test_npu_nms_with_mask():
+    data = torch.tensor([[0, 0, 10, 10, 0.6], [1, 1, 11, 11, 0.9], [20, 20, 30, 30, 0.7]])
+    boxes, idx, mask = torch_npu.npu_nms_with_mask(data.npu(), 0.5)
+    assert idx.cpu().tolist() == [1, 2, 0] and mask.cpu().tolist() == [1, 1, 0]
+    torch.testing.assert_close(boxes.cpu(), data[[1, 2, 0]])
+
+
+def test_npu_batch_nms():
+    boxes = torch.tensor([[[[0, 0, 10, 10.]], [[1, 1, 11, 11.]], [[20, 20, 30, 30.]]]])  # [1, 3, 1, 4]
+    scores = torch.tensor([[[0.9, 0.1], [0.8, 0.6], [0.7, 0.05]]])                     # [1, 3, 2]
+    out = check_op(torch_npu.npu_batch_nms, (boxes, scores, 0.3, 0.5, 2, 4),
+                   lambda b, s, st, it, pc, tt: (
+                       torch.tensor([[[0, 0, 10, 10.], [20, 20, 30, 30.], [1, 1, 11, 11.], [0, 0, 0, 0.]]]),
+                       torch.tensor([[0.9, 0.7, 0.6, 0.0]]), torch.tensor([[0.0, 0.0, 1.0, 0.0]]),
+                       torch.tensor([3], dtype=torch.int32)), compile=False)
+    assert out[3].dtype == torch.int32
+
+
+def test_npu_roi_align_modes():
+    feat = torch.arange(36.0).view(1, 1, 6, 6)
+    rois = torch.tensor([[0, 0.0, 0.0, 2.0, 2.0]])
+    # mode 0, 2x2 samples of the 2x2 roi: the bilinear values at (0.5|1.5, 0.5|1.5) average to 7.0
+    out = torch_npu.npu_roi_align(feat.npu(), rois.npu(), 1.0, 1, 1, 2, 0)
+    torch.testing.assert_close(out.cpu(), torch.tensor([[[[7.0]]]]))
+    # mode 3 (aligned) shifts by half a pixel: samples at (0|1, 0|1) average to (0+1+6+7)/4
+    out = torch_npu.npu_roi_align(feat.npu(), rois.npu(), 1.0, 1, 1, 2, 3)
+    torch.testing.assert_close(out.cpu(), torch.tensor([[[[3.5]]]]))
+    # mode 1 (inclusive end): the roi spans 3 pixels
+    out = torch_npu.npu_roi_align(feat.npu(), rois.npu(), 1.0, 1, 1, 1, 1)
+    torch.testing.assert_close(out.cpu(), torch.tensor([[[[(1.5 * 6 + 1.5)]]]]))
+    with pytest.raises(RuntimeError, match="roi_end_mode"):
+        torch_npu.npu_roi_align(feat.npu(), rois.npu(), 1.0, 1, 1, 2, 2)
+
+
+def test_bounding_box_encode_decode():
+    anchors, gts = rand_boxes(6, 4), rand_boxes(6, 5)
+    means, stds = [0.0, 0.1, 0.0, -0.1], [0.1, 0.1, 0.2, 0.2]
+
+    def enc_ref(a, g, *ms):
+        m, s = torch.tensor(ms[:4]), torch.tensor(ms[4:])
+        pw, ph = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+        gw, gh = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
+        d = torch.stack([((g[:, 0] + g[:, 2]) - (a[:, 0] + a[:, 2])) / 2 / pw,
+                         ((g[:, 1] + g[:, 3]) - (a[:, 1] + a[:, 3])) / 2 / ph, (gw / pw).log(), (gh / ph).log()], 1)
+        return (d - m) / s
+
+    deltas = check_op(torch_npu.npu_bounding_box_encode, (anchors, gts, *means, *stds), enc_ref, atol=1e-5,
+                      rtol=1e-4)
+    decoded = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [0], 16 / 1000)
+    torch.testing.assert_close(decoded.cpu(), gts, atol=1e-4, rtol=1e-4)
+    clipped = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [8], 16 / 1000)
+    assert float(clipped.max()) <= 8.0
+
+
+def test_npu_quant_matmul_integer_semantics():
+    g = torch.Generator().manual_seed(0)
+    x1 = torch.randint(-128, 128, (3, 16), generator=g, dtype=torch.int8)
+    x2 = torch.randint(-128, 128, (16, 4), generator=g, dtype=torch.int8)
+    bias = torch.randint(-1000, 1000, (4,), generator=g, dtype=torch.int32)
+    scale, pertoken = torch.rand(4, generator=g) * 1e-3, torch.rand(3, generator=g) + 0.5
+
+    def acc():
+        return [[sum(int(x1[i, k]) * int(x2[k, j]) for k in range(16)) + int(bias[j]) for j in range(4)]
+                for i in range(3)]
+
+    def ref_fp16(x1, x2, scale, bias, pertoken_scale, output_dtype):
+        return (torch.tensor(acc(), dtype=torch.float64) * scale.double() * pertoken_scale.double()[:, None]).half()
+
+    check_op(torch_npu.npu_quant_matmul, (x1, x2, scale), ref_fp16,
+             kwargs={"bias": bias, "pertoken_scale": pertoken, "output_dtype": torch.float16}, atol=1e-3, rtol=1e-3)
+    int32 = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), bias=bias.npu(), output_dtype=torch.int32)
+    assert int32.cpu().tolist() == acc()
+    int8 = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu() * 0 + 0.01, bias=bias.npu())
+    expected = (torch.tensor(acc(), dtype=torch.float64) * 0.01).round().clamp(-128, 127).to(torch.int8)
+    assert torch.equal(int8.cpu(), expected)
+    with pytest.raises(RuntimeError, match="must be int8"):
+        torch_npu.npu_quant_matmul(x1.float().npu(), x2.npu(), scale.npu())
+
+
+@pytest.mark.parametrize("group", [0, 4])
+def test_npu_weight_quant_batchmatmul(group):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 8, generator=g)
+    w = torch.randint(-8, 8, (8, 3), generator=g, dtype=torch.int8)
+    scale = torch.rand(3, generator=g) if group == 0 else torch.rand(2, 3, generator=g)
+    offset = torch.randn(scale.shape, generator=g)
+    bias = torch.randn(3, generator=g)
+
+    def ref(x, w, scale, offset, bias, group):
+        s = scale if group == 0 else scale.repeat_interleave(group, 0)
+        o = offset if group == 0 else offset.repeat_interleave(group, 0)
+        return x @ ((w.float() + o) * s) + bias
+
+    check_op(lambda x, w, s, o, b, group: torch_npu.npu_weight_quant_batchmatmul(x, w, s, o, bias=b,
+                                                                                 antiquant_group_size=group),
+             (x, w, scale, offset, bias), ref, kwargs={"group": group}, atol=1e-5, rtol=1e-4)
+
+
+def test_npu_dynamic_quant_and_anti_quant():
+    x = torch.randn(4, 32)
+    smooth = torch.rand(32) + 0.5
+
+    def ref(x, smooth_scales=None):
+        xs = x * smooth_scales
+        scale = xs.abs().amax(-1) / 127
+        return (xs / scale[:, None]).round().clamp(-128, 127).to(torch.int8), scale
+
+    y, scale = check_op(torch_npu.npu_dynamic_quant, (x,), ref, kwargs={"smooth_scales": smooth})
+    back = torch_npu.npu_anti_quant(y, scale[:, None], dst_dtype=torch.float32)
+    torch.testing.assert_close(back.cpu(), x * smooth, atol=float(scale.max()) / 2 + 1e-6, rtol=0)
+
+
+def test_npu_quantize():
+    x = torch.randn(2, 3, 4)
+    scales, zps = torch.tensor([0.1, 0.2, 0.05]), torch.tensor([1.0, -2.0, 0.0])
+
+    def ref(x, scales, zps, dtype, axis=1, div_mode=True):
+        return (x / scales[None, :, None] + zps[None, :, None]).round().clamp(-128, 127).to(torch.int8)
+
+    check_op(torch_npu.npu_quantize, (x, scales, zps, torch.qint8), ref, kwargs={"axis": 1})
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch_npu.npu_quantize(x.npu(), scales.npu(), zps.npu(), torch.float32)
+
+
+def test_npu_convert_weight_to_int4pack():
+    w = torch.tensor([[1, 2, 3, 4, 5, 6, 7, -1], [0, 0, 0, 0, 0, 0, 0, -8]], dtype=torch.int32)
+    out = torch_npu.npu_convert_weight_to_int4pack(w.npu()).cpu()
+    expected = []
+    for row in w.tolist():
+        v = sum((n & 0xF) << (4 * i) for i, n in enumerate(row))
+        expected.append([v - 2 ** 32 if v >= 2 ** 31 else v])
+    assert out.tolist() == expected
+    with pytest.raises(RuntimeError, match="multiple of 8"):
+        torch_npu.npu_convert_weight_to_int4pack(torch.zeros(2, 6, dtype=torch.int32, device="npu"))
+
+
+def test_npu_grouped_matmul_list_and_group_list_forms():
+    xs = [torch.randn(3, 4), torch.randn(2, 5)]
+    ws = [torch.randn(4, 6), torch.randn(5, 2)]
+    bs = [torch.randn(6), torch.randn(2)]
+    outs = torch_npu.npu_grouped_matmul([x.npu() for x in xs], [w.npu() for w in ws], bias=[b.npu() for b in bs])
+    for o, x, w, b in zip(outs, xs, ws, bs):
+        torch.testing.assert_close(o.cpu(), x @ w + b)
+    x = torch.randn(7, 4)
+    ws = [torch.randn(4, 3) for _ in range(3)]
+    for group_list, group_list_type in (([2, 5, 7], 0), ([2, 3, 2], 1)):
+        (out,) = torch_npu.npu_grouped_matmul([x.npu()], [w.npu() for w in ws],
+                                              group_list=torch.tensor(group_list).npu(), split_item=3, group_type=0,
+                                              group_list_type=group_list_type)
+        expected = torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]])
+        torch.testing.assert_close(out.cpu(), expected)
+    compiled = torch.compile(lambda a, w0, w1, w2, gl: torch_npu.npu_grouped_matmul(
+        [a], [w0, w1, w2], group_list=gl, split_item=3, group_type=0)[0], backend="aot_eager")
+    torch.testing.assert_close(compiled(x.npu(), *[w.npu() for w in ws], torch.tensor([2, 5, 7]).npu()).cpu(),
+                               torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]]))
+    with pytest.raises(RuntimeError, match="do not chain"):
+        torch_npu.npu_grouped_matmul([torch.randn(2, 3, device="npu")], [torch.randn(4, 2, device="npu")])

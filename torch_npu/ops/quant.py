@@ -1,0 +1,214 @@
+"""Quantisation and quantised matmul operators: npu_quant_matmul, npu_weight_quant_batchmatmul,
+npu_dynamic_quant, npu_quantize, npu_anti_quant, npu_convert_weight_to_int4pack, npu_grouped_matmul.
+
+Integer products accumulate exactly (int8 x int8 -> int32 range); int8 outputs round half to even and
+saturate to [-128, 127]."""
+import torch
+
+from torch_npu.ops._common import check, dtype_of
+from torch_npu.ops.registration import npu_op
+
+__all__ = ["requantize"]
+
+_INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-2 ** 31, 2 ** 31 - 1)}
+_QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
+
+
+def requantize(value, dtype):
+    lo, hi = _INT_RANGES[dtype]
+    return torch.round(value).clamp(lo, hi).to(dtype)
+
+
+def _out_dtype(output_dtype, op):
+    if output_dtype is None:
+        return torch.int8
+    return _QUANT_DTYPES.get(output_dtype) if output_dtype in _QUANT_DTYPES else dtype_of(output_dtype, op, "output_dtype")
+
+
+def _int_matmul(a, b):
+    # exact: int8 products summed in float64 stay integers far beyond int32's range
+    return torch.matmul(a.to(torch.float64), b.to(torch.float64))
+
+
+def _quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None, x1_dtype=None,
+                  x2_dtype=None, pertoken_scale_dtype=None, scale_dtype=None, group_sizes=None, y_scale=None):
+    op = "npu_quant_matmul"
+    check(x1.dtype == torch.int8 and x2.dtype == torch.int8, op, f"x1 and x2 must be int8, got {x1.dtype}, {x2.dtype}")
+    check(x1.shape[-1] == x2.shape[-2], op, f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} do not chain")
+    out_dtype = _out_dtype(output_dtype, op)
+    acc = _int_matmul(x1, x2)
+    if bias is not None:
+        acc = acc + bias.to(torch.float64)
+    if out_dtype == torch.int32:
+        return acc.to(torch.int32)
+    value = acc * scale.to(torch.float64)
+    if pertoken_scale is not None:
+        value = value * pertoken_scale.to(torch.float64).unsqueeze(-1)
+    if offset is not None:
+        value = value + offset.to(torch.float64)
+    if out_dtype == torch.int8:
+        return requantize(value, torch.int8)
+    return value.to(out_dtype)
+
+
+npu_op("npu_quant_matmul(Tensor x1, Tensor x2, Tensor scale, *, Tensor? offset=None, Tensor? pertoken_scale=None, "
+       "Tensor? bias=None, int? output_dtype=None, int? x1_dtype=None, int? x2_dtype=None, "
+       "int? pertoken_scale_dtype=None, int? scale_dtype=None, int[]? group_sizes=None, Tensor? y_scale=None) "
+       "-> Tensor")(_quant_matmul)
+_quant_matmul.__doc__ = """y = (x1 @ x2 + bias) * scale [* pertoken_scale per row] [+ offset], x1 [.., m, k] and
+x2 [k, n] int8, bias int32; output int8 (default: requantised), int32 (no scaling), float16 or bfloat16."""
+
+
+@npu_op("npu_weight_quant_batchmatmul(Tensor x, Tensor weight, Tensor antiquant_scale, Tensor? antiquant_offset=None, "
+        "Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? bias=None, int antiquant_group_size=0, "
+        "int inner_precise=0, int? weight_dtype=None) -> Tensor")
+def npu_weight_quant_batchmatmul(x, weight, antiquant_scale, antiquant_offset=None, quant_scale=None,
+                                 quant_offset=None, bias=None, antiquant_group_size=0, inner_precise=0,
+                                 weight_dtype=None):
+    """y = x @ ((weight + antiquant_offset) * antiquant_scale) + bias in x's dtype (weight [k, n] int8;
+    scales per tensor, per channel [n] or, with antiquant_group_size g, per group [ceil(k/g), n]);
+    with quant_scale the result is requantised to int8: y * quant_scale + quant_offset."""
+    op = "npu_weight_quant_batchmatmul"
+    check(x.shape[-1] == weight.shape[0], op, f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
+    w = weight.to(x.dtype)
+    scale, offset = antiquant_scale, antiquant_offset
+    if antiquant_group_size > 0:
+        check(scale.dim() == 2, op, "a group-wise antiquant_scale must be [ceil(k / group), n]")
+        scale = scale.repeat_interleave(antiquant_group_size, dim=0)[: weight.shape[0]]
+        offset = None if offset is None else offset.repeat_interleave(antiquant_group_size, dim=0)[: weight.shape[0]]
+    if offset is not None:
+        w = w + offset.to(x.dtype)
+    y = torch.matmul(x, w * scale.to(x.dtype))
+    if bias is not None:
+        y = y + bias.to(y.dtype)
+    if quant_scale is not None:
+        q = y.float() * quant_scale.float()
+        return requantize(q + (quant_offset.float() if quant_offset is not None else 0.0), torch.int8)
+    return y
+
+
+@npu_op("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
+        "str quant_mode='pertoken', float dst_type_max=0.0) -> (Tensor, Tensor)")
+def npu_dynamic_quant(x, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
+                      dst_type_max=0.0):
+    """Per-row symmetric int8: scale = max|x * smooth| / 127 over the last dim (float32, shape
+    x.shape[:-1]); y = round(x * smooth / scale). quant_mode 'pertensor' uses one scale."""
+    op = "npu_dynamic_quant"
+    check(quant_mode in ("pertoken", "pertensor"), op, f"quant_mode must be 'pertoken' or 'pertensor', got {quant_mode!r}")
+    check(dst_type in (None, 1, torch.int8), op, f"dst_type={dst_type}: vnpu quantises to int8 only")
+    xf = x.float()
+    if smooth_scales is not None:
+        xf = xf * smooth_scales.float()
+    limit = dst_type_max if dst_type_max > 0 else 127.0
+    if quant_mode == "pertensor":
+        scale = xf.abs().amax().clamp(min=1e-12) / limit
+        return requantize(xf / scale, torch.int8), scale.reshape(1)
+    scale = xf.abs().amax(-1).clamp(min=1e-12) / limit
+    return requantize(xf / scale.unsqueeze(-1), torch.int8), scale
+
+
+@npu_op("npu_quantize(Tensor self, Tensor scales, Tensor? zero_points, int dtype, int axis=1, bool div_mode=True) "
+        "-> Tensor")
+def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
+    """round(x / scales + zero_points) (div_mode) or round(x * scales + zero_points), scales broadcast
+    along `axis`, saturated to dtype (torch.qint8 / quint8 / qint32, or int8 / uint8 / int32)."""
+    op = "npu_quantize"
+    target = _QUANT_DTYPES.get(dtype) if dtype in _QUANT_DTYPES else dtype_of(dtype, op)
+    check(target in _INT_RANGES, op, f"dtype must be an 8- or 32-bit integer type, got {target}")
+    axis = axis % x.dim()
+    shape = [1] * x.dim()
+    if scales.numel() > 1:
+        shape[axis] = scales.numel()
+    s = scales.float().reshape(shape)
+    value = x.float() / s if div_mode else x.float() * s
+    if zero_points is not None:
+        value = value + zero_points.float().reshape(shape)
+    return requantize(value, target)
+
+
+@npu_op("npu_anti_quant(Tensor x, Tensor scale, *, Tensor? offset=None, int? dst_dtype=None, int? src_dtype=None) "
+        "-> Tensor")
+def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
+    """(x + offset) * scale in dst_dtype (float16 by default); scale/offset broadcast over the last dim."""
+    out_dtype = torch.float16 if dst_dtype is None else dtype_of(dst_dtype, "npu_anti_quant", "dst_dtype")
+    value = x.float()
+    if offset is not None:
+        value = value + offset.float()
+    return (value * scale.float()).to(out_dtype)
+
+
+@npu_op("npu_convert_weight_to_int4pack(Tensor weight, int inner_k_tiles=0) -> Tensor")
+def npu_convert_weight_to_int4pack(weight, inner_k_tiles=0):
+    """int32 weights holding int4 values [k, n] -> int32 [k, n / 8]: eight 4-bit values per int32, the
+    first in the lowest nibble."""
+    op = "npu_convert_weight_to_int4pack"
+    check(weight.dtype == torch.int32 and weight.dim() == 2, op, f"weight must be 2-D int32, got {weight.dtype}")
+    check(weight.shape[-1] % 8 == 0, op, f"weight's last dim ({weight.shape[-1]}) must be a multiple of 8")
+    nibbles = (weight.to(torch.int64) & 0xF).view(weight.shape[0], -1, 8)
+    shifts = torch.arange(0, 32, 4, device=weight.device, dtype=torch.int64)
+    packed = (nibbles << shifts).sum(-1)
+    return torch.where(packed >= 2 ** 31, packed - 2 ** 32, packed).to(torch.int32)
+
+
+def _group_sizes(group_list, group_list_type, total, op):
+    sizes = group_list.tolist()
+    if group_list_type == 0:
+        sizes = [b - a for a, b in zip([0] + sizes[:-1], sizes)]
+    elif group_list_type == 2:
+        sizes = [int(s[1]) for s in sizes]
+    check(group_list_type in (0, 1, 2), op, f"group_list_type must be 0, 1 or 2, got {group_list_type}")
+    check(sum(sizes) <= total, op, f"group_list covers {sum(sizes)} rows but x has {total}")
+    return sizes
+
+
+def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
+                    per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
+                    activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
+                    tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
+                    per_token_scale_dtype=None):
+    op = "npu_grouped_matmul"
+    check(group_type in (None, -1, 0), op, f"group_type={group_type}: only -1 (no grouping) and 0 (split M) are "
+                                           "implemented")
+    check(scale is None and antiquant_scale is None, op, "quantised grouped matmul (scale / antiquant_scale) is "
+                                                         "not implemented in vnpu")
+    if group_list is not None and len(x) == 1 and len(weight) > 1:
+        sizes = _group_sizes(group_list, group_list_type, x[0].shape[0], op)
+        check(len(sizes) == len(weight), op, f"group_list has {len(sizes)} groups for {len(weight)} weights")
+        xs = list(x[0][: sum(sizes)].split(sizes, 0))
+    else:
+        xs = list(x)
+    check(len(xs) == len(weight), op, f"{len(xs)} inputs for {len(weight)} weights")
+    outs = []
+    for i, (xi, wi) in enumerate(zip(xs, weight)):
+        check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
+        yi = xi @ wi
+        if bias:
+            yi = yi + bias[i]
+        outs.append(yi)
+    if split_item in (2, 3):
+        out = torch.cat(outs, 0)
+        rows = sum(t.shape[0] for t in x)
+        if out.shape[0] < rows:  # rows beyond group_list's coverage are not computed: zeros
+            out = torch.cat([out, out.new_zeros(rows - out.shape[0], out.shape[1])], 0)
+        return [out]
+    return outs
+
+
+def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, **kwargs):
+    if group_list is not None and len(x) == 1 and len(weight) > 1:
+        check(split_item in (2, 3), "npu_grouped_matmul", "with group_list and split_item 0/1 the output sizes depend "
+                                                          "on group_list's values (not traceable); use split_item=3")
+        return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1])]
+    outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1]) for xi, wi in zip(x, weight)]
+    if split_item in (2, 3):
+        return [torch.cat(outs, 0)]
+    return outs
+
+
+npu_op("npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=None, Tensor[]? scale=None, "
+       "Tensor[]? offset=None, Tensor[]? antiquant_scale=None, Tensor[]? antiquant_offset=None, "
+       "Tensor[]? per_token_scale=None, Tensor? group_list=None, Tensor[]? activation_input=None, "
+       "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
+       "int? group_type=None, int? group_list_type=0, int? act_type=0, int[]? tuning_config=None, "
+       "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
+       "int? per_token_scale_dtype=None) -> Tensor[]", fake=_grouped_matmul_fake)(_grouped_matmul)
