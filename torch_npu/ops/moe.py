@@ -1,0 +1,146 @@
+"""Mixture-of-experts routing operators: gating (softmax top-k, grouped top-k), routing of tokens to
+experts and back (init/finalize routing, token permute/unpermute), expert token counts."""
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+@npu_op("npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1) -> (Tensor, Tensor, Tensor)")
+def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
+    """p = softmax(x, -1) (float32); y, expert_idx (int32) = topk(p, k); row_idx[n, j] = j * N + n (int32).
+    Rows marked finished get y = 0 and expert_idx = the number of experts (no expert)."""
+    op = "npu_moe_gating_top_k_softmax"
+    check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
+    check(1 <= k <= x.shape[-1], op, f"k={k} must be in [1, {x.shape[-1]}]")
+    y, idx = torch.softmax(x.float(), -1).topk(k, dim=-1)
+    idx = idx.to(torch.int32)
+    if finished is not None:
+        done = finished.to(torch.bool).unsqueeze(-1)
+        y = y.masked_fill(done, 0.0)
+        idx = idx.masked_fill(done, x.shape[-1])
+    rows = x.shape[:-1].numel()
+    row_idx = torch.arange(rows * k, device=x.device, dtype=torch.int32).view(k, rows).t().reshape(*x.shape[:-1], k)
+    return y.to(x.dtype), idx, row_idx
+
+
+@npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
+        "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
+        "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)")
+def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_group=1, group_count=1,
+                         group_select_mode=0, renorm=0, norm_type=0, out_flag=False, routed_scaling_factor=1.0,
+                         eps=1e-20):
+    """DeepSeek-V3 style grouped routing over x [T, E]: scores = softmax (norm_type 0) or sigmoid (1);
+    experts split into group_count groups ranked by their best score (group_select_mode 0) or the sum of
+    their two best (1) of scores + bias; the top k_group groups stay; top-k experts by scores + bias;
+    weights = the unbiased scores, normalised to sum 1 for sigmoid, times routed_scaling_factor.
+    Returns (weights [T, k], expert_idx int32 [T, k], scores [T, E] if out_flag else empty)."""
+    op = "npu_moe_gating_top_k"
+    check(x.dim() == 2, op, f"x must be 2-D [tokens, experts], got {x.dim()}-D")
+    experts = x.shape[-1]
+    check(norm_type in (0, 1), op, f"norm_type must be 0 (softmax) or 1 (sigmoid), got {norm_type}")
+    check(experts % group_count == 0, op, f"group_count={group_count} must divide the {experts} experts")
+    check(1 <= k_group <= group_count, op, f"k_group={k_group} must be in [1, group_count={group_count}]")
+    check(group_select_mode in (0, 1), op, f"group_select_mode must be 0 or 1, got {group_select_mode}")
+    scores = torch.softmax(x.float(), -1) if norm_type == 0 else torch.sigmoid(x.float())
+    biased = scores + bias.float() if bias is not None else scores
+    grouped = biased.view(x.shape[0], group_count, -1)
+    group_score = grouped.max(-1).values if group_select_mode == 0 else grouped.topk(2, -1).values.sum(-1)
+    keep_groups = group_score.topk(k_group, -1).indices
+    group_mask = torch.zeros_like(group_score, dtype=torch.bool).scatter_(1, keep_groups, True)
+    masked = biased.masked_fill(~group_mask.repeat_interleave(experts // group_count, 1), float("-inf"))
+    idx = masked.topk(k, -1).indices
+    weights = scores.gather(1, idx)
+    if norm_type == 1:
+        weights = weights / (weights.sum(-1, keepdim=True) + eps)
+    weights = weights * routed_scaling_factor
+    out = scores if out_flag else scores.new_empty(0)
+    return weights.to(x.dtype), idx.to(torch.int32), out
+
+
+@npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
+        fake=lambda x, row_idx, expert_idx, active_num: (
+            x.new_empty(min(x.shape[0], active_num) * expert_idx.shape[-1], x.shape[-1]),
+            row_idx.new_empty(row_idx.numel()), expert_idx.new_empty(expert_idx.numel())))
+def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
+    """Sort the (token, k) routes by expert: expanded_expert_idx = the sorted expert ids; dst2src = the
+    route (row_idx) at each sorted position; expanded_row_idx[dst2src] = position; expanded_x = the
+    token rows of the first min(N, active_num) * k sorted routes."""
+    op = "npu_moe_init_routing"
+    check(x.dim() == 2 and expert_idx.dim() == 2 and row_idx.shape == expert_idx.shape, op,
+          f"x [N, H], row_idx and expert_idx [N, k] expected, got {tuple(x.shape)}, {tuple(row_idx.shape)}, "
+          f"{tuple(expert_idx.shape)}")
+    n, k = expert_idx.shape
+    flat = expert_idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    expanded_expert_idx = flat[order].to(torch.int32)
+    dst2src = row_idx.reshape(-1)[order].long()
+    expanded_row_idx = torch.empty_like(dst2src, dtype=torch.int32)
+    expanded_row_idx[dst2src] = torch.arange(n * k, device=x.device, dtype=torch.int32)
+    active = min(n, active_num) * k
+    return x[dst2src[:active] % n], expanded_row_idx, expanded_expert_idx
+
+
+@npu_op("npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert) -> Tensor")
+def npu_moe_compute_expert_tokens(sorted_experts, num_expert):
+    """out[i] = the number of routes whose (sorted) expert id is <= i, as int32 (cumulative counts)."""
+    ids = torch.arange(num_expert, device=sorted_experts.device, dtype=sorted_experts.dtype)
+    return torch.searchsorted(sorted_experts.contiguous(), ids, right=True).to(torch.int32)
+
+
+@npu_op("npu_moe_finalize_routing(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, "
+        "Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row, int? drop_pad_mode=0, "
+        "int? k=1) -> Tensor")
+def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
+                             export_for_source_row, drop_pad_mode=0, k=1):
+    """out[i] = skip1[i] + skip2[i] + sum_j scales[i, j] * (rows[src_to_dst[i + j * N]] + bias[expert[i, j]])
+    (K = scales.shape[1], or k without scales). drop_pad_mode 0 (no dropping) only."""
+    op = "npu_moe_finalize_routing"
+    check(drop_pad_mode in (0, None), op, f"drop_pad_mode={drop_pad_mode}: only 0 is implemented")
+    topk = scales.shape[1] if scales is not None else (k or 1)
+    rows = expanded_src_to_dst_row.numel() // topk
+    hidden = expanded_permuted_rows.shape[-1]
+    gathered = expanded_permuted_rows[expanded_src_to_dst_row.long()].view(topk, rows, hidden).transpose(0, 1)
+    if bias is not None:
+        check(export_for_source_row is not None, op, "bias needs export_for_source_row")
+        gathered = gathered + bias[export_for_source_row.long()]
+    weights = scales.unsqueeze(-1) if scales is not None else 1.0
+    out = (gathered * weights).sum(1)
+    for skip in (skip1, skip2):
+        if skip is not None:
+            out = out + skip
+    return out.to(expanded_permuted_rows.dtype)
+
+
+@npu_op("npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False) "
+        "-> (Tensor, Tensor)", differentiable=True,
+        fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
+            tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
+            indices.new_empty(indices.numel(), dtype=torch.int32)))
+def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
+    """Megatron's permute: sorted_indices = stable argsort of the flattened expert ids (int32);
+    permuted = tokens[sorted_indices // topk], truncated to num_out_tokens."""
+    check(not padded_mode, "npu_moe_token_permute", "padded_mode=True is not implemented")
+    topk = indices.shape[1] if indices.dim() > 1 else 1
+    sorted_indices = torch.argsort(indices.reshape(-1), stable=True)
+    count = num_out_tokens if num_out_tokens else sorted_indices.numel()
+    return tokens[sorted_indices[:count] // topk], sorted_indices.to(torch.int32)
+
+
+@npu_op("npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
+        "bool padded_mode=False, int[]? restore_shape=None) -> Tensor")
+def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
+    """Inverse of npu_moe_token_permute: each token's topk rows back in place, weighted by probs [T, topk]
+    and summed over topk (rows dropped by num_out_tokens count as zeros)."""
+    check(not padded_mode, "npu_moe_token_unpermute", "padded_mode=True is not implemented")
+    topk = probs.shape[1] if probs is not None else 1
+    total = sorted_indices.numel()
+    hidden = permuted_tokens.shape[-1]
+    unpermuted = permuted_tokens.new_zeros(total, hidden)
+    unpermuted[sorted_indices[: permuted_tokens.shape[0]].long()] = permuted_tokens
+    unpermuted = unpermuted.view(-1, topk, hidden)
+    if probs is not None:
+        unpermuted = unpermuted * probs.unsqueeze(-1).to(unpermuted.dtype)
+    return unpermuted.sum(1)
