@@ -1,0 +1,243 @@
+"""torch_npu attention operators against a plain composition written here:
+softmax(scale * q @ k^T + pse - 10000 * mask) @ v, computed per layout, mask mode and dtype."""
+import math
+
+import pytest
+import torch
+
+import torch_npu
+from op_check import check_op
+
+B, N, S, D = 2, 4, 6, 8
+
+
+def ref_attention(q, k, v, scale, mask=None, pse=None):
+    """q/k/v [B, N, S, D] (k/v may have fewer heads)."""
+    if k.shape[1] != q.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    s = q.float() @ k.float().transpose(-1, -2)
+    if pse is not None:
+        s = s + pse
+    s = s * scale
+    if mask is not None:
+        s = s + mask.float() * -10000.0
+    return (torch.softmax(s, -1) @ v.float()).to(q.dtype), torch.logsumexp(s, -1, keepdim=True)
+
+
+def to_layout(t, layout):
+    b, n, s, d = t.shape
+    return {"BNSD": t, "BSND": t.transpose(1, 2).contiguous(), "BSH": t.transpose(1, 2).reshape(b, s, n * d),
+            "SBH": t.permute(2, 0, 1, 3).reshape(s, b, n * d)}[layout]
+
+
+def qkv(seed=0, heads=N, kv_heads=N, s1=S, s2=S, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, heads, s1, D, generator=g).to(dtype), torch.randn(B, kv_heads, s2, D, generator=g).to(dtype),
+            torch.randn(B, kv_heads, s2, D, generator=g).to(dtype))
+
+
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "SBH"])
+def test_fusion_attention_layouts_forward_and_backward(layout):
+    q, k, v = qkv()
+    scale = 1 / math.sqrt(D)
+
+    def ref(q, k, v):
+        bq, bk, bv = (from_layout(t, layout) for t in (q, k, v))
+        out, lse = ref_attention(bq, bk, bv, scale)
+        return to_layout(out, layout), lse.detach().expand(B, N, S, 8), torch.ones(B, N, S, 8)
+
+    def op(q, k, v):
+        out, smax, ssum, _, _, _, _ = torch_npu.npu_fusion_attention(q, k, v, N, layout, scale=scale)
+        return out, smax, ssum
+
+    check_op(op, tuple(to_layout(t, layout) for t in (q, k, v)), ref, grad=(0, 1, 2), atol=1e-5, rtol=1e-5)
+
+
+def from_layout(t, layout):
+    if layout == "BNSD":
+        return t
+    if layout == "BSND":
+        return t.transpose(1, 2)
+    if layout == "BSH":
+        return t.view(t.shape[0], t.shape[1], -1, D).transpose(1, 2)
+    return t.view(t.shape[0], t.shape[1], -1, D).permute(1, 2, 0, 3)
+
+
+@pytest.mark.parametrize("sparse_mode", [0, 1, 2, 3, 4])
+def test_fusion_attention_sparse_modes(sparse_mode):
+    q, k, v = qkv(1, s1=4, s2=6)
+    g = torch.Generator().manual_seed(5)
+    given = torch.rand(4, 6, generator=g) > 0.7
+    i, j = torch.arange(4)[:, None], torch.arange(6)[None, :]
+    pre, nxt = (1, 2) if sparse_mode in (0, 4) else (2147483647, 2147483647)
+    expected_mask = {0: given | (j < i - pre) | (j > i + nxt), 1: given, 2: j > i, 3: j > i + 2,
+                     4: (j < i - pre) | (j > i + nxt)}[sparse_mode]
+
+    def ref(q, k, v, mask):
+        return ref_attention(q, k, v, 0.5, expected_mask)[0]
+
+    def op(q, k, v, mask):
+        return torch_npu.npu_fusion_attention(q, k, v, N, "BNSD", atten_mask=mask, scale=0.5, pre_tockens=pre,
+                                              next_tockens=nxt, sparse_mode=sparse_mode)[0]
+
+    check_op(op, (q, k, v, given), ref, grad=(0, 1, 2))
+
+
+def test_fusion_attention_without_mask_ignores_the_band():
+    q, k, v = qkv(2)
+    out = torch_npu.npu_fusion_attention(q.npu(), k.npu(), v.npu(), N, "BNSD", scale=0.3, pre_tockens=0,
+                                         next_tockens=0)[0]
+    torch.testing.assert_close(out.cpu(), ref_attention(q, k, v, 0.3)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_fusion_attention_gqa_pse_and_prefix():
+    q, k, v = qkv(3, heads=4, kv_heads=2)
+    pse = torch.randn(1, 4, S, S)
+
+    def ref(q, k, v, pse):
+        return ref_attention(q, k, v, 0.25, None, pse)[0]
+
+    check_op(lambda q, k, v, pse: torch_npu.npu_fusion_attention(q, k, v, 4, "BNSD", pse=pse, scale=0.25)[0],
+             (q, k, v, pse), ref, grad=(0, 1, 2, 3))
+    prefix = [2, 5]
+    out = torch_npu.npu_fusion_attention(q.npu(), k.npu(), v.npu(), 4, "BNSD", scale=0.25, sparse_mode=5,
+                                         prefix=prefix)[0]
+    i, j = torch.arange(S)[:, None], torch.arange(S)[None, :]
+    masks = torch.stack([(j > i) & (j >= p) for p in prefix])[:, None]
+    torch.testing.assert_close(out.cpu(), ref_attention(q, k, v, 0.25, masks)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_fusion_attention_tnd_varlen_causal():
+    g = torch.Generator().manual_seed(4)
+    lengths = [3, 5]
+    q, k, v = (torch.randn(8, N, D, generator=g) for _ in range(3))
+    cum = [3, 8]
+
+    def ref(q, k, v):
+        outs = []
+        start = 0
+        for n in lengths:
+            qs, ks, vs = (t[start:start + n].transpose(0, 1)[None] for t in (q, k, v))
+            mask = torch.arange(n)[None, :] > torch.arange(n)[:, None]
+            outs.append(ref_attention(qs, ks, vs, 0.5, mask)[0][0].transpose(0, 1))
+            start += n
+        return torch.cat(outs)
+
+    def op(q, k, v):
+        return torch_npu.npu_fusion_attention(q, k, v, N, "TND", scale=0.5, sparse_mode=3, actual_seq_qlen=cum,
+                                              actual_seq_kvlen=cum)[0]
+
+    check_op(op, (q, k, v), ref, grad=(0, 1, 2), compile=False)
+
+
+def test_fusion_attention_dropout_is_reproducible_from_seed():
+    q, k, v = (t.npu().requires_grad_() for t in qkv(6))
+    torch.manual_seed(11)
+    out1, _, _, _, seed, offset, numels = torch_npu.npu_fusion_attention(q, k, v, N, "BNSD", scale=0.3, keep_prob=0.8)
+    torch.manual_seed(11)
+    out2 = torch_npu.npu_fusion_attention(q, k, v, N, "BNSD", scale=0.3, keep_prob=0.8)[0]
+    assert torch.equal(out1.detach().cpu(), out2.detach().cpu()) and seed != 0 and numels == B * N * S * S
+    dy = torch.randn_like(out1)
+    out1.backward(dy)
+    dq, dk, dv, _, _ = torch_npu.npu_fusion_attention_grad(q.detach(), k.detach(), v.detach(), dy, N, "BNSD",
+                                                           scale_value=0.3, keep_prob=0.8, seed=seed)
+    torch.testing.assert_close(q.grad.cpu(), dq.cpu())
+    # with a fixed seed the dropout mask is independent of the npu generator
+    a = torch_npu.npu_fusion_attention(q, k, v, N, "BNSD", scale=0.3, keep_prob=0.5, seed=123)[0]
+    b = torch_npu.npu_fusion_attention(q, k, v, N, "BNSD", scale=0.3, keep_prob=0.5, seed=123)[0]
+    assert torch.equal(a.detach().cpu(), b.detach().cpu())
+
+
+@pytest.mark.parametrize("bad,match", [({"input_layout": "BHSD"}, "input_layout must be one of"),
+                                       ({"head_num": 3}, "not divisible by 3 heads|does not match"),
+                                       ({"keep_prob": 0.0}, "keep_prob must be in")])
+def test_fusion_attention_bad_arguments_name_the_argument(bad, match):
+    q, k, v = (to_layout(t, "BSH").npu() for t in qkv())
+    kwargs = {"head_num": N, "input_layout": "BSH"}
+    kwargs.update(bad)
+    with pytest.raises(RuntimeError, match=match):
+        torch_npu.npu_fusion_attention(q, k, v, kwargs.pop("head_num"), kwargs.pop("input_layout"), **kwargs)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BNSD", "BNSD_BSND"])
+def test_prompt_flash_attention(layout):
+    q, k, v = qkv(7, heads=4, kv_heads=2)
+    in_layout = layout.split("_")[0]
+    mask = torch.ones(S, S, dtype=torch.bool).triu(1)
+
+    def ref(q, k, v, atten_mask):
+        out = ref_attention(from_layout(q, in_layout), from_layout(k, in_layout), from_layout(v, in_layout),
+                            1 / math.sqrt(D), atten_mask)[0]
+        return to_layout(out, "BSND" if layout == "BNSD_BSND" else in_layout)
+
+    def op(q, k, v, atten_mask):
+        return torch_npu.npu_prompt_flash_attention(q, k, v, atten_mask=atten_mask, num_heads=4, num_key_value_heads=2,
+                                                    scale_value=1 / math.sqrt(D), input_layout=layout)
+
+    check_op(op, tuple(to_layout(t, in_layout) for t in (q, k, v)), ref, kwargs={"atten_mask": mask})
+
+
+def test_prompt_flash_attention_actual_lengths():
+    q, k, v = qkv(8)
+    out = torch_npu.npu_prompt_flash_attention(q.npu(), k.npu(), v.npu(), num_heads=N, input_layout="BNSD",
+                                               scale_value=0.5, actual_seq_lengths=[4, 6],
+                                               actual_seq_lengths_kv=[3, 6])
+    kv_mask = torch.stack([torch.arange(S) >= 3, torch.arange(S) >= 6])[:, None, None, :]
+    want = ref_attention(q, k, v, 0.5, kv_mask)[0]
+    want[0, :, 4:] = 0
+    torch.testing.assert_close(out.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_incre_flash_attention_contiguous_and_paged():
+    g = torch.Generator().manual_seed(9)
+    q = torch.randn(B, 1, N * D, generator=g)
+    k, v = torch.randn(B, 8, N * D, generator=g), torch.randn(B, 8, N * D, generator=g)
+    lengths = [5, 8]
+    out = torch_npu.npu_incre_flash_attention(q.npu(), k.npu(), v.npu(), num_heads=N, scale_value=0.4,
+                                              actual_seq_lengths=lengths)
+    kv_mask = torch.stack([torch.arange(8) >= n for n in lengths])[:, None, None, :]
+    want = to_layout(ref_attention(from_layout(q, "BSH"), from_layout(k, "BSH"), from_layout(v, "BSH"), 0.4,
+                                   kv_mask)[0], "BSH")
+    torch.testing.assert_close(out.cpu(), want, atol=1e-5, rtol=1e-5)
+    # the same cache split into 4-token blocks, stored out of order
+    block_size = 4
+    blocks_k = torch.cat([k[1, 4:], k[0, :4], k[1, :4], k[0, 4:]]).view(4, block_size, N * D)
+    blocks_v = torch.cat([v[1, 4:], v[0, :4], v[1, :4], v[0, 4:]]).view(4, block_size, N * D)
+    table = torch.tensor([[1, 3], [2, 0]], dtype=torch.int32)
+    paged = torch_npu.npu_incre_flash_attention(q.npu(), blocks_k.npu(), blocks_v.npu(), num_heads=N,
+                                                scale_value=0.4, actual_seq_lengths=lengths, block_table=table.npu(),
+                                                block_size=block_size)
+    torch.testing.assert_close(paged.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_fused_infer_attention_score_prefill_decode_and_lse():
+    q, k, v = qkv(10)
+    out, lse = torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=N, scale=0.5,
+                                                         input_layout="BNSD", sparse_mode=3, softmax_lse_flag=True)
+    causal = torch.ones(S, S, dtype=torch.bool).triu(1)
+    want, want_lse = ref_attention(q, k, v, 0.5, causal)
+    torch.testing.assert_close(out.cpu(), want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lse.cpu(), want_lse, atol=1e-5, rtol=1e-5)
+    out, lse = torch_npu.npu_fused_infer_attention_score(q[:, :, -1:].npu(), k.npu(), v.npu(), num_heads=N, scale=0.5,
+                                                         input_layout="BNSD")
+    torch.testing.assert_close(out.cpu(), ref_attention(q[:, :, -1:], k, v, 0.5)[0], atol=1e-5, rtol=1e-5)
+    assert lse.numel() == 0
+    with pytest.raises(RuntimeError, match="not implemented"):
+        torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=N,
+                                                  antiquant_scale=torch.ones(1, device="npu"))
+
+
+def test_fusion_attention_fake_and_compile():
+    q, k, v = (to_layout(t, "BSH").npu() for t in qkv(12))
+    compiled = torch.compile(lambda q, k, v: torch_npu.npu_fusion_attention(q, k, v, N, "BSH", scale=0.2)[0],
+                             backend="aot_eager", fullgraph=True)
+    eager = torch_npu.npu_fusion_attention(q, k, v, N, "BSH", scale=0.2)[0]
+    torch.testing.assert_close(compiled(q, k, v).cpu(), eager.cpu())
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    with mode:
+        fq, fk, fv = (mode.from_tensor(t) for t in (q, k, v))
+        out, smax, ssum, soft, *_ = torch_npu.npu_fusion_attention(fq, fk, fv, N, "BSH", scale=0.2)
+    assert out.shape == q.shape and smax.shape == (B, N, S, 8) and smax.dtype == torch.float32 and soft.numel() == 0

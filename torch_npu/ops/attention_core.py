@@ -1,0 +1,114 @@
+"""The attention arithmetic shared by torch_npu's attention operators.
+
+Tensors are brought to [B, N, S, D]; scores are accumulated in float32 as
+    s = scale * (q @ k^T + pse) - 10000 * mask (torch_npu's golden formula),
+    p = softmax(s), optional dropout (keep_prob), out = p @ v, cast back to the input dtype.
+The softmax statistics are returned as logsumexp(s) (see fusion_attention.py).
+Masks are boolean, True = masked (not attended), as torch_npu's atten_mask.
+"""
+import torch
+
+from torch_npu.ops._common import check
+
+MASKED = -10000.0
+LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
+
+
+def to_bnsd(t, layout, heads, op, name):
+    """[B, N, S, D] view of t in `layout` (BSH/SBH: `heads` heads of width H / heads)."""
+    if layout in ("BSH", "SBH"):
+        check(t.dim() == 3, op, f"{name} must be 3-D for layout {layout}, got {t.dim()}-D")
+        check(t.shape[-1] % heads == 0, op, f"{name}'s hidden size {t.shape[-1]} is not divisible by {heads} heads")
+        d = t.shape[-1] // heads
+        if layout == "BSH":
+            return t.view(t.shape[0], t.shape[1], heads, d).transpose(1, 2)
+        return t.view(t.shape[0], t.shape[1], heads, d).permute(1, 2, 0, 3)
+    check(t.dim() == 4, op, f"{name} must be 4-D for layout {layout}, got {t.dim()}-D")
+    return t.transpose(1, 2) if layout == "BSND" else t
+
+
+def from_bnsd(t, layout):
+    b, n, s, d = t.shape
+    if layout == "BSH":
+        return t.transpose(1, 2).reshape(b, s, n * d)
+    if layout == "SBH":
+        return t.permute(2, 0, 1, 3).reshape(s, b, n * d)
+    if layout == "BSND":
+        return t.transpose(1, 2).contiguous()
+    return t.contiguous()
+
+
+def expand_kv(k, v, heads, op):
+    """Grouped-query attention: repeat key/value heads to the query's head count."""
+    kv_heads = k.shape[1]
+    check(kv_heads > 0 and heads % kv_heads == 0, op,
+          f"the query's {heads} heads must be a multiple of the key/value heads ({kv_heads})")
+    if kv_heads != heads:
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+    return k, v
+
+
+def band_mask(s1, s2, pre, nxt, device, shift=0):
+    """True where key j is outside [i + shift - pre, i + shift + nxt] for query i."""
+    i = torch.arange(s1, device=device).unsqueeze(1) + shift
+    j = torch.arange(s2, device=device).unsqueeze(0)
+    return (j < i - pre) | (j > i + nxt)
+
+
+def as_bool_mask(mask, op):
+    if mask is None:
+        return None
+    check(mask.dtype in (torch.bool, torch.uint8), op, f"atten_mask must be bool or uint8, got {mask.dtype}")
+    return mask.to(torch.bool)
+
+
+def score_bias(q, *, scale, mask=None, pse=None):
+    """The additive term of the scores: scale * pse + (-10000 where masked), or None."""
+    bias = None
+    if pse is not None:
+        bias = pse.float() * scale
+    if mask is not None:
+        masked = mask.to(torch.float32) * MASKED
+        bias = masked if bias is None else bias + masked
+    return bias
+
+
+def attend(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None):
+    """(out, lse) for q [B, N, S1, D], k/v [B, N, S2, D]; lse = logsumexp of the scores, float32 [B, N, S1, 1].
+    Without dropout this is PyTorch's fused CPU flash-attention kernel (float32 accumulation)."""
+    bias = score_bias(q, scale=scale, mask=mask, pse=pse)
+    if keep_prob >= 1.0 and (bias is None or not bias.requires_grad):
+        attn_mask = None if bias is None else bias.to(q.dtype)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False,
+                                                                              attn_mask=attn_mask, scale=scale)
+        return out, lse.unsqueeze(-1)
+    scores = torch.matmul(q.float(), k.float().transpose(-2, -1)) * scale
+    if bias is not None:
+        scores = scores + bias
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    probs = torch.exp(scores - lse)
+    if keep_prob < 1.0:
+        probs = probs * dropout_mask.to(torch.float32) / keep_prob
+    return torch.matmul(probs, v.float()).to(q.dtype), lse
+
+
+def attend_backward(dout, q, k, v, out, lse, *, scale, mask=None, pse=None):
+    """(dq, dk, dv) of attend without dropout, from its saved output and lse (the fused CPU kernel)."""
+    bias = score_bias(q, scale=scale, mask=mask, pse=pse)
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        dout, q, k, v, out, lse.squeeze(-1), 0.0, False, attn_mask=None if bias is None else bias.to(q.dtype),
+        scale=scale)
+
+
+def dropout_keep_mask(shape, keep_prob, seed, device):
+    """The dropout keep-mask of a (seed, shape): the same seed gives the same mask (forward and backward)."""
+    generator = torch.Generator().manual_seed(int(seed))
+    return (torch.rand(shape, generator=generator) < keep_prob).to(device)
+
+
+def cumulative_to_lengths(cumulative, op, name):
+    check(cumulative is not None and len(cumulative) > 0, op, f"layout TND needs {name} (cumulative lengths)")
+    lengths = [b - a for a, b in zip([0] + list(cumulative[:-1]), cumulative)]
+    check(all(length >= 0 for length in lengths), op, f"{name} must be non-decreasing, got {list(cumulative)}")
+    return lengths

@@ -1,0 +1,199 @@
+"""Inference attention: npu_prompt_flash_attention (prefill), npu_incre_flash_attention (decode, with
+paged KV caches) and npu_fused_infer_attention_score (both, plus the softmax logsumexp).
+
+softmax(scale * q @ k^T + pse_shift, masked) @ v with atten_mask True = masked; layouts BSH, BSND,
+BNSD, BNSD_BSND (input BNSD, output BSND) and TND (FIA); num_key_value_heads < num_heads is
+grouped-query attention. actual_seq_lengths (query rows per batch) and actual_seq_lengths_kv (key
+rows per batch) limit each batch; rows past a batch's query length are zero in the output.
+Paged KV: key/value [blocks, block_size, H] with block_table [B, max_blocks] (block ids per batch).
+Quantised variants (dequant/quant/antiquant scales) are not implemented and raise.
+"""
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.attention_core import attend, band_mask, expand_kv, from_bnsd, to_bnsd
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+_BIG = 2147483647
+
+
+def _split_layout(layout, op):
+    check(layout in ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD", "TND_NTD",
+                     "NTD_TND"), op, f"input_layout {layout!r} is not supported")
+    if "_" in layout:
+        return layout.split("_")
+    return layout, layout
+
+
+def _paged(cache, block_table, block_size, batch, op):
+    check(block_table.dim() == 2 and block_table.shape[0] == batch, op,
+          f"block_table must be [B={batch}, max_blocks], got {tuple(block_table.shape)}")
+    check(cache.dim() >= 3 and cache.shape[1] == block_size, op,
+          f"paged key/value must be [blocks, block_size={block_size}, ...], got {tuple(cache.shape)}")
+    gathered = cache[block_table.long()]  # [B, max_blocks, block_size, ...]
+    return gathered.reshape(batch, -1, *cache.shape[2:])
+
+
+def _no_quant(op, **tensors):
+    for name, t in tensors.items():
+        check(t is None, op, f"{name} (quantised attention) is not implemented in vnpu")
+
+
+def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq_lengths, actual_seq_lengths_kv,
+                     block_table, num_heads, scale, pre_tokens, next_tokens, input_layout, num_key_value_heads,
+                     sparse_mode, block_size):
+    in_layout, out_layout = _split_layout(input_layout, op)
+    check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
+    kv_heads = num_key_value_heads or num_heads
+    check(num_heads % kv_heads == 0, op, f"num_key_value_heads={kv_heads} must divide num_heads={num_heads}")
+    if in_layout == "TND":
+        return _infer_tnd(op, query, key, value, atten_mask, actual_seq_lengths, actual_seq_lengths_kv, num_heads,
+                          kv_heads, scale, sparse_mode, out_layout)
+    q = to_bnsd(query, in_layout, num_heads, op, "query")
+    batch = q.shape[0]
+    if block_table is not None:
+        key = _paged(key, block_table, block_size, batch, op)
+        value = _paged(value, block_table, block_size, batch, op)
+        k_layout = "BSH" if key.dim() == 3 else "BSND"
+    else:
+        k_layout = in_layout
+    k = to_bnsd(key, k_layout, kv_heads, op, "key")
+    v = to_bnsd(value, k_layout, kv_heads, op, "value")
+    check(k.shape[1] == kv_heads, op, f"key has {k.shape[1]} heads, expected num_key_value_heads={kv_heads}")
+    k, v = expand_kv(k, v, num_heads, op)
+    s1, s2 = q.shape[2], k.shape[2]
+    mask = None
+    if atten_mask is not None:
+        mask = atten_mask.to(torch.bool)
+        mask = mask.view(mask.shape[0], 1, *mask.shape[1:]) if mask.dim() == 3 else mask
+        mask = mask[..., :s1, :s2]
+    if sparse_mode in (2, 3):
+        causal = band_mask(s1, s2, _BIG, 0, q.device, shift=0 if sparse_mode == 2 else s2 - s1)
+        mask = causal if mask is None else mask | causal
+    elif mask is not None and (pre_tokens < _BIG or next_tokens < _BIG) and sparse_mode in (0, 4):
+        mask = mask | band_mask(s1, s2, pre_tokens, next_tokens, q.device, shift=s2 - s1)
+    if actual_seq_lengths_kv is not None:
+        kv_len = torch.tensor(list(actual_seq_lengths_kv), device=q.device).view(-1, 1, 1, 1)
+        beyond = torch.arange(s2, device=q.device).view(1, 1, 1, s2) >= kv_len
+        mask = beyond if mask is None else mask | beyond
+    out, lse = attend(q, k, v, scale=scale, mask=mask, pse=pse_shift)
+    if actual_seq_lengths is not None:
+        q_len = torch.tensor(list(actual_seq_lengths), device=q.device).view(-1, 1, 1, 1)
+        out = out.masked_fill(torch.arange(s1, device=q.device).view(1, 1, s1, 1) >= q_len, 0)
+    if out_layout == "NBSD":
+        return out.transpose(0, 1).contiguous(), lse
+    return from_bnsd(out, out_layout), lse
+
+
+def _infer_tnd(op, query, key, value, atten_mask, q_cum, kv_cum, num_heads, kv_heads, scale, sparse_mode,
+               out_layout):
+    check(q_cum is not None and kv_cum is not None, op, "layout TND needs actual_seq_lengths and actual_seq_lengths_kv")
+    outs, lses = [], []
+    q0 = k0 = 0
+    for qe, ke in zip(q_cum, kv_cum):
+        q = query[q0:qe].transpose(0, 1).unsqueeze(0)
+        k, v = (t[k0:ke].transpose(0, 1).unsqueeze(0) for t in (key, value))
+        k, v = expand_kv(k, v, num_heads, op)
+        s1, s2 = q.shape[2], k.shape[2]
+        mask = band_mask(s1, s2, _BIG, 0, q.device, shift=s2 - s1) if sparse_mode == 3 else None
+        out, lse = attend(q, k, v, scale=scale, mask=mask)
+        outs.append(out[0].transpose(0, 1))
+        lses.append(lse[0].transpose(0, 1))
+        q0, k0 = qe, ke
+    out, lse = torch.cat(outs), torch.cat(lses)
+    return (out.transpose(0, 1).contiguous() if out_layout == "NTD" else out), lse
+
+
+def npu_prompt_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
+                               actual_seq_lengths=None, deq_scale1=None, quant_scale1=None, deq_scale2=None,
+                               quant_scale2=None, quant_offset2=None, num_heads=1, scale_value=1.0,
+                               pre_tokens=_BIG, next_tokens=0, input_layout="BSH", num_key_value_heads=0,
+                               actual_seq_lengths_kv=None, sparse_mode=0):
+    op = "npu_prompt_flash_attention"
+    _no_quant(op, deq_scale1=deq_scale1, quant_scale1=quant_scale1, deq_scale2=deq_scale2, quant_scale2=quant_scale2)
+    out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
+                              actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
+                              block_table=None, num_heads=num_heads, scale=scale_value, pre_tokens=pre_tokens,
+                              next_tokens=next_tokens, input_layout=input_layout,
+                              num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode, block_size=0)
+    return out
+
+
+npu_op("npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
+       "Tensor? atten_mask=None, Tensor? pse_shift=None, int[]? actual_seq_lengths=None, Tensor? deq_scale1=None, "
+       "Tensor? quant_scale1=None, Tensor? deq_scale2=None, Tensor? quant_scale2=None, Tensor? quant_offset2=None, "
+       "int num_heads=1, float scale_value=1.0, int pre_tokens=2147483647, int next_tokens=0, str input_layout=\"BSH\", "
+       "int num_key_value_heads=0, int[]? actual_seq_lengths_kv=None, int sparse_mode=0) -> Tensor",
+       )(npu_prompt_flash_attention)
+
+
+def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
+                              actual_seq_lengths=None, antiquant_scale=None, antiquant_offset=None, block_table=None,
+                              dequant_scale1=None, quant_scale1=None, dequant_scale2=None, quant_scale2=None,
+                              quant_offset2=None, kv_padding_size=None, num_heads=1, scale_value=1.0,
+                              input_layout="BSH", num_key_value_heads=0, block_size=0, inner_precise=1):
+    """Decode attention: one query token per batch; actual_seq_lengths are the valid KV lengths."""
+    op = "npu_incre_flash_attention"
+    _no_quant(op, antiquant_scale=antiquant_scale, dequant_scale1=dequant_scale1, quant_scale2=quant_scale2)
+    out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
+                              actual_seq_lengths=None, actual_seq_lengths_kv=actual_seq_lengths,
+                              block_table=block_table, num_heads=num_heads, scale=scale_value, pre_tokens=_BIG,
+                              next_tokens=_BIG, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
+                              sparse_mode=0, block_size=block_size)
+    return out
+
+
+npu_op("npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
+       "Tensor? atten_mask=None, Tensor? pse_shift=None, SymInt[]? actual_seq_lengths=None, "
+       "Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, Tensor? block_table=None, "
+       "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+       "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? kv_padding_size=None, int num_heads=1, "
+       "float scale_value=1.0, str input_layout=\"BSH\", int num_key_value_heads=0, int block_size=0, "
+       "int inner_precise=1) -> Tensor", fake=lambda query, key, value, **kw: torch.empty_like(query))(
+    npu_incre_flash_attention)
+
+
+def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
+                                    actual_seq_lengths_kv=None, dequant_scale1=None, quant_scale1=None,
+                                    dequant_scale2=None, quant_scale2=None, quant_offset2=None, antiquant_scale=None,
+                                    antiquant_offset=None, key_antiquant_scale=None, key_antiquant_offset=None,
+                                    value_antiquant_scale=None, value_antiquant_offset=None, block_table=None,
+                                    query_padding_size=None, kv_padding_size=None, key_shared_prefix=None,
+                                    value_shared_prefix=None, actual_shared_prefix_len=None, query_rope=None,
+                                    key_rope=None, key_rope_antiquant_scale=None, num_heads=1, scale=1.0,
+                                    pre_tokens=_BIG, next_tokens=_BIG, input_layout="BSH", num_key_value_heads=0,
+                                    sparse_mode=0, inner_precise=0, block_size=0, antiquant_mode=0,
+                                    key_antiquant_mode=0, value_antiquant_mode=0, softmax_lse_flag=False):
+    """Prefill (query length > 1) or decode attention in one operator; returns (attention_out,
+    softmax_lse), softmax_lse float32 [B, N, S1, 1] (TND: [T, N, 1]) when softmax_lse_flag, else empty.
+    query_rope/key_rope (MLA): their dot products are added to the scores."""
+    op = "npu_fused_infer_attention_score"
+    _no_quant(op, dequant_scale1=dequant_scale1, quant_scale2=quant_scale2, antiquant_scale=antiquant_scale,
+              key_antiquant_scale=key_antiquant_scale, key_shared_prefix=key_shared_prefix)
+    if query_rope is not None:
+        check(key_rope is not None, op, "query_rope needs key_rope")
+        query, key = torch.cat([query, query_rope], -1), torch.cat([key, key_rope], -1)
+    out, lse = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
+                                actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
+                                block_table=block_table, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens,
+                                next_tokens=next_tokens, input_layout=input_layout,
+                                num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
+                                block_size=block_size)
+    return out, (lse if softmax_lse_flag else out.new_empty(0, dtype=torch.float32))
+
+
+npu_op("npu_fused_infer_attention_score(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, "
+       "Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, "
+       "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+       "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? antiquant_scale=None, "
+       "Tensor? antiquant_offset=None, Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
+       "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, Tensor? block_table=None, "
+       "Tensor? query_padding_size=None, Tensor? kv_padding_size=None, Tensor? key_shared_prefix=None, "
+       "Tensor? value_shared_prefix=None, SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, "
+       "Tensor? key_rope=None, Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
+       "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", int num_key_value_heads=0, "
+       "int sparse_mode=0, int inner_precise=0, int block_size=0, int antiquant_mode=0, int key_antiquant_mode=0, "
+       "int value_antiquant_mode=0, bool softmax_lse_flag=False) -> (Tensor, Tensor)",
+       )(npu_fused_infer_attention_score)
