@@ -128,7 +128,7 @@ def test_fusion_attention_tnd_varlen_causal():
         return torch_npu.npu_fusion_attention(q, k, v, N, "TND", scale=0.5, sparse_mode=3, actual_seq_qlen=cum,
                                               actual_seq_kvlen=cum)[0]
 
-    check_op(op, (q, k, v), ref, grad=(0, 1, 2), compile=False)
+    check_op(op, (q, k, v), ref, grad=(0, 1, 2))
 
 
 def test_fusion_attention_dropout_is_reproducible_from_seed():
@@ -241,3 +241,25 @@ def test_fusion_attention_fake_and_compile():
         fq, fk, fv = (mode.from_tensor(t) for t in (q, k, v))
         out, smax, ssum, soft, *_ = torch_npu.npu_fusion_attention(fq, fk, fv, N, "BSH", scale=0.2)
     assert out.shape == q.shape and smax.shape == (B, N, S, 8) and smax.dtype == torch.float32 and soft.numel() == 0
+
+
+def test_incre_and_fused_infer_attention_fake_and_compile():
+    g = torch.Generator().manual_seed(13)
+    q = torch.randn(B, 1, N * D, generator=g)
+    k, v = torch.randn(B, 8, N * D, generator=g), torch.randn(B, 8, N * D, generator=g)
+
+    def ifa_ref(q, k, v):
+        return to_layout(ref_attention(from_layout(q, "BSH"), from_layout(k, "BSH"), from_layout(v, "BSH"), 0.4)[0],
+                         "BSH")
+
+    check_op(lambda q, k, v: torch_npu.npu_incre_flash_attention(q, k, v, num_heads=N, scale_value=0.4), (q, k, v),
+             ifa_ref)
+    qb, kb, vb = qkv(14)
+
+    def fia_ref(q, k, v):
+        out, lse = ref_attention(q, k, v, 0.5)
+        return out, lse
+
+    check_op(lambda q, k, v: torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N, scale=0.5,
+                                                                        input_layout="BNSD", softmax_lse_flag=True),
+             (qb, kb, vb), fia_ref)

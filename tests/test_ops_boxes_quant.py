@@ -121,7 +121,7 @@ def test_npu_batch_nms():
                    lambda b, s, st, it, pc, tt: (
                        torch.tensor([[[0, 0, 10, 10.], [20, 20, 30, 30.], [1, 1, 11, 11.], [0, 0, 0, 0.]]]),
                        torch.tensor([[0.9, 0.7, 0.6, 0.0]]), torch.tensor([[0.0, 0.0, 1.0, 0.0]]),
-                       torch.tensor([3], dtype=torch.int32)), compile=False)
+                       torch.tensor([3], dtype=torch.int32)))
     assert out[3].dtype == torch.int32
 
 
@@ -264,3 +264,61 @@ def test_npu_grouped_matmul_list_and_group_list_forms():
                                torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]]))
     with pytest.raises(RuntimeError, match="do not chain"):
         torch_npu.npu_grouped_matmul([torch.randn(2, 3, device="npu")], [torch.randn(4, 2, device="npu")])
+
+
+def test_box_operators_fake_and_compile():
+    feat = torch.randn(1, 3, 8, 8)
+    rois = torch.tensor([[0, 1.0, 1.0, 6.0, 5.0], [0, 0.0, 2.0, 7.0, 7.0]])
+    from torch_npu.ops.boxes import roi_align_reference
+
+    check_op(lambda f, r: torch_npu.npu_roi_align(f, r, 0.5, 2, 3, 2, 0), (feat, rois),
+             lambda f, r: roi_align_reference(f, r, (2, 3), 0.5, 2, aligned=False))
+    anchors, deltas = rand_boxes(5, 7), torch.randn(5, 4) * 0.1
+
+    def dec_ref(a, d):
+        px, py = (a[:, 0] + a[:, 2]) / 2, (a[:, 1] + a[:, 3]) / 2
+        pw, ph = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+        gx, gy = px + pw * d[:, 0], py + ph * d[:, 1]
+        gw, gh = pw * d[:, 2].exp(), ph * d[:, 3].exp()
+        return torch.stack([gx - gw / 2, gy - gh / 2, gx + gw / 2, gy + gh / 2], 1).clamp(0, 100)
+
+    check_op(lambda a, d: torch_npu.npu_bounding_box_decode(a, d, 0, 0, 0, 0, 1, 1, 1, 1, [100], 16 / 1000),
+             (anchors, deltas), dec_ref, atol=1e-5, rtol=1e-5)
+    data = torch.tensor([[0, 0, 10, 10, 0.6], [1, 1, 11, 11, 0.9], [20, 20, 30, 30, 0.7]])
+    check_op(lambda d: torch_npu.npu_nms_with_mask(d, 0.5), (data,),
+             lambda d: (d[[1, 2, 0]], torch.tensor([1, 2, 0], dtype=torch.int32),
+                        torch.tensor([1, 1, 0], dtype=torch.uint8)))
+
+
+@pytest.mark.parametrize("amsgrad,maximize", [(False, False), (True, False), (False, True)])
+def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
+    g = torch.Generator().manual_seed(3)
+    p0 = torch.randn(10, generator=g)
+    grads = [torch.randn(10, generator=g) for _ in range(3)]
+    ref = torch.nn.Parameter(p0.clone())
+    opt = torch.optim.AdamW([ref], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01, amsgrad=amsgrad,
+                            maximize=maximize)
+    var, m, v, max_norm = p0.clone().npu(), torch.zeros(10, device="npu"), torch.zeros(10, device="npu"), \
+        torch.zeros(10, device="npu")
+    for t, grad in enumerate(grads, 1):
+        ref.grad = grad.clone()
+        opt.step()
+        torch_npu.npu_apply_adam_w(0.9 ** t, 0.99 ** t, 0.1, 0.01, 0.9, 0.99, 1e-8, grad.npu(), max_norm, amsgrad,
+                                   maximize, var=var, m=m, v=v)
+    torch.testing.assert_close(var.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
+    # functional form: one step from zero state
+    nv, nm, nvv = torch_npu.npu_apply_adam_w(0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, grads[0].npu(), None, False, False)
+    torch.testing.assert_close(nv.cpu(), -0.1 * grads[0].sign() * (1 / (1 + 1e-8 / grads[0].abs())), atol=1e-6,
+                               rtol=1e-5)
+
+
+def test_npu_fused_attention_score():
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(2, 3, 5, 4, generator=g) for _ in range(3))
+    mask = torch.randn(2, 1, 5, 5, generator=g)
+
+    def ref(q, k, v, mask, scale, keep_prob):
+        ctx = torch.softmax(q @ k.transpose(-1, -2) * scale + mask, -1) @ v
+        return ctx.permute(0, 2, 1, 3).reshape(10, 12)
+
+    check_op(torch_npu.npu_fused_attention_score, (q, k, v, mask, 0.5, 1.0), ref, atol=1e-5, rtol=1e-5)

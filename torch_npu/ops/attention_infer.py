@@ -197,3 +197,29 @@ npu_op("npu_fused_infer_attention_score(Tensor query, Tensor key, Tensor value, 
        "int sparse_mode=0, int inner_precise=0, int block_size=0, int antiquant_mode=0, int key_antiquant_mode=0, "
        "int value_antiquant_mode=0, bool softmax_lse_flag=False) -> (Tensor, Tensor)",
        )(npu_fused_infer_attention_score)
+
+
+def npu_fused_attention_score(query_layer, key_layer, value_layer, attention_mask, scale, keep_prob,
+                              query_transpose=False, key_transpose=False, bmm_score_transpose_a=False,
+                              bmm_score_transpose_b=False, value_transpose=False, dx_transpose=False):
+    """BERT's fused attention block: q/k/v [B, N, S, D]; softmax(q @ k^T * scale + attention_mask)
+    (an additive mask), dropout keeping keep_prob, @ v, heads merged: [B * S, N * D]. key_transpose:
+    key_layer is given as [B, N, D, S]."""
+    op = "npu_fused_attention_score"
+    check(query_layer.dim() == 4, op, f"query_layer must be [B, N, S, D], got {tuple(query_layer.shape)}")
+    check(0.0 < keep_prob <= 1.0, op, f"keep_prob must be in (0, 1], got {keep_prob}")
+    key = key_layer.transpose(-1, -2) if key_transpose else key_layer
+    scores = torch.matmul(query_layer.float(), key.float().transpose(-1, -2)) * float(scale)
+    probs = torch.softmax(scores + attention_mask.float(), -1)
+    if keep_prob < 1.0:
+        keep = torch.rand_like(probs) < keep_prob
+        probs = probs * keep / keep_prob
+    context = torch.matmul(probs, value_layer.float()).to(query_layer.dtype)
+    b, n, s, d = context.shape
+    return context.permute(0, 2, 1, 3).reshape(b * s, n * d)
+
+
+npu_op("npu_fused_attention_score(Tensor query_layer, Tensor key_layer, Tensor value_layer, Tensor attention_mask, "
+       "Scalar scale, float keep_prob, bool query_transpose=False, bool key_transpose=False, "
+       "bool bmm_score_transpose_a=False, bool bmm_score_transpose_b=False, bool value_transpose=False, "
+       "bool dx_transpose=False) -> Tensor")(npu_fused_attention_score)
