@@ -6,31 +6,9 @@ zeros. Like the NPU kernel, it computes in float16. The last score column is the
 """
 import torch
 
+from torch_npu.ops.boxes import greedy_nms as _greedy_nms
+
 __all__ = ["npu_multiclass_nms", "npu_batched_multiclass_nms"]
-
-
-def _iou(box, boxes):
-    x1 = torch.maximum(box[0], boxes[:, 0])
-    y1 = torch.maximum(box[1], boxes[:, 1])
-    x2 = torch.minimum(box[2], boxes[:, 2])
-    y2 = torch.minimum(box[3], boxes[:, 3])
-    inter = (x2 - x1).clamp(min=0) * (y2 - y1).clamp(min=0)
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    return inter / (area + areas - inter).clamp(min=1e-12)
-
-
-def _greedy_nms(boxes, scores, iou_thr):
-    order = torch.argsort(scores, descending=True, stable=True)
-    keep = []
-    while order.numel():
-        i = order[0]
-        keep.append(int(i))
-        if order.numel() == 1:
-            break
-        ious = _iou(boxes[i].float(), boxes[order[1:]].float())
-        order = order[1:][ious <= iou_thr]
-    return torch.tensor(keep, dtype=torch.long, device=boxes.device)
 
 
 def _nms_one_image(bboxes, scores, score_thr, nms_thr, max_num):
