@@ -113,3 +113,61 @@ def test_token_permute_and_unpermute():
     torch.testing.assert_close(back.cpu(), tokens * 2)
     truncated, _ = torch_npu.npu_moe_token_permute(tokens.npu(), indices.npu(), num_out_tokens=5)
     assert truncated.shape == (5, 3)
+
+
+def test_gating_top_k_gradient_matches_composition():
+    g = torch.Generator().manual_seed(2)
+    x, bias = torch.randn(3, 8, generator=g), torch.randn(8, generator=g) * 0.1
+
+    def ref(x, k, bias, group_count, k_group, norm_type):
+        s = torch.sigmoid(x)
+        sb = s + bias
+        groups = sb.detach().view(3, group_count, -1).max(-1).values
+        keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, groups.topk(k_group, -1).indices, True)
+        masked = sb.detach().masked_fill(~keep.repeat_interleave(8 // group_count, 1), float("-inf"))
+        idx = masked.topk(k, -1).indices
+        w = s.gather(1, idx)
+        return w / (w.sum(-1, keepdim=True) + 1e-20), idx.to(torch.int32), s.new_empty(0)
+
+    check_op(torch_npu.npu_moe_gating_top_k, (x, 2), ref,
+             kwargs={"bias": bias, "group_count": 4, "k_group": 2, "norm_type": 1}, grad=(0,), compile=False)
+
+
+@pytest.mark.parametrize("row_idx_type", [0, 1])
+def test_init_routing_v2(row_idx_type):
+    n, k, h = 5, 2, 3
+    x = torch.randn(n, h)
+    expert_idx = torch.tensor([[0, 2], [1, 2], [3, 0], [2, 1], [0, 3]], dtype=torch.int32)
+    scale = torch.rand(n)
+    out_x, row_idx, tokens, out_scale = torch_npu.npu_moe_init_routing_v2(
+        x.npu(), expert_idx.npu(), scale=scale.npu(), active_expert_range=[1, 3], expert_num=4,
+        expert_tokens_num_flag=True, expert_tokens_num_type=1, row_idx_type=row_idx_type)
+    flat = expert_idx.view(-1).tolist()
+    routes = sorted((r for r in range(n * k) if 1 <= flat[r] < 3), key=lambda r: (flat[r], r))
+    torch.testing.assert_close(out_x.cpu(), torch.stack([x[r // k] for r in routes]))
+    torch.testing.assert_close(out_scale.cpu(), torch.stack([scale[r // k] for r in routes]))
+    assert tokens.cpu().tolist() == [sum(1 for r in routes if flat[r] == e) for e in (1, 2)]
+    if row_idx_type == 1:
+        assert row_idx.cpu().tolist() == routes
+    else:
+        expected = [-1] * (n * k)
+        for pos, r in enumerate(routes):
+            expected[r] = pos
+        assert row_idx.cpu().tolist() == expected
+    cum = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True, active_num=6)[2]
+    assert cum.cpu().tolist() == [3, 5, 6, 6]  # the first 6 sorted routes: experts 0, 0, 0, 1, 1, 2
+    with pytest.raises(RuntimeError, match="drop_pad_mode=1"):
+        torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), drop_pad_mode=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_moe_and_box_operators_in_low_precision(dtype):
+    x = torch.randn(6, 8)
+    y, idx, _ = torch_npu.npu_moe_gating_top_k_softmax(x.to(dtype).npu(), k=2)
+    want_y, want_idx = torch.softmax(x.to(dtype).float(), -1).topk(2, -1)
+    assert y.dtype == dtype and torch.equal(idx.cpu().long(), want_idx)
+    torch.testing.assert_close(y.cpu().float(), want_y.to(dtype).float())
+    boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5.]])
+    iou = torch_npu.npu_iou(boxes.to(dtype).npu(), boxes.to(dtype).npu())
+    assert iou.dtype == dtype
+    torch.testing.assert_close(iou.cpu().float(), torch.tensor([[1.0, 9 / 23], [9 / 23, 1.0]]), atol=2e-2, rtol=2e-2)

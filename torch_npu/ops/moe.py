@@ -26,9 +26,6 @@ def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     return y.to(x.dtype), idx, row_idx
 
 
-@npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
-        "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
-        "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)")
 def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_group=1, group_count=1,
                          group_select_mode=0, renorm=0, norm_type=0, out_flag=False, routed_scaling_factor=1.0,
                          eps=1e-20):
@@ -58,6 +55,43 @@ def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_gro
     weights = weights * routed_scaling_factor
     out = scores if out_flag else scores.new_empty(0)
     return weights.to(x.dtype), idx.to(torch.int32), out
+
+
+npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
+       "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
+       "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)")(
+    npu_moe_gating_top_k)
+
+
+class _GatingTopKBackward(torch.autograd.Function):
+    """torch_npu differentiates npu_moe_gating_top_k with respect to x (its bias is a kwarg-only tensor,
+    which torch.library.register_autograd cannot take, so the Autograd kernel is written out)."""
+
+    @staticmethod
+    def forward(ctx, x, k, kwargs):
+        with torch._C._AutoDispatchBelowAutograd():
+            weights, idx, out = torch.ops.npu.npu_moe_gating_top_k.default(x, k, **kwargs)
+        ctx.save_for_backward(x)
+        ctx.k, ctx.kwargs = k, kwargs
+        ctx.mark_non_differentiable(idx)
+        return weights, idx, out
+
+    @staticmethod
+    def backward(ctx, grad_weights, grad_idx, grad_out):
+        (x,) = ctx.saved_tensors
+        leaf = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            weights, _, out = npu_moe_gating_top_k(leaf, ctx.k, **ctx.kwargs)
+            pairs = [(t, g) for t, g in ((weights, grad_weights), (out, grad_out)) if g is not None and t.numel()]
+            (grad_x,) = torch.autograd.grad([t for t, _ in pairs], [leaf], [g for _, g in pairs])
+        return grad_x, None, None
+
+
+def _gating_top_k_autograd(x, k, **kwargs):
+    return _GatingTopKBackward.apply(x, k, kwargs)
+
+
+torch.library.impl("npu::npu_moe_gating_top_k", "Autograd")(_gating_top_k_autograd)
 
 
 @npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
@@ -144,3 +178,54 @@ def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_
     if probs is not None:
         unpermuted = unpermuted * probs.unsqueeze(-1).to(unpermuted.dtype)
     return unpermuted.sum(1)
+
+
+@npu_op("npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
+        "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
+        "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "
+        "int[2] active_expert_range=[], int row_idx_type=0, int? x_dtype=None) -> (Tensor, Tensor, Tensor, Tensor)",
+        fake=None)
+def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_num=-1, expert_capacity=-1,
+                            expert_num=-1, drop_pad_mode=0, expert_tokens_num_type=0, expert_tokens_num_flag=False,
+                            quant_mode=-1, active_expert_range=(), row_idx_type=0, x_dtype=None):
+    """Dropless routing (drop_pad_mode 0) of x [N, H] by expert_idx [N, k]: routes whose expert lies in
+    active_expert_range [start, end) (default: all experts), stably sorted by expert, at most
+    active_num of them (-1: all). Returns (expanded_x [R, H], expanded_row_idx int32,
+    expert_tokens (int64: per-expert counts (type 1), cumulative counts (type 0) or [expert, count]
+    pairs (type 2) when expert_tokens_num_flag, else empty), expanded_scale (scale of each row's token,
+    float32, or empty)). expanded_row_idx: row_idx_type 0 gives each route's position in the sorted
+    order (-1 if dropped, the v1 form), 1 the source route of each position."""
+    op = "npu_moe_init_routing_v2"
+    check(drop_pad_mode == 0, op, f"drop_pad_mode={drop_pad_mode}: only 0 (dropless) is implemented")
+    check(quant_mode == -1, op, f"quant_mode={quant_mode}: quantised routing is not implemented")
+    check(x.dim() == 2 and expert_idx.dim() == 2 and expert_idx.shape[0] == x.shape[0], op,
+          f"x [N, H] and expert_idx [N, k] expected, got {tuple(x.shape)} and {tuple(expert_idx.shape)}")
+    check(expert_tokens_num_type in (0, 1, 2), op, f"expert_tokens_num_type must be 0, 1 or 2, got {expert_tokens_num_type}")
+    n, k = expert_idx.shape
+    experts = expert_num if expert_num > 0 else int(expert_idx.max()) + 1
+    start, end = (active_expert_range[0], active_expert_range[1]) if len(active_expert_range) == 2 else (0, experts)
+    flat = expert_idx.reshape(-1).long()
+    in_range = (flat >= start) & (flat < end)
+    order = torch.argsort(torch.where(in_range, flat, torch.full_like(flat, end)), stable=True)
+    kept = int(in_range.sum())
+    if active_num >= 0:
+        kept = min(kept, active_num)
+    order = order[:kept]
+    expanded_x = x[order // k]
+    if row_idx_type == 0:
+        expanded_row_idx = torch.full((n * k,), -1, dtype=torch.int32, device=x.device)
+        expanded_row_idx[order] = torch.arange(kept, dtype=torch.int32, device=x.device)
+    else:
+        expanded_row_idx = order.to(torch.int32)
+    if expert_tokens_num_flag:
+        counts = torch.bincount(flat[order] - start, minlength=end - start)
+        if expert_tokens_num_type == 0:
+            tokens = counts.cumsum(0)
+        elif expert_tokens_num_type == 1:
+            tokens = counts
+        else:
+            tokens = torch.stack([torch.arange(start, end, device=x.device), counts], 1)
+    else:
+        tokens = x.new_empty(0, dtype=torch.int64)
+    expanded_scale = scale.float()[order // k] if scale is not None else x.new_empty(0, dtype=torch.float32)
+    return expanded_x, expanded_row_idx, tokens.to(torch.int64), expanded_scale

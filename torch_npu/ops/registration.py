@@ -87,10 +87,27 @@ def _deprecated_torch_alias(name):
     return deprecated
 
 
+def _schema_signature(op):
+    """An inspect.Signature of an operator's schema (positional, then keyword-only arguments)."""
+    import inspect
+
+    params = []
+    for arg in op._schema.arguments:
+        kind = inspect.Parameter.KEYWORD_ONLY if arg.kwarg_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = arg.default_value if arg.has_default_value() else inspect.Parameter.empty
+        params.append(inspect.Parameter(arg.name, kind, default=default))
+    return inspect.Signature(params)
+
+
 def _export(name):
     import torch_npu
 
-    setattr(torch_npu, name, getattr(torch.ops.npu, name))
+    packet = getattr(torch.ops.npu, name)
+    try:
+        packet.__signature__ = _schema_signature(packet.default)
+    except (AttributeError, TypeError):
+        pass
+    setattr(torch_npu, name, packet)
     if not hasattr(torch, name):
         setattr(torch, name, _deprecated_torch_alias(name))
 
