@@ -184,3 +184,11 @@ def test_bad_dump_config_is_refused(tmp_path):
     bad.write_text(json.dumps({"dump": {"dump_path": "x", "dump_mode": "weights"}}))
     with pytest.raises(ValueError, match="dump_mode"):
         torch.npu.set_dump(str(bad))
+
+
+@pytest.mark.parametrize("call", [lambda: torch.npu.get_device_limit(99), lambda: torch.npu.set_device_limit(99, 4, 4),
+                                  lambda: torch.npu.stop_device(99), lambda: torch.npu.check_uce_in_memory(99)])
+def test_device_apis_refuse_devices_that_do_not_exist(call):
+    with pytest.raises(RuntimeError, match=r"^Invalid device npu:99: this machine has 8 NPU devices \(npu:0 to npu:7\); "
+                                           r"set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that"):
+        call()

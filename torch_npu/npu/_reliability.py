@@ -18,22 +18,19 @@ def stress_detect(detect_type="aic"):
 
 def check_uce_in_memory(device_id):
     """Kind of uncorrectable memory error found on the device: 0 = none (vnpu memory is host RAM)."""
-    torch_npu.npu._lazy_init()
-    _C._check_device(torch_npu.npu.utils._get_device_index(device_id, optional=True))
+    torch_npu.npu.utils._valid_index(device_id)
     return 0
 
 
 def stop_device(device_id):
     """Stop a device: every operation on it raises until restart_device(). Returns 0 on success."""
-    torch_npu.npu._lazy_init()
-    _C._set_device_stopped(torch_npu.npu.utils._get_device_index(device_id, optional=True), True)
+    _C._set_device_stopped(torch_npu.npu.utils._valid_index(device_id), True)
     return 0
 
 
 def restart_device(device_id: int, rebuild_all_resources: bool = False, disable_tensor_unsafe_check: bool = False):
     """Restart a stopped device (its tensors stay valid: vnpu memory survives a restart)."""
-    torch_npu.npu._lazy_init()
-    _C._set_device_stopped(torch_npu.npu.utils._get_device_index(device_id, optional=True), False)
+    _C._set_device_stopped(torch_npu.npu.utils._valid_index(device_id), False)
 
 
 def set_op_timeout_ms(timeout):

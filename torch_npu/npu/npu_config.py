@@ -152,8 +152,7 @@ def set_device_limit(*args, **kwargs):
     unknown = set(values) - set(names)
     if unknown or "device" not in values:
         raise TypeError("set_device_limit(device, cube_num=-1, vector_num=-1)" + pta_error(ErrCode.PARAM))
-    torch_npu.npu._lazy_init()
-    index = torch_npu.npu.utils._get_device_index(values["device"], optional=True)
+    index = torch_npu.npu.utils._valid_index(values["device"])
     if index in _device_limits:
         raise RuntimeError(f"set_device_limit can only be called once for npu:{index}" + pta_error(ErrCode.PARAM))
     cube_max, vector_max = _core_counts()
@@ -166,8 +165,7 @@ def set_device_limit(*args, **kwargs):
 
 
 def get_device_limit(device):
-    torch_npu.npu._lazy_init()
-    index = torch_npu.npu.utils._get_device_index(device, optional=True)
+    index = torch_npu.npu.utils._valid_index(device)
     cube, vector = _device_limits.get(index, _core_counts())
     return {"cube_core_num": cube, "vector_core_num": vector}
 

@@ -76,13 +76,19 @@ class device_of(device):
         super().__init__(idx)
 
 
+def _valid_index(device: _device_t) -> int:
+    """The index of an existing device (initialising the NPU); raises "Invalid device npu:N: ..."."""
+    torch_npu.npu._lazy_init()
+    index = _get_device_index(device, optional=True)
+    _C._check_device(index)
+    return index
+
+
 def synchronize(device: _device_t = None) -> None:
     """Wait for all work on an NPU. Operators complete when they return, so this only validates
     the device (and initialises it)."""
-    torch_npu.npu._lazy_init()
     refuse_during_capture("torch.npu.synchronize()")
-    index = _get_device_index(device, optional=True)
-    _C._check_device(index)
+    _valid_index(device)
 
 
 def _checked_index(device: _device_t) -> int:

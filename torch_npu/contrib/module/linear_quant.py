@@ -2,7 +2,6 @@
 import torch
 from torch import nn
 
-from torch_npu.contrib.module._quant_math import quant_matmul
 
 __all__ = ["LinearQuant"]
 
@@ -28,5 +27,7 @@ class LinearQuant(nn.Module):
         pertoken = None
         if self.pertoken_scale is not None:
             pertoken = self.pertoken_scale[: linear_quant_input.shape[-2]]
-        return quant_matmul(linear_quant_input, self.weight.t(), self.scale, self.offset, pertoken, self.bias,
-                            self.output_dtype)
+        import torch_npu
+
+        return torch_npu.npu_quant_matmul(linear_quant_input, self.weight.t(), self.scale, offset=self.offset,
+                                          pertoken_scale=pertoken, bias=self.bias, output_dtype=self.output_dtype)

@@ -3,8 +3,6 @@
 import torch
 from torch import nn
 
-from torch_npu.contrib.module._quant_math import requantize
-
 __all__ = ["LinearWeightQuant"]
 
 
@@ -34,24 +32,9 @@ class LinearWeightQuant(nn.Module):
             if quant_offset else None
         self.bias = nn.Parameter(torch.empty(out_features, dtype=dtype, device=device), False) if bias else None
 
-    def _dequantised_weight(self, dtype):
-        w = self.weight.t().to(dtype)  # [in, out]
-        scale, offset = self.antiquant_scale, self.antiquant_offset
-        if self.antiquant_group_size > 0:
-            scale = scale.repeat_interleave(self.antiquant_group_size, dim=0)[: self.in_features]
-            offset = None if offset is None else \
-                offset.repeat_interleave(self.antiquant_group_size, dim=0)[: self.in_features]
-        if offset is not None:
-            w = w + offset.to(dtype)
-        return w * scale.to(dtype)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.matmul(x, self._dequantised_weight(x.dtype))
-        if self.bias is not None:
-            y = y + self.bias.to(x.dtype)
-        if self.quant_scale is not None:
-            q = y.float() * self.quant_scale
-            if self.quant_offset is not None:
-                q = q + self.quant_offset
-            return requantize(q, torch.int8)
-        return y
+        import torch_npu
+
+        return torch_npu.npu_weight_quant_batchmatmul(x, self.weight.t(), self.antiquant_scale, self.antiquant_offset,
+                                                      self.quant_scale, self.quant_offset, self.bias,
+                                                      self.antiquant_group_size, self.inner_precise)

@@ -6,6 +6,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
+from torch_npu.ops.quant import requantize
+
 __all__ = ["QuantConv2d"]
 
 
@@ -41,5 +43,5 @@ class QuantConv2d(nn.Module):
             value = value + self.offset.view(1, -1, 1, 1)
         out_dtype = self.output_dtype if isinstance(self.output_dtype, torch.dtype) else torch.float16
         if out_dtype == torch.int8:
-            return torch.round(value).clamp(-128, 127).to(torch.int8)
+            return requantize(value, torch.int8)
         return value.to(out_dtype)
