@@ -240,3 +240,13 @@ def test_torch_npu_top_level_exports():
         assert hasattr(torch_npu, name)
     with pytest.raises(AttributeError):
         torch_npu.not_a_name
+
+
+def test_subpackages_are_reachable_after_import_torch_npu():
+    out = run_python("""
+        import torch_npu
+        print(torch_npu.optim.NpuFusedAdam.__name__, torch_npu.contrib.amp.initialize.__name__,
+              torch_npu.utils.collect_env.get_env_info.__name__, torch_npu.testing.__name__,
+              hasattr(torch_npu, "profiler_that_does_not_exist"))
+    """)
+    assert out.stdout.split() == ["NpuFusedAdam", "initialize", "get_env_info", "torch_npu.testing", "False"]

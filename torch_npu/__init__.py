@@ -72,7 +72,14 @@ from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa
 apply_extension_environment()
 
 
+_LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn"}
+
+
 def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"torch_npu.{name}")
     if name == "npu_relu6":
         from torch_npu.utils._vnpu_extensions import npu_relu6
 

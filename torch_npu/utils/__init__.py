@@ -15,3 +15,15 @@ def get_cann_version(module="CANN"):
     from torch_npu.npu.utils import get_cann_version as cann
 
     return cann(module)
+
+
+_LAZY_SUBMODULES = {"collect_env", "cpp_extension", "syncbatchnorm", "profiler", "serialization", "flops_count",
+                    "combine_tensors", "affinity"}
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"torch_npu.utils.{name}")
+    raise AttributeError(f"module 'torch_npu.utils' has no attribute {name!r}")
