@@ -59,39 +59,10 @@ def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_gro
 
 npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
        "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
-       "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)")(
-    npu_moe_gating_top_k)
+       "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)",
+       differentiable=True)(npu_moe_gating_top_k)
 
 
-class _GatingTopKBackward(torch.autograd.Function):
-    """torch_npu differentiates npu_moe_gating_top_k with respect to x (its bias is a kwarg-only tensor,
-    which torch.library.register_autograd cannot take, so the Autograd kernel is written out)."""
-
-    @staticmethod
-    def forward(ctx, x, k, kwargs):
-        with torch._C._AutoDispatchBelowAutograd():
-            weights, idx, out = torch.ops.npu.npu_moe_gating_top_k.default(x, k, **kwargs)
-        ctx.save_for_backward(x)
-        ctx.k, ctx.kwargs = k, kwargs
-        ctx.mark_non_differentiable(idx)
-        return weights, idx, out
-
-    @staticmethod
-    def backward(ctx, grad_weights, grad_idx, grad_out):
-        (x,) = ctx.saved_tensors
-        leaf = x.detach().requires_grad_(True)
-        with torch.enable_grad():
-            weights, _, out = npu_moe_gating_top_k(leaf, ctx.k, **ctx.kwargs)
-            pairs = [(t, g) for t, g in ((weights, grad_weights), (out, grad_out)) if g is not None and t.numel()]
-            (grad_x,) = torch.autograd.grad([t for t, _ in pairs], [leaf], [g for _, g in pairs])
-        return grad_x, None, None
-
-
-def _gating_top_k_autograd(x, k, **kwargs):
-    return _GatingTopKBackward.apply(x, k, kwargs)
-
-
-torch.library.impl("npu::npu_moe_gating_top_k", "Autograd")(_gating_top_k_autograd)
 
 
 @npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",

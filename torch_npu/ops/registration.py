@@ -17,7 +17,8 @@
   ``torch.compile(fullgraph=True)`` and ``torch.export`` trace through the operator; that needs a
   kernel that does not read tensor values. Pass a function for a separate fake kernel, None for none.
 - ``differentiable=True`` makes the backward the autograd of the composition (recomputed in
-  backward); or pass ``backward=`` and ``setup_context=`` as for torch.library.register_autograd.
+  backward), with respect to the positional tensor arguments; or pass ``backward=`` and
+  ``setup_context=`` as for torch.library.register_autograd.
 - ``devices``: where the kernel is registered (``("npu",)``; add ``"cpu"`` to run on CPU tensors too).
 
 Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<name>`` raises
@@ -78,6 +79,35 @@ def _composition_backward(kernel):
     return backward, setup_context
 
 
+def _has_kwarg_only_tensors(op):
+    return any(arg.kwarg_only and "Tensor" in str(arg.type) for arg in op._schema.arguments)
+
+
+def _autograd_kernel(op, kernel):
+    """An Autograd kernel for operators with keyword-only tensors (torch.library.register_autograd refuses
+    those): gradients flow to the positional tensor arguments, recomputed through the composition."""
+    backward_fn, _ = _composition_backward(kernel)
+
+    class Recomputed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, kwargs, *args):
+            with torch._C._AutoDispatchBelowAutograd():
+                out = op(*args, **kwargs)
+            ctx.saved_inputs, ctx.saved_kwargs = args, kwargs
+            flat, _ = tree_flatten(out)
+            ctx.mark_non_differentiable(*[o for o in flat if isinstance(o, torch.Tensor) and not o.is_floating_point()])
+            return out
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return (None, *backward_fn(ctx, *grads))
+
+    def autograd_kernel(*args, **kwargs):
+        return Recomputed.apply(kwargs, *args)
+
+    return autograd_kernel
+
+
 def _deprecated_torch_alias(name):
     def deprecated(*args, **kwargs):
         raise RuntimeError(f"torch.{name} is deprecated and will be removed in future version. "
@@ -131,8 +161,13 @@ def npu_op(schema, *, fake="composition", differentiable=False, backward=None, s
         if backward is not None:
             torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)
         elif differentiable:
-            bw, setup = _composition_backward(kernel)
-            torch.library.register_autograd(qualname, bw, setup_context=setup, lib=lib)
+            overload = getattr(getattr(torch.ops, namespace), name.split(".")[0])
+            overload = getattr(overload, name.split(".")[1] if "." in name else "default")
+            if _has_kwarg_only_tensors(overload):
+                lib.impl(name, _autograd_kernel(overload, kernel), "Autograd")
+            else:
+                bw, setup = _composition_backward(kernel)
+                torch.library.register_autograd(qualname, bw, setup_context=setup, lib=lib)
         if namespace == "npu" and "." not in name:
             _export(name)
         return kernel
