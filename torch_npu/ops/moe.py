@@ -63,8 +63,6 @@ npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? inpu
        differentiable=True)(npu_moe_gating_top_k)
 
 
-
-
 @npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
         fake=lambda x, row_idx, expert_idx, active_num: (
             x.new_empty(min(x.shape[0], active_num) * expert_idx.shape[-1], x.shape[-1]),
