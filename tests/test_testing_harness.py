@@ -118,3 +118,33 @@ def test_common_methods_invocations_samples():
     assert len(samples) == 3 and all(s.input.device.type == "npu" for s in samples)
     normal = list(sample_inputs_normal_tensor_second(None, "npu", torch.float32, False))
     assert all(float(s.args[0].min()) > 0 for s in normal)
+
+
+def test_skip_decorators_skip_with_their_reason_and_otherwise_run():
+    import unittest
+
+    import torch_npu
+    from torch_npu.testing.common_utils import (SkipIfNoLapack, SkipIfNotGteCANNVersion, SkipIfNotRegistered,
+                                                SupportedDevices)
+
+    soc = torch_npu._C._soc_profile()["name"]
+
+    @SupportedDevices(["Ascend310P"])
+    def only_310p(x):
+        return x
+
+    @SkipIfNotGteCANNVersion("99.0.RC1")
+    def needs_future_cann():
+        raise AssertionError("must be skipped")
+
+    with pytest.raises(unittest.SkipTest) as e:
+        only_310p(1)
+    assert str(e.value) == f"runs on ['Ascend310P'], this vnpu is {soc}"
+    with pytest.raises(unittest.SkipTest) as e:
+        needs_future_cann()
+    assert str(e.value) == "needs CANN >= 99.0.RC1"
+    assert SupportedDevices([soc[:9]])(lambda x: x + 1)(1) == 2
+    assert SkipIfNotGteCANNVersion("1.0.RC1")(lambda: "ran")() == "ran"
+    assert SkipIfNotRegistered()(lambda: "ran")() == "ran"
+    if torch._C.has_lapack:
+        assert SkipIfNoLapack()(lambda: "ran")() == "ran"

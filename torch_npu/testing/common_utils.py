@@ -95,29 +95,31 @@ def _soc_name():
     return torch_npu._C._soc_profile()["name"]
 
 
-def SupportedDevices(supported_devices: List[str]):
-    """Run the test only on the listed SoCs (prefixes of the SoC name: "Ascend910B", "Ascend910_93")."""
+def _skip_unless(reason_to_skip):
+    """A test decorator that skips when reason_to_skip() returns a reason (evaluated at call time)."""
     def decorator(fn):
         @wraps(fn)
-        def wrapper(self, *args, **kwargs):
-            name = _soc_name()
-            if not any(name.startswith(d) for d in supported_devices):
-                self.skipTest(f"runs on {supported_devices}, this vnpu is {name}")
-            return fn(self, *args, **kwargs)
+        def wrapper(*args, **kwargs):
+            reason = reason_to_skip()
+            if reason:
+                raise unittest.SkipTest(reason)
+            return fn(*args, **kwargs)
         return wrapper
     return decorator
+
+
+def SupportedDevices(supported_devices: List[str]):
+    """Run the test only on the listed SoCs (prefixes of the SoC name: "Ascend910B", "Ascend910_93")."""
+    def reason():
+        name = _soc_name()
+        if not any(name.startswith(d) for d in supported_devices):
+            return f"runs on {supported_devices}, this vnpu is {name}"
+    return _skip_unless(reason)
 
 
 def SkipIfNoLapack():
     """Decorator: skip when PyTorch was built without LAPACK."""
-    def decorator(fn):
-        @wraps(fn)
-        def wrapper(*args, **kwargs):
-            if not torch._C.has_lapack:
-                raise unittest.SkipTest("PyTorch compiled without Lapack")
-            return fn(*args, **kwargs)
-        return wrapper
-    return decorator
+    return _skip_unless(lambda: None if torch._C.has_lapack else "PyTorch compiled without Lapack")
 
 
 def _version_tuple(text):
@@ -126,28 +128,18 @@ def _version_tuple(text):
 
 def SkipIfNotGteCANNVersion(base_version, module="CANN"):
     """Skip unless the CANN version vnpu follows is at least base_version (e.g. "8.1.RC1")."""
-    def decorator(fn):
-        @wraps(fn)
-        def wrapper(self, *args, **kwargs):
-            from torch_npu.utils import get_cann_version
+    def reason():
+        from torch_npu.utils import get_cann_version
 
-            if _version_tuple(get_cann_version(module)) < _version_tuple(base_version):
-                self.skipTest(f"needs {module} >= {base_version}")
-            return fn(self, *args, **kwargs)
-        return wrapper
-    return decorator
+        if _version_tuple(get_cann_version(module)) < _version_tuple(base_version):
+            return f"needs {module} >= {base_version}"
+    return _skip_unless(reason)
 
 
 def SkipIfNotRegistered():
     """Decorator: skip unless the npu device is registered with PyTorch (torch_npu imported)."""
-    def decorator(fn):
-        @wraps(fn)
-        def wrapper(*args, **kwargs):
-            if torch._C._get_privateuse1_backend_name() != "npu":
-                raise unittest.SkipTest("the npu device is not registered")
-            return fn(*args, **kwargs)
-        return wrapper
-    return decorator
+    return _skip_unless(lambda: None if torch._C._get_privateuse1_backend_name() == "npu"
+                        else "the npu device is not registered")
 
 
 def check_operators_in_prof(expected_operators, prof, unexpected_operators=None):
