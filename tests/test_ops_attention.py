@@ -25,6 +25,17 @@ def ref_attention(q, k, v, scale, mask=None, pse=None):
     return (torch.softmax(s, -1) @ v.float()).to(q.dtype), torch.logsumexp(s, -1, keepdim=True)
 
 
+def ref_softmax_stats(q, k, scale, mask=None):
+    """torch_npu's softmax_max / softmax_sum: the row maximum of the scores and the sum of exp(s - max)."""
+    if k.shape[1] != q.shape[1]:
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+    s = (q.float() @ k.float().transpose(-1, -2)) * scale
+    if mask is not None:
+        s = s + mask.float() * -10000.0
+    row_max = s.amax(-1, keepdim=True)
+    return row_max, torch.exp(s - row_max).sum(-1, keepdim=True)
+
+
 def to_layout(t, layout):
     b, n, s, d = t.shape
     return {"BNSD": t, "BSND": t.transpose(1, 2).contiguous(), "BSH": t.transpose(1, 2).reshape(b, s, n * d),
@@ -44,8 +55,9 @@ def test_fusion_attention_layouts_forward_and_backward(layout):
 
     def ref(q, k, v):
         bq, bk, bv = (from_layout(t, layout) for t in (q, k, v))
-        out, lse = ref_attention(bq, bk, bv, scale)
-        return to_layout(out, layout), lse.detach().expand(B, N, S, 8), torch.ones(B, N, S, 8)
+        out, _ = ref_attention(bq, bk, bv, scale)
+        row_max, row_sum = ref_softmax_stats(bq.detach(), bk.detach(), scale)
+        return to_layout(out, layout), row_max.expand(B, N, S, 8), row_sum.expand(B, N, S, 8)
 
     def op(q, k, v):
         out, smax, ssum, _, _, _, _ = torch_npu.npu_fusion_attention(q, k, v, N, layout, scale=scale)
@@ -82,6 +94,29 @@ def test_fusion_attention_sparse_modes(sparse_mode):
                                               next_tockens=nxt, sparse_mode=sparse_mode)[0]
 
     check_op(op, (q, k, v, given), ref, grad=(0, 1, 2))
+    outputs = torch_npu.npu_fusion_attention(q.npu(), k.npu(), v.npu(), N, "BNSD", atten_mask=given.npu(), scale=0.5,
+                                             pre_tockens=pre, next_tockens=nxt, sparse_mode=sparse_mode)
+    for got, want in zip(outputs[1:3], ref_softmax_stats(q, k, 0.5, expected_mask)):
+        assert got.dtype == torch.float32 and got.shape == (B, N, 4, 8)
+        torch.testing.assert_close(got.cpu(), want.expand(B, N, 4, 8), atol=1e-5, rtol=1e-5)
+
+
+def test_fusion_attention_softmax_stats_rebuild_the_softmax_and_merge_like_ring_attention():
+    """softmax = exp(s - softmax_max) / softmax_sum; two halves of the keys merge into the whole (GQA)."""
+    q, k, v = qkv(7, heads=4, kv_heads=2, s2=10)
+    full = torch_npu.npu_fusion_attention(q.npu(), k.npu(), v.npu(), 4, "BNSD", scale=0.4)
+    parts = [torch_npu.npu_fusion_attention(q.npu(), k[:, :, half].npu(), v[:, :, half].npu(), 4, "BNSD", scale=0.4)
+             for half in (slice(0, 5), slice(5, 10))]
+    (o1, m1, s1), (o2, m2, s2) = ((p[0].cpu(), p[1].cpu()[..., :1], p[2].cpu()[..., :1]) for p in parts)
+    row_max = torch.maximum(m1, m2)
+    w1, w2 = s1 * torch.exp(m1 - row_max), s2 * torch.exp(m2 - row_max)
+    merged = (o1 * w1 + o2 * w2) / (w1 + w2)
+    torch.testing.assert_close(merged, full[0].cpu(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(row_max, full[1].cpu()[..., :1])
+    torch.testing.assert_close(w1 + w2, full[2].cpu()[..., :1], atol=1e-5, rtol=1e-5)
+    scores = (q @ k.repeat_interleave(2, 1).transpose(-1, -2)) * 0.4
+    torch.testing.assert_close(torch.exp(scores - full[1].cpu()[..., :1]) / full[2].cpu()[..., :1],
+                               torch.softmax(scores, -1), atol=1e-6, rtol=1e-5)
 
 
 def test_fusion_attention_without_mask_ignores_the_band():
@@ -129,6 +164,17 @@ def test_fusion_attention_tnd_varlen_causal():
                                               actual_seq_kvlen=cum)[0]
 
     check_op(op, (q, k, v), ref, grad=(0, 1, 2))
+    _, row_max, row_sum = torch_npu.npu_fusion_attention(q.npu(), k.npu(), v.npu(), N, "TND", scale=0.5, sparse_mode=3,
+                                                         actual_seq_qlen=cum, actual_seq_kvlen=cum)[:3]
+    assert row_max.shape == row_sum.shape == (8, N, 8)
+    start = 0
+    for n in lengths:
+        qs, ks = (t[start:start + n].transpose(0, 1)[None] for t in (q, k))
+        want = ref_softmax_stats(qs, ks, 0.5, torch.arange(n)[None, :] > torch.arange(n)[:, None])
+        for got, w in zip((row_max, row_sum), want):
+            torch.testing.assert_close(got.cpu()[start:start + n], w[0].transpose(0, 1).expand(n, N, 8),
+                                       atol=1e-5, rtol=1e-5)
+        start += n
 
 
 def test_fusion_attention_dropout_is_reproducible_from_seed():
@@ -223,9 +269,92 @@ def test_fused_infer_attention_score_prefill_decode_and_lse():
                                                          input_layout="BNSD")
     torch.testing.assert_close(out.cpu(), ref_attention(q[:, :, -1:], k, v, 0.5)[0], atol=1e-5, rtol=1e-5)
     assert lse.numel() == 0
-    with pytest.raises(RuntimeError, match="not implemented"):
+    with pytest.raises(RuntimeError, match=r"antiquant_scale must stack the key's and the value's parameters as "
+                                           r"\[2, \.\.\.\], got \(1,\)"):
         torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=N,
                                                   antiquant_scale=torch.ones(1, device="npu"))
+    with pytest.raises(RuntimeError, match="key_shared_prefix is not supported by vnpu"):
+        torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=N, key_shared_prefix=k.npu())
+
+
+def _int8(t, step):
+    return (t / step).round().clamp(-128, 127).to(torch.int8)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BNSD", "BSND"])
+def test_incre_and_fused_infer_attention_dequantise_an_int8_kv_cache_per_channel(layout):
+    g = torch.Generator().manual_seed(21)
+    q = torch.randn(B, N, 1, D, generator=g).half()
+    k, v = torch.randn(B, N, 8, D, generator=g), torch.randn(B, N, 8, D, generator=g)
+    scales = torch.rand(2, N, 1, D, generator=g) * 0.02 + 0.01  # per channel (head, dim)
+    offsets = torch.randint(-3, 3, (2, N, 1, D), generator=g).float()
+    k8, v8 = _int8(k, scales[0]) , _int8(v, scales[1])
+    k_deq, v_deq = ((t8.float() + offsets[i]) * scales[i] for i, t8 in enumerate((k8, v8)))
+    want = ref_attention(q, k_deq.half(), v_deq.half(), 0.3)[0]
+    shape = {"BSH": (2, N * D), "BNSD": (2, N, 1, D), "BSND": (2, N, D)}[layout]
+    per_channel = {"BSH": lambda t: t.permute(0, 2, 1, 3).reshape(2, N * D), "BNSD": lambda t: t,
+                   "BSND": lambda t: t.reshape(2, N, D)}[layout]
+    qa, ka, va = (to_layout(t, layout).npu() for t in (q, k8, v8))
+    sa, oa = per_channel(scales).reshape(shape).npu(), per_channel(offsets).reshape(shape).npu()
+    got = torch_npu.npu_incre_flash_attention(qa, ka, va, antiquant_scale=sa, antiquant_offset=oa, num_heads=N,
+                                              scale_value=0.3, input_layout=layout)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.cpu().float(), to_layout(want, layout).float(), atol=2e-3, rtol=2e-3)
+    fia, _ = torch_npu.npu_fused_infer_attention_score(qa, ka, va, key_antiquant_scale=sa[0], key_antiquant_offset=oa[0],
+                                                       value_antiquant_scale=sa[1], value_antiquant_offset=oa[1],
+                                                       num_heads=N, scale=0.3, input_layout=layout)
+    assert torch.equal(fia.cpu(), got.cpu())
+    compiled = torch.compile(lambda *a: torch_npu.npu_incre_flash_attention(
+        *a[:3], antiquant_scale=a[3], antiquant_offset=a[4], quant_scale2=a[5], num_heads=N, scale_value=0.3,
+        input_layout=layout), backend="aot_eager", fullgraph=True)
+    quantised = compiled(qa, ka, va, sa, oa, torch.tensor([50.0]).npu())
+    assert quantised.dtype == torch.int8 and quantised.shape == got.shape
+    assert torch.equal(quantised.cpu(), (got.cpu().float() * 50.0).round().clamp(-128, 127).to(torch.int8))
+
+
+def test_fused_infer_attention_dequantises_per_token():
+    g = torch.Generator().manual_seed(22)
+    q = torch.randn(B, N, 1, D, generator=g)
+    k, v = torch.randn(B, N, 8, D, generator=g), torch.randn(B, N, 8, D, generator=g)
+    step = torch.rand(2, B, 8, generator=g) * 0.02 + 0.01  # per token of the cache
+    k8, v8 = _int8(k, step[0][:, None, :, None]), _int8(v, step[1][:, None, :, None])
+    want = ref_attention(q, k8.float() * step[0][:, None, :, None], v8.float() * step[1][:, None, :, None], 0.3)[0]
+    got, _ = torch_npu.npu_fused_infer_attention_score(q.npu(), k8.npu(), v8.npu(), antiquant_scale=step.npu(),
+                                                       antiquant_mode=1, num_heads=N, scale=0.3, input_layout="BNSD")
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_prompt_flash_attention_int8_attention_and_int8_output():
+    g = torch.Generator().manual_seed(23)
+    q8, k8, v8 = (torch.randint(-60, 60, (B, N, S, D), generator=g, dtype=torch.int8) for _ in range(3))
+    deq1, quant1, deq2 = 0.002, 100.0, 0.01
+    mask = torch.ones(S, S, dtype=torch.bool).triu(1)
+    scores = (q8.double() @ k8.double().transpose(-1, -2)) * deq1 * 0.5 - 10000.0 * mask
+    probs = torch.softmax(scores, -1)
+    want = ((probs * quant1).round().clamp(-128, 127) @ v8.double()) * deq2
+    got = torch_npu.npu_prompt_flash_attention(
+        q8.npu(), k8.npu(), v8.npu(), atten_mask=mask.npu(), deq_scale1=torch.tensor([deq1]).npu(),
+        quant_scale1=torch.tensor([quant1]).npu(), deq_scale2=torch.tensor([deq2]).npu(), num_heads=N,
+        scale_value=0.5, input_layout="BNSD")
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.cpu().double(), want, atol=0.05, rtol=2e-3)
+    # the int64 form of a scale (npu_trans_quant_param: float32 bits in the low word) reads the same
+    packed = torch.tensor([deq2], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    again = torch_npu.npu_prompt_flash_attention(
+        q8.npu(), k8.npu(), v8.npu(), atten_mask=mask.npu(), deq_scale1=torch.tensor([deq1]).npu(),
+        quant_scale1=torch.tensor([quant1]).npu(), deq_scale2=packed.npu(), num_heads=N, scale_value=0.5,
+        input_layout="BNSD")
+    assert torch.equal(again.cpu(), got.cpu())
+    x = torch.randn(B, S, N * D, generator=g)
+    scale2, offset2 = torch.rand(N * D, generator=g) * 40 + 10, torch.randint(-5, 5, (N * D,), generator=g).float()
+    out8 = torch_npu.npu_prompt_flash_attention(x.npu(), x.npu(), x.npu(), num_heads=N, scale_value=0.3,
+                                                quant_scale2=scale2.npu(), quant_offset2=offset2.npu())
+    plain = torch_npu.npu_prompt_flash_attention(x.npu(), x.npu(), x.npu(), num_heads=N, scale_value=0.3)
+    assert out8.dtype == torch.int8
+    assert torch.equal(out8.cpu(), (plain.cpu() * scale2 + offset2).round().clamp(-128, 127).to(torch.int8))
+    with pytest.raises(RuntimeError, match="needs dequant_scale1, quant_scale1 and dequant_scale2 together"):
+        torch_npu.npu_prompt_flash_attention(q8.npu(), k8.npu(), v8.npu(), deq_scale1=torch.tensor([deq1]).npu(),
+                                             num_heads=N, input_layout="BNSD")
 
 
 def test_fusion_attention_fake_and_compile():

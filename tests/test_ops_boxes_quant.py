@@ -40,13 +40,14 @@ def test_npu_iou(mode):
     check_op(torch_npu.npu_iou, (boxes, gt), ref, kwargs={"mode": mode})
 
 
-def _pair_metric(name, b, g):
-    """One IoU-family value of box b and gt g (tensors of 4), written out with torch scalars."""
+def _pair_metric(name, b, g, mode=0):
+    """One IoU-family value of box b and gt g (tensors of 4), written out with torch scalars; mode 1 uses
+    the IoF (intersection over the gt box's area) for the IoU."""
     iw = (torch.minimum(b[2], g[2]) - torch.maximum(b[0], g[0])).clamp(min=0)
     ih = (torch.minimum(b[3], g[3]) - torch.maximum(b[1], g[1])).clamp(min=0)
     inter = iw * ih
     union = (b[2] - b[0]) * (b[3] - b[1]) + (g[2] - g[0]) * (g[3] - g[1]) - inter
-    iou = inter / union
+    iou = inter / (union if mode == 0 else (g[2] - g[0]) * (g[3] - g[1]))
     cw = torch.maximum(b[2], g[2]) - torch.minimum(b[0], g[0])
     ch = torch.maximum(b[3], g[3]) - torch.minimum(b[1], g[1])
     if name == "npu_giou":
@@ -61,17 +62,19 @@ def _pair_metric(name, b, g):
 
 @pytest.mark.parametrize("name", ["npu_giou", "npu_diou", "npu_ciou"])
 @pytest.mark.parametrize("is_cross", [False, True])
-def test_giou_diou_ciou(name, is_cross):
+@pytest.mark.parametrize("mode", [0, 1])
+def test_giou_diou_ciou(name, is_cross, mode):
     boxes, gt = rand_boxes(4, 2).t().contiguous(), (rand_boxes(4 if not is_cross else 3, 3)).t().contiguous()
 
     def ref(boxes, gt, trans=False, is_cross=False, mode=0):
         n, m = boxes.shape[1], gt.shape[1]
         if is_cross:
-            return torch.stack([torch.stack([_pair_metric(name, boxes[:, j], gt[:, i]) for j in range(n)])
+            return torch.stack([torch.stack([_pair_metric(name, boxes[:, j], gt[:, i], mode) for j in range(n)])
                                 for i in range(m)])
-        return torch.stack([_pair_metric(name, boxes[:, j], gt[:, j]) for j in range(n)])[:, None]
+        return torch.stack([_pair_metric(name, boxes[:, j], gt[:, j], mode) for j in range(n)])[:, None]
 
-    check_op(getattr(torch_npu, name), (boxes, gt), ref, kwargs={"is_cross": is_cross}, atol=1e-5, rtol=1e-4,
+    check_op(getattr(torch_npu, name), (boxes, gt), ref, kwargs={"is_cross": is_cross, "mode": mode}, atol=1e-5,
+             rtol=1e-4,
              grad=(0, 1))
 
 
@@ -82,8 +85,8 @@ def test_giou_xywh_boxes_and_errors():
     torch.testing.assert_close(out.cpu(), torch.tensor([[1.0]]))
     with pytest.raises(RuntimeError, match="must be \\[4, N\\]"):
         torch_npu.npu_giou(torch.ones(3, 4, device="npu"), gt.npu())
-    with pytest.raises(RuntimeError, match="only mode 0"):
-        torch_npu.npu_diou(gt.npu(), gt.npu(), mode=1)
+    with pytest.raises(RuntimeError, match="mode must be 0 \\(iou\\) or 1 \\(iof\\), got 2"):
+        torch_npu.npu_diou(gt.npu(), gt.npu(), mode=2)
 
 
 def _nms_loop(boxes, scores, thr):
@@ -105,6 +108,12 @@ def test_npu_nms_v4():
     padded, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(),
                                          torch.tensor(0.05).npu(), True)
     assert padded.cpu().tolist() == expected + [0] * (6 - len(expected)) and int(count) == len(expected)
+    args = (boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(), torch.tensor(0.05).npu())
+    compiled = torch.compile(lambda *a: torch_npu.npu_nms_v4(*a, True), backend="aot_eager", fullgraph=True)
+    assert [t.cpu().tolist() for t in compiled(*args)] == [padded.cpu().tolist(), len(expected)]
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        dynamic = torch.compile(lambda *a: torch_npu.npu_nms_v4(*a)[0] + 0, backend="aot_eager", fullgraph=True)
+        assert dynamic(*args).cpu().tolist() == expected
 
 
 def test_npu_nms_with_mask():
@@ -264,6 +273,65 @@ def test_npu_grouped_matmul_list_and_group_list_forms():
                                torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]]))
     with pytest.raises(RuntimeError, match="do not chain"):
         torch_npu.npu_grouped_matmul([torch.randn(2, 3, device="npu")], [torch.randn(4, 2, device="npu")])
+
+
+def test_npu_grouped_matmul_quantised_with_group_list_and_per_token_scale():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(-128, 128, (7, 16), generator=g, dtype=torch.int8)
+    ws = [torch.randint(-128, 128, (16, 4), generator=g, dtype=torch.int8) for _ in range(2)]
+    scales = [torch.rand(4, generator=g) * 1e-3 for _ in range(2)]
+    biases = [torch.randint(-500, 500, (4,), generator=g, dtype=torch.int32) for _ in range(2)]
+    token_scale = torch.rand(7, generator=g) + 0.5
+    sizes = [3, 4]
+
+    def expected(output_dtype):
+        rows, start = [], 0
+        for i, n in enumerate(sizes):
+            acc = [[sum(int(x[r, k]) * int(ws[i][k, c]) for k in range(16)) + int(biases[i][c]) for c in range(4)]
+                   for r in range(start, start + n)]
+            value = torch.tensor(acc, dtype=torch.float64) * scales[i].double() * token_scale[start:start + n, None].double()
+            rows.append(value.round().clamp(-128, 127).to(torch.int8) if output_dtype is None else value.to(output_dtype))
+            start += n
+        return torch.cat(rows)
+
+    for output_dtype in (None, torch.float16, torch.bfloat16):
+        (out,) = torch_npu.npu_grouped_matmul([x.npu()], [w.npu() for w in ws], bias=[b.npu() for b in biases],
+                                              scale=[s.npu() for s in scales], per_token_scale=[token_scale.npu()],
+                                              group_list=torch.tensor(sizes).npu(), group_list_type=1, split_item=3,
+                                              group_type=0, output_dtype=output_dtype)
+        assert out.dtype == (torch.int8 if output_dtype is None else output_dtype)
+        assert torch.equal(out.cpu(), expected(output_dtype))
+    fake = torch.compile(lambda a, w0, w1, s0, s1, gl: torch_npu.npu_grouped_matmul(
+        [a], [w0, w1], scale=[s0, s1], group_list=gl, split_item=3, group_type=0, output_dtype=torch.float16)[0],
+        backend="aot_eager", fullgraph=True)
+    got = fake(x.npu(), *(w.npu() for w in ws), *(s.npu() for s in scales), torch.tensor([3, 7]).npu())
+    assert got.dtype == torch.float16 and got.shape == (7, 4)
+    with pytest.raises(RuntimeError, match="must be int8"):
+        torch_npu.npu_grouped_matmul([x.float().npu()], [ws[0].npu()], scale=[scales[0].npu()])
+
+
+@pytest.mark.parametrize("groups", [1, 4])
+def test_npu_grouped_matmul_weight_antiquant_and_activations(groups):
+    g = torch.Generator().manual_seed(4)
+    xs = [torch.randn(3, 8, generator=g), torch.randn(2, 8, generator=g)]
+    ws = [torch.randint(-8, 8, (8, 5), generator=g, dtype=torch.int8) for _ in range(2)]
+    shape = (5,) if groups == 1 else (groups, 5)
+    scales = [torch.rand(shape, generator=g) for _ in range(2)]
+    offsets = [torch.randn(shape, generator=g) for _ in range(2)]
+    activations = {0: lambda y: y, 1: lambda y: y.clamp(min=0), 2: lambda y: 0.5 * y * (1 + torch.tanh(
+        math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3))), 4: lambda y: y / (1 + torch.exp(-1.702 * y)),
+        5: lambda y: y / (1 + torch.exp(-y))}
+    for act_type, act in activations.items():
+        outs = torch_npu.npu_grouped_matmul([x.npu() for x in xs], [w.npu() for w in ws],
+                                            antiquant_scale=[s.npu() for s in scales],
+                                            antiquant_offset=[o.npu() for o in offsets], act_type=act_type)
+        for out, x, w, sc, of in zip(outs, xs, ws, scales, offsets):
+            rows_per_group = 8 // groups
+            wf = torch.stack([(w[k].float() + of.reshape(groups, 5)[k // rows_per_group])
+                              * sc.reshape(groups, 5)[k // rows_per_group] for k in range(8)])
+            torch.testing.assert_close(out.cpu(), act(x @ wf), atol=1e-4, rtol=1e-4)
+    with pytest.raises(RuntimeError, match="act_type must be one of"):
+        torch_npu.npu_grouped_matmul([xs[0].npu()], [xs[0].t().contiguous().npu()], act_type=3)
 
 
 def test_box_operators_fake_and_compile():

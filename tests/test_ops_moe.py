@@ -98,21 +98,24 @@ def test_token_permute_and_unpermute():
     def perm_ref(tokens, indices, num_out_tokens=None):
         flat = indices.reshape(-1).tolist()
         order = sorted(range(len(flat)), key=lambda i: (flat[i], i))
-        return torch.stack([tokens[i // 2] for i in order]), torch.tensor(order, dtype=torch.int32)
+        row_of_route = [order.index(r) for r in range(len(flat))]  # sorted_indices: each route's row
+        return torch.stack([tokens[i // 2] for i in order]), torch.tensor(row_of_route, dtype=torch.int32)
 
     permuted, sorted_idx = check_op(torch_npu.npu_moe_token_permute, (tokens, indices), perm_ref, grad=(0,))
 
     def unperm_ref(permuted, sorted_idx, probs):
         out = torch.zeros(4, 3)
-        for pos, src in enumerate(sorted_idx.tolist()):
-            out[src // 2] += permuted[pos] * probs[src // 2, src % 2]
+        for route, row in enumerate(sorted_idx.tolist()):
+            if row < permuted.shape[0]:
+                out[route // 2] += permuted[row] * probs[route // 2, route % 2]
         return out
 
     check_op(torch_npu.npu_moe_token_unpermute, (permuted.cpu(), sorted_idx.cpu(), probs), unperm_ref)
     back = torch_npu.npu_moe_token_unpermute(permuted, sorted_idx, torch.ones(4, 2, device="npu"))
     torch.testing.assert_close(back.cpu(), tokens * 2)
-    truncated, _ = torch_npu.npu_moe_token_permute(tokens.npu(), indices.npu(), num_out_tokens=5)
+    truncated, rows = torch_npu.npu_moe_token_permute(tokens.npu(), indices.npu(), num_out_tokens=5)
     assert truncated.shape == (5, 3)
+    check_op(torch_npu.npu_moe_token_unpermute, (truncated.cpu(), rows.cpu(), probs), unperm_ref)
 
 
 def test_gating_top_k_gradient_matches_composition():
@@ -133,8 +136,14 @@ def test_gating_top_k_gradient_matches_composition():
              kwargs={"bias": bias, "group_count": 4, "k_group": 2, "norm_type": 1}, grad=(0,), compile=False)
 
 
+def _routes_by_expert(expert_idx, start, end):
+    """Route numbers (token * k + j) with their expert in [start, end), ordered by expert then route."""
+    flat = expert_idx.reshape(-1).tolist()
+    return sorted((r for r in range(len(flat)) if start <= flat[r] < end), key=lambda r: (flat[r], r)), flat
+
+
 @pytest.mark.parametrize("row_idx_type", [0, 1])
-def test_init_routing_v2(row_idx_type):
+def test_init_routing_v2_dropless(row_idx_type):
     n, k, h = 5, 2, 3
     x = torch.randn(n, h)
     expert_idx = torch.tensor([[0, 2], [1, 2], [3, 0], [2, 1], [0, 3]], dtype=torch.int32)
@@ -142,22 +151,91 @@ def test_init_routing_v2(row_idx_type):
     out_x, row_idx, tokens, out_scale = torch_npu.npu_moe_init_routing_v2(
         x.npu(), expert_idx.npu(), scale=scale.npu(), active_expert_range=[1, 3], expert_num=4,
         expert_tokens_num_flag=True, expert_tokens_num_type=1, row_idx_type=row_idx_type)
-    flat = expert_idx.view(-1).tolist()
-    routes = sorted((r for r in range(n * k) if 1 <= flat[r] < 3), key=lambda r: (flat[r], r))
-    torch.testing.assert_close(out_x.cpu(), torch.stack([x[r // k] for r in routes]))
-    torch.testing.assert_close(out_scale.cpu(), torch.stack([scale[r // k] for r in routes]))
+    routes, flat = _routes_by_expert(expert_idx, 1, 3)
+    pad = n * k - len(routes)  # rows the routing does not fill are zero
+    torch.testing.assert_close(out_x.cpu(), torch.cat([torch.stack([x[r // k] for r in routes]), torch.zeros(pad, h)]))
+    torch.testing.assert_close(out_scale.cpu(), torch.cat([torch.stack([scale[r // k] for r in routes]),
+                                                           torch.zeros(pad)]))
     assert tokens.cpu().tolist() == [sum(1 for r in routes if flat[r] == e) for e in (1, 2)]
     if row_idx_type == 1:
-        assert row_idx.cpu().tolist() == routes
+        assert row_idx.cpu().tolist()[: len(routes)] == routes and sorted(row_idx.cpu().tolist()) == list(range(n * k))
     else:
         expected = [-1] * (n * k)
         for pos, r in enumerate(routes):
             expected[r] = pos
         assert row_idx.cpu().tolist() == expected
-    cum = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True, active_num=6)[2]
-    assert cum.cpu().tolist() == [3, 5, 6, 6]  # the first 6 sorted routes: experts 0, 0, 0, 1, 1, 2
-    with pytest.raises(RuntimeError, match="drop_pad_mode=1"):
-        torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), drop_pad_mode=1)
+    out_x, _, cum, _ = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True,
+                                                         active_num=6)
+    assert out_x.shape == (6, h) and cum.cpu().tolist() == [3, 5, 8, 10]  # Cumsum(Histogram(all sorted routes))
+    pairs = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True,
+                                              expert_tokens_num_type=2, expert_num=5)[2]
+    assert pairs.cpu().tolist() == [[0, 3], [1, 2], [2, 3], [3, 2], [4, 0]]
+    no_tokens = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_num=4)[2]
+    assert no_tokens.shape == ()
+
+
+def test_init_routing_v2_drop_pad_fills_each_expert_up_to_its_capacity():
+    n, k, h, capacity = 6, 2, 4, 2
+    x = torch.randn(n, h)
+    expert_idx = torch.tensor([[0, 1], [0, 2], [0, 1], [2, 0], [1, 3], [2, 2]], dtype=torch.int32)
+    out_x, row_idx, tokens, _ = torch_npu.npu_moe_init_routing_v2(
+        x.npu(), expert_idx.npu(), expert_capacity=capacity, expert_num=4, drop_pad_mode=1,
+        expert_tokens_num_flag=True, expert_tokens_num_type=1)
+    routes, flat = _routes_by_expert(expert_idx, 0, 4)
+    expected_x, expected_idx = torch.zeros(4, capacity, h), [-1] * (n * k)
+    for e in range(4):
+        for slot, r in enumerate([r for r in routes if flat[r] == e][:capacity]):
+            expected_x[e, slot] = x[r // k]
+            expected_idx[r] = e * capacity + slot
+    assert out_x.shape == (4, capacity, h)
+    torch.testing.assert_close(out_x.cpu(), expected_x)
+    assert row_idx.cpu().tolist() == expected_idx
+    assert tokens.cpu().tolist() == [4, 3, 4, 1]  # routes per expert before the capacity drop
+
+
+def test_init_routing_v2_static_and_dynamic_quantisation():
+    g = torch.Generator().manual_seed(8)
+    n, k, h = 4, 2, 16
+    x = torch.randn(n, h, generator=g)
+    expert_idx = torch.randint(0, 3, (n, k), generator=g, dtype=torch.int32)
+    routes, flat = _routes_by_expert(expert_idx, 0, 3)
+    scale, offset = torch.tensor([20.0]), torch.tensor([0.5])
+    out_x, _, _, out_scale = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), scale=scale.npu(),
+                                                               offset=offset.npu(), expert_num=3, quant_mode=0)
+    want = torch.stack([(x[r // k].half() * scale.half() + offset.half()).float().round().clamp(-128, 127)
+                        for r in routes]).to(torch.int8)
+    assert out_x.dtype == torch.int8 and torch.equal(out_x.cpu(), want) and out_scale.shape == ()
+    smooth = torch.rand(3, h, generator=g) + 0.5
+    for smooth_scale in (None, smooth):
+        out_x, _, _, out_scale = torch_npu.npu_moe_init_routing_v2(
+            x.npu(), expert_idx.npu(), scale=None if smooth_scale is None else smooth_scale.npu(), expert_num=3,
+            quant_mode=1)
+        rows = [x[r // k] * (1.0 if smooth_scale is None else smooth_scale[flat[r]]) for r in routes]
+        row_scales = torch.stack([row.abs().max() / 127 for row in rows])
+        torch.testing.assert_close(out_scale.cpu(), row_scales)
+        want = torch.stack([(row / s).round() for row, s in zip(rows, row_scales)]).to(torch.int8)
+        assert torch.equal(out_x.cpu(), want)
+
+
+def test_init_routing_v2_fake_shapes_and_compile():
+    x, expert_idx = torch.randn(5, 3), torch.tensor([[0, 2], [1, 2], [3, 0], [2, 1], [0, 3]], dtype=torch.int32)
+    cases = [dict(expert_num=4, active_num=7, expert_tokens_num_flag=True),
+             dict(expert_num=4, drop_pad_mode=1, expert_capacity=2, quant_mode=1),
+             dict(active_expert_range=[1, 3], expert_num=4, expert_tokens_num_flag=True, expert_tokens_num_type=2,
+                  scale=torch.tensor([1.5]), quant_mode=0)]
+    for kwargs in cases:
+        kwargs_npu = {key: (v.npu() if isinstance(v, torch.Tensor) else v) for key, v in kwargs.items()}
+        real = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), **kwargs_npu)
+        mode = torch._subclasses.fake_tensor.FakeTensorMode()
+        fake_args = [mode.from_tensor(t) for t in (x.npu(), expert_idx.npu())]
+        fake_kwargs = {key: (mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for key, v in kwargs_npu.items()}
+        with mode:
+            fake = torch_npu.npu_moe_init_routing_v2(*fake_args, **fake_kwargs)
+        assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
+        compiled = torch.compile(lambda a, b: torch_npu.npu_moe_init_routing_v2(a, b, **kwargs_npu), backend="aot_eager",
+                                 fullgraph=True)
+        for got, want in zip(compiled(x.npu(), expert_idx.npu()), real):
+            assert torch.equal(got.cpu(), want.cpu())
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -3,7 +3,7 @@
 Tensors are brought to [B, N, S, D]; scores are accumulated in float32 as
     s = scale * (q @ k^T + pse) - 10000 * mask (torch_npu's golden formula),
     p = softmax(s), optional dropout (keep_prob), out = p @ v, cast back to the input dtype.
-The softmax statistics are returned as logsumexp(s) (see fusion_attention.py).
+attend returns the softmax statistic logsumexp(s); attend_with_stats returns torch_npu's (row max, row sum).
 Masks are boolean, True = masked (not attended), as torch_npu's atten_mask.
 """
 import torch
@@ -11,6 +11,7 @@ import torch
 from torch_npu.ops._common import check
 
 MASKED = -10000.0
+_SCORE_BLOCK_ELEMENTS = 1 << 24  # float32 scores formed at once by attend_with_stats (64 MiB)
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 
 
@@ -74,23 +75,47 @@ def score_bias(q, *, scale, mask=None, pse=None):
     return bias
 
 
-def attend(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None):
+def attend(q, k, v, *, scale, mask=None, pse=None):
     """(out, lse) for q [B, N, S1, D], k/v [B, N, S2, D]; lse = logsumexp of the scores, float32 [B, N, S1, 1].
-    Without dropout this is PyTorch's fused CPU flash-attention kernel (float32 accumulation)."""
+    PyTorch's fused CPU flash-attention kernel (float32 accumulation) unless a gradient must reach pse."""
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
-    if keep_prob >= 1.0 and (bias is None or not bias.requires_grad):
+    if bias is None or not bias.requires_grad:
         attn_mask = None if bias is None else bias.to(q.dtype)
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False,
                                                                               attn_mask=attn_mask, scale=scale)
         return out, lse.unsqueeze(-1)
-    scores = torch.matmul(q.float(), k.float().transpose(-2, -1)) * scale
-    if bias is not None:
-        scores = scores + bias
-    lse = torch.logsumexp(scores, -1, keepdim=True)
-    probs = torch.exp(scores - lse)
-    if keep_prob < 1.0:
-        probs = probs * dropout_mask.to(torch.float32) / keep_prob
-    return torch.matmul(probs, v.float()).to(q.dtype), lse
+    out, row_max, row_sum = attend_with_stats(q, k, v, scale=scale, mask=mask, pse=pse)
+    return out, row_max + torch.log(row_sum)
+
+
+def _rows(t, start, stop):
+    """Rows start:stop (dim -2) of a scores-shaped tensor that may broadcast over them."""
+    return t if t.shape[-2] == 1 else t[..., start:stop, :]
+
+
+def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None):
+    """(out, row_max, row_sum): the attention and torch_npu's softmax statistics, float32 [B, N, S1, 1] —
+    row_max = max_j s_ij, row_sum = sum_j exp(s_ij - row_max). Optional dropout keeps dropout_mask's True
+    entries, scaled by 1 / keep_prob. The scores are formed a block of query rows at a time, so memory stays
+    bounded for long sequences; no gradient flows through row_max (the softmax does not depend on it)."""
+    bias = score_bias(q, scale=scale, mask=mask, pse=pse)
+    kt, vf = k.float().transpose(-2, -1), v.float()
+    rows = max(1, _SCORE_BLOCK_ELEMENTS // max(1, q.shape[0] * q.shape[1] * k.shape[2]))
+    outs, maxima, sums = [], [], []
+    for start in range(0, max(q.shape[2], 1), rows):
+        stop = start + rows
+        s = torch.matmul(q[:, :, start:stop].float() * scale, kt)
+        if bias is not None:
+            s = s + _rows(bias, start, stop)
+        row_max = s.detach().amax(-1, keepdim=True)
+        e = torch.exp_(s.sub_(row_max))
+        row_sum = e.sum(-1, keepdim=True)
+        if keep_prob < 1.0:
+            e = e * _rows(dropout_mask, start, stop).to(torch.float32) / keep_prob
+        outs.append((torch.matmul(e, vf) / row_sum).to(q.dtype))
+        maxima.append(row_max)
+        sums.append(row_sum.detach())
+    return tuple(parts[0] if len(parts) == 1 else torch.cat(parts, 2) for parts in (outs, maxima, sums))
 
 
 def attend_backward(dout, q, k, v, out, lse, *, scale, mask=None, pse=None):

@@ -6,12 +6,14 @@ BNSD, BNSD_BSND (input BNSD, output BSND) and TND (FIA); num_key_value_heads < n
 grouped-query attention. actual_seq_lengths (query rows per batch) and actual_seq_lengths_kv (key
 rows per batch) limit each batch; rows past a batch's query length are zero in the output.
 Paged KV: key/value [blocks, block_size, H] with block_table [B, max_blocks] (block ids per batch).
-Quantised variants (dequant/quant/antiquant scales) are not implemented and raise.
+Quantisation (int8 KV caches, int8 attention, int8 output): attention_quant.py. Not supported: KV shared
+prefixes, key_rope antiquant, and int8 attention with layout TND.
 """
 import torch
 
 from torch_npu.ops._common import check
 from torch_npu.ops.attention_core import attend, band_mask, expand_kv, from_bnsd, to_bnsd
+from torch_npu.ops.attention_quant import dequantised_kv, int8_attend, requantised_output, split_antiquant
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -36,19 +38,46 @@ def _paged(cache, block_table, block_size, batch, op):
     return gathered.reshape(batch, -1, *cache.shape[2:])
 
 
-def _no_quant(op, **tensors):
+def _unsupported(op, **tensors):
     for name, t in tensors.items():
-        check(t is None, op, f"{name} (quantised attention) is not implemented in vnpu")
+        check(t is None, op, f"{name} is not supported by vnpu")
+
+
+def _int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2):
+    """The int8-attention scales, or None when the attention is not int8."""
+    if dequant_scale1 is None and quant_scale1 is None and dequant_scale2 is None:
+        return None
+    check(dequant_scale1 is not None and quant_scale1 is not None and dequant_scale2 is not None, op,
+          "int8 attention needs dequant_scale1, quant_scale1 and dequant_scale2 together")
+    return dequant_scale1, quant_scale1, dequant_scale2
+
+
+def _dequantised(op, key, value, input_layout, dtype, key_params, value_params, key_mode, value_mode):
+    """key and value, dequantised where (scale, offset) parameters are given."""
+    layout = _split_layout(input_layout, op)[0]
+    if key_params[0] is not None:
+        key = dequantised_kv(key, *key_params, key_mode, layout, dtype, op, "key")
+    if value_params[0] is not None:
+        value = dequantised_kv(value, *value_params, value_mode, layout, dtype, op, "value")
+    return key, value
+
+
+def _quantised_output(op, out, input_layout, quant_scale2, quant_offset2):
+    if quant_scale2 is None:
+        check(quant_offset2 is None, op, "quant_offset2 needs quant_scale2")
+        return out
+    return requantised_output(out, _split_layout(input_layout, op)[1], quant_scale2, quant_offset2, op)
 
 
 def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq_lengths, actual_seq_lengths_kv,
                      block_table, num_heads, scale, pre_tokens, next_tokens, input_layout, num_key_value_heads,
-                     sparse_mode, block_size):
+                     sparse_mode, block_size, int8_scales=None):
     in_layout, out_layout = _split_layout(input_layout, op)
     check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
     kv_heads = num_key_value_heads or num_heads
     check(num_heads % kv_heads == 0, op, f"num_key_value_heads={kv_heads} must divide num_heads={num_heads}")
     if in_layout == "TND":
+        check(int8_scales is None, op, "int8 attention (dequant_scale1) with layout TND is not supported by vnpu")
         return _infer_tnd(op, query, key, value, atten_mask, actual_seq_lengths, actual_seq_lengths_kv, num_heads,
                           kv_heads, scale, sparse_mode, out_layout)
     q = to_bnsd(query, in_layout, num_heads, op, "query")
@@ -78,7 +107,11 @@ def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq
         kv_len = torch.tensor(list(actual_seq_lengths_kv), device=q.device).view(-1, 1, 1, 1)
         beyond = torch.arange(s2, device=q.device).view(1, 1, 1, s2) >= kv_len
         mask = beyond if mask is None else mask | beyond
-    out, lse = attend(q, k, v, scale=scale, mask=mask, pse=pse_shift)
+    if int8_scales is None:
+        out, lse = attend(q, k, v, scale=scale, mask=mask, pse=pse_shift)
+    else:
+        out, lse = int8_attend(q, k, v, scale=scale, mask=mask, pse=pse_shift, dequant_scale1=int8_scales[0],
+                               quant_scale1=int8_scales[1], dequant_scale2=int8_scales[2], op=op)
     if actual_seq_lengths is not None:
         q_len = torch.tensor(list(actual_seq_lengths), device=q.device).view(-1, 1, 1, 1)
         out = out.masked_fill(torch.arange(s1, device=q.device).view(1, 1, s1, 1) >= q_len, 0)
@@ -111,14 +144,16 @@ def npu_prompt_flash_attention(query, key, value, *, padding_mask=None, atten_ma
                                quant_scale2=None, quant_offset2=None, num_heads=1, scale_value=1.0,
                                pre_tokens=_BIG, next_tokens=0, input_layout="BSH", num_key_value_heads=0,
                                actual_seq_lengths_kv=None, sparse_mode=0):
+    """Prefill attention; int8 attention with deq_scale1 / quant_scale1 / deq_scale2, int8 output with
+    quant_scale2 (+ quant_offset2): see attention_quant.py."""
     op = "npu_prompt_flash_attention"
-    _no_quant(op, deq_scale1=deq_scale1, quant_scale1=quant_scale1, deq_scale2=deq_scale2, quant_scale2=quant_scale2)
     out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
                               actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
                               block_table=None, num_heads=num_heads, scale=scale_value, pre_tokens=pre_tokens,
                               next_tokens=next_tokens, input_layout=input_layout,
-                              num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode, block_size=0)
-    return out
+                              num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode, block_size=0,
+                              int8_scales=_int8_scales(op, deq_scale1, quant_scale1, deq_scale2))
+    return _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
 
 
 npu_op("npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
@@ -134,15 +169,22 @@ def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mas
                               dequant_scale1=None, quant_scale1=None, dequant_scale2=None, quant_scale2=None,
                               quant_offset2=None, kv_padding_size=None, num_heads=1, scale_value=1.0,
                               input_layout="BSH", num_key_value_heads=0, block_size=0, inner_precise=1):
-    """Decode attention: one query token per batch; actual_seq_lengths are the valid KV lengths."""
+    """Decode attention: one query token per batch; actual_seq_lengths are the valid KV lengths. An int8 KV
+    cache is dequantised with antiquant_scale/offset [2, ...] (key, value): per channel, or per token when
+    shaped [2, B, S_kv]; int8 attention and output as npu_prompt_flash_attention (attention_quant.py)."""
     op = "npu_incre_flash_attention"
-    _no_quant(op, antiquant_scale=antiquant_scale, dequant_scale1=dequant_scale1, quant_scale2=quant_scale2)
+    if antiquant_scale is not None:
+        (key_params, value_params) = split_antiquant(antiquant_scale, antiquant_offset, op)
+        kv_tokens = key.shape[:2] if input_layout != "BNSD" else (key.shape[0], key.shape[2])
+        mode = 1 if antiquant_scale.dim() == 3 and tuple(antiquant_scale.shape[1:]) == tuple(kv_tokens) else 0
+        key, value = _dequantised(op, key, value, input_layout, query.dtype, key_params, value_params, mode, mode)
     out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
                               actual_seq_lengths=None, actual_seq_lengths_kv=actual_seq_lengths,
                               block_table=block_table, num_heads=num_heads, scale=scale_value, pre_tokens=_BIG,
                               next_tokens=_BIG, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
-                              sparse_mode=0, block_size=block_size)
-    return out
+                              sparse_mode=0, block_size=block_size,
+                              int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2))
+    return _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
 
 
 npu_op("npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
@@ -151,7 +193,9 @@ npu_op("npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Ten
        "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
        "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? kv_padding_size=None, int num_heads=1, "
        "float scale_value=1.0, str input_layout=\"BSH\", int num_key_value_heads=0, int block_size=0, "
-       "int inner_precise=1) -> Tensor", fake=lambda query, key, value, **kw: torch.empty_like(query))(
+       "int inner_precise=1) -> Tensor", fake=lambda query, key, value, *, quant_scale2=None, dequant_scale1=None, **kw: torch.empty_like(
+           query, dtype=torch.int8 if quant_scale2 is not None else
+           torch.float16 if dequant_scale1 is not None else query.dtype))(
     npu_incre_flash_attention)
 
 
@@ -168,10 +212,21 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
                                     key_antiquant_mode=0, value_antiquant_mode=0, softmax_lse_flag=False):
     """Prefill (query length > 1) or decode attention in one operator; returns (attention_out,
     softmax_lse), softmax_lse float32 [B, N, S1, 1] (TND: [T, N, 1]) when softmax_lse_flag, else empty.
-    query_rope/key_rope (MLA): their dot products are added to the scores."""
+    query_rope/key_rope (MLA): their dot products are added to the scores. Quantisation (attention_quant.py):
+    antiquant_scale/offset [2, ...] with antiquant_mode, or key_/value_antiquant_scale/offset with their own
+    modes (0 per channel, 1 per token); int8 attention and output as npu_prompt_flash_attention."""
     op = "npu_fused_infer_attention_score"
-    _no_quant(op, dequant_scale1=dequant_scale1, quant_scale2=quant_scale2, antiquant_scale=antiquant_scale,
-              key_antiquant_scale=key_antiquant_scale, key_shared_prefix=key_shared_prefix)
+    _unsupported(op, key_shared_prefix=key_shared_prefix, value_shared_prefix=value_shared_prefix,
+                 key_rope_antiquant_scale=key_rope_antiquant_scale)
+    if antiquant_scale is not None:
+        key_params, value_params = split_antiquant(antiquant_scale, antiquant_offset, op)
+        key, value = _dequantised(op, key, value, input_layout, query.dtype, key_params, value_params,
+                                  antiquant_mode, antiquant_mode)
+    elif key_antiquant_scale is not None or value_antiquant_scale is not None:
+        key, value = _dequantised(op, key, value, input_layout, query.dtype,
+                                  (key_antiquant_scale, key_antiquant_offset),
+                                  (value_antiquant_scale, value_antiquant_offset), key_antiquant_mode,
+                                  value_antiquant_mode)
     if query_rope is not None:
         check(key_rope is not None, op, "query_rope needs key_rope")
         query, key = torch.cat([query, query_rope], -1), torch.cat([key, key_rope], -1)
@@ -180,7 +235,9 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
                                 block_table=block_table, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens,
                                 next_tokens=next_tokens, input_layout=input_layout,
                                 num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
-                                block_size=block_size)
+                                block_size=block_size,
+                                int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2))
+    out = _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
     return out, (lse if softmax_lse_flag else out.new_empty(0, dtype=torch.float32))
 
 

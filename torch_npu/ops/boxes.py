@@ -41,8 +41,11 @@ def npu_iou(bboxes, gtboxes, mode=0):
     return (inter / _area(g)[:, None]).to(bboxes.dtype)
 
 
-def _iou_terms(boxes, gt, trans, is_cross, op):
-    """boxes [4, N], gt [4, M] -> pairwise tensors of both (aligned: [N]; cross: [M, N])."""
+def _iou_terms(boxes, gt, trans, is_cross, mode, op):
+    """boxes [4, N], gt [4, M] -> (boxes, gt, overlap, union, enclosing top-left, enclosing bottom-right),
+    pairwise (aligned: [N]; cross: [M, N]). overlap is the IoU (mode 0) or the IoF, inter / gt area (mode 1,
+    as npu_iou's mode 1)."""
+    check(mode in (0, 1), op, f"mode must be 0 (iou) or 1 (iof), got {mode}")
     check(boxes.dim() == 2 and boxes.shape[0] == 4 and gt.dim() == 2 and gt.shape[0] == 4, op,
           f"self and gtboxes must be [4, N] and [4, M], got {tuple(boxes.shape)} and {tuple(gt.shape)}")
     b, g = boxes.float().t(), gt.float().t()
@@ -58,7 +61,8 @@ def _iou_terms(boxes, gt, trans, is_cross, op):
     union = _area(b) + _area(g) - inter
     enclose_lt = torch.minimum(b[..., :2], g[..., :2])
     enclose_rb = torch.maximum(b[..., 2:], g[..., 2:])
-    return b, g, inter, union, enclose_lt, enclose_rb
+    overlap = inter / (union if mode == 0 else _area(g))
+    return b, g, overlap, union, enclose_lt, enclose_rb
 
 
 def _shape_result(value, is_cross, like):
@@ -69,36 +73,34 @@ def _shape_result(value, is_cross, like):
         differentiable=True)
 def npu_giou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
     """GIoU = IoU - (C - U) / C (C: enclosing box area). Boxes [4, N]; is_cross=False pairs box i with gt i
-    and returns [N, 1]; is_cross=True returns [M, N]. mode 0 only (IoU-based)."""
-    check(mode == 0, "npu_giou", f"mode={mode}: only mode 0 (IoU) is implemented")
-    b, g, inter, union, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, "npu_giou")
+    and returns [N, 1]; is_cross=True returns [M, N]. mode 1 puts the IoF (inter / gt area) in place of the
+    IoU; the documentation names the mode without its formula, this is the one npu_iou's mode 1 defines."""
+    _, _, overlap, union, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_giou")
     enclose = (rb - lt).clamp(min=0).prod(-1)
-    return _shape_result(inter / union - (enclose - union) / (enclose + 1e-10), is_cross, boxes)
+    return _shape_result(overlap - (enclose - union) / (enclose + 1e-10), is_cross, boxes)
 
 
-def _diou_terms(b, g, inter, union, lt, rb):
+def _diou_penalty(b, g, lt, rb):
     centre = ((b[..., :2] + b[..., 2:]) / 2 - (g[..., :2] + g[..., 2:]) / 2).pow(2).sum(-1)
     diagonal = (rb - lt).pow(2).sum(-1) + 1e-10
-    return inter / union, centre / diagonal
+    return centre / diagonal
 
 
 @npu_op("npu_diou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
         differentiable=True)
 def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
-    """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); shapes as npu_giou."""
-    check(mode == 0, "npu_diou", f"mode={mode}: only mode 0 (IoU) is implemented")
-    terms = _iou_terms(boxes, gtboxes, trans, is_cross, "npu_diou")
-    iou, penalty = _diou_terms(*terms)
-    return _shape_result(iou - penalty, is_cross, boxes)
+    """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); shapes and modes as npu_giou."""
+    b, g, overlap, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_diou")
+    return _shape_result(overlap - _diou_penalty(b, g, lt, rb), is_cross, boxes)
 
 
 @npu_op("npu_ciou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=True, int mode=0, "
         "bool atan_sub_flag=False) -> Tensor", differentiable=True)
 def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=False):
-    """CIoU = DIoU - a v, v = 4/pi^2 (atan(wg/hg) - atan(w/h))^2, a = v / (1 - IoU + v); shapes as npu_giou."""
-    check(mode == 0, "npu_ciou", f"mode={mode}: only mode 0 (IoU) is implemented")
-    b, g, inter, union, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, "npu_ciou")
-    iou, penalty = _diou_terms(b, g, inter, union, lt, rb)
+    """CIoU = DIoU - a v, v = 4/pi^2 (atan(wg/hg) - atan(w/h))^2, a = v / (1 - IoU + v); shapes and modes as
+    npu_giou (mode 1: the IoF stands for the IoU in both places)."""
+    b, g, iou, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_ciou")
+    penalty = _diou_penalty(b, g, lt, rb)
     wb, hb = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
     wg, hg = g[..., 2] - g[..., 0], g[..., 3] - g[..., 1]
     v = (4 / math.pi ** 2) * (torch.atan(wg / hg) - torch.atan(wb / hb)).pow(2)
@@ -120,8 +122,16 @@ def greedy_nms(boxes, scores, iou_threshold):
     return torch.tensor(keep, dtype=torch.long, device=boxes.device)
 
 
+def _nms_v4_fake(boxes, scores, max_output_size, iou_threshold, scores_threshold, pad_to_max_output_size=False):
+    """Padded: [max_output_size] indices. Unpadded, the count depends on the values: an unbacked size
+    (torch.compile needs capture_dynamic_output_shape_ops for it, as for torch.nonzero)."""
+    limit = int(max_output_size)
+    size = limit if pad_to_max_output_size else torch.library.get_ctx().new_dynamic_size(max=limit)
+    return boxes.new_empty(size, dtype=torch.int32), boxes.new_empty((), dtype=torch.int32)
+
+
 @npu_op("npu_nms_v4(Tensor self, Tensor scores, Scalar max_output_size, Tensor iou_threshold, "
-        "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)", fake=None)
+        "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)", fake=_nms_v4_fake)
 def npu_nms_v4(boxes, scores, max_output_size, iou_threshold, scores_threshold, pad_to_max_output_size=False):
     """TensorFlow's NonMaxSuppressionV4: boxes scoring above scores_threshold, greedy NMS, at most
     max_output_size. Returns (selected_indices int32, valid_count int32 0-d); with

@@ -12,17 +12,17 @@ the query has a multiple of the key's heads. sparse_mode:
 Modes 2-4 and 6-8 take their shape from the mode (the compressed mask the NPU needs is not read).
 Outputs: (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels); softmax_max and
 softmax_sum are float32 [B, N, S1, 8] (TND: [T, N, 8]), 8 copies of one value per row, with
-softmax = exp(s - softmax_max) / softmax_sum. vnpu returns the equivalent pair (logsumexp(s), 1) — the
-same row statistics in the form PyTorch's fused CPU kernel produces (max + log(sum) is the logsumexp
-either way, so ring-attention style merging works unchanged). softmax_out is empty. With keep_prob < 1
+softmax = exp(s - softmax_max) / softmax_sum: softmax_max is the row maximum of the float32 scores and
+softmax_sum = exp(logsumexp(s) - softmax_max), so max + log(sum) is exactly the logsumexp PyTorch's fused
+CPU kernel's backward takes (it is rebuilt from the pair). softmax_out is empty. With keep_prob < 1
 the dropout mask is drawn from `seed` (taken from the npu generator) so npu_fusion_attention_grad
-reproduces it. Without dropout the forward and backward are PyTorch's fused CPU flash-attention
-kernels.
+reproduces it. The forward forms the scores in blocks of query rows (attention_core.attend_with_stats);
+without dropout the backward is PyTorch's fused CPU flash-attention backward kernel.
 """
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.attention_core import (LAYOUTS, as_bool_mask, attend, attend_backward, band_mask,
+from torch_npu.ops.attention_core import (LAYOUTS, as_bool_mask, attend_backward, attend_with_stats, band_mask,
                                           cumulative_to_lengths, dropout_keep_mask, expand_kv, from_bnsd, to_bnsd)
 from torch_npu.ops.registration import npu_op
 
@@ -72,10 +72,9 @@ def _check_layout(layout):
     check(layout in LAYOUTS, OP, f"input_layout must be one of {LAYOUTS}, got {layout!r}")
 
 
-def _stats(lse):
-    """(softmax_max, softmax_sum) = (logsumexp, 1), 8 copies per row."""
-    stat = lse.expand(*lse.shape[:-1], 8).contiguous()
-    return stat, torch.ones_like(stat)
+def _stats(row_max, row_sum):
+    """(softmax_max, softmax_sum): 8 copies per row."""
+    return tuple(stat.expand(*stat.shape[:-1], 8).contiguous() for stat in (row_max, row_sum))
 
 
 def _bnsd_inputs(query, key, value, head_num, input_layout):
@@ -109,8 +108,9 @@ def _forward(query, key, value, head_num, input_layout, pse, atten_mask, scale, 
     if keep_prob < 1.0:
         drop = dropout_mask.to(torch.bool) if dropout_mask is not None else \
             dropout_keep_mask((b, head_num, s1, s2), keep_prob, seed, q.device)
-    out, lse = attend(q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob, dropout_mask=drop)
-    return (from_bnsd(out, input_layout), *_stats(lse))
+    out, row_max, row_sum = attend_with_stats(q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob,
+                                              dropout_mask=drop)
+    return (from_bnsd(out, input_layout), *_stats(row_max, row_sum))
 
 
 def _forward_tnd(query, key, value, head_num, mask, scale, keep_prob, pre, nxt, actual_seq_qlen, actual_seq_kvlen,
@@ -123,7 +123,7 @@ def _forward_tnd(query, key, value, head_num, mask, scale, keep_prob, pre, nxt, 
     check(sum(q_lens) == query.shape[0] and sum(kv_lens) == key.shape[0], OP,
           f"the sequence lengths cover {sum(q_lens)} / {sum(kv_lens)} tokens, query/key hold "
           f"{query.shape[0]} / {key.shape[0]}")
-    outs, lses = [], []
+    outs, maxima, sums = [], [], []
     q_start = kv_start = 0
     for i, (sq, skv) in enumerate(zip(q_lens, kv_lens)):
         q = query[q_start:q_start + sq].transpose(0, 1).unsqueeze(0)
@@ -135,11 +135,13 @@ def _forward_tnd(query, key, value, head_num, mask, scale, keep_prob, pre, nxt, 
         drop = None
         if keep_prob < 1.0:
             drop = dropout_keep_mask((1, head_num, sq, skv), keep_prob, seed + i, q.device)
-        out, lse = attend(q, k, v, scale=scale, mask=m, keep_prob=keep_prob, dropout_mask=drop)
+        out, *stats = attend_with_stats(q, k, v, scale=scale, mask=m, keep_prob=keep_prob, dropout_mask=drop)
         outs.append(out[0].transpose(0, 1))
-        lses.append(lse[0, :, :, 0].transpose(0, 1))
+        row_max, row_sum = _stats(*stats)
+        maxima.append(row_max[0].transpose(0, 1))
+        sums.append(row_sum[0].transpose(0, 1))
         q_start, kv_start = q_start + sq, kv_start + skv
-    return (torch.cat(outs), *_stats(torch.cat(lses).unsqueeze(-1)))
+    return torch.cat(outs), torch.cat(maxima), torch.cat(sums)
 
 
 def _dropout_numels(query, key, head_num, layout, actual_seq_qlen, actual_seq_kvlen):

@@ -99,9 +99,10 @@ def npu_moe_compute_expert_tokens(sorted_experts, num_expert):
 def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
                              export_for_source_row, drop_pad_mode=0, k=1):
     """out[i] = skip1[i] + skip2[i] + sum_j scales[i, j] * (rows[src_to_dst[i + j * N]] + bias[expert[i, j]])
-    (K = scales.shape[1], or k without scales). drop_pad_mode 0 (no dropping) only."""
+    (K = scales.shape[1], or k without scales). drop_pad_mode 0 (no dropping), the only mode torch_npu documents here."""
     op = "npu_moe_finalize_routing"
-    check(drop_pad_mode in (0, None), op, f"drop_pad_mode={drop_pad_mode}: only 0 is implemented")
+    check(drop_pad_mode in (0, None), op,
+          f"drop_pad_mode must be 0 (the only value torch_npu documents for this operator), got {drop_pad_mode}")
     topk = scales.shape[1] if scales is not None else (k or 1)
     rows = expanded_src_to_dst_row.numel() // topk
     hidden = expanded_permuted_rows.shape[-1]
@@ -117,84 +118,36 @@ def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales,
     return out.to(expanded_permuted_rows.dtype)
 
 
+_NO_PADDED_MODE = "padded_mode=True is not supported (CANN's MoeTokenPermute does not support it either)"
+
+
 @npu_op("npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False) "
         "-> (Tensor, Tensor)", differentiable=True,
         fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
             tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
             indices.new_empty(indices.numel(), dtype=torch.int32)))
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
-    """Megatron's permute: sorted_indices = stable argsort of the flattened expert ids (int32);
-    permuted = tokens[sorted_indices // topk], truncated to num_out_tokens."""
-    check(not padded_mode, "npu_moe_token_permute", "padded_mode=True is not implemented")
+    """Routes (token t, choice j) sorted by expert: order = stable argsort of the flattened expert ids,
+    permuted = tokens[order // topk] truncated to num_out_tokens; sorted_indices (int32) is argsort(order),
+    each route's row in permuted (the CANN formula, argSort applied twice — not Megatron's order itself)."""
+    check(not padded_mode, "npu_moe_token_permute", _NO_PADDED_MODE)
     topk = indices.shape[1] if indices.dim() > 1 else 1
-    sorted_indices = torch.argsort(indices.reshape(-1), stable=True)
-    count = num_out_tokens if num_out_tokens else sorted_indices.numel()
-    return tokens[sorted_indices[:count] // topk], sorted_indices.to(torch.int32)
+    order = torch.argsort(indices.reshape(-1), stable=True)
+    count = num_out_tokens if num_out_tokens else order.numel()
+    return tokens[order[:count] // topk], torch.argsort(order).to(torch.int32)
 
 
 @npu_op("npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
         "bool padded_mode=False, int[]? restore_shape=None) -> Tensor")
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
-    """Inverse of npu_moe_token_permute: each token's topk rows back in place, weighted by probs [T, topk]
-    and summed over topk (rows dropped by num_out_tokens count as zeros)."""
-    check(not padded_mode, "npu_moe_token_unpermute", "padded_mode=True is not implemented")
+    """Inverse of npu_moe_token_permute: out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t * topk + j]]
+    (routes whose row num_out_tokens dropped count as zeros)."""
+    check(not padded_mode, "npu_moe_token_unpermute", _NO_PADDED_MODE)
     topk = probs.shape[1] if probs is not None else 1
-    total = sorted_indices.numel()
     hidden = permuted_tokens.shape[-1]
-    unpermuted = permuted_tokens.new_zeros(total, hidden)
-    unpermuted[sorted_indices[: permuted_tokens.shape[0]].long()] = permuted_tokens
-    unpermuted = unpermuted.view(-1, topk, hidden)
+    padded = torch.cat([permuted_tokens, permuted_tokens.new_zeros(1, hidden)])
+    rows = sorted_indices.long().clamp(max=permuted_tokens.shape[0])
+    unpermuted = padded[rows].view(-1, topk, hidden)
     if probs is not None:
         unpermuted = unpermuted * probs.unsqueeze(-1).to(unpermuted.dtype)
     return unpermuted.sum(1)
-
-
-@npu_op("npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
-        "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
-        "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "
-        "int[2] active_expert_range=[], int row_idx_type=0, int? x_dtype=None) -> (Tensor, Tensor, Tensor, Tensor)",
-        fake=None)
-def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_num=-1, expert_capacity=-1,
-                            expert_num=-1, drop_pad_mode=0, expert_tokens_num_type=0, expert_tokens_num_flag=False,
-                            quant_mode=-1, active_expert_range=(), row_idx_type=0, x_dtype=None):
-    """Dropless routing (drop_pad_mode 0) of x [N, H] by expert_idx [N, k]: routes whose expert lies in
-    active_expert_range [start, end) (default: all experts), stably sorted by expert, at most
-    active_num of them (-1: all). Returns (expanded_x [R, H], expanded_row_idx int32,
-    expert_tokens (int64: per-expert counts (type 1), cumulative counts (type 0) or [expert, count]
-    pairs (type 2) when expert_tokens_num_flag, else empty), expanded_scale (scale of each row's token,
-    float32, or empty)). expanded_row_idx: row_idx_type 0 gives each route's position in the sorted
-    order (-1 if dropped, the v1 form), 1 the source route of each position."""
-    op = "npu_moe_init_routing_v2"
-    check(drop_pad_mode == 0, op, f"drop_pad_mode={drop_pad_mode}: only 0 (dropless) is implemented")
-    check(quant_mode == -1, op, f"quant_mode={quant_mode}: quantised routing is not implemented")
-    check(x.dim() == 2 and expert_idx.dim() == 2 and expert_idx.shape[0] == x.shape[0], op,
-          f"x [N, H] and expert_idx [N, k] expected, got {tuple(x.shape)} and {tuple(expert_idx.shape)}")
-    check(expert_tokens_num_type in (0, 1, 2), op, f"expert_tokens_num_type must be 0, 1 or 2, got {expert_tokens_num_type}")
-    n, k = expert_idx.shape
-    experts = expert_num if expert_num > 0 else int(expert_idx.max()) + 1
-    start, end = (active_expert_range[0], active_expert_range[1]) if len(active_expert_range) == 2 else (0, experts)
-    flat = expert_idx.reshape(-1).long()
-    in_range = (flat >= start) & (flat < end)
-    order = torch.argsort(torch.where(in_range, flat, torch.full_like(flat, end)), stable=True)
-    kept = int(in_range.sum())
-    if active_num >= 0:
-        kept = min(kept, active_num)
-    order = order[:kept]
-    expanded_x = x[order // k]
-    if row_idx_type == 0:
-        expanded_row_idx = torch.full((n * k,), -1, dtype=torch.int32, device=x.device)
-        expanded_row_idx[order] = torch.arange(kept, dtype=torch.int32, device=x.device)
-    else:
-        expanded_row_idx = order.to(torch.int32)
-    if expert_tokens_num_flag:
-        counts = torch.bincount(flat[order] - start, minlength=end - start)
-        if expert_tokens_num_type == 0:
-            tokens = counts.cumsum(0)
-        elif expert_tokens_num_type == 1:
-            tokens = counts
-        else:
-            tokens = torch.stack([torch.arange(start, end, device=x.device), counts], 1)
-    else:
-        tokens = x.new_empty(0, dtype=torch.int64)
-    expanded_scale = scale.float()[order // k] if scale is not None else x.new_empty(0, dtype=torch.float32)
-    return expanded_x, expanded_row_idx, tokens.to(torch.int64), expanded_scale

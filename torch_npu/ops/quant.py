@@ -161,30 +161,75 @@ def _group_sizes(group_list, group_list_type, total, op):
     return sizes
 
 
+_GROUPED_ACTIVATIONS = {0: None, 1: torch.relu, 2: lambda y: torch.nn.functional.gelu(y, approximate="tanh"),
+                        4: lambda y: torch.ops.npu.npu_fast_gelu(y), 5: torch.nn.functional.silu}
+
+
+def _nth(tensors, i):
+    return None if not tensors else tensors[i if len(tensors) > 1 else 0]
+
+
+def _dequantised_weight(w, scale, offset, dtype, op, i):
+    """antiquant: (w + offset) * scale in x's dtype; scale per channel [n] or per group [groups, n]."""
+    k = w.shape[-2]
+    if scale.dim() == 2 and scale.shape[0] > 1:
+        check(k % scale.shape[0] == 0, op, f"antiquant_scale[{i}] has {scale.shape[0]} groups for k={k}")
+        group = k // scale.shape[0]
+        scale = scale.repeat_interleave(group, 0)
+        offset = None if offset is None else offset.repeat_interleave(group, 0)
+    value = w.to(dtype) if offset is None else w.to(dtype) + offset.to(dtype)
+    return value * scale.to(dtype)
+
+
+def _group_product(xi, wi, i, *, bias, scale, offset, antiquant_scale, antiquant_offset, per_token_scale,
+                   output_dtype, op):
+    check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
+    b = _nth(bias, i)
+    if scale:
+        check(xi.dtype == torch.int8 and wi.dtype == torch.int8, op,
+              f"with scale (quantised), x and weight must be int8, got {xi.dtype} and {wi.dtype}")
+        return _quant_matmul(xi, wi, _nth(scale, i), offset=_nth(offset, i), pertoken_scale=per_token_scale,
+                             bias=b, output_dtype=output_dtype)
+    if antiquant_scale:
+        wi = _dequantised_weight(wi, _nth(antiquant_scale, i), _nth(antiquant_offset, i), xi.dtype, op, i)
+    yi = xi @ wi
+    return yi if b is None else yi + b.to(yi.dtype)
+
+
 def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
                     per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
                     activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
                     tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
                     per_token_scale_dtype=None):
+    """y_i = act(x_i @ w_i + b_i) per group. Quantised (scale): int8 x and weight, y_i = (x_i @ w_i + b_i) *
+    scale_i [* per_token_scale per row] [+ offset_i], output int8 (requantised) unless output_dtype says
+    float16 / bfloat16 / int32, as npu_quant_matmul. Weight antiquant (antiquant_scale): w_i = (w_i +
+    antiquant_offset_i) * antiquant_scale_i in x's dtype, per channel [n] or per group [groups, n].
+    act_type: 0 none, 1 relu, 2 gelu (tanh), 4 fast gelu, 5 silu (3, gelu with erf, torch_npu refuses too).
+    Forms: one x per weight, or one x split along M by group_list (group_type 0); split_item 2/3 return
+    one concatenated tensor."""
     op = "npu_grouped_matmul"
     check(group_type in (None, -1, 0), op, f"group_type={group_type}: only -1 (no grouping) and 0 (split M) are "
                                            "implemented")
-    check(scale is None and antiquant_scale is None, op, "quantised grouped matmul (scale / antiquant_scale) is "
-                                                         "not implemented in vnpu")
+    check(act_type in _GROUPED_ACTIVATIONS, op, f"act_type must be one of {sorted(_GROUPED_ACTIVATIONS)}, got {act_type}")
+    check(not (scale and antiquant_scale), op, "scale (quantised) and antiquant_scale (weight antiquant) exclude "
+                                               "each other")
     if group_list is not None and len(x) == 1 and len(weight) > 1:
         sizes = _group_sizes(group_list, group_list_type, x[0].shape[0], op)
         check(len(sizes) == len(weight), op, f"group_list has {len(sizes)} groups for {len(weight)} weights")
         xs = list(x[0][: sum(sizes)].split(sizes, 0))
+        token_scales = list(per_token_scale[0][: sum(sizes)].split(sizes, 0)) if per_token_scale else None
     else:
         xs = list(x)
+        token_scales = list(per_token_scale) if per_token_scale else None
     check(len(xs) == len(weight), op, f"{len(xs)} inputs for {len(weight)} weights")
+    activation = _GROUPED_ACTIVATIONS[act_type]
     outs = []
     for i, (xi, wi) in enumerate(zip(xs, weight)):
-        check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
-        yi = xi @ wi
-        if bias:
-            yi = yi + bias[i]
-        outs.append(yi)
+        yi = _group_product(xi, wi, i, bias=bias, scale=scale, offset=offset, antiquant_scale=antiquant_scale,
+                            antiquant_offset=antiquant_offset, per_token_scale=_nth(token_scales, i),
+                            output_dtype=output_dtype, op=op)
+        outs.append(yi if activation is None else activation(yi))
     if split_item in (2, 3):
         out = torch.cat(outs, 0)
         rows = sum(t.shape[0] for t in x)
@@ -194,12 +239,13 @@ def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_
     return outs
 
 
-def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, **kwargs):
+def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, **kwargs):
+    dtype = _out_dtype(output_dtype, "npu_grouped_matmul") if scale else x[0].dtype
     if group_list is not None and len(x) == 1 and len(weight) > 1:
         check(split_item in (2, 3), "npu_grouped_matmul", "with group_list and split_item 0/1 the output sizes depend "
                                                           "on group_list's values (not traceable); use split_item=3")
-        return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1])]
-    outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1]) for xi, wi in zip(x, weight)]
+        return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1], dtype=dtype)]
+    outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1], dtype=dtype) for xi, wi in zip(x, weight)]
     if split_item in (2, 3):
         return [torch.cat(outs, 0)]
     return outs
