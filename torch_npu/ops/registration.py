@@ -79,33 +79,63 @@ def _composition_backward(kernel):
     return backward, setup_context
 
 
-def _has_kwarg_only_tensors(op):
-    return any(arg.kwarg_only and "Tensor" in str(arg.type) for arg in op._schema.arguments)
+def _takes_keyword_only_inputs(setup_context):
+    import inspect
+
+    try:
+        return "keyword_only_inputs" in inspect.signature(setup_context).parameters
+    except (TypeError, ValueError):
+        return False
 
 
-def _autograd_kernel(op, kernel):
-    """An Autograd kernel for operators with keyword-only tensors (torch.library.register_autograd refuses
-    those): gradients flow to the positional tensor arguments, recomputed through the composition."""
-    backward_fn, _ = _composition_backward(kernel)
+def _autograd_kernel(op, backward, setup_context):
+    """The operator's Autograd kernel: the forward runs below autograd, `setup_context(ctx, inputs, output
+    [, keyword_only_inputs])` saves what `backward(ctx, *grads)` needs, and backward returns one gradient per
+    positional argument — torch.library.register_autograd's contract, also for operators with keyword-only
+    tensors (which register_autograd refuses), and without its per-operator class generation at import."""
+    pass_keywords = _takes_keyword_only_inputs(setup_context)
 
-    class Recomputed(torch.autograd.Function):
+    class NpuOperatorFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, kwargs, *args):
             with torch._C._AutoDispatchBelowAutograd():
                 out = op(*args, **kwargs)
-            ctx.saved_inputs, ctx.saved_kwargs = args, kwargs
+            if pass_keywords:
+                setup_context(ctx, args, out, keyword_only_inputs=kwargs)
+            else:
+                setup_context(ctx, args, out)
             flat, _ = tree_flatten(out)
-            ctx.mark_non_differentiable(*[o for o in flat if isinstance(o, torch.Tensor) and not o.is_floating_point()])
+            ctx.mark_non_differentiable(*[o for o in flat if isinstance(o, torch.Tensor)
+                                          and not (o.is_floating_point() or o.is_complex())])
             return out
 
         @staticmethod
         def backward(ctx, *grads):
-            return (None, *backward_fn(ctx, *grads))
+            result = backward(ctx, *grads)
+            return (None, *(result if isinstance(result, tuple) else (result,)))
+
+    NpuOperatorFunction.__name__ = f"{op._schema.name.split('::')[-1]}_autograd"
+
+    schema_arguments = op._schema.arguments
 
     def autograd_kernel(*args, **kwargs):
-        return Recomputed.apply(kwargs, *args)
+        positional, keyword_only = _with_defaults(schema_arguments, args, kwargs)
+        return NpuOperatorFunction.apply(keyword_only, *positional)
 
     return autograd_kernel
+
+
+def _with_defaults(schema_arguments, args, kwargs):
+    """(every positional argument, every keyword-only argument) of a call, defaults filled in."""
+    positional, keyword_only = [], {}
+    for i, arg in enumerate(schema_arguments):
+        if arg.kwarg_only:
+            keyword_only[arg.name] = kwargs[arg.name] if arg.name in kwargs else arg.default_value
+        elif i < len(args):
+            positional.append(args[i])
+        else:
+            positional.append(kwargs[arg.name] if arg.name in kwargs else arg.default_value)
+    return positional, keyword_only
 
 
 def _deprecated_torch_alias(name):
@@ -158,16 +188,11 @@ def npu_op(schema, *, fake="composition", differentiable=False, backward=None, s
             torch.library.register_fake(qualname, lib=lib)(kernel)
         elif fake is not None:
             torch.library.register_fake(qualname, lib=lib)(fake)
-        if backward is not None:
-            torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)
-        elif differentiable:
+        if backward is not None or differentiable:
             overload = getattr(getattr(torch.ops, namespace), name.split(".")[0])
             overload = getattr(overload, name.split(".")[1] if "." in name else "default")
-            if _has_kwarg_only_tensors(overload):
-                lib.impl(name, _autograd_kernel(overload, kernel), "Autograd")
-            else:
-                bw, setup = _composition_backward(kernel)
-                torch.library.register_autograd(qualname, bw, setup_context=setup, lib=lib)
+            bw, setup = (backward, setup_context) if backward is not None else _composition_backward(kernel)
+            lib.impl(name, _autograd_kernel(overload, bw, setup), "Autograd")
         if namespace == "npu" and "." not in name:
             _export(name)
         return kernel
