@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.deps: $(BIN)/python
-	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" "torchvision==0.28.0" "transformers==5.24.0" ninja numpy pytest pytest-timeout expecttest
+	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" "torchvision==0.28.0" "transformers==5.24.0" ninja numpy pyyaml rich libcst pytest pytest-timeout expecttest
 	touch $@
 
 CSRC := $(shell find torch_npu/csrc -name '*.cpp' -o -name '*.h')
@@ -44,6 +44,7 @@ bench: setup
 	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_graphs.py
 	$(BIN)/python bench/bench_fusion_attention.py
+	$(BIN)/python bench/bench_fallback_check.py
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info

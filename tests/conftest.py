@@ -3,9 +3,13 @@ import sys
 import warnings
 
 import pytest
-import torch
 
-import torch_npu  # noqa: F401
+# A profile the developer synced (`vnpu ops sync`) would make fallback warnings part of every test.
+os.environ.setdefault("VNPU_OPS_PROFILE", "none")
+
+import torch  # noqa: E402
+
+import torch_npu  # noqa: F401,E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 

@@ -1,7 +1,7 @@
 """Plugging the npu device into PyTorch: the PrivateUse1 backend renamed ``npu``."""
 import torch
 
-from torch_npu import _C, _op_selection
+from torch_npu import _C, _op_selection, _op_support
 
 
 def register_npu_device(unsupported_dtype):
@@ -15,6 +15,9 @@ def register_npu_device(unsupported_dtype):
     torch.nn.parameter.UninitializedTensorMixin._allowed_methods.append(torch.Tensor.npu)
     # torch.utils.checkpoint saves and restores the RNG state of this device type.
     torch.utils.checkpoint.DefaultDeviceType.set_device_type("npu")
+    # Before operators are registered or run: an operator-support profile decides, per operator, what
+    # real hardware would run through torch_npu's CPU fallback.
+    _op_support.activate_from_environment(_C)
     _C._register_redirects(_op_selection.redirected_operators())
     # The autograd engine runs the backward of non-CPU devices on a worker thread per device;
     # npu kernels run on the host anyway, so keep backward on the importing (usually main)

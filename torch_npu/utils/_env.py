@@ -50,8 +50,9 @@ VARIABLES = {
                           "synchronously, so only host overheads would differ"),
     "PER_STREAM_QUEUE": (_FLAG, "on hardware this gives every stream its own task queue; no effect on vnpu"),
     "COMBINED_ENABLE": (_FLAG, "on hardware this fuses pairs of non-contiguous copies; vnpu copies on the host"),
-    "TORCH_NPU_FALLBACK_CPU_DISABLE": (_FLAG, "on hardware 1 turns operators without an NPU kernel into errors "
-                                              "instead of CPU fallbacks; vnpu runs every operator on CPU kernels"),
+    "TORCH_NPU_FALLBACK_CPU_DISABLE": (_FLAG, "honoured with an operator-support profile (vnpu ops sync): 1 turns "
+                                              "the operators the profile's torch_npu runs through the CPU fallback "
+                                              "into torch_npu's error"),
     "TORCH_NPU_LEGACY_IMPL_LIST": (((lambda v: all(p.strip() in ("", "randomness") for p in v.split(","))),
                                     "a comma list of: randomness"),
                                    "on hardware this selects torch_npu's legacy random-number kernels; vnpu's "

@@ -1,5 +1,7 @@
 #include "aten/OpFacts.h"
 
+#include "aten/CpuFallback.h"
+
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -33,6 +35,7 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
   };
   OpFacts f;
   f.name = schema.name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  f.cpu_fallback = is_cpu_fallback_operator(f.name);
   const auto& args = schema.arguments();
   f.num_args = args.size();
   f.num_returns = schema.returns().size();

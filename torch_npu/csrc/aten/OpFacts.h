@@ -25,6 +25,8 @@ struct OpFacts {
   bool writes_arguments = false;
   // Operators PyTorch allows to take tensors on several devices (copies, indexing with CPU indices).
   bool mixes_devices = false;
+  // On the active operator-support profile's torch_npu, this operator runs through the CPU fallback.
+  bool cpu_fallback = false;
   CubeClass cube_class = CubeClass::None;
   std::vector<int> cube_args;  // the operands the cube multiplies
 };

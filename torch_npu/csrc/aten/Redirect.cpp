@@ -1,5 +1,6 @@
 #include "aten/Redirect.h"
 
+#include "aten/CpuFallback.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
 #include "aten/PrecisionEmulation.h"
@@ -21,6 +22,9 @@ constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
 }  // namespace
 
 void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (C10_UNLIKELY(facts.cpu_fallback)) {
+    report_cpu_fallback(facts);
+  }
   RedirectCall call(facts);
   const size_t nargs = facts.num_args;
   const size_t base = stack->size() - nargs;

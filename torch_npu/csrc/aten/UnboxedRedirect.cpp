@@ -134,7 +134,8 @@ struct Unboxed<Op, Ret(Args...)> {
   }
 
   static Ret call(Args... args) {
-    if (C10_UNLIKELY(slow_path_active())) {
+    // Observed operators and (with an operator-support profile) CPU-fallback ones take the boxed path.
+    if (C10_UNLIKELY(slow_path_active() || facts().cpu_fallback)) {
       return call_boxed(std::forward<Args>(args)...);
     }
     return call_indexed(std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);

@@ -2,6 +2,7 @@
 // precision emulation, NPU graphs and private formats.
 #include "python/Bindings.h"
 
+#include "aten/CpuFallback.h"
 #include "aten/GraphCapture.h"
 #include "aten/HostSync.h"
 #include "aten/OpHooks.h"
@@ -69,6 +70,21 @@ class PythonOpHook final : public OpHook {
 
 void bind_ops(py::module& m) {
   m.def("_register_redirects", &register_redirects);
+  // handler(name) -> "" or an error message; called (with the GIL) on each CPU-fallback operator call.
+  m.def("_set_cpu_fallback_operators", [](const std::vector<std::string>& names, py::object handler) {
+    CpuFallbackHandler call;
+    if (!handler.is_none()) {
+      auto shared = std::shared_ptr<py::object>(new py::object(std::move(handler)), [](py::object* h) {
+        py::gil_scoped_acquire gil;
+        delete h;
+      });
+      call = [shared](const std::string& name) {
+        py::gil_scoped_acquire gil;
+        return (*shared)(name).cast<std::string>();
+      };
+    }
+    set_cpu_fallback_operators(names, std::move(call));
+  });
   m.def("_redirect_calls", &redirect_calls);
   m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
 

@@ -1,0 +1,129 @@
+"""Operator-support profiles: built from the real torch-npu wheel on PyPI, then torch_npu's CPU-fallback
+warning (once per operator), its counting, and TORCH_NPU_FALLBACK_CPU_DISABLE=1, in fresh processes."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from torch_npu import _op_support
+
+VNPU = [sys.executable, "-m", "vnpu.cli"]
+TIMEOUT = 300
+NEEDLE = "will fall back to run on the CPU"
+
+
+def run(args, env, timeout=TIMEOUT):
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory):
+    """A cache holding the profile of the torch-npu release matching torch, fetched from PyPI."""
+    cache = str(tmp_path_factory.mktemp("vnpu_cache"))
+    env = dict(os.environ, VNPU_CACHE_DIR=cache)
+    env.pop("VNPU_OPS_PROFILE", None)
+    done = run(VNPU + ["ops", "sync"], env)
+    if done.returncode != 0 and ("could not download" in done.stdout + done.stderr):
+        pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return env
+
+
+def test_sync_stores_the_wheel_operator_lists_and_activates_them(synced):
+    active = open(os.path.join(synced["VNPU_CACHE_DIR"], "active")).read().strip()
+    assert active.startswith(".".join(__import__("torch").__version__.split(".")[:2]))
+    profile = json.load(open(os.path.join(synced["VNPU_CACHE_DIR"], "profiles", f"torch_npu-{active}.json")))
+    kernels = set(profile["npu_kernels"])
+    assert {"add.Tensor", "mm", "copy_", "_to_copy"} <= kernels and "fmax.out" not in kernels
+    assert len(profile["lists"]["supported"]) > 500
+
+
+def test_fallback_warns_once_per_operator_and_counts_calls(synced, tmp_path):
+    script = tmp_path / "fmax.py"
+    script.write_text(
+        "import torch, torch_npu\n"
+        "x, y = torch.randn(4, device='npu'), torch.randn(4, device='npu')\n"
+        "out = torch.empty(4, device='npu')\n"
+        "torch.fmax(x, y, out=out)\n"
+        "torch.fmax(x, y, out=out)\n"
+        "assert torch.equal(out.cpu(), torch.fmax(x.cpu(), y.cpu()))\n"
+        "print(getattr(torch_npu._op_support.ledger(), 'calls', 'no profile'))\n")
+    done = run([sys.executable, str(script)], synced)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(NEEDLE) == 1
+    assert ("CAUTION: The operator 'aten::fmax.out' is not currently supported on the NPU backend and will fall "
+            "back to run on the CPU. This may have performance implications.") in done.stderr
+    assert f"{script}:4: UserWarning" in done.stderr  # the warning points at the user's line
+    assert "{'aten::fmax.out': 2}" in done.stdout
+    quiet = run([sys.executable, str(script)], dict(synced, VNPU_OPS_PROFILE="none"))
+    assert quiet.returncode == 0 and NEEDLE not in quiet.stderr and "no profile" in quiet.stdout
+    silenced = run([sys.executable, str(script)], dict(synced, TORCH_NPU_WARNING_DISABLE="1"))
+    assert silenced.returncode == 0 and NEEDLE not in silenced.stderr
+
+
+def test_fallback_disabled_raises_torch_npus_error(synced, tmp_path):
+    script = tmp_path / "fmax.py"
+    script.write_text("import torch, torch_npu\nx = torch.randn(4, device='npu')\ntorch.fmax(x, x)\n")
+    done = run([sys.executable, str(script)], dict(synced, TORCH_NPU_FALLBACK_CPU_DISABLE="1"))
+    assert done.returncode != 0
+    assert ("RuntimeError: The operator 'aten::fmax' would execute its main computation on CPU through dispatcher "
+            "backend fallback because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is "
+            "disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1.") in done.stderr
+    assert "ERR01007 OPS feature not supported" in done.stderr and NEEDLE not in done.stderr
+
+
+def test_hot_operators_with_npu_kernels_stay_silent(synced, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch, torch_npu\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).npu()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(3):\n"
+        "    loss = model(torch.randn(4, 8, device='npu')).sum()\n"
+        "    loss.backward(); opt.step(); opt.zero_grad()\n"
+        "print(torch_npu._op_support.ledger().calls)\n")
+    done = run([sys.executable, str(script)], synced)
+    assert done.returncode == 0, done.stderr
+    assert NEEDLE not in done.stderr and done.stdout.strip() == "{}"
+
+
+def test_ops_check_and_list(synced):
+    fallback = run(VNPU + ["ops", "check", "fmax.out"], synced)
+    assert fallback.returncode == 1 and "falls back to the CPU" in fallback.stdout
+    native = run(VNPU + ["ops", "check", "aten::add.Tensor"], synced)
+    assert native.returncode == 0 and "runs on the NPU" in native.stdout
+    decomposed = run(VNPU + ["ops", "check", "linear"], synced)
+    assert decomposed.returncode == 0 and "decomposed" in decomposed.stdout
+    assert run(VNPU + ["ops", "check", "no_such_op"], synced).returncode == 2
+    listed = run(VNPU + ["ops", "list", "--fallback"], synced)
+    assert listed.returncode == 0 and "fmax.out" in listed.stdout.split()
+
+
+def test_without_a_profile_vnpu_says_how_to_get_one(tmp_path):
+    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))
+    env.pop("VNPU_OPS_PROFILE", None)
+    done = run(VNPU + ["ops", "list"], env)
+    assert done.returncode == 1 and "vnpu ops sync" in done.stdout
+
+
+def test_bad_profile_settings_are_clear_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    env = dict(os.environ, VNPU_OPS_PROFILE=str(bad))
+    done = run([sys.executable, "-c", "import torch, torch_npu"], env)
+    assert done.returncode != 0 and f"cannot read the operator-support profile {bad}" in done.stderr
+    missing = run([sys.executable, "-c", "import torch, torch_npu"],
+                  dict(os.environ, VNPU_OPS_PROFILE="9.9.9", VNPU_CACHE_DIR=str(tmp_path)))
+    assert missing.returncode != 0 and "vnpu ops sync --torch-npu 9.9.9" in missing.stderr
+
+
+def test_wheel_yaml_entries_of_every_form_are_read():
+    codegen = ("supported:\n- abs\n- func: add.Tensor\n  op_api: true\n"
+               "symint:\n- func: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor\n"
+               "autograd:\n- func: _thnn_fused_gru_cell(Tensor a) -> (Tensor, Tensor)\n")
+    lists = _op_support.parse_wheel_lists(codegen, "supported:\n  - empty.memory_format\n")
+    assert lists["supported"] == ["abs", "add.Tensor"] and lists["symint"] == ["embedding"]
+    assert lists["autograd"] == ["_thnn_fused_gru_cell"] and lists["base"] == ["empty.memory_format"]
+    assert lists["quant"] == []

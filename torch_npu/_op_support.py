@@ -1,0 +1,251 @@
+"""Operator-support profiles: which ATen operators a torch_npu release runs on the NPU, and so which ones
+real hardware would hand to torch_npu's CPU fallback.
+
+A profile is derived at run time from the official torch-npu wheel (`vnpu ops sync`): the wheel lists
+its NPU kernels in ``torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml`` (``supported``,
+``autograd``, ``symint`` and ``quant`` entries) and ``npu_native_functions.yaml``. Profiles live in the
+user's cache (``$VNPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/vnpu``, else ``~/.cache/vnpu``); the last one
+synced is active. ``VNPU_OPS_PROFILE`` overrides: a torch_npu version, a profile file, or ``none``.
+
+With a profile active, an operator that has a CPU kernel, no NPU kernel in the profile and is not
+decomposed before reaching the backend (CompositeImplicitAutograd) prints torch_npu's fallback warning
+once, is counted with the Python line that issued it, and with TORCH_NPU_FALLBACK_CPU_DISABLE=1 raises
+torch_npu's error instead. Membership is decided once per operator in C++ (aten/CpuFallback.h).
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+__all__ = []
+
+_WHEEL_LISTS = ("supported", "autograd", "symint", "quant")
+_CODEGEN_YAML = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
+_BASE_YAML = "torch_npu/csrc/aten/npu_native_functions.yaml"
+_OFF = ("none", "off", "0", "")
+
+WARNING = ("CAUTION: The operator '{op}' is not currently supported on the NPU backend and will fall back to "
+           "run on the CPU. This may have performance implications.")
+REFUSAL = ("The operator '{op}' would execute its main computation on CPU through dispatcher backend fallback "
+           "because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is disabled by "
+           "TORCH_NPU_FALLBACK_CPU_DISABLE=1.")
+
+
+def cache_dir():
+    if os.environ.get("VNPU_CACHE_DIR"):
+        return os.environ["VNPU_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vnpu")
+
+
+def _profiles_dir():
+    return os.path.join(cache_dir(), "profiles")
+
+
+def profile_path(version):
+    return os.path.join(_profiles_dir(), f"torch_npu-{version}.json")
+
+
+def _entry_name(entry):
+    """'add.Tensor' from a yaml entry: a plain name, or a dict whose func is a name or a whole schema."""
+    func = entry.get("func") if isinstance(entry, dict) else entry
+    if not isinstance(func, str):
+        return None
+    return func.split("(", 1)[0].strip() or None
+
+
+def parse_wheel_lists(codegen_yaml, base_yaml=None):
+    """{list name: sorted operator names} from the wheel's yaml texts."""
+    import yaml
+
+    lists = {}
+    codegen = yaml.safe_load(codegen_yaml) or {}
+    for key in _WHEEL_LISTS:
+        lists[key] = sorted({n for n in map(_entry_name, codegen.get(key) or []) if n})
+    if base_yaml:
+        base = yaml.safe_load(base_yaml) or {}
+        lists["base"] = sorted({n for n in map(_entry_name, base.get("supported") or []) if n})
+    return lists
+
+
+def profile_from_wheel(wheel_path):
+    """A profile dict from a torch-npu wheel file."""
+    with zipfile.ZipFile(wheel_path) as wheel:
+        names = set(wheel.namelist())
+        if _CODEGEN_YAML not in names:
+            raise ValueError(f"{os.path.basename(wheel_path)} has no {_CODEGEN_YAML}: not a torch-npu wheel "
+                             "with operator lists")
+        codegen = wheel.read(_CODEGEN_YAML).decode()
+        base = wheel.read(_BASE_YAML).decode() if _BASE_YAML in names else None
+    version = os.path.basename(wheel_path).split("-")[1]
+    lists = parse_wheel_lists(codegen, base)
+    kernels = sorted(set().union(*lists.values()))
+    return {"torch_npu": version, "wheel": os.path.basename(wheel_path), "npu_kernels": kernels, "lists": lists}
+
+
+def default_requirement():
+    """torch-npu's release series matching the installed torch (torch 2.13.x -> torch-npu==2.13.*)."""
+    import torch
+
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    return f"torch-npu=={major}.{minor}.*"
+
+
+def download_wheel(requirement, dest):
+    """Fetch one torch-npu wheel (no dependencies) with pip into dest; returns its path."""
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    errors = []
+    for tag in ("manylinux_2_28", "manylinux2014"):
+        cmd = [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "--only-binary=:all:",
+               "--platform", f"{tag}_{machine}", "--python-version", python, "--implementation", "cp",
+               "-d", dest, "--quiet", "--disable-pip-version-check"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        wheels = [f for f in os.listdir(dest) if f.endswith(".whl")]
+        if done.returncode == 0 and wheels:
+            return os.path.join(dest, wheels[0])
+        errors.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"pip exited {done.returncode}")
+    raise RuntimeError(f"could not download {requirement} with pip: {errors[-1]}")
+
+
+def sync(version=None):
+    """Build and store the profile of torch-npu `version` (default: the series matching torch); make it
+    the active one. Returns the stored profile."""
+    requirement = f"torch-npu=={version}" if version else default_requirement()
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = profile_from_wheel(download_wheel(requirement, tmp))
+    os.makedirs(_profiles_dir(), exist_ok=True)
+    with open(profile_path(profile["torch_npu"]), "w") as f:
+        json.dump(profile, f)
+    with open(os.path.join(cache_dir(), "active"), "w") as f:
+        f.write(profile["torch_npu"])
+    return profile
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            profile = json.load(f)
+    except (OSError, ValueError) as err:
+        raise RuntimeError(f"vnpu: cannot read the operator-support profile {path}: {err}") from err
+    if not isinstance(profile, dict) or not isinstance(profile.get("npu_kernels"), list):
+        raise RuntimeError(f"vnpu: {path} is not an operator-support profile (no npu_kernels list)")
+    return profile
+
+
+def active_profile():
+    """The active profile dict, or None (none synced, or VNPU_OPS_PROFILE=none)."""
+    spec = os.environ.get("VNPU_OPS_PROFILE")
+    if spec is not None:
+        if spec.strip().lower() in _OFF:
+            return None
+        if spec.endswith(".json") or os.sep in spec:
+            return _read(spec)
+        if not os.path.exists(profile_path(spec)):
+            raise RuntimeError(f"vnpu: VNPU_OPS_PROFILE={spec!r}: no profile for torch_npu {spec} "
+                               f"(run `vnpu ops sync --torch-npu {spec}`)")
+        return _read(profile_path(spec))
+    try:
+        with open(os.path.join(cache_dir(), "active")) as f:
+            version = f.read().strip()
+    except OSError:
+        return None
+    return _read(profile_path(version)) if os.path.exists(profile_path(version)) else None
+
+
+def classify(qualified, npu_kernels):
+    """How real hardware runs aten operator `qualified` ('aten::fmax.out'): 'npu' (an NPU kernel),
+    'decomposed' (CompositeImplicitAutograd: runs as other operators), 'composite' (a device-generic
+    kernel), 'cpu_fallback', or 'none' (no kernel for any device)."""
+    import torch
+
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    short = qualified[len("aten::"):]
+    if short in npu_kernels:
+        return "npu"
+    if has(qualified, "CompositeImplicitAutograd"):
+        return "decomposed"
+    if has(qualified, "CPU"):
+        return "cpu_fallback"
+    if has(qualified, "CompositeExplicitAutograd") or has(qualified, "CompositeExplicitAutogradNonFunctional"):
+        return "composite"
+    return "none"
+
+
+def fallback_operators(profile):
+    """aten operators ('fmax.out') the profile's torch_npu would run through the CPU fallback."""
+    import torch
+
+    kernels = set(profile["npu_kernels"])
+    return sorted(q[len("aten::"):] for q in torch._C._dispatch_get_all_op_names()
+                  if q.startswith("aten::") and classify(q, kernels) == "cpu_fallback")
+
+
+class FallbackLedger:
+    """What the fallback handler saw: calls per operator and per issuing Python line."""
+
+    def __init__(self, profile, refuse):
+        self.profile = profile
+        self.refuse = refuse
+        self.calls = {}
+        self.sites = {}
+
+    def __call__(self, op):
+        from torch_npu.utils._warnings import npu_warn
+
+        if self.refuse:
+            from torch_npu.utils._error_code import ErrCode, ops_error
+
+            return REFUSAL.format(op=op) + ops_error(ErrCode.NOT_SUPPORT)
+        first = op not in self.calls
+        self.calls[op] = self.calls.get(op, 0) + 1
+        site = _calling_line()
+        self.sites.setdefault(op, {})
+        self.sites[op][site] = self.sites[op].get(site, 0) + 1
+        if first:
+            npu_warn(WARNING.format(op=op), stacklevel=3)  # the user's line, past this handler
+        return ""
+
+
+_PACKAGE_DIRS = None
+
+
+def _calling_line():
+    """'file:line' of the innermost Python frame outside torch and torch_npu."""
+    global _PACKAGE_DIRS
+    if _PACKAGE_DIRS is None:
+        import torch
+
+        import torch_npu
+
+        _PACKAGE_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, torch_npu))
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIRS) and not filename.startswith("<frozen"):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+_ledger = None
+
+
+def ledger():
+    """The active FallbackLedger, or None without a profile."""
+    return _ledger
+
+
+def activate_from_environment(c_module):
+    """Install the active profile's fallback set in C++ (before operators are registered or run)."""
+    global _ledger
+    profile = active_profile()
+    if profile is None:
+        return None
+    refuse = os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE") == "1"  # read once, as torch_npu does
+    _ledger = FallbackLedger(profile, refuse)
+    c_module._set_cpu_fallback_operators(fallback_operators(profile), _ledger)
+    return _ledger
