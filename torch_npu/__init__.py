@@ -87,5 +87,8 @@ def __getattr__(name):
     raise AttributeError(f"module 'torch_npu' has no attribute {name!r}")
 
 
+if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
+    import torch_npu.contrib.transfer_to_npu  # noqa: F401,E402
+
 __all__ = ["npu", "Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
            "get_storage_size"]

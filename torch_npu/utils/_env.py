@@ -86,7 +86,7 @@ VARIABLES = {
     "KINETO_USE_DAEMON": (_FLAG, "dynamic profiling through the msMonitor daemon"),
     "TORCH_NPU_LAZY_FUSION": (_choice("True", "False", "true", "false", "1", "0"),
                               "on hardware: eager element-wise fusion (DVM)"),
-    "TORCH_TRANSFER_TO_NPU": (_FLAG, "1 would import torch_npu.contrib.transfer_to_npu at import"),
+    "TORCH_TRANSFER_TO_NPU": (_FLAG, "honoured: 1 imports torch_npu.contrib.transfer_to_npu with torch_npu"),
     "TORCHINDUCTOR_NPU_BACKEND": (_choice("default", "mlir", "dvm", "ascendc"), "inductor backend on hardware"),
     "INDUCTOR_ASCEND_CHECK_ACCURACY": (_FLAG, "inductor: compare fused kernels with eager on hardware"),
     "NPU_INDUCTOR_FALLBACK_LIST": (_ANY, "inductor: operators left to eager ATen on hardware"),
