@@ -45,6 +45,7 @@ bench: setup
 	$(BIN)/python bench/bench_graphs.py
 	$(BIN)/python bench/bench_fusion_attention.py
 	$(BIN)/python bench/bench_fallback_check.py
+	$(BIN)/python bench/bench_migrate.py
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info

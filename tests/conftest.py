@@ -24,3 +24,19 @@ def _seed_and_device():
 
 def pytest_configure(config):
     warnings.filterwarnings("ignore", message=".*TypedStorage is deprecated.*")
+
+
+@pytest.fixture(scope="session")
+def synced(tmp_path_factory):
+    """An environment whose vnpu cache holds the active profile of the torch-npu release matching torch,
+    built by `vnpu ops sync` from the real wheel on PyPI."""
+    from subprocess_helpers import VNPU, run
+
+    cache = str(tmp_path_factory.mktemp("vnpu_cache"))
+    env = dict(os.environ, VNPU_CACHE_DIR=cache)
+    env.pop("VNPU_OPS_PROFILE", None)
+    done = run(VNPU + ["ops", "sync"], env)
+    if done.returncode != 0 and "could not download" in done.stdout + done.stderr:
+        pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return env

@@ -11,6 +11,7 @@ def run_python(code, env=None, timeout=120, check=True):
     full_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_", "PYTORCH_NO_NPU", "PYTORCH_ALLOC"))}
     full_env.update(env or {})
+    full_env.setdefault("VNPU_OPS_PROFILE", "none")  # a developer's synced profile stays out of the tests
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                           text=True, timeout=timeout)
     if check and proc.returncode != 0:
@@ -20,3 +21,11 @@ def run_python(code, env=None, timeout=120, check=True):
 
 def last_line(proc):
     return proc.stdout.strip().splitlines()[-1]
+
+
+VNPU = [sys.executable, "-m", "vnpu.cli"]
+
+
+def run(args, env, timeout=300, cwd=None):
+    """Runs a command with exactly `env`; returns the CompletedProcess."""
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)

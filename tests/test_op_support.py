@@ -2,33 +2,15 @@
 warning (once per operator), its counting, and TORCH_NPU_FALLBACK_CPU_DISABLE=1, in fresh processes."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from torch_npu import _op_support
 
-VNPU = [sys.executable, "-m", "vnpu.cli"]
-TIMEOUT = 300
+from subprocess_helpers import VNPU, run
+
 NEEDLE = "will fall back to run on the CPU"
-
-
-def run(args, env, timeout=TIMEOUT):
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def synced(tmp_path_factory):
-    """A cache holding the profile of the torch-npu release matching torch, fetched from PyPI."""
-    cache = str(tmp_path_factory.mktemp("vnpu_cache"))
-    env = dict(os.environ, VNPU_CACHE_DIR=cache)
-    env.pop("VNPU_OPS_PROFILE", None)
-    done = run(VNPU + ["ops", "sync"], env)
-    if done.returncode != 0 and ("could not download" in done.stdout + done.stderr):
-        pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return env
 
 
 def test_sync_stores_the_wheel_operator_lists_and_activates_them(synced):

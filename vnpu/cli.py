@@ -29,10 +29,11 @@ def main(argv=None):
     demo = sub.add_parser("demo", help="train seed 003's TinyNet and a small CNN with AMP on npu:0")
     demo.add_argument("--steps", type=int, default=40)
     demo.set_defaults(func=_demo)
-    from vnpu import ops_command, run_command
+    from vnpu import migrate_command, ops_command, run_command
 
     ops_command.add_parser(sub)
     run_command.add_parser(sub)
+    migrate_command.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,127 @@
+"""torch_npu.contrib.transfer_to_npu and `vnpu run` (each in a fresh process: the patches are global)."""
+import json
+import os
+import sys
+
+from subprocess_helpers import VNPU, last_line, run, run_python
+
+PROJECT = os.path.join(os.path.dirname(__file__), "fixtures", "cuda_project")
+
+
+def test_cuda_apis_and_device_arguments_mean_the_npu():
+    out = run_python("""
+        import json, torch
+        import torch_npu.contrib.transfer_to_npu  # noqa: F401
+        from torch_npu.contrib.transfer_to_npu import patched_calls
+        x = torch.zeros(2, device="cuda:0"); y = torch.ones(2).cuda(); m = torch.nn.Linear(2, 2).cuda()
+        z = x.to("cuda"); w = torch.randn(2).to(0); v = x.new_zeros(3, device=torch.device("cuda"))
+        g = torch.Generator(device="cuda"); g.manual_seed(3)
+        r = torch.rand(2, generator=g, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            h = m(y)
+        s = torch.cuda.Stream()
+        print(json.dumps({
+            "devices": [str(t.device) for t in (x, y, z, w, v, r, m.weight)],
+            "is_cuda": y.is_cuda, "autocast": str(h.dtype), "available": torch.cuda.is_available(),
+            "count": torch.cuda.device_count(), "stream": type(s).__module__,
+            "generator": [isinstance(g, torch.Generator), str(g.device)],
+            "scaler": type(torch.cuda.amp.GradScaler()).__module__,
+            "calls": patched_calls()}))
+    """)
+    got = json.loads(last_line(out))
+    assert set(got["devices"]) == {"npu:0"}
+    assert got["is_cuda"] and got["autocast"] == "torch.float16" and got["available"] and got["count"] >= 1
+    assert got["stream"].startswith("torch_npu") and got["scaler"].startswith("torch_npu")
+    assert got["generator"] == [True, "npu:0"]
+    for api in ("torch.zeros", "Tensor.cuda", "Module.cuda", "Tensor.to", "Tensor.new_zeros", "torch.Generator",
+                "torch.autocast", "torch.cuda.is_available", "torch.cuda.device_count"):
+        assert got["calls"].get(api, 0) >= 1, api
+
+
+def test_the_known_regressions_are_absent(tmp_path):
+    script = tmp_path / "scripted.py"  # TorchScript compiles from source files
+    script.write_text(
+        "import torch\n"
+        "import torch_npu.contrib.transfer_to_npu  # noqa: F401\n"
+        "@torch.jit.script\n"
+        "def f(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x * 2 + 1\n"
+        "print(type(f).__name__, torch.version.cuda, torch.backends.cudnn.is_available(),\n"
+        "      float(f(torch.ones(1, device='cuda')).cpu()))\n")
+    done = run([sys.executable, str(script)], dict(os.environ, VNPU_OPS_PROFILE="none"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "ScriptFunction None False 3.0"
+
+
+def test_nccl_becomes_hccl_and_the_profiler_activity_cuda_profiles_the_npu():
+    out = run_python("""
+        import torch, torch.distributed as dist
+        import torch_npu.contrib.transfer_to_npu  # noqa: F401
+        seen = {}
+        try:
+            dist.init_process_group(backend="nccl", init_method="tcp://127.0.0.1:1", rank=0, world_size=1,
+                                    timeout=__import__("datetime").timedelta(seconds=1))
+        except Exception as err:
+            seen["error"] = str(err)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            torch.ones(4, device="cuda").sum()
+        from torch_npu.contrib.transfer_to_npu import patched_calls
+        print(patched_calls().get("torch.distributed.init_process_group"), patched_calls()["ProfilerActivity.CUDA"],
+              "nccl" in seen.get("error", ""))
+    """)
+    assert last_line(out) == "1 1 False"
+
+
+def test_environment_variable_imports_it():
+    out = run_python("import torch, torch_npu; print(torch.ones(1).cuda().device)",
+                     env={"TORCH_TRANSFER_TO_NPU": "1"})
+    assert last_line(out) == "npu:0"
+
+
+def _script(tmp_path, body):
+    path = tmp_path / "prog.py"
+    path.write_text(body)
+    return str(path)
+
+
+def test_vnpu_run_reports_devices_operators_patches_and_keeps_the_exit_status(tmp_path):
+    script = _script(tmp_path, "import sys, torch\nx = torch.ones(1000, device='cuda')\ny = (x * 2).sum()\n"
+                               "print('result', float(y))\nsys.exit(int(sys.argv[1]))\n")
+    report = tmp_path / "report.json"
+    done = run(VNPU + ["run", "--report", str(report), script, "7"], dict(os.environ, VNPU_OPS_PROFILE="none"))
+    assert done.returncode == 7 and "result 2000.0" in done.stdout
+    data = json.loads(report.read_text())
+    assert data["exit_status"] == 7 and data["devices"][0]["device"] == "npu:0"
+    assert data["devices"][0]["peak_allocated_bytes"] >= 4000 and data["devices"][0]["capacity_bytes"] > 2 ** 30
+    ops = {o["operator"]: o["calls"] for o in data["operators"]}
+    assert ops.get("aten::mul.Tensor") == 1 and ops.get("aten::sum") == 1
+    assert data["patched_cuda_calls"] == {"torch.ones": 1}
+    assert data["cpu_fallback"] is None  # no profile: unknown, and the Markdown report says how to get one
+    md = tmp_path / "report.md"
+    run(VNPU + ["run", "--report", str(md), script, "0"], dict(os.environ, VNPU_OPS_PROFILE="none"))
+    assert "vnpu ops sync" in md.read_text() and "| npu:0 |" in md.read_text()
+    failing = _script(tmp_path, "raise ValueError('boom')\n")
+    crashed = run(VNPU + ["run", failing], dict(os.environ, VNPU_OPS_PROFILE="none"))
+    assert crashed.returncode == 1 and "ValueError: boom" in crashed.stderr
+    assert run(VNPU + ["run", str(tmp_path / "missing.py")], dict(os.environ)).returncode == 2
+
+
+def test_vnpu_run_lists_cpu_fallbacks_with_their_lines(synced, tmp_path):
+    script = _script(tmp_path, "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n"
+                               "    y = torch.fmax(x, x)\nz = x + 1\n")
+    report = tmp_path / "report.json"
+    done = run(VNPU + ["run", "--report", str(report), script], synced)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(report.read_text())
+    assert data["cpu_fallback"] == [{"operator": "aten::fmax", "calls": 3,
+                                     "sites": [{"line": f"{script}:4", "calls": 3}]}]
+    assert data["torch_npu_profile"] is not None
+    assert any("will fall back to run on the CPU" in w["warning"] for w in data["warnings"])
+
+
+def test_vnpu_run_runs_the_fixture_training_loop(tmp_path):
+    done = run(VNPU + ["run", "train.py"], dict(os.environ, VNPU_OPS_PROFILE="none"), cwd=PROJECT)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout.strip().splitlines()[-1])["losses"]) == 5
+    assert sys.executable
