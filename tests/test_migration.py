@@ -6,6 +6,7 @@ import filecmp
 import json
 import os
 import shutil
+import socket
 import sys
 
 import pytest
@@ -14,11 +15,17 @@ from subprocess_helpers import VNPU, run
 
 PROJECT = os.path.join(os.path.dirname(__file__), "fixtures", "cuda_project")
 EXPECTED = os.path.join(os.path.dirname(__file__), "fixtures")
-PROGRAMS = ["train.py", "train_amp.py", "streams_memory.py", "configured.py"]
+PROGRAMS = ["train.py", "train_amp.py", "streams_memory.py", "configured.py", "ddp_nccl.py"]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
 
 
 def _env(**extra):
-    env = dict(os.environ, VNPU_OPS_PROFILE="none")
+    env = dict(os.environ, VNPU_OPS_PROFILE="none", FIXTURE_PORT=_free_port())
     env.pop("FIXTURE_DEVICE", None)
     env.update(extra)
     return env
@@ -32,6 +39,7 @@ def _result(done):
 def _comparable(name, result):
     result = dict(result)
     result.pop("device_type", None)  # configured.py reports the device type it was given
+    result.pop("backend", None)  # ddp_nccl.py: hccl on npu, gloo for the CPU reference
     if name == "train_amp.py":
         result.pop("scale", None)  # the CPU reference runs without a GradScaler
     return result
@@ -111,6 +119,8 @@ def test_in_place_keeps_backups_and_refuses_an_existing_output(tmp_path):
     assert exists.returncode == 2 and "already exists" in exists.stdout
 
 
-def test_ddp_nccl_script_is_migrated_to_hccl(migrated):
+def test_ddp_nccl_script_runs_on_hccl_unchanged_and_migrated(migrated):
     text = open(os.path.join(migrated, "ddp_nccl.py")).read()
-    assert 'backend="hccl"' in text and ".npu()" in text and 'device="npu"' in text
+    assert 'backend="hccl" if DEVICE == "npu"' in text and "layer.npu()" in text and "torch.npu.set_device" in text
+    for cmd, cwd in ((VNPU + ["run", "ddp_nccl.py"], PROJECT), ([sys.executable, "ddp_nccl.py"], migrated)):
+        assert _result(run(cmd, _env(), cwd=cwd))["backend"] == "hccl"

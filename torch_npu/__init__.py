@@ -87,6 +87,10 @@ def __getattr__(name):
     raise AttributeError(f"module 'torch_npu' has no attribute {name!r}")
 
 
+from torch_npu.distributed import register_backends as _register_distributed_backends  # noqa: E402
+
+_register_distributed_backends()
+
 if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
     import torch_npu.contrib.transfer_to_npu  # noqa: F401,E402
 
