@@ -38,6 +38,21 @@ def test_cuda_apis_and_device_arguments_mean_the_npu():
         assert got["calls"].get(api, 0) >= 1, api
 
 
+def test_storages_device_contexts_events_and_distributed_aliases():
+    out = run_python("""
+        import torch, torch.distributed as dist
+        import torch_npu.contrib.transfer_to_npu  # noqa: F401
+        with torch.device("cuda"):
+            x = torch.ones(2)
+        e = torch.Event(device="cuda")
+        s = torch.UntypedStorage(8, device="cuda")
+        print(x.device, e.device, isinstance(e, torch.Event), s.device, torch._utils._get_available_device_type(),
+              dist.is_nccl_available(), dist.ProcessGroupNCCL.__name__, "cuda" in dist.Backend.default_device_backend_map,
+              torch.cuda.memory._snapshot is torch.npu.memory._snapshot)
+    """)
+    assert last_line(out) == "npu:0 npu True npu:0 npu True ProcessGroupHCCL False True"
+
+
 def test_the_known_regressions_are_absent(tmp_path):
     script = tmp_path / "scripted.py"  # TorchScript compiles from source files
     script.write_text(

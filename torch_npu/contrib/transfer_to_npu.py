@@ -9,8 +9,11 @@ The documented patch set of torch_npu's transfer_to_npu:
   device_ids lists) in the factory functions, Tensor.new_* / to / pin_memory, Module.to / to_empty,
   torch.load, autocast, GradScaler, torch.Generator, the torch.cuda functions taking a device, DDP;
 - ``Tensor.cuda`` / ``Module.cuda`` are the npu ones, ``Tensor.is_cuda`` is ``is_npu``;
+- also: torch.UntypedStorage(..., device='cuda'), `with torch.device('cuda')`, torch.Event, the memory
+  history/snapshot functions of torch.cuda.memory, torch.cuda.DoubleTensor, TypedStorage.is_cuda;
 - distributed: backend 'nccl' becomes 'hccl' in init_process_group / new_group, is_nccl_available is
-  is_hccl_available;
+  is_hccl_available, ProcessGroupNCCL is ProcessGroupHCCL, 'cuda' leaves the default device-backend map;
+  device arguments of DDP, FSDP, DeviceMesh / init_device_mesh and PipelineStage are rewritten;
 - ``ProfilerActivity.CUDA`` in torch.profiler.profile(activities=...) profiles the npu.
 
 Deliberate differences from torch_npu's version (its known regressions):
@@ -125,6 +128,9 @@ def _alias_cuda_module():
             setattr(cuda_sub, name, getattr(npu_sub, name))
     torch.cuda.CUDAGraph = npu.NPUGraph
     torch.cuda.graph = npu.graph
+    torch.cuda.DoubleTensor = npu.FloatTensor  # as torch_npu's transfer_to_npu does
+    for name in ("_record_memory_history", "_snapshot", "_dump_snapshot"):
+        setattr(torch.cuda.memory, name, getattr(npu.memory, name))
     for name in _CUDA_FUNCTIONS:
         _wrap(torch.cuda, name, f"torch.cuda.{name}", count_every_call=True)
     _wrap_init(torch.cuda.device, "torch.cuda.device")
@@ -141,6 +147,9 @@ def _counted(fn, label):
 
 
 def _patch_tensors_and_modules():
+    from torch.utils._device import DeviceContext, _device_constructors
+
+    _device_constructors()  # cache the real factories first: `with torch.device(...)` matches on them
     for name in _TORCH_FACTORIES:
         _wrap(torch, name, f"torch.{name}")
     for name in _TENSOR_METHODS:
@@ -149,29 +158,40 @@ def _patch_tensors_and_modules():
         _wrap(torch.nn.Module, name, f"Module.{name}", int_positional=True)
     torch.Tensor.cuda = _counted(torch.Tensor.npu, "Tensor.cuda")
     torch.Tensor.is_cuda = torch.Tensor.is_npu
+    torch.TypedStorage.is_cuda = property(lambda self: self.device.type == "npu")
     torch.nn.Module.cuda = _counted(torch.nn.Module.npu, "Module.cuda")
+    allowed = torch.nn.parameter.UninitializedTensorMixin._allowed_methods
+    allowed[:] = [torch.Tensor.to if getattr(m, "__name__", "") == "to" else m for m in allowed]
+    original_new = torch.UntypedStorage.__new__
+    if not getattr(original_new, "__vnpu_transfer__", False):
+        torch.UntypedStorage.__new__ = staticmethod(_device_rewriting(original_new, "torch.UntypedStorage"))
+    _wrap_init(DeviceContext, "with torch.device")
+    torch._utils._get_available_device_type = lambda: "npu"
     _wrap_init(torch.amp.autocast_mode.autocast, "torch.autocast")
     _wrap_init(torch.amp.GradScaler, "torch.amp.GradScaler")
     for name in ("fftfreq", "rfftfreq"):
         _wrap(torch.fft, name, f"torch.fft.{name}")
 
 
-class _NpuGeneratorMeta(type(torch.Generator)):
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, _ORIGINAL_GENERATOR)
+def _device_class(original, label):
+    """A stand-in for class `original` whose device argument is rewritten; instances are `original`'s
+    own, and isinstance(x, stand-in) is isinstance(x, original)."""
 
+    class Meta(type(original)):
+        def __instancecheck__(cls, instance):
+            return isinstance(instance, original)
 
-_ORIGINAL_GENERATOR = torch.Generator
+        def __subclasscheck__(cls, subclass):
+            return issubclass(subclass, original)
 
+    def __new__(cls, *args, **kwargs):
+        args, kwargs, changed = _rewrite(args, kwargs, int_positional=False)
+        if changed:
+            _calls[label] += 1
+        return original(*args, **kwargs)
 
-class _Generator(_ORIGINAL_GENERATOR, metaclass=_NpuGeneratorMeta):
-    """torch.Generator(device='cuda') makes an npu generator; isinstance checks still see torch.Generator."""
-
-    def __new__(cls, device="cpu"):
-        new_device = _npu_device(device, True)
-        if new_device is not device:
-            _calls["torch.Generator"] += 1
-        return _ORIGINAL_GENERATOR(device=new_device)
+    return Meta(original.__name__, (original,), {"__new__": __new__, "__module__": original.__module__,
+                                                 "__doc__": original.__doc__})
 
 
 def _hccl_instead_of_nccl(fn, label):
@@ -196,11 +216,25 @@ def _patch_distributed():
         fn = getattr(dist, name)
         if not getattr(fn, "__vnpu_transfer__", False):
             setattr(dist, name, _hccl_instead_of_nccl(fn, f"torch.distributed.{name}"))
-    if hasattr(dist, "is_hccl_available"):
-        dist.is_nccl_available = dist.is_hccl_available
+    from torch.distributed import distributed_c10d
+    from torch.distributed.device_mesh import DeviceMesh
     from torch.nn.parallel import DistributedDataParallel
 
+    from torch_npu.distributed import ProcessGroupHCCL, is_hccl_available
+
+    dist.is_nccl_available = distributed_c10d.is_nccl_available = is_hccl_available
+    dist.ProcessGroupNCCL = distributed_c10d.ProcessGroupNCCL = ProcessGroupHCCL
     _wrap_init(DistributedDataParallel, "DistributedDataParallel")
+    _wrap_init(DeviceMesh, "DeviceMesh")
+    _wrap(torch.distributed.device_mesh, "init_device_mesh", "init_device_mesh")
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        from torch.distributed.pipelining import PipelineStage
+    except ImportError:  # builds without FSDP / pipelining
+        return
+    _wrap_init(FullyShardedDataParallel, "FullyShardedDataParallel")
+    _wrap_init(PipelineStage, "PipelineStage")
+    dist.Backend.default_device_backend_map.pop("cuda", None)
 
 
 def _patch_profiler():
@@ -225,7 +259,9 @@ def _patch_profiler():
 def _apply():
     _alias_cuda_module()
     _patch_tensors_and_modules()
-    torch.Generator = _Generator
+    if not isinstance(torch.Generator, type) or type(torch.Generator).__name__ != "Meta":
+        torch.Generator = _device_class(torch.Generator, "torch.Generator")
+        torch.Event = _device_class(torch.Event, "torch.Event")
     _patch_distributed()
     _patch_profiler()
     if os.environ.get("RANK", "0") == "0":
