@@ -103,4 +103,5 @@ PYBIND11_MODULE(_C, m) {
   });
 
   vnpu::python::bind_ops(m);
+  vnpu::python::bind_distributed(m);
 }

@@ -1,69 +1,84 @@
 """The ``hccl`` (and ``lccl``) process-group backend for npu tensors.
 
-The transport is PyTorch's gloo process group (TCP, multi-node, tested upstream), created on the same
-store: each collective hands gloo zero-copy CPU aliases of the npu tensors, so results land in the npu
-memory without a copy. `dist.init_process_group("hccl")` returns this group and
-`dist.get_backend()` is "hccl".
+``torch_npu._C._distributed_c10d.ProcessGroupHCCL`` (C++, csrc/distributed/ProcessGroupHCCL.h) is a c10d
+Backend registered for the npu device: each collective hands PyTorch's gloo backend (TCP, multi-node,
+tested upstream) zero-copy CPU aliases of the npu tensors, so results land in npu memory without a copy;
+AVG, PREMUL_SUM and bool reductions are composed around gloo. `dist.init_process_group("hccl")`,
+`dist.get_backend() == "hccl"`, DDP's C++ reducer and functional collectives all reach it.
+
+Timeouts, as on Ascend: HCCL_CONNECT_TIMEOUT (seconds) bounds link setup, HCCL_EXEC_TIMEOUT (seconds)
+each collective; the ``timeout=`` of init_process_group / new_group is used where they are unset.
 """
-import torch
+import datetime
+import os
+import sys
+
 import torch.distributed as dist
 
 from torch_npu import _C
+from torch_npu.utils._error_code import ErrCode, dist_error
 
-__all__ = ["ProcessGroupHCCL", "is_hccl_available", "register_backends"]
+__all__ = ["ProcessGroupHCCL", "is_hccl_available", "register_backends", "get_hccl_comm_name"]
 
-
-def _alias(t):
-    return _C._cpu_alias(t) if t.device.type == "npu" else t
-
-
-def _aliases(tensors):
-    return [_alias(t) for t in tensors]
+ProcessGroupHCCL = _C._distributed_c10d.ProcessGroupHCCL
+sys.modules.setdefault("torch_npu._C._distributed_c10d", _C._distributed_c10d)
 
 
-class ProcessGroupHCCL(dist.ProcessGroup):
-    """A process group whose collectives run gloo over CPU aliases of npu tensors."""
+class Options:
+    """ProcessGroupHCCL.Options: torch_npu's fields; vnpu honours _timeout / op_timeout and keeps the rest
+    (hccl_config: hccl_buffer_size, group_name, qos_service_level, qos_traffic_class,
+    hccl_op_expansion_mode) for code that reads them back."""
 
-    def __init__(self, store, rank, size, timeout, name="hccl"):
-        super().__init__(rank, size)
-        self._name = name
-        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+    def __init__(self, is_high_priority_stream=False):
+        self.is_high_priority_stream = is_high_priority_stream
+        self.global_ranks_in_group = []
+        self.hccl_config = {}
+        self.group_id = ""
+        self.op_timeout = None
+        self._timeout = datetime.timedelta(minutes=30)
 
-    def getBackendName(self):  # noqa: N802 (c10d's method name)
-        return self._name
 
-    @property
-    def name(self):
-        return self._name
+ProcessGroupHCCL.Options = Options
 
-    def allreduce(self, tensors, opts=None):
-        return self._gloo.allreduce(_aliases(tensors), opts or dist.AllreduceOptions())
 
-    def allreduce_coalesced(self, tensors, opts=None):
-        return self._gloo.allreduce_coalesced(_aliases(tensors), opts or dist.AllreduceCoalescedOptions())
+def _seconds_from_env(name):
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    if not value.strip().isdigit() or int(value) <= 0:
+        raise ValueError(f"Invalid value {value!r} of environment variable {name}: expected a positive integer "
+                         f"number of seconds" + dist_error(ErrCode.VALUE))
+    return datetime.timedelta(seconds=int(value))
 
-    def broadcast(self, tensors, opts=None):
-        return self._gloo.broadcast(_aliases(tensors), opts or dist.BroadcastOptions())
 
-    def allgather(self, output_lists, input_tensors, opts=None):
-        return self._gloo.allgather([_aliases(out) for out in output_lists], _aliases(input_tensors),
-                                    opts or dist.AllgatherOptions())
+def _timeouts(timeout):
+    """(link setup, per collective) timeouts."""
+    connect = _seconds_from_env("HCCL_CONNECT_TIMEOUT") or timeout
+    execute = _seconds_from_env("HCCL_EXEC_TIMEOUT") or timeout
+    return connect, execute
 
-    def _allgather_base(self, output, input, opts=None):
-        return self._gloo._allgather_base(_alias(output), _alias(input), opts or dist.AllgatherOptions())
 
-    def barrier(self, opts=None):
-        return self._gloo.barrier(opts or dist.BarrierOptions())
+def _creator(name):
+    def create(store, rank, size, timeout):
+        connect, execute = _timeouts(timeout)
+        transport = dist.ProcessGroupGloo(store, rank, size, connect)
+        if execute != connect:
+            transport._set_default_timeout(execute)
+        return ProcessGroupHCCL(transport, rank, size, name)
+    return create
 
 
 def is_hccl_available():
     return dist.is_available() and dist.is_gloo_available()
 
 
-def _creator(name):
-    def create(store, rank, size, timeout):
-        return ProcessGroupHCCL(store, rank, size, timeout, name)
-    return create
+def get_hccl_comm_name(group=None, rank=None):
+    """A stable communicator name per group ('hcom' of torch_npu's fused MC2 operators), as
+    `group._get_backend(torch.device("npu")).get_hccl_comm_name(rank)` gives it."""
+    import torch
+
+    group = group or dist.group.WORLD
+    return group._get_backend(torch.device("npu")).get_hccl_comm_name(dist.get_rank(group) if rank is None else rank)
 
 
 def register_backends():

@@ -1,0 +1,188 @@
+"""One rank of a multi-process hccl test (tests/test_distributed.py starts WORLD_SIZE of them).
+
+    python distributed_worker.py CASE     (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment)
+
+Every rank builds every rank's inputs from the rank number, so each result is checked against a
+reference computed here, exactly; a failed check raises (non-zero exit)."""
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import torch_npu  # noqa: F401
+
+RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+DEV = torch.device("npu", 0)
+
+
+def data(rank, n=6, dtype=torch.float32):
+    return (torch.arange(n, dtype=torch.float64) * (rank + 1) + rank - 2.5).to(dtype)
+
+
+def same(got, want):
+    got = got.cpu()
+    assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want), (got, want)
+
+
+def case_collectives():
+    everyone = [data(r) for r in range(WORLD)]
+    stacked = torch.stack(everyone)
+    for op, want in ((dist.ReduceOp.SUM, stacked.sum(0)), (dist.ReduceOp.PRODUCT, stacked.prod(0)),
+                     (dist.ReduceOp.MIN, stacked.min(0).values), (dist.ReduceOp.MAX, stacked.max(0).values),
+                     (dist.ReduceOp.AVG, stacked.sum(0) / WORLD)):
+        t = data(RANK).to(DEV)
+        dist.all_reduce(t, op=op)
+        torch.testing.assert_close(t.cpu(), want, rtol=0, atol=1e-6)
+    t = data(RANK).to(DEV)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+    torch.testing.assert_close(t.cpu(), (stacked * 0.5).sum(0), rtol=0, atol=1e-6)
+    flags = torch.tensor([RANK == 0, False, True], device=DEV)
+    dist.all_reduce(flags)  # bool SUM is a logical or (MAX)
+    same(flags, torch.tensor([True, False, True]))
+    ints = torch.tensor([RANK + 1, 7], device=DEV)
+    dist.all_reduce(ints, op=dist.ReduceOp.AVG)
+    same(ints, torch.tensor([sum(range(1, WORLD + 1)) // WORLD, 7]))
+    try:
+        dist.all_reduce(torch.ones(2, dtype=torch.int32, device=DEV), op=dist.ReduceOp.BAND)
+        raise AssertionError("BAND was accepted")
+    except RuntimeError as err:
+        assert "Cannot use ReduceOp.BAND with HCCL" in str(err) and "ERR02007" in str(err), err
+    b = data(RANK).to(DEV)
+    dist.broadcast(b, src=WORLD - 1)
+    same(b, everyone[-1])
+    r = data(RANK).to(DEV)
+    dist.reduce(r, dst=0)
+    if RANK == 0:
+        same(r, stacked.sum(0))
+    gathered = [torch.empty(6, device=DEV) for _ in range(WORLD)]
+    dist.all_gather(gathered, data(RANK).to(DEV))
+    for g, w in zip(gathered, everyone):
+        same(g, w)
+    flat = torch.empty(6 * WORLD, device=DEV)
+    dist.all_gather_into_tensor(flat, data(RANK).to(DEV))
+    same(flat, torch.cat(everyone))
+    chunks = [data(RANK, 6) * (i + 1) for i in range(WORLD)]
+    out = torch.empty(6, device=DEV)
+    dist.reduce_scatter(out, [c.to(DEV) for c in chunks])
+    same(out, sum(data(r, 6) * (RANK + 1) for r in range(WORLD)))
+    big = torch.cat([data(RANK, 4) + i for i in range(WORLD)]).to(DEV)
+    piece = torch.empty(4, device=DEV)
+    dist.reduce_scatter_tensor(piece, big, op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(piece.cpu(), sum(data(r, 4) + RANK for r in range(WORLD)) / WORLD, rtol=0, atol=1e-6)
+    sends = [torch.full((2,), float(RANK * 10 + j), device=DEV) for j in range(WORLD)]
+    recvs = [torch.empty(2, device=DEV) for _ in range(WORLD)]
+    dist.all_to_all(recvs, sends)
+    for j, got in enumerate(recvs):
+        same(got, torch.full((2,), float(j * 10 + RANK)))
+    in_splits = [r + 1 for r in range(WORLD)]  # rank RANK sends r + 1 values to rank r
+    out_splits = [RANK + 1] * WORLD
+    src = torch.arange(sum(in_splits), dtype=torch.float32, device=DEV) + 100 * RANK
+    dst = torch.empty(sum(out_splits), device=DEV)
+    dist.all_to_all_single(dst, src, out_splits, in_splits)
+    want = torch.cat([torch.arange(sum(range(1, RANK + 1)), sum(range(1, RANK + 2)), dtype=torch.float32) + 100 * r
+                      for r in range(WORLD)])
+    same(dst, want)
+    if RANK == 0:
+        buckets = [torch.empty(6, device=DEV) for _ in range(WORLD)]
+        dist.gather(data(RANK).to(DEV), buckets, dst=0)
+        for g, w in zip(buckets, everyone):
+            same(g, w)
+    else:
+        dist.gather(data(RANK).to(DEV), None, dst=0)
+    piece = torch.empty(6, device=DEV)
+    dist.scatter(piece, [w.to(DEV) for w in everyone] if RANK == 0 else None, src=0)
+    same(piece, everyone[RANK])
+    nxt, prv = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    incoming = torch.empty(6, device=DEV)
+    ops = [dist.P2POp(dist.isend, data(RANK).to(DEV), nxt), dist.P2POp(dist.irecv, incoming, prv)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    same(incoming, everyone[prv])
+    if RANK == 0:
+        dist.send(torch.tensor([42.0], device=DEV), dst=1)
+    elif RANK == 1:
+        box = torch.empty(1, device=DEV)
+        dist.recv(box, src=0)
+        same(box, torch.tensor([42.0]))
+    work = dist.all_reduce(torch.ones(3, device=DEV), async_op=True)
+    result = work.get_future().wait()
+    same(result[0], torch.full((3,), float(WORLD)))
+    objects = [None] * WORLD
+    dist.all_gather_object(objects, {"rank": RANK})
+    assert objects == [{"rank": r} for r in range(WORLD)], objects
+    box = [{"from": RANK}]
+    dist.broadcast_object_list(box, src=0)
+    assert box == [{"from": 0}]
+    dist.barrier()
+    assert dist.get_backend() == "hccl"
+    name = torch_npu.distributed.get_hccl_comm_name()
+    assert name.startswith("hccl_")
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+
+
+def _batches():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(4 * WORLD, 8, generator=g), torch.randn(4 * WORLD, 3, generator=g)) for _ in range(3)]
+
+
+def case_ddp():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(_model().to(DEV), device_ids=[0])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in _batches():
+        mine = slice(4 * RANK, 4 * (RANK + 1))
+        loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    reference = _model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in _batches():
+        loss = torch.nn.functional.mse_loss(reference(x), y)
+        ref_opt.zero_grad()
+        loss.backward()
+        ref_opt.step()
+    for got, want in zip(model.module.parameters(), reference.parameters()):
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def case_syncbn():
+    torch.manual_seed(0)
+    x = torch.randn(4 * WORLD, 3, 5, 5)
+    bn = torch.nn.SyncBatchNorm(3).to(DEV)
+    out = bn(x[4 * RANK:4 * (RANK + 1)].to(DEV))
+    reference = torch.nn.BatchNorm2d(3)(x)[4 * RANK:4 * (RANK + 1)]
+    torch.testing.assert_close(out.detach().cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(bn.running_mean.cpu(), x.mean((0, 2, 3)) * 0.1, rtol=1e-4, atol=1e-6)
+
+
+def case_dead_rank():
+    if RANK == 1:
+        os._exit(3)  # dies without a word, as a crashed process does
+    start = time.time()
+    try:
+        dist.all_reduce(torch.ones(4, device=DEV))
+        raise AssertionError("the collective completed without its peer")
+    except RuntimeError as err:
+        print(f"ERROR after {time.time() - start:.1f}s: {err}", flush=True)
+        sys.exit(7)
+
+
+def main():
+    case = sys.argv[1]
+    torch.npu.set_device(0)
+    dist.init_process_group("hccl")
+    globals()[f"case_{case}"]()
+    dist.destroy_process_group()
+    print("ok", flush=True)
+
+
+if __name__ == "__main__":
+    main()

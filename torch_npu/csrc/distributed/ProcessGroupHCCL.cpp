@@ -1,0 +1,436 @@
+#include "distributed/ProcessGroupHCCL.h"
+
+#include "aten/TensorMapping.h"
+#include "runtime/Device.h"
+
+#include <ATen/core/ivalue_inl.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unistd.h>
+
+namespace vnpu {
+namespace {
+
+// torch_npu's DIST error-code suffix (ERR02xxx), as torch_npu/utils/_error_code.py formats it.
+std::string dist_error(int code, const char* message) {
+  char tag[64];
+  std::snprintf(tag, sizeof(tag), "ERR02%03d DIST %s", code, message);
+  const char* compact = std::getenv("TORCH_NPU_COMPACT_ERROR_OUTPUT");
+  if (compact != nullptr && std::string(compact) == "1") {
+    return std::string("\n") + tag;
+  }
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H:%M:%S", std::localtime(&now));
+  const char* rank = std::getenv("RANK");
+  return c10::str("\n[ERROR] ", stamp, " (PID:", getpid(), ", Device:-1, RankID:", rank ? rank : "-1", ") ", tag);
+}
+
+constexpr int kNotSupport = 7;
+constexpr int kHccl = 200;
+
+at::Tensor host(const at::Tensor& t) {
+  at::Tensor alias = t.device().type() == kNpu ? make_cpu_alias(t, /*owning=*/true) : t;
+  return alias.scalar_type() == at::kBool ? alias.view(at::kByte) : alias;
+}
+
+std::vector<at::Tensor> hosts(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    out.push_back(host(t));
+  }
+  return out;
+}
+
+std::vector<std::vector<at::Tensor>> hosts(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<std::vector<at::Tensor>> out;
+  out.reserve(lists.size());
+  for (const auto& l : lists) {
+    out.push_back(hosts(l));
+  }
+  return out;
+}
+
+std::vector<at::Tensor> flat(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> out;
+  for (const auto& l : lists) {
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+const char* op_name(c10d::ReduceOp::RedOpType op) {
+  switch (op) {
+    case c10d::ReduceOp::BAND: return "BAND";
+    case c10d::ReduceOp::BOR: return "BOR";
+    case c10d::ReduceOp::BXOR: return "BXOR";
+    default: return "UNUSED";
+  }
+}
+
+// What gloo is asked to do for a reduction, and what is left to do around it.
+struct Reduction {
+  c10d::ReduceOp gloo_op;
+  bool average = false;
+  double premultiply = 1.0;
+  at::Tensor premultiply_tensor;
+};
+
+Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
+  Reduction r{c10d::ReduceOp(c10d::ReduceOp::SUM)};
+  switch (op.op_) {
+    case c10d::ReduceOp::BAND:
+    case c10d::ReduceOp::BOR:
+    case c10d::ReduceOp::BXOR:
+      TORCH_CHECK(false, "Cannot use ReduceOp.", op_name(op.op_), " with HCCL", dist_error(kNotSupport,
+                                                                                            "feature not supported"));
+    case c10d::ReduceOp::AVG:
+      r.average = dtype != at::kBool;
+      r.gloo_op = c10d::ReduceOp(dtype == at::kBool ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM);
+      return r;
+    case c10d::ReduceOp::PREMUL_SUM: {
+      auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      TORCH_CHECK(supplement != nullptr, "PREMUL_SUM needs its factor", dist_error(1, "invalid parameter"));
+      if (supplement->tensor_factor.defined()) {
+        r.premultiply_tensor = supplement->tensor_factor;
+      } else {
+        r.premultiply = supplement->double_factor;
+      }
+      return r;
+    }
+    case c10d::ReduceOp::SUM:
+      r.gloo_op = c10d::ReduceOp(dtype == at::kBool ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM);
+      return r;
+    case c10d::ReduceOp::PRODUCT:
+      r.gloo_op = c10d::ReduceOp(dtype == at::kBool ? c10d::ReduceOp::MIN : c10d::ReduceOp::PRODUCT);
+      return r;
+    default:
+      r.gloo_op = op;
+      return r;
+  }
+}
+
+// Premultiplied copies of the inputs (PREMUL_SUM); the inputs themselves when there is nothing to do.
+at::Tensor premultiplied(const at::Tensor& t, const Reduction& r) {
+  if (r.premultiply_tensor.defined()) {
+    return t.mul(r.premultiply_tensor.to(t.device()));
+  }
+  return r.premultiply == 1.0 ? t : t.mul(r.premultiply);
+}
+
+void divide(const std::vector<at::Tensor>& tensors, int size) {
+  for (const auto& t : tensors) {
+    if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type())) {
+      t.div_(size);
+    } else {
+      t.div_(size, "trunc");
+    }
+  }
+}
+
+// A transport work whose future yields the npu results, whose errors name the collective and the
+// group, and which runs `after` (e.g. AVG's division) once the transport is done.
+class HcclWork final : public c10d::Work {
+ public:
+  HcclWork(c10::intrusive_ptr<c10d::Work> inner, std::string what, std::vector<at::Tensor> results,
+           std::function<void()> after)
+      : Work(-1, inner->retrieveOpType()),
+        inner_(std::move(inner)),
+        what_(std::move(what)),
+        results_(std::move(results)),
+        after_(std::make_shared<Once>(std::move(after))) {}
+
+  bool isCompleted() override { return inner_->isCompleted(); }
+  bool isSuccess() const override { return inner_->isSuccess(); }
+  std::exception_ptr exception() const override { return inner_->exception(); }
+  void abort() override { inner_->abort(); }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    try {
+      inner_->wait(timeout);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, what_, " failed: ", e.what(), dist_error(kHccl, "call hccl api failed"));
+    }
+    after_->run();
+    return true;
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    auto results = results_;
+    auto what = what_;
+    auto after = after_;
+    return inner_->getFuture()->then(
+        [results, what, after](c10::ivalue::Future& done) -> c10::IValue {
+          if (done.hasError()) {
+            throw std::runtime_error(what + " failed: " + done.tryRetrieveErrorMessage() +
+                                     dist_error(kHccl, "call hccl api failed"));
+          }
+          after->run();
+          return c10::IValue(results);
+        },
+        c10::ListType::create(c10::TensorType::get()));
+  }
+
+ private:
+  struct Once {
+    explicit Once(std::function<void()> fn) : fn(std::move(fn)) {}
+    void run() {
+      std::call_once(flag, [this] {
+        if (fn) {
+          fn();
+        }
+      });
+    }
+    std::function<void()> fn;
+    std::once_flag flag;
+  };
+
+  c10::intrusive_ptr<c10d::Work> inner_;
+  std::string what_;
+  std::vector<at::Tensor> results_;
+  std::shared_ptr<Once> after_;
+};
+
+}  // namespace
+
+ProcessGroupHCCL::ProcessGroupHCCL(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, std::string name)
+    : Backend(rank, size), transport_(std::move(transport)), name_(std::move(name)) {}
+
+std::string ProcessGroupHCCL::comm_name() const {
+  return "hccl_" + (getGroupUid().empty() ? std::string("0") : getGroupUid());
+}
+
+std::string ProcessGroupHCCL::describe(const char* collective) const {
+  const std::string& group = getGroupUid();
+  return c10::str(name_, " ", collective, " on group ", group.empty() ? "default_pg" : group,
+                  " (rank ", getRank(), " of ", getSize(), ")");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
+                                                       std::vector<at::Tensor> results) const {
+  return c10::make_intrusive<HcclWork>(std::move(work), describe(collective), std::move(results), nullptr);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  auto h = hosts(tensors);
+  return named("broadcast", transport_->broadcast(h, opts), tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "allreduce needs a tensor");
+  const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
+  for (auto& t : tensors) {
+    if (r.premultiply != 1.0 || r.premultiply_tensor.defined()) {
+      t.copy_(premultiplied(t, r));
+    }
+  }
+  auto h = hosts(tensors);
+  c10d::AllreduceOptions gloo_opts = opts;
+  gloo_opts.reduceOp = r.gloo_op;
+  const int size = getSize();
+  std::function<void()> after;
+  if (r.average) {
+    after = [tensors, size] { divide(tensors, size); };
+  }
+  return c10::make_intrusive<HcclWork>(transport_->allreduce(h, gloo_opts), describe("allreduce"), tensors,
+                                       std::move(after));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+  c10d::AllreduceOptions single;
+  single.reduceOp = opts.reduceOp;
+  single.timeout = opts.timeout;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (auto& t : tensors) {
+    std::vector<at::Tensor> one{t};
+    works.push_back(allreduce(one, single));
+  }
+  for (auto& w : works) {
+    w->wait();
+  }
+  return works.empty() ? barrier(c10d::BarrierOptions()) : works.back();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "reduce needs a tensor");
+  const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
+  for (auto& t : tensors) {
+    if (r.premultiply != 1.0 || r.premultiply_tensor.defined()) {
+      t.copy_(premultiplied(t, r));
+    }
+  }
+  auto h = hosts(tensors);
+  c10d::ReduceOptions gloo_opts = opts;
+  gloo_opts.reduceOp = r.gloo_op;
+  const int size = getSize();
+  const bool root = getRank() == static_cast<int>(opts.rootRank);
+  std::function<void()> after;
+  if (r.average && root) {
+    after = [tensors, size] { divide(tensors, size); };
+  }
+  return c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors,
+                                       std::move(after));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                           std::vector<at::Tensor>& inputs,
+                                                           const c10d::AllgatherOptions& opts) {
+  auto ho = hosts(outputs);
+  auto hi = hosts(inputs);
+  return named("allgather", transport_->allgather(ho, hi, opts), flat(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                 const c10d::AllgatherOptions& opts) {
+  at::Tensor ho = host(output);
+  at::Tensor hi = host(input);
+  return named("allgather_into_tensor", transport_->_allgather_base(ho, hi, opts), {output});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    works.push_back(_allgather_base(outputs[i], inputs[i], opts));
+  }
+  for (auto& w : works) {
+    w->wait();
+  }
+  return works.empty() ? barrier(c10d::BarrierOptions()) : works.back();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                        std::vector<at::Tensor>& inputs,
+                                                        const c10d::GatherOptions& opts) {
+  auto ho = hosts(outputs);
+  auto hi = hosts(inputs);
+  return named("gather", transport_->gather(ho, hi, opts), flat(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>& outputs,
+                                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                                         const c10d::ScatterOptions& opts) {
+  auto ho = hosts(outputs);
+  auto hi = hosts(inputs);
+  return named("scatter", transport_->scatter(ho, hi, opts), outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                                const c10d::ReduceScatterOptions& opts) {
+  // One allreduce of the stacked inputs, then each rank keeps its slice: exact for every reduction.
+  TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+              "reduce_scatter takes one output and world_size inputs", dist_error(1, "invalid parameter"));
+  at::Tensor stacked = at::stack(inputs[0]);
+  std::vector<at::Tensor> one{stacked};
+  c10d::AllreduceOptions all;
+  all.reduceOp = opts.reduceOp;
+  all.timeout = opts.timeout;
+  auto work = allreduce(one, all);
+  at::Tensor out = outputs[0];
+  const int rank = getRank();
+  return c10::make_intrusive<HcclWork>(work, describe("reduce_scatter"), outputs,
+                                       [out, stacked, rank] { out.copy_(stacked[rank]); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                      const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(input.numel() == output.numel() * getSize(), "reduce_scatter_tensor: input has ", input.numel(),
+              " elements, expected output.numel() * world_size = ", output.numel() * getSize(),
+              dist_error(1, "invalid parameter"));
+  at::Tensor whole = input.clone();
+  std::vector<at::Tensor> one{whole};
+  c10d::AllreduceOptions all;
+  all.reduceOp = opts.reduceOp;
+  all.timeout = opts.timeout;
+  auto work = allreduce(one, all);
+  at::Tensor out = output;
+  const int64_t rank = getRank();
+  return c10::make_intrusive<HcclWork>(work, describe("reduce_scatter_tensor"), std::vector<at::Tensor>{output},
+                                       [out, whole, rank] {
+                                         out.copy_(whole.reshape({-1}).narrow(0, rank * out.numel(), out.numel())
+                                                       .view(out.sizes()));
+                                       });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    works.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
+  }
+  for (auto& w : works) {
+    w->wait();
+  }
+  return works.empty() ? barrier(c10d::BarrierOptions()) : works.back();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                               std::vector<int64_t>& output_splits,
+                                                               std::vector<int64_t>& input_splits,
+                                                               const c10d::AllToAllOptions& opts) {
+  at::Tensor ho = host(output);
+  at::Tensor hi = host(input);
+  return named("all_to_all_single", transport_->alltoall_base(ho, hi, output_splits, input_splits, opts), {output});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::AllToAllOptions& opts) {
+  // Composed from alltoall_base over flattened, concatenated tensors.
+  std::vector<at::Tensor> flat_in;
+  std::vector<int64_t> in_splits, out_splits;
+  for (const auto& t : inputs) {
+    flat_in.push_back(t.reshape({-1}));
+    in_splits.push_back(t.numel());
+  }
+  int64_t total = 0;
+  for (const auto& t : outputs) {
+    out_splits.push_back(t.numel());
+    total += t.numel();
+  }
+  at::Tensor send = at::cat(flat_in);
+  at::Tensor recv = at::empty({total}, send.options());
+  std::vector<int64_t> transport_out = out_splits, transport_in = in_splits;  // the transport may consume them
+  auto work = alltoall_base(recv, send, transport_out, transport_in, opts);
+  std::vector<at::Tensor> outs = outputs;
+  return c10::make_intrusive<HcclWork>(work, describe("all_to_all"), outputs, [outs, recv, out_splits] {
+    int64_t offset = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      outs[i].copy_(recv.narrow(0, offset, out_splits[i]).view(outs[i].sizes()));
+      offset += out_splits[i];
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  auto h = hosts(tensors);
+  return named("send", transport_->send(h, dst, tag), tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  auto h = hosts(tensors);
+  return named("recv", transport_->recv(h, src, tag), tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  auto h = hosts(tensors);
+  return named("recv", transport_->recvAnysource(h, tag), tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::barrier(const c10d::BarrierOptions& opts) {
+  return named("barrier", transport_->barrier(opts), {});
+}
+
+}  // namespace vnpu
