@@ -156,11 +156,26 @@ def case_ddp():
 def case_syncbn():
     torch.manual_seed(0)
     x = torch.randn(4 * WORLD, 3, 5, 5)
+    weight = torch.randn(4 * WORLD, 3, 5, 5)  # d loss / d out
+    mine = slice(4 * RANK, 4 * (RANK + 1))
     bn = torch.nn.SyncBatchNorm(3).to(DEV)
-    out = bn(x[4 * RANK:4 * (RANK + 1)].to(DEV))
-    reference = torch.nn.BatchNorm2d(3)(x)[4 * RANK:4 * (RANK + 1)]
-    torch.testing.assert_close(out.detach().cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(bn.running_mean.cpu(), x.mean((0, 2, 3)) * 0.1, rtol=1e-4, atol=1e-6)
+    local = x[mine].to(DEV).requires_grad_()
+    out = bn(local)
+    (out * weight[mine].to(DEV)).sum().backward()
+    full = x.clone().requires_grad_()
+    reference_bn = torch.nn.BatchNorm2d(3)
+    reference = reference_bn(full)
+    (reference * weight).sum().backward()
+    torch.testing.assert_close(out.detach().cpu(), reference[mine].detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(local.grad.cpu(), full.grad[mine], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(bn.running_mean.cpu(), reference_bn.running_mean, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(bn.running_var.cpu(), reference_bn.running_var, rtol=1e-4, atol=1e-6)
+    # SyncBatchNorm sums the parameter gradients of the local batch; DDP would add them across ranks
+    grads = [bn.weight.grad.clone(), bn.bias.grad.clone()]
+    for g in grads:
+        dist.all_reduce(g)
+    torch.testing.assert_close(grads[0].cpu(), reference_bn.weight.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(grads[1].cpu(), reference_bn.bias.grad, rtol=1e-4, atol=1e-4)
 
 
 def case_dead_rank():

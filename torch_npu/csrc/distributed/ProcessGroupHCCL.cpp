@@ -293,9 +293,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions& opts) {
-  at::Tensor ho = host(output);
-  at::Tensor hi = host(input);
-  return named("allgather_into_tensor", transport_->_allgather_base(ho, hi, opts), {output});
+  // gloo's allgather into world_size views of the output ([world * n] or [world, ...] alike).
+  TORCH_CHECK(output.is_contiguous() && output.numel() == input.numel() * getSize(),
+              "allgather_into_tensor: the output must be contiguous with world_size * ", input.numel(),
+              " elements, got ", output.numel(), dist_error(1, "invalid parameter"));
+  const at::Tensor out_host = host(output).reshape({-1});
+  std::vector<std::vector<at::Tensor>> parts(1);
+  for (int r = 0; r < getSize(); ++r) {
+    parts[0].push_back(out_host.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+  }
+  std::vector<at::Tensor> in_host{host(input.contiguous())};
+  return named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(
