@@ -178,6 +178,102 @@ def case_syncbn():
     torch.testing.assert_close(grads[1].cpu(), reference_bn.bias.grad, rtol=1e-4, atol=1e-4)
 
 
+def case_fsdp2():
+    from torch.distributed.fsdp import fully_shard
+
+    model = _model().to(DEV)
+    for layer in (model[0], model[2]):
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in _batches():
+        mine = slice(4 * RANK, 4 * (RANK + 1))
+        loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    reference = _model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in _batches():
+        loss = torch.nn.functional.mse_loss(reference(x), y)
+        ref_opt.zero_grad()
+        loss.backward()
+        ref_opt.step()
+    for got, want in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(got.full_tensor().detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def case_fsdp1():
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    model = FSDP(_model().to(DEV), device_id=DEV, use_orig_params=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in _batches():
+        mine = slice(4 * RANK, 4 * (RANK + 1))
+        loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    reference = _model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in _batches():
+        loss = torch.nn.functional.mse_loss(reference(x), y)
+        ref_opt.zero_grad()
+        loss.backward()
+        ref_opt.step()
+    with FSDP.summon_full_params(model):
+        for got, want in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def case_dtensor():
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("npu", (WORLD,))
+    full = torch.arange(8 * WORLD, dtype=torch.float32).view(4 * WORLD, 2)
+    sharded = distribute_tensor(full.to(DEV), mesh, [Shard(0)])
+    assert sharded.to_local().shape == (4, 2) and sharded.to_local().device.type == "npu"
+    same(sharded.full_tensor(), full)
+    same((sharded * 2).redistribute(mesh, [Replicate()]).to_local(), full * 2)
+    same(sharded.sum().full_tensor(), full.sum())
+
+
+def case_checkpoint():
+    import tempfile
+
+    import torch.distributed.checkpoint as dcp
+
+    path = os.environ["CHECKPOINT_DIR"]
+    model = _model().to(DEV)
+    dcp.save({"model": model.state_dict()}, checkpoint_id=path)
+    other = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(DEV)
+    state = {"model": other.state_dict()}
+    dcp.load(state, checkpoint_id=path)
+    other.load_state_dict(state["model"])
+    for a, b in zip(model.parameters(), other.parameters()):
+        same(b.detach().cpu(), a.detach().cpu())
+    assert tempfile
+
+
+def case_pipeline():
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    full = _model()
+    stage_module = full[0:2] if RANK == 0 else full[2:]
+    stage = PipelineStage(stage_module.to(DEV), RANK, WORLD, DEV)
+    schedule = ScheduleGPipe(stage, n_microbatches=2, loss_fn=lambda out, y: torch.nn.functional.mse_loss(out, y))
+    x, y = _batches()[0]
+    if RANK == 0:
+        schedule.step(x.to(DEV))
+    else:
+        losses = []
+        schedule.step(target=y.to(DEV), losses=losses)
+        want = [torch.nn.functional.mse_loss(_model()(x[i * 4:(i + 1) * 4]), y[i * 4:(i + 1) * 4]) for i in range(2)]
+        for got, w in zip(losses, want):
+            torch.testing.assert_close(got.detach().cpu(), w.detach(), rtol=1e-5, atol=1e-6)
+
+
 def case_dead_rank():
     if RANK == 1:
         os._exit(3)  # dies without a word, as a crashed process does

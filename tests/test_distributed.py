@@ -57,6 +57,23 @@ def test_sync_batch_norm_equals_batch_norm_over_the_full_batch():
     _all_ok(launch("syncbn", 2))
 
 
+@pytest.mark.parametrize("case", ["fsdp2", "fsdp1"])
+def test_fsdp_training_equals_single_process_training_on_cpu(case):
+    _all_ok(launch(case, 2))
+
+
+def test_dtensor_on_an_npu_device_mesh():
+    _all_ok(launch("dtensor", 2))
+
+
+def test_distributed_checkpoint_save_and_load(tmp_path):
+    _all_ok(launch("checkpoint", 2, extra_env={"CHECKPOINT_DIR": str(tmp_path / "ckpt")}))
+
+
+def test_pipelining_on_two_stages():
+    _all_ok(launch("pipeline", 2))
+
+
 def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_timeout():
     start = time.time()
     results = launch("dead_rank", 2, timeout=60, extra_env={"HCCL_EXEC_TIMEOUT": "10"})
@@ -66,6 +83,36 @@ def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_time
     assert code == 7, out[-3000:]
     assert "hccl allreduce on group" in out and "failed" in out and "ERR02200" in out, out[-3000:]
     assert elapsed < 10 + 10 + 15, elapsed  # the timeout, the allowance, and two interpreters starting
+
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "torchrun_script.py")
+
+
+def _env():
+    return dict(os.environ, VNPU_OPS_PROFILE="none", OMP_NUM_THREADS="1")
+
+
+def test_torchrun_starts_npu_workers_on_their_local_devices():
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                           str(_port()), SCRIPT], capture_output=True, text=True, timeout=240, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rank 0/2 device npu:0 sum 3.0" in done.stdout and "rank 1/2 device npu:1 sum 3.0" in done.stdout
+
+
+def test_torch_npu_run_over_two_nodes_on_localhost():
+    launcher = os.path.join(os.path.dirname(sys.executable), "torch_npu_run")
+    assert os.path.exists(launcher), "the torch_npu_run console script is installed with the package"
+    port = str(_port())
+    nodes = [subprocess.Popen([launcher, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
+                               "--master-addr", "127.0.0.1", "--master-port", port, SCRIPT],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for node in (0, 1)]
+    outputs = []
+    for node in nodes:
+        out, err = node.communicate(timeout=240)
+        assert node.returncode == 0, out + err
+        outputs.append(out)
+    assert "rank 0/2 device npu:0 sum 3.0" in outputs[0] and "rank 1/2 device npu:0 sum 3.0" in outputs[1]
 
 
 def test_backend_registration_and_options():
