@@ -121,6 +121,28 @@ def case_collectives():
     assert name.startswith("hccl_")
 
 
+def case_uneven():
+    from torch_npu.distributed import all_gather_into_tensor_uneven, reduce_scatter_tensor_uneven
+
+    sizes = [r + 1 for r in range(WORLD)]
+    mine = torch.full((sizes[RANK], 2), float(RANK), device=DEV)
+    out = torch.empty(sum(sizes), 2, device=DEV)
+    all_gather_into_tensor_uneven(out, mine, output_split_sizes=sizes)
+    same(out, torch.cat([torch.full((n, 2), float(r)) for r, n in enumerate(sizes)]))
+    whole = torch.arange(sum(sizes) * 2, dtype=torch.float32).view(-1, 2) * (RANK + 1)
+    piece = torch.empty(sizes[RANK], 2, device=DEV)
+    work = reduce_scatter_tensor_uneven(piece, whole.to(DEV), input_split_sizes=sizes, async_op=True)
+    work.wait()
+    start = sum(sizes[:RANK])
+    reference = sum(torch.arange(sum(sizes) * 2, dtype=torch.float32).view(-1, 2) * (r + 1) for r in range(WORLD))
+    same(piece, reference[start:start + sizes[RANK]])
+    try:
+        all_gather_into_tensor_uneven(out, mine, output_split_sizes=[1] * WORLD)
+        raise AssertionError("bad split sizes were accepted")
+    except ValueError as err:
+        assert "must give" in str(err) or "does not match" in str(err), err
+
+
 def _model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))

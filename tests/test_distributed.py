@@ -49,6 +49,11 @@ def test_every_collective_matches_its_single_process_reference(world):
     _all_ok(launch("collectives", world))
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_uneven_all_gather_and_reduce_scatter(world):
+    _all_ok(launch("uneven", world))
+
+
 def test_ddp_training_equals_single_process_training_on_cpu():
     _all_ok(launch("ddp", 2))
 
