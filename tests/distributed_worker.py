@@ -296,6 +296,25 @@ def case_pipeline():
             torch.testing.assert_close(got.detach().cpu(), w.detach(), rtol=1e-5, atol=1e-6)
 
 
+def case_desync():
+    t = torch.ones(4 + RANK, device=DEV)  # rank 1 reduces a different shape
+    try:
+        dist.all_reduce(t)
+        raise AssertionError("the mismatch went unnoticed")
+    except RuntimeError as err:
+        text = str(err)
+        assert "Detected mismatch between collectives" in text and "rank 0: allreduce(#0, numel=4" in text, text
+        assert "rank 1: allreduce(#0, numel=5" in text and "ERR02001" in text, text
+    try:
+        if RANK == 0:
+            dist.all_reduce(torch.ones(2, device=DEV))
+        else:
+            dist.broadcast(torch.ones(2, device=DEV), src=0)
+        raise AssertionError("the mismatch went unnoticed")
+    except RuntimeError as err:
+        assert "rank 0: allreduce(#1" in str(err) and "rank 1: broadcast(#1" in str(err), str(err)
+
+
 def case_dead_rank():
     if RANK == 1:
         os._exit(3)  # dies without a word, as a crashed process does

@@ -79,6 +79,10 @@ def test_pipelining_on_two_stages():
     _all_ok(launch("pipeline", 2))
 
 
+def test_mismatched_collectives_are_reported_with_desync_debug():
+    _all_ok(launch("desync", 2, extra_env={"TORCH_HCCL_DESYNC_DEBUG": "1"}))
+
+
 def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_timeout():
     start = time.time()
     results = launch("dead_rank", 2, timeout=60, extra_env={"HCCL_EXEC_TIMEOUT": "10"})

@@ -6,6 +6,7 @@
 #include <ATen/core/ivalue_inl.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -201,7 +202,67 @@ class HcclWork final : public c10d::Work {
 }  // namespace
 
 ProcessGroupHCCL::ProcessGroupHCCL(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, std::string name)
-    : Backend(rank, size), transport_(std::move(transport)), name_(std::move(name)) {}
+    : Backend(rank, size), transport_(std::move(transport)), name_(std::move(name)) {
+  const char* desync = std::getenv("TORCH_HCCL_DESYNC_DEBUG");
+  desync_debug_ = desync != nullptr && std::string(desync) == "1";
+}
+
+namespace {
+
+const std::vector<std::string>& collective_names() {
+  static const std::vector<std::string> names = {
+      "broadcast", "allreduce", "reduce", "allgather", "allgather_into_tensor", "gather", "scatter",
+      "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single", "all_to_all", "barrier"};
+  return names;
+}
+
+std::string fingerprint_text(const int64_t* f) {
+  const auto& names = collective_names();
+  const std::string name = f[1] >= 0 && f[1] < static_cast<int64_t>(names.size()) ? names[f[1]] : "?";
+  std::string text = c10::str(name, "(#", f[0], ", numel=", f[2], ", dtype=",
+                              f[3] >= 0 ? c10::toString(static_cast<at::ScalarType>(f[3])) : "none");
+  if (f[4] >= 0) {
+    text += c10::str(", op=", f[4]);
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+void ProcessGroupHCCL::check_in_step(const char* collective, const std::vector<at::Tensor>& tensors,
+                                     int64_t reduce_op) {
+  if (!desync_debug_) {
+    return;
+  }
+  const auto& names = collective_names();
+  const auto found = std::find(names.begin(), names.end(), collective);
+  int64_t numel = 0;
+  for (const auto& t : tensors) {
+    numel += t.numel();
+  }
+  at::Tensor mine = at::tensor({sequence_++, static_cast<int64_t>(found - names.begin()), numel,
+                                tensors.empty() ? int64_t{-1} : static_cast<int64_t>(tensors[0].scalar_type()),
+                                reduce_op},
+                               at::kLong);
+  std::vector<std::vector<at::Tensor>> all(1);
+  for (int r = 0; r < getSize(); ++r) {
+    all[0].push_back(at::empty_like(mine));
+  }
+  std::vector<at::Tensor> in{mine};
+  transport_->allgather(all, in, c10d::AllgatherOptions())->wait();
+  bool same = true;
+  for (const auto& other : all[0]) {
+    same = same && at::equal(other, mine);
+  }
+  if (!same) {
+    std::string report;
+    for (int r = 0; r < getSize(); ++r) {
+      report += c10::str("\n  rank ", r, ": ", fingerprint_text(all[0][r].data_ptr<int64_t>()));
+    }
+    TORCH_CHECK(false, "Detected mismatch between collectives on ", describe(collective),
+                " (TORCH_HCCL_DESYNC_DEBUG=1):", report, dist_error(1, "invalid parameter"));
+  }
+}
 
 std::string ProcessGroupHCCL::comm_name() const {
   return "hccl_" + (getGroupUid().empty() ? std::string("0") : getGroupUid());
@@ -220,12 +281,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
+  check_in_step("broadcast", tensors, -1);
   auto h = hosts(tensors);
   return named("broadcast", transport_->broadcast(h, opts), tensors);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
+  check_in_step("allreduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
   TORCH_CHECK(!tensors.empty(), "allreduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
   for (auto& t : tensors) {
@@ -263,6 +326,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
+  check_in_step("reduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
   TORCH_CHECK(!tensors.empty(), "reduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
   for (auto& t : tensors) {
@@ -286,6 +350,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::AllgatherOptions& opts) {
+  check_in_step("allgather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   return named("allgather", transport_->allgather(ho, hi, opts), flat(outputs));
@@ -293,6 +358,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions& opts) {
+  check_in_step("allgather_into_tensor", {input}, -1);
   // gloo's allgather into world_size views of the output ([world * n] or [world, ...] alike).
   TORCH_CHECK(output.is_contiguous() && output.numel() == input.numel() * getSize(),
               "allgather_into_tensor: the output must be contiguous with world_size * ", input.numel(),
@@ -321,6 +387,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::GatherOptions& opts) {
+  check_in_step("gather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   return named("gather", transport_->gather(ho, hi, opts), flat(outputs));
@@ -329,6 +396,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
+  check_in_step("scatter", outputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   return named("scatter", transport_->scatter(ho, hi, opts), outputs);
@@ -388,6 +456,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
                                                                std::vector<int64_t>& output_splits,
                                                                std::vector<int64_t>& input_splits,
                                                                const c10d::AllToAllOptions& opts) {
+  check_in_step("all_to_all_single", {input}, -1);
   at::Tensor ho = host(output);
   at::Tensor hi = host(input);
   return named("all_to_all_single", transport_->alltoall_base(ho, hi, output_splits, input_splits, opts), {output});
@@ -438,6 +507,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recvAnysource(std::vector<at::T
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::barrier(const c10d::BarrierOptions& opts) {
+  check_in_step("barrier", {}, -1);
   return named("barrier", transport_->barrier(opts), {});
 }
 

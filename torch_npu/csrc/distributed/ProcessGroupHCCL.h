@@ -1,7 +1,9 @@
 // The hccl backend: c10d collectives on npu tensors, carried by a gloo backend over zero-copy CPU aliases
 // of the same memory. What gloo lacks is composed here: AVG (sum, then divide), PREMUL_SUM (scale, then
 // sum), bool SUM / PRODUCT (MAX / MIN over the bytes); BAND / BOR / BXOR are refused as torch_npu does.
-// Errors name the collective and the group.
+// Errors name the collective and the group. With TORCH_HCCL_DESYNC_DEBUG=1 every collective first compares
+// what each rank is about to run (collective, element count, dtype, reduction) and mismatches are
+// reported by every rank instead of hanging or mixing data.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -61,9 +63,12 @@ class ProcessGroupHCCL final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
                                        std::vector<at::Tensor> results) const;
   std::string describe(const char* collective) const;
+  void check_in_step(const char* collective, const std::vector<at::Tensor>& tensors, int64_t reduce_op);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
   std::string name_;
+  bool desync_debug_ = false;
+  int64_t sequence_ = 0;
 };
 
 }  // namespace vnpu
