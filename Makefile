@@ -46,6 +46,7 @@ bench: setup
 	$(BIN)/python bench/bench_fusion_attention.py
 	$(BIN)/python bench/bench_fallback_check.py
 	$(BIN)/python bench/bench_migrate.py
+	$(BIN)/python bench/bench_distributed.py
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info
