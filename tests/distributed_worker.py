@@ -4,6 +4,7 @@
 
 Every rank builds every rank's inputs from the rank number, so each result is checked against a
 reference computed here, exactly; a failed check raises (non-zero exit)."""
+import datetime
 import os
 import sys
 import time
@@ -115,6 +116,13 @@ def case_collectives():
     box = [{"from": RANK}]
     dist.broadcast_object_list(box, src=0)
     assert box == [{"from": 0}]
+    a, c = torch.ones(3, device=DEV), torch.full((2,), 2.0, device=DEV)
+    with dist._coalescing_manager(async_ops=True) as manager:
+        dist.all_reduce(a)
+        dist.all_reduce(c)
+    manager.wait()
+    same(a, torch.full((3,), float(WORLD)))
+    same(c, torch.full((2,), 2.0 * WORLD))
     dist.barrier()
     assert dist.get_backend() == "hccl"
     name = torch_npu.distributed.get_hccl_comm_name()
@@ -330,7 +338,11 @@ def case_dead_rank():
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)
-    dist.init_process_group("hccl")
+    options = None
+    if os.environ.get("OP_TIMEOUT"):
+        options = torch_npu._C._distributed_c10d.ProcessGroupHCCL.Options()
+        options.op_timeout = datetime.timedelta(seconds=int(os.environ["OP_TIMEOUT"]))
+    dist.init_process_group("hccl", pg_options=options)
     globals()[f"case_{case}"]()
     dist.destroy_process_group()
     print("ok", flush=True)

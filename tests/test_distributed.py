@@ -83,9 +83,11 @@ def test_mismatched_collectives_are_reported_with_desync_debug():
     _all_ok(launch("desync", 2, extra_env={"TORCH_HCCL_DESYNC_DEBUG": "1"}))
 
 
-def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_timeout():
+@pytest.mark.parametrize("timeout_setting", [{"HCCL_EXEC_TIMEOUT": "10"}, {"OP_TIMEOUT": "10"}],
+                         ids=["HCCL_EXEC_TIMEOUT", "Options.op_timeout"])
+def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_timeout(timeout_setting):
     start = time.time()
-    results = launch("dead_rank", 2, timeout=60, extra_env={"HCCL_EXEC_TIMEOUT": "10"})
+    results = launch("dead_rank", 2, timeout=60, extra_env=timeout_setting)
     elapsed = time.time() - start
     code, out = results[0]
     assert results[1][0] == 3

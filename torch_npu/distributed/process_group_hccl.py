@@ -7,7 +7,8 @@ AVG, PREMUL_SUM and bool reductions are composed around gloo. `dist.init_process
 `dist.get_backend() == "hccl"`, DDP's C++ reducer and functional collectives all reach it.
 
 Timeouts, as on Ascend: HCCL_CONNECT_TIMEOUT (seconds) bounds link setup, HCCL_EXEC_TIMEOUT (seconds)
-each collective; the ``timeout=`` of init_process_group / new_group is used where they are unset.
+each collective (``ProcessGroupHCCL.Options().op_timeout`` passed as ``pg_options`` takes precedence);
+the ``timeout=`` of init_process_group / new_group is used where they are unset.
 """
 import datetime
 import os
@@ -51,16 +52,21 @@ def _seconds_from_env(name):
     return datetime.timedelta(seconds=int(value))
 
 
-def _timeouts(timeout):
+def _timeouts(timeout, options):
     """(link setup, per collective) timeouts."""
     connect = _seconds_from_env("HCCL_CONNECT_TIMEOUT") or timeout
     execute = _seconds_from_env("HCCL_EXEC_TIMEOUT") or timeout
+    op_timeout = getattr(options, "op_timeout", None)
+    if op_timeout is not None:
+        execute = op_timeout if isinstance(op_timeout, datetime.timedelta) else datetime.timedelta(
+            seconds=float(op_timeout))
     return connect, execute
 
 
 def _creator(name):
-    def create(store, rank, size, timeout):
-        connect, execute = _timeouts(timeout)
+    def create(backend_opts, options):
+        store, rank, size = backend_opts.store, backend_opts.group_rank, backend_opts.group_size
+        connect, execute = _timeouts(backend_opts.timeout, options)
         transport = dist.ProcessGroupGloo(store, rank, size, connect)
         if execute != connect:
             transport._set_default_timeout(execute)
@@ -87,5 +93,5 @@ def register_backends():
         return
     for name in ("hccl", "lccl"):
         if name.upper() not in dist.Backend._plugins:
-            dist.Backend.register_backend(name, _creator(name), devices=["npu"])
+            dist.Backend.register_backend(name, _creator(name), extended_api=True, devices=["npu"])
     dist.is_hccl_available = is_hccl_available
