@@ -181,6 +181,32 @@ def case_ddp():
         ref_opt.step()
     for got, want in zip(model.module.parameters(), reference.parameters()):
         torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
+    # no_sync: gradients stay local (this rank's batch only), the next synced backward averages
+    x, y = _batches()[0]
+    mine = slice(4 * RANK, 4 * (RANK + 1))
+    opt.zero_grad()
+    with model.no_sync():
+        torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV)).backward()
+    local = [p.grad.detach().cpu().clone() for p in model.module.parameters()]
+    copy = _model()
+    copy.load_state_dict({k: v.cpu() for k, v in model.module.state_dict().items()})
+    torch.nn.functional.mse_loss(copy(x[mine]), y[mine]).backward()
+    for got, want in zip(local, copy.parameters()):
+        torch.testing.assert_close(got, want.grad, rtol=1e-5, atol=1e-6)
+    # find_unused_parameters: a branch this step does not use
+    branchy = _Branchy().to(DEV)
+    ddp = DDP(branchy, device_ids=[0], find_unused_parameters=True)
+    ddp(torch.ones(2, 4, device=DEV), use_second=False).sum().backward()
+    assert branchy.second.weight.grad is None and branchy.first.weight.grad is not None
+
+
+class _Branchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = torch.nn.Linear(4, 2), torch.nn.Linear(4, 2)
+
+    def forward(self, x, use_second):
+        return self.second(x) if use_second else self.first(x)
 
 
 def case_syncbn():
