@@ -17,11 +17,11 @@ def _port():
         return s.getsockname()[1]
 
 
-def launch(case, world, timeout=240, extra_env=None):
-    """Start `world` ranks of distributed_worker.py; returns [(returncode, output)] per rank."""
+def launch(case, world, timeout=240, extra_env=None, ranks=None):
+    """Start `world` ranks (or only `ranks`) of distributed_worker.py; returns [(returncode, output)] per rank."""
     port = _port()
     procs = []
-    for rank in range(world):
+    for rank in ranks if ranks is not None else range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), VNPU_OPS_PROFILE="none", OMP_NUM_THREADS="1", **(extra_env or {}))
         procs.append(subprocess.Popen([sys.executable, WORKER, case], env=env, stdout=subprocess.PIPE,
@@ -124,6 +124,14 @@ def test_torch_npu_run_over_two_nodes_on_localhost():
         assert node.returncode == 0, out + err
         outputs.append(out)
     assert "rank 0/2 device npu:0 sum 3.0" in outputs[0] and "rank 1/2 device npu:0 sum 3.0" in outputs[1]
+
+
+def test_a_rank_that_never_arrives_fails_the_others_within_hccl_connect_timeout():
+    start = time.time()
+    alone = launch("collectives", 2, timeout=60, extra_env={"HCCL_CONNECT_TIMEOUT": "5"}, ranks=[0])
+    code, out = alone[0]
+    assert code != 0 and "hccl link setup did not complete within HCCL_CONNECT_TIMEOUT=5 s" in out, out[-3000:]
+    assert "ERR02011 DIST timeout error" in out and time.time() - start < 5 + 10 + 10
 
 
 def test_backend_registration_and_options():

@@ -11,6 +11,7 @@ each collective (``ProcessGroupHCCL.Options().op_timeout`` passed as ``pg_option
 the ``timeout=`` of init_process_group / new_group is used where they are unset.
 """
 import datetime
+import functools
 import os
 import sys
 
@@ -52,10 +53,15 @@ def _seconds_from_env(name):
     return datetime.timedelta(seconds=int(value))
 
 
+_DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+_rendezvous = {"bounded_by_connect_timeout": False}
+
+
 def _timeouts(timeout, options):
     """(link setup, per collective) timeouts."""
     connect = _seconds_from_env("HCCL_CONNECT_TIMEOUT") or timeout
-    execute = _seconds_from_env("HCCL_EXEC_TIMEOUT") or timeout
+    implicit = _rendezvous["bounded_by_connect_timeout"]  # `timeout` is HCCL_CONNECT_TIMEOUT, not the user's
+    execute = _seconds_from_env("HCCL_EXEC_TIMEOUT") or (_DEFAULT_TIMEOUT if implicit else timeout)
     op_timeout = getattr(options, "op_timeout", None)
     if op_timeout is not None:
         execute = op_timeout if isinstance(op_timeout, datetime.timedelta) else datetime.timedelta(
@@ -87,6 +93,36 @@ def get_hccl_comm_name(group=None, rank=None):
     return group._get_backend(torch.device("npu")).get_hccl_comm_name(dist.get_rank(group) if rank is None else rank)
 
 
+def _is_hccl(backend):
+    return isinstance(backend, str) and backend.lower() in ("hccl", "lccl")
+
+
+def _connect_timeout_bounds_rendezvous(init):
+    """init_process_group("hccl") without timeout=: HCCL_CONNECT_TIMEOUT also bounds the rendezvous (a rank
+    that never arrives fails the others within it, with torch_npu's DIST timeout code)."""
+    if getattr(init, "__vnpu_hccl__", False):
+        return init
+
+    @functools.wraps(init)
+    def init_process_group(backend=None, *args, **kwargs):
+        connect = _seconds_from_env("HCCL_CONNECT_TIMEOUT")
+        if connect is None or not _is_hccl(backend) or "timeout" in kwargs:
+            return init(backend, *args, **kwargs)
+        _rendezvous["bounded_by_connect_timeout"] = True
+        try:
+            return init(backend, *args, timeout=connect, **kwargs)
+        except Exception as err:  # noqa: BLE001 (re-raised with the setting that bounded it)
+            if "timed out" not in str(err).lower() and "timeout" not in str(err).lower():
+                raise
+            raise RuntimeError(f"hccl link setup did not complete within HCCL_CONNECT_TIMEOUT="
+                               f"{int(connect.total_seconds())} s: {err}" + dist_error(ErrCode.TIMEOUT)) from err
+        finally:
+            _rendezvous["bounded_by_connect_timeout"] = False
+
+    init_process_group.__vnpu_hccl__ = True
+    return init_process_group
+
+
 def register_backends():
     """Register hccl and lccl for the npu device (once)."""
     if not is_hccl_available():
@@ -95,3 +131,4 @@ def register_backends():
         if name.upper() not in dist.Backend._plugins:
             dist.Backend.register_backend(name, _creator(name), extended_api=True, devices=["npu"])
     dist.is_hccl_available = is_hccl_available
+    dist.init_process_group = _connect_timeout_bounds_rendezvous(dist.init_process_group)
