@@ -235,7 +235,7 @@ def case_syncbn():
 
 
 def case_fsdp2():
-    from torch.distributed.fsdp import fully_shard
+    from torch_npu.distributed.fsdp import fully_shard
 
     model = _model().to(DEV)
     for layer in (model[0], model[2]):

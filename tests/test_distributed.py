@@ -143,3 +143,10 @@ def test_backend_registration_and_options():
     options.hccl_config = {"hccl_buffer_size": 200}
     assert options.hccl_config["hccl_buffer_size"] == 200 and options.is_high_priority_stream is False
     assert dist.is_hccl_available() and torch_npu.distributed.is_hccl_available()
+    from torch_npu.distributed.distributed_c10d import is_hccl_available
+    from torch_npu.distributed.run import parse_args
+
+    assert is_hccl_available()
+    args = parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"])
+    assert args.nproc_per_node == "2" and args.training_script == "train.py" and args.training_script_args == [
+        "--lr", "1"]

@@ -3,8 +3,9 @@ and uses npu:LOCAL_RANK with the hccl backend)."""
 import sys
 
 from torch.distributed.run import main as torchrun_main
+from torch.distributed.run import parse_args
 
-__all__ = ["main"]
+__all__ = ["main", "parse_args"]
 
 
 def main(args=None):
