@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.deps: $(BIN)/python
-	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" "torchvision==0.28.0" "transformers==5.24.0" ninja numpy pyyaml rich libcst pytest pytest-timeout expecttest
+	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" "torchvision==0.28.0" "transformers==5.24.0" ninja numpy pyyaml rich libcst pytest pytest-timeout pytest-xdist expecttest
 	touch $@
 
 CSRC := $(shell find torch_npu/csrc -name '*.cpp' -o -name '*.h')
@@ -38,7 +38,7 @@ demo: setup
 	$(BIN)/vnpu demo
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 bench: setup
 	$(BIN)/python bench/bench_overhead.py
