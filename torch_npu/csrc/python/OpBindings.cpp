@@ -2,6 +2,7 @@
 // precision emulation, NPU graphs and private formats.
 #include "python/Bindings.h"
 
+#include "aten/ActivityRecorder.h"
 #include "aten/CpuFallback.h"
 #include "aten/GraphCapture.h"
 #include "aten/HostSync.h"
@@ -86,6 +87,33 @@ void bind_ops(py::module& m) {
     set_cpu_fallback_operators(names, std::move(call));
   });
   m.def("_redirect_calls", &redirect_calls);
+  // The profiler's device activity (aten/ActivityRecorder.h): start, then stop -> list of dicts.
+  m.def("_activity_start", &start_activity_recording, py::arg("record_shapes") = false);
+  m.def("_activity_recording", &activity_recording);
+  m.def("_activity_stop", [] {
+    auto meta = [](const std::vector<TensorMeta>& tensors) {
+      py::list out;
+      for (const auto& t : tensors) {
+        out.append(py::make_tuple(t.shape, t.dtype, t.format));
+      }
+      return out;
+    };
+    py::list out;
+    for (const auto& a : stop_activity_recording()) {
+      py::dict d;
+      d["name"] = a.name;
+      d["start_ns"] = a.start_ns;
+      d["end_ns"] = a.end_ns;
+      d["device"] = a.device;
+      d["stream"] = a.stream;
+      d["thread"] = a.thread;
+      d["cpu_fallback"] = a.cpu_fallback;
+      d["inputs"] = meta(a.inputs);
+      d["outputs"] = meta(a.outputs);
+      out.append(d);
+    }
+    return out;
+  });
   m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
 
   py::class_<OpHook, std::shared_ptr<OpHook>>(m, "_OpHook");

@@ -1,0 +1,116 @@
+#include "aten/ActivityRecorder.h"
+
+#include "aten/OpHooks.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/Stream.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace vnpu {
+namespace {
+
+TensorMeta meta_of(const at::Tensor& t) {
+  TensorMeta m;
+  m.shape = t.sizes().vec();
+  m.dtype = c10::toString(t.scalar_type());
+  if (t.device().type() == c10::DeviceType::PrivateUse1 && t.has_storage()) {
+    m.format = storage_format(t.storage().data_ptr()).first;
+    if (m.format < 0) {  // no private format: the rank default torch_npu.get_npu_format reports
+      m.format = t.dim() == 4 ? 0 : t.dim() == 5 ? 30 : 2;  // NCHW, NCDHW, ND
+    }
+  }
+  return m;
+}
+
+void collect(const std::vector<c10::IValue>& values, std::vector<TensorMeta>& out) {
+  for (const auto& v : values) {
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) {
+        out.push_back(meta_of(v.toTensor()));
+      }
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        out.push_back(meta_of(t));
+      }
+    }
+  }
+}
+
+class Recorder final : public OpHook {
+ public:
+  explicit Recorder(bool record_shapes) : record_shapes_(record_shapes) {}
+
+  void after(const OpCall& call) override {
+    Activity a;
+    a.name = call.facts.name;
+    a.start_ns = call.start_ns;
+    a.end_ns = call.end_ns;
+    a.device = static_cast<int>(call.device);
+    a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
+    a.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
+    a.cpu_fallback = call.facts.cpu_fallback;
+    if (record_shapes_) {
+      collect(call.inputs, a.inputs);
+      collect(call.outputs, a.outputs);
+    }
+    std::lock_guard<std::mutex> guard(mu_);
+    activities_.push_back(std::move(a));
+  }
+
+  std::vector<Activity> take() {
+    std::lock_guard<std::mutex> guard(mu_);
+    return std::move(activities_);
+  }
+
+ private:
+  const bool record_shapes_;
+  std::mutex mu_;
+  std::vector<Activity> activities_;
+};
+
+struct Session {
+  std::mutex mu;
+  std::shared_ptr<Recorder> recorder;
+};
+
+Session& session() {
+  static auto* s = new Session();
+  return *s;
+}
+
+}  // namespace
+
+void start_activity_recording(bool record_shapes) {
+  auto& s = session();
+  std::lock_guard<std::mutex> guard(s.mu);
+  if (s.recorder) {
+    remove_op_hook(s.recorder);
+  }
+  s.recorder = std::make_shared<Recorder>(record_shapes);
+  add_op_hook(s.recorder);
+}
+
+std::vector<Activity> stop_activity_recording() {
+  auto& s = session();
+  std::lock_guard<std::mutex> guard(s.mu);
+  if (!s.recorder) {
+    return {};
+  }
+  remove_op_hook(s.recorder);
+  auto recorded = s.recorder->take();
+  s.recorder.reset();
+  return recorded;
+}
+
+bool activity_recording() {
+  auto& s = session();
+  std::lock_guard<std::mutex> guard(s.mu);
+  return static_cast<bool>(s.recorder);
+}
+
+}  // namespace vnpu

@@ -1,0 +1,37 @@
+// Device activity for the profiler: every npu operator as a device "kernel" with the timestamps the
+// redirect measured around it, its device and stream, whether real hardware would run it through the
+// CPU fallback, and optionally its input / output shapes, dtypes and private formats. Recorded in C++
+// (an OpHook appending to a buffer), collected once when profiling stops: no per-operator Python.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+struct TensorMeta {
+  std::vector<int64_t> shape;
+  std::string dtype;
+  int32_t format = -1;  // torch_npu.Format value; -1 for CPU / non-tensor values
+};
+
+struct Activity {
+  std::string name;  // "aten::add.Tensor"
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int device = -1;
+  int64_t stream = 0;
+  uint64_t thread = 0;
+  bool cpu_fallback = false;
+  std::vector<TensorMeta> inputs;   // with shapes only
+  std::vector<TensorMeta> outputs;  // with shapes only
+};
+
+// Starts recording (clearing what a previous session left); record_shapes adds tensor metadata.
+void start_activity_recording(bool record_shapes);
+// Stops recording and hands back what was recorded.
+std::vector<Activity> stop_activity_recording();
+bool activity_recording();
+
+}  // namespace vnpu
