@@ -72,7 +72,7 @@ from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa
 apply_extension_environment()
 
 
-_LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn"}
+_LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn", "profiler"}
 
 
 def __getattr__(name):

@@ -1,0 +1,113 @@
+"""torch_npu.profiler: a small training loop profiled through a schedule writes torch_npu's directory
+with the exact csv headers; row counts match the operators executed; trace_view.json follows the Chrome
+trace event format (numeric ts, ph, pid/tid, small flow ids)."""
+import csv
+import glob
+import json
+import os
+
+import pytest
+import torch
+
+import torch_npu
+from torch_npu.profiler import ascend_output
+
+
+def _train_step(model, opt, x):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_schedule_actions_match_torchs():
+    ours = torch_npu.profiler.schedule(wait=1, warmup=1, active=2, repeat=1, skip_first=1)
+    theirs = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1, skip_first=1)
+    assert [ours(i).name for i in range(8)] == [theirs(i).name for i in range(8)]
+    assert ours(4) == torch_npu.profiler.ProfilerAction.RECORD_AND_SAVE
+
+
+def test_a_scheduled_training_loop_writes_the_ascend_files(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).npu()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 8, device="npu")
+    counted = []
+    hook = torch_npu._C._add_python_op_hook(lambda name, *a: counted.append(name))
+    try:
+        with torch_npu.profiler.profile(
+                activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
+                schedule=torch_npu.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+                on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path), worker_name="w0"),
+                record_shapes=True) as prof:
+            for step in range(5):
+                if step in (2, 3):
+                    counted.append("--record--")
+                _train_step(model, opt, x)
+                if step in (2, 3):
+                    counted.append("--end--")
+                prof.step()
+    finally:
+        torch_npu._C._remove_op_hook(hook)
+    recorded_ops = []
+    inside = False
+    for name in counted:
+        if name == "--record--":
+            inside = True
+        elif name == "--end--":
+            inside = False
+        elif inside:
+            recorded_ops.append(name)
+    (session,) = glob.glob(str(tmp_path / "w0_*_ascend_pt"))
+    out = os.path.join(session, "ASCEND_PROFILER_OUTPUT")
+    kernels = _rows(os.path.join(out, "kernel_details.csv"))
+    assert kernels[0] == ["Step Id"] + ascend_output.KERNEL_HEADER + ascend_output.SHAPE_HEADER
+    assert len(kernels) - 1 == len(recorded_ops) and {r[0] for r in kernels[1:]} == {"2", "3"}
+    assert [r[2] for r in kernels[1:]] == [op.split("::")[-1].split(".")[0] for op in recorded_ops]
+    addmm = next(r for r in kernels[1:] if r[2] == "addmm")
+    assert addmm[4] == "AI_CORE" and addmm[9] == "8;4,8;8,8"  # bias, input, weight^T of the first Linear
+    assert _rows(os.path.join(out, "operator_details.csv"))[0] == ascend_output.OPERATOR_HEADER
+    statistic = _rows(os.path.join(out, "op_statistic.csv"))
+    assert statistic[0] == ascend_output.STATISTIC_HEADER
+    assert sum(int(r[2]) for r in statistic[1:]) == len(recorded_ops)
+    assert abs(sum(float(r[7]) for r in statistic[1:]) - 100.0) < 0.1
+    steps = _rows(os.path.join(out, "step_trace_time.csv"))
+    assert steps[0] == ascend_output.STEP_HEADER and [r[1] for r in steps[1:]] == ["2", "3"]
+    for row in steps[1:]:
+        assert float(row[2]) > 0 and float(row[6]) >= 0
+    info = json.load(open(os.path.join(session, "profiler_info.json")))
+    assert info["config"]["common_config"]["record_shapes"] is True and info["torch_npu_version"]
+    trace = json.load(open(os.path.join(out, "trace_view.json")))
+    for event in trace:
+        assert event["ph"] in ("X", "M", "s", "f") and isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if event["ph"] != "M":
+            assert isinstance(event["ts"], float) and event["ts"] >= 0
+        if event["ph"] in ("s", "f"):
+            assert 0 < event["id"] < 2 ** 53
+    assert sum(e["ph"] == "X" and e["cat"] == "kernel" for e in trace) == len(recorded_ops)
+
+
+def test_without_a_schedule_every_step_records_and_stop_saves(tmp_path):
+    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path))) as p:
+        torch.ones(3, device="npu").add(1).mul(2)
+    assert [a["name"] for a in p.activities_recorded][-2:] == ["aten::add.Tensor", "aten::mul.Tensor"]
+    (session,) = glob.glob(str(tmp_path / "*_ascend_pt"))
+    kernels = _rows(os.path.join(session, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv"))
+    assert kernels[0] == ascend_output.KERNEL_HEADER  # no Step Id without a schedule, no shapes unless asked
+    assert not torch_npu._C._activity_recording()
+
+
+def test_experimental_config_validates_and_warns_on_use_cuda():
+    cfg = torch_npu.profiler._ExperimentalConfig(profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
+                                                 aic_metrics=torch_npu.profiler.AiCMetrics.Memory)
+    assert cfg.to_dict()["_aic_metrics"] == "ACL_AICORE_MEMORY_BANDWIDTH"
+    assert "Level2" in torch_npu.profiler.supported_profiler_level()
+    assert torch_npu.profiler.supported_export_type() == {"db", "text"}
+    with pytest.raises(ValueError, match="profiler_level must be one of"):
+        torch_npu.profiler._ExperimentalConfig(profiler_level="Level9")
+    with pytest.warns(UserWarning, match="This is npu environment, use_cuda is invalid"):
+        torch_npu.profiler.profile(use_cuda=True)
