@@ -1,40 +1,18 @@
 #include "distributed/ProcessGroupHCCL.h"
 
+#include "distributed/HcclWork.h"
+
 #include "aten/TensorMapping.h"
 #include "runtime/Device.h"
 
-#include <ATen/core/ivalue_inl.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <functional>
-#include <memory>
-#include <mutex>
-#include <unistd.h>
 
 namespace vnpu {
 namespace {
-
-// torch_npu's DIST error-code suffix (ERR02xxx), as torch_npu/utils/_error_code.py formats it.
-std::string dist_error(int code, const char* message) {
-  char tag[64];
-  std::snprintf(tag, sizeof(tag), "ERR02%03d DIST %s", code, message);
-  const char* compact = std::getenv("TORCH_NPU_COMPACT_ERROR_OUTPUT");
-  if (compact != nullptr && std::string(compact) == "1") {
-    return std::string("\n") + tag;
-  }
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H:%M:%S", std::localtime(&now));
-  const char* rank = std::getenv("RANK");
-  return c10::str("\n[ERROR] ", stamp, " (PID:", getpid(), ", Device:-1, RankID:", rank ? rank : "-1", ") ", tag);
-}
-
-constexpr int kNotSupport = 7;
-constexpr int kHccl = 200;
 
 at::Tensor host(const at::Tensor& t) {
   at::Tensor alias = t.device().type() == kNpu ? make_cpu_alias(t, /*owning=*/true) : t;
@@ -90,7 +68,7 @@ Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-      TORCH_CHECK(false, "Cannot use ReduceOp.", op_name(op.op_), " with HCCL", dist_error(kNotSupport,
+      TORCH_CHECK(false, "Cannot use ReduceOp.", op_name(op.op_), " with HCCL", dist_error(kDistNotSupport,
                                                                                             "feature not supported"));
     case c10d::ReduceOp::AVG:
       r.average = dtype != at::kBool;
@@ -98,7 +76,7 @@ Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
       return r;
     case c10d::ReduceOp::PREMUL_SUM: {
       auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
-      TORCH_CHECK(supplement != nullptr, "PREMUL_SUM needs its factor", dist_error(1, "invalid parameter"));
+      TORCH_CHECK(supplement != nullptr, "PREMUL_SUM needs its factor", dist_error(kDistParam, "invalid parameter"));
       if (supplement->tensor_factor.defined()) {
         r.premultiply_tensor = supplement->tensor_factor;
       } else {
@@ -135,69 +113,6 @@ void divide(const std::vector<at::Tensor>& tensors, int size) {
     }
   }
 }
-
-// A transport work whose future yields the npu results, whose errors name the collective and the
-// group, and which runs `after` (e.g. AVG's division) once the transport is done.
-class HcclWork final : public c10d::Work {
- public:
-  HcclWork(c10::intrusive_ptr<c10d::Work> inner, std::string what, std::vector<at::Tensor> results,
-           std::function<void()> after)
-      : Work(-1, inner->retrieveOpType()),
-        inner_(std::move(inner)),
-        what_(std::move(what)),
-        results_(std::move(results)),
-        after_(std::make_shared<Once>(std::move(after))) {}
-
-  bool isCompleted() override { return inner_->isCompleted(); }
-  bool isSuccess() const override { return inner_->isSuccess(); }
-  std::exception_ptr exception() const override { return inner_->exception(); }
-  void abort() override { inner_->abort(); }
-
-  bool wait(std::chrono::milliseconds timeout) override {
-    try {
-      inner_->wait(timeout);
-    } catch (const std::exception& e) {
-      TORCH_CHECK(false, what_, " failed: ", e.what(), dist_error(kHccl, "call hccl api failed"));
-    }
-    after_->run();
-    return true;
-  }
-
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    auto results = results_;
-    auto what = what_;
-    auto after = after_;
-    return inner_->getFuture()->then(
-        [results, what, after](c10::ivalue::Future& done) -> c10::IValue {
-          if (done.hasError()) {
-            throw std::runtime_error(what + " failed: " + done.tryRetrieveErrorMessage() +
-                                     dist_error(kHccl, "call hccl api failed"));
-          }
-          after->run();
-          return c10::IValue(results);
-        },
-        c10::ListType::create(c10::TensorType::get()));
-  }
-
- private:
-  struct Once {
-    explicit Once(std::function<void()> fn) : fn(std::move(fn)) {}
-    void run() {
-      std::call_once(flag, [this] {
-        if (fn) {
-          fn();
-        }
-      });
-    }
-    std::function<void()> fn;
-    std::once_flag flag;
-  };
-
-  c10::intrusive_ptr<c10d::Work> inner_;
-  std::string what_;
-  std::vector<at::Tensor> results_;
-  std::shared_ptr<Once> after_;
-};
 
 }  // namespace
 
@@ -260,7 +175,7 @@ void ProcessGroupHCCL::check_in_step(const char* collective, const std::vector<a
       report += c10::str("\n  rank ", r, ": ", fingerprint_text(all[0][r].data_ptr<int64_t>()));
     }
     TORCH_CHECK(false, "Detected mismatch between collectives on ", describe(collective),
-                " (TORCH_HCCL_DESYNC_DEBUG=1):", report, dist_error(1, "invalid parameter"));
+                " (TORCH_HCCL_DESYNC_DEBUG=1):", report, dist_error(kDistParam, "invalid parameter"));
   }
 }
 
@@ -362,7 +277,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
   // gloo's allgather into world_size views of the output ([world * n] or [world, ...] alike).
   TORCH_CHECK(output.is_contiguous() && output.numel() == input.numel() * getSize(),
               "allgather_into_tensor: the output must be contiguous with world_size * ", input.numel(),
-              " elements, got ", output.numel(), dist_error(1, "invalid parameter"));
+              " elements, got ", output.numel(), dist_error(kDistParam, "invalid parameter"));
   const at::Tensor out_host = host(output).reshape({-1});
   std::vector<std::vector<at::Tensor>> parts(1);
   for (int r = 0; r < getSize(); ++r) {
@@ -407,7 +322,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::
                                                                 const c10d::ReduceScatterOptions& opts) {
   // One allreduce of the stacked inputs, then each rank keeps its slice: exact for every reduction.
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
-              "reduce_scatter takes one output and world_size inputs", dist_error(1, "invalid parameter"));
+              "reduce_scatter takes one output and world_size inputs", dist_error(kDistParam, "invalid parameter"));
   at::Tensor stacked = at::stack(inputs[0]);
   std::vector<at::Tensor> one{stacked};
   c10d::AllreduceOptions all;
@@ -424,7 +339,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
                                                                       const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "reduce_scatter_tensor: input has ", input.numel(),
               " elements, expected output.numel() * world_size = ", output.numel() * getSize(),
-              dist_error(1, "invalid parameter"));
+              dist_error(kDistParam, "invalid parameter"));
   at::Tensor whole = input.clone();
   std::vector<at::Tensor> one{whole};
   c10d::AllreduceOptions all;

@@ -1,0 +1,73 @@
+#include "distributed/HcclWork.h"
+
+#include <ATen/core/ivalue_inl.h>
+#include <c10/util/StringUtil.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <unistd.h>
+
+namespace vnpu {
+
+std::string dist_error(int code, const char* message) {
+  char tag[64];
+  std::snprintf(tag, sizeof(tag), "ERR02%03d DIST %s", code, message);
+  const char* compact = std::getenv("TORCH_NPU_COMPACT_ERROR_OUTPUT");
+  if (compact != nullptr && std::string(compact) == "1") {
+    return std::string("\n") + tag;
+  }
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H:%M:%S", std::localtime(&now));
+  const char* rank = std::getenv("RANK");
+  return c10::str("\n[ERROR] ", stamp, " (PID:", getpid(), ", Device:-1, RankID:", rank ? rank : "-1", ") ", tag);
+}
+
+HcclWork::HcclWork(c10::intrusive_ptr<c10d::Work> inner, std::string what, std::vector<at::Tensor> results,
+                   std::function<void()> after)
+    : Work(-1, inner->retrieveOpType()),
+      inner_(std::move(inner)),
+      what_(std::move(what)),
+      results_(std::move(results)),
+      after_(std::make_shared<Once>(std::move(after))) {}
+
+void HcclWork::Once::run() {
+  std::call_once(flag, [this] {
+    if (fn) {
+      fn();
+    }
+  });
+}
+
+bool HcclWork::isCompleted() { return inner_->isCompleted(); }
+bool HcclWork::isSuccess() const { return inner_->isSuccess(); }
+std::exception_ptr HcclWork::exception() const { return inner_->exception(); }
+void HcclWork::abort() { inner_->abort(); }
+
+bool HcclWork::wait(std::chrono::milliseconds timeout) {
+  try {
+    inner_->wait(timeout);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, what_, " failed: ", e.what(), dist_error(kDistHccl, "call hccl api failed"));
+  }
+  after_->run();
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> HcclWork::getFuture() {
+  auto results = results_;
+  auto what = what_;
+  auto after = after_;
+  return inner_->getFuture()->then(
+      [results, what, after](c10::ivalue::Future& done) -> c10::IValue {
+        if (done.hasError()) {
+          throw std::runtime_error(what + " failed: " + done.tryRetrieveErrorMessage() +
+                                   dist_error(kDistHccl, "call hccl api failed"));
+        }
+        after->run();
+        return c10::IValue(results);
+      },
+      c10::ListType::create(c10::TensorType::get()));
+}
+
+}  // namespace vnpu
