@@ -161,24 +161,34 @@ def _batches():
     return [(torch.randn(4 * WORLD, 8, generator=g), torch.randn(4 * WORLD, 3, generator=g)) for _ in range(3)]
 
 
-def case_ddp():
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    model = DDP(_model().to(DEV), device_ids=[0])
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def _train_on_this_ranks_shards(model, opt):
     for x, y in _batches():
         mine = slice(4 * RANK, 4 * (RANK + 1))
         loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+
+def _trained_on_the_full_batches_on_cpu():
+    """The single-process reference: the same model and SGD steps over the whole batches."""
     reference = _model()
-    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     for x, y in _batches():
         loss = torch.nn.functional.mse_loss(reference(x), y)
-        ref_opt.zero_grad()
+        opt.zero_grad()
         loss.backward()
-        ref_opt.step()
+        opt.step()
+    return reference
+
+
+def case_ddp():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(_model().to(DEV), device_ids=[0])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    _train_on_this_ranks_shards(model, opt)
+    reference = _trained_on_the_full_batches_on_cpu()
     for got, want in zip(model.module.parameters(), reference.parameters()):
         torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
     # no_sync: gradients stay local (this rank's batch only), the next synced backward averages
@@ -242,19 +252,8 @@ def case_fsdp2():
         fully_shard(layer)
     fully_shard(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for x, y in _batches():
-        mine = slice(4 * RANK, 4 * (RANK + 1))
-        loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    reference = _model()
-    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for x, y in _batches():
-        loss = torch.nn.functional.mse_loss(reference(x), y)
-        ref_opt.zero_grad()
-        loss.backward()
-        ref_opt.step()
+    _train_on_this_ranks_shards(model, opt)
+    reference = _trained_on_the_full_batches_on_cpu()
     for got, want in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(got.full_tensor().detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
 
@@ -264,19 +263,8 @@ def case_fsdp1():
 
     model = FSDP(_model().to(DEV), device_id=DEV, use_orig_params=True)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for x, y in _batches():
-        mine = slice(4 * RANK, 4 * (RANK + 1))
-        loss = torch.nn.functional.mse_loss(model(x[mine].to(DEV)), y[mine].to(DEV))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    reference = _model()
-    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for x, y in _batches():
-        loss = torch.nn.functional.mse_loss(reference(x), y)
-        ref_opt.zero_grad()
-        loss.backward()
-        ref_opt.step()
+    _train_on_this_ranks_shards(model, opt)
+    reference = _trained_on_the_full_batches_on_cpu()
     with FSDP.summon_full_params(model):
         for got, want in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)

@@ -150,3 +150,16 @@ def test_backend_registration_and_options():
     args = parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"])
     assert args.nproc_per_node == "2" and args.training_script == "train.py" and args.training_script_args == [
         "--lr", "1"]
+
+
+def test_bad_hccl_timeout_values_are_refused_by_name():
+    from subprocess_helpers import run_python
+
+    done = run_python("""
+        import os, torch, torch_npu, torch.distributed as dist
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(%d), HCCL_EXEC_TIMEOUT="soon")
+        dist.init_process_group("hccl", rank=0, world_size=1)
+    """ % _port(), check=False)
+    assert done.returncode != 0
+    assert ("Invalid value 'soon' of environment variable HCCL_EXEC_TIMEOUT: expected a positive integer number of "
+            "seconds") in done.stderr and "ERR02003 DIST invalid value" in done.stderr

@@ -124,3 +124,13 @@ def test_ddp_nccl_script_runs_on_hccl_unchanged_and_migrated(migrated):
     assert 'backend="hccl" if DEVICE == "npu"' in text and "layer.npu()" in text and "torch.npu.set_device" in text
     for cmd, cwd in ((VNPU + ["run", "ddp_nccl.py"], PROJECT), ([sys.executable, "ddp_nccl.py"], migrated)):
         assert _result(run(cmd, _env(), cwd=cwd))["backend"] == "hccl"
+
+
+def test_command_line_mistakes_are_refused_with_their_reason(tmp_path):
+    both = run(VNPU + ["migrate", PROJECT, "-o", str(tmp_path / "x"), "--in-place"], _env())
+    assert both.returncode == 2 and "vnpu migrate: -o and --in-place exclude each other" in both.stdout
+    missing = run(VNPU + ["migrate", str(tmp_path / "nope")], _env())
+    assert missing.returncode == 2 and f"vnpu migrate: no such file or directory: {tmp_path / 'nope'}" in missing.stdout
+    report = run(VNPU + ["run", "--report", str(tmp_path / "r.txt"), os.path.join(PROJECT, "train.py")], _env())
+    assert report.returncode == 2 and f"vnpu run: --report must end in .md or .json, got {tmp_path / 'r.txt'}" in \
+        report.stderr

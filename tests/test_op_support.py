@@ -109,3 +109,11 @@ def test_wheel_yaml_entries_of_every_form_are_read():
     assert lists["supported"] == ["abs", "add.Tensor"] and lists["symint"] == ["embedding"]
     assert lists["autograd"] == ["_thnn_fused_gru_cell"] and lists["base"] == ["empty.memory_format"]
     assert lists["quant"] == []
+
+
+def test_a_json_file_that_is_not_a_profile_is_refused_by_name(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text('{"something": 1}')
+    done = run([sys.executable, "-c", "import torch, torch_npu"], dict(os.environ, VNPU_OPS_PROFILE=str(other)))
+    assert done.returncode != 0
+    assert f"RuntimeError: vnpu: {other} is not an operator-support profile (no npu_kernels list)" in done.stderr

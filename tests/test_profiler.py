@@ -111,3 +111,13 @@ def test_experimental_config_validates_and_warns_on_use_cuda():
         torch_npu.profiler._ExperimentalConfig(profiler_level="Level9")
     with pytest.warns(UserWarning, match="This is npu environment, use_cuda is invalid"):
         torch_npu.profiler.profile(use_cuda=True)
+
+
+def test_experimental_config_names_the_bad_argument():
+    with pytest.raises(ValueError) as bad_metrics:
+        torch_npu.profiler._ExperimentalConfig(aic_metrics="ACL_NOTHING")
+    assert str(bad_metrics.value).startswith("aic_metrics must be one of ['ACL_AICORE_ARITHMETIC_UTILIZATION', ")
+    assert str(bad_metrics.value).endswith("got 'ACL_NOTHING'")
+    with pytest.raises(ValueError) as bad_export:
+        torch_npu.profiler._ExperimentalConfig(export_type="csv")
+    assert str(bad_export.value) == "export_type must be among ['db', 'text'], got 'csv'"

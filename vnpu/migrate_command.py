@@ -138,7 +138,7 @@ def migrate_tree(src, dst=None, in_place=False, progress=False):
 
 
 def run(args):
-    console = Console()
+    console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     if not os.path.exists(args.src):
         console.print(f"[red]vnpu migrate: no such file or directory: {args.src}[/red]")
         return 2

@@ -17,7 +17,7 @@ def _support():
 
 def sync(args):
     support = _support()
-    console = Console()
+    console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     with console.status("downloading the torch-npu wheel from PyPI (no dependencies)"):
         try:
             profile = support.sync(args.torch_npu)
@@ -44,7 +44,7 @@ def _active_or_explain(support, console):
 
 def list_operators(args):
     support = _support()
-    console = Console()
+    console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     profile = _active_or_explain(support, console)
     if profile is None:
         return 1
@@ -70,7 +70,7 @@ def check(args):
     import torch
 
     support = _support()
-    console = Console()
+    console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     profile = _active_or_explain(support, console)
     if profile is None:
         return 1
