@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/python bench/bench_fallback_check.py
 	$(BIN)/python bench/bench_migrate.py
 	$(BIN)/python bench/bench_distributed.py
+	$(BIN)/python bench/bench_profiler.py
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info

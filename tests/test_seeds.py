@@ -103,3 +103,26 @@ def test_seed_003_install_check_and_training_example():
     out = run_python(f"import runpy; runpy.run_path({os.path.join(EXAMPLES, 'seed_003_tinynet.py')!r}, "
                      "run_name='__main__')").stdout
     assert out.count("step=") == 2
+
+
+def test_s12_msprof_lines_run_as_written(tmp_path):
+    """4.2's two msprof commands, verbatim, in a shell whose `python` and `msprof` are this install's."""
+    import glob
+    import shutil
+    import subprocess
+
+    for name in ("s12_msprof.sh", "train.py"):
+        shutil.copy(os.path.join(SEED0, name), tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, command in (("python", sys.executable), ("msprof", f"{sys.executable} -m vnpu.msprof")):
+        (bindir / name).write_text(f"#!/bin/sh\nexec {command} \"$@\"\n")
+        (bindir / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VNPU_PROFILE")}
+    env.update(PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", VNPU_OPS_PROFILE="none")
+    proc = subprocess.run(["bash", "s12_msprof.sh"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("step=") == 8
+    (page,) = glob.glob(str(tmp_path / "prof_data" / "*_ascend_pt" / "report.html"))
+    assert "Top operators by device time" in open(page).read()

@@ -94,5 +94,10 @@ _register_distributed_backends()
 if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
     import torch_npu.contrib.transfer_to_npu  # noqa: F401,E402
 
+if os.environ.get("VNPU_PROFILE_OUTPUT"):  # `msprof --application` / `vnpu profile --`: profile the whole program
+    from torch_npu.profiler.program_profile import start_from_env as _start_program_profile  # noqa: E402
+
+    _start_program_profile()
+
 __all__ = ["npu", "Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
            "get_storage_size"]

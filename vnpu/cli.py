@@ -29,8 +29,12 @@ def main(argv=None):
     demo = sub.add_parser("demo", help="train seed 003's TinyNet and a small CNN with AMP on npu:0")
     demo.add_argument("--steps", type=int, default=40)
     demo.set_defaults(func=_demo)
-    from vnpu import migrate_command, ops_command, run_command
+    from vnpu import migrate_command, ops_command, profile_command, run_command
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["profile"]:  # its own options and the program's arguments after --
+        return profile_command.run(argparse.Namespace(argv=argv[1:]))
+    profile_command.add_parser(sub)
     ops_command.add_parser(sub)
     run_command.add_parser(sub)
     migrate_command.add_parser(sub)

@@ -1,4 +1,6 @@
 // torch_npu._C: the Python bindings of the C++ core.
+#include "profiler/KinetoNpuProfiler.h"
+#include "profiler/ProfilerStubs.h"
 #include "python/Bindings.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
@@ -39,6 +41,8 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "vnpu: the C++ core of the software Ascend NPU (devices, allocator, streams, redirect)";
   c10::SetAllocator(c10::DeviceType::PrivateUse1, vnpu::npu_allocator());
   vnpu::install_cpu_allocator_bridge();
+  vnpu::register_kineto_npu_profiler();  // npu kernels in torch.profiler with ProfilerActivity.PrivateUse1
+  vnpu::register_profiler_stubs();        // npu times in the legacy / marker-only profiler
 
   // ---- initialisation and devices
   m.def("_init", [] {
@@ -59,6 +63,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_check_device", [](int d) { vnpu::check_device_index(static_cast<c10::DeviceIndex>(d)); });
   m.def("_physical_device_id", [](int d) { return vnpu::physical_device_id(static_cast<c10::DeviceIndex>(d)); });
   m.def("_soc_profile", [] { return soc_dict(vnpu::soc_profile()); });
+  m.def("_known_socs", [] {
+    py::list out;
+    for (const auto& soc : vnpu::known_socs()) {
+      out.append(soc_dict(soc));
+    }
+    return out;
+  });
   m.def("_known_socs", [] {
     py::list names;
     for (const auto& soc : vnpu::known_socs()) {

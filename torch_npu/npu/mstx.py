@@ -26,7 +26,7 @@ def _check_message(message):
 
 
 def _profiler_enter(message):
-    if torch.autograd.profiler._is_profiler_enabled:
+    if torch.autograd._profiler_enabled():
         return torch.ops.profiler._record_function_enter_new(message, None)
     return None
 

@@ -1,9 +1,9 @@
-"""torch_npu.profiler: npu operators profiled from the C++ core and written in torch_npu's files.
-
-Implemented so far: profile (schedule, on_trace_ready, record_shapes, metadata), schedule /
-ProfilerAction, tensorboard_trace_handler, _ExperimentalConfig with its enums and supported_* functions,
-and the files profiler_info.json, profiler_metadata.json, ASCEND_PROFILER_OUTPUT/{trace_view.json,
-kernel_details.csv, operator_details.csv, op_statistic.csv, step_trace_time.csv}."""
+"""torch_npu.profiler: npu operators profiled from the C++ core (device activity), host operators and
+ranges from PyTorch's CPU profiler, allocator events with profile_memory, written in torch_npu's
+`..._ascend_pt` layout and files; analyse() for offline parsing and dynamic_profile for profiling a
+running job from a JSON file."""
+from torch_npu.profiler import dynamic_profile
+from torch_npu.profiler.analysis import analyse
 from torch_npu.profiler.experimental_config import (AiCMetrics, ExportType, HostSystem, ProfilerLevel,
                                                     _ExperimentalConfig, supported_ai_core_metrics,
                                                     supported_export_type, supported_profiler_level)
@@ -12,4 +12,5 @@ from torch_npu.profiler.scheduler import ProfilerAction, schedule
 
 __all__ = ["profile", "ProfilerActivity", "ProfilerAction", "schedule", "tensorboard_trace_handler",
            "supported_activities", "supported_profiler_level", "supported_ai_core_metrics", "supported_export_type",
-           "ProfilerLevel", "AiCMetrics", "ExportType", "HostSystem", "_ExperimentalConfig"]
+           "ProfilerLevel", "AiCMetrics", "ExportType", "HostSystem", "_ExperimentalConfig", "analyse",
+           "dynamic_profile"]

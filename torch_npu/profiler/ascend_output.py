@@ -1,13 +1,14 @@
 """Writing a profiling session in torch_npu's layout: `<worker>_<YYYYmmddHHMMSSfff>_ascend_pt/` with
 profiler_info.json, profiler_metadata.json and ASCEND_PROFILER_OUTPUT/ (trace_view.json,
-kernel_details.csv, operator_details.csv, op_statistic.csv, step_trace_time.csv), the csv headers
-exactly torch_npu's.
+kernel_details.csv, operator_details.csv, op_statistic.csv, step_trace_time.csv, and with
+profile_memory memory_record.csv, operator_memory.csv, npu_module_mem.csv), the csv headers exactly
+torch_npu's.
 
 On vnpu an operator's "device" execution is its CPU kernel: kernel rows carry the times the C++ core
 measured around it. Accelerator Core says where Ascend would run it: AI_CORE for the cube operators
 (matmul, convolution), AI_CPU for those the active operator-support profile sends to the CPU fallback,
-AI_VECTOR_CORE otherwise. trace_view.json has numeric `ts` in microseconds from the session start (it
-loads in Perfetto and chrome://tracing) and flow ids counting from 1.
+AI_VECTOR_CORE otherwise. operator_details.csv has one row per host operator (with CPU activity) with
+the device time of the kernels it issued, directly (self) and through the operators it called (total).
 """
 import collections
 import csv
@@ -16,7 +17,13 @@ import json
 import os
 import socket
 
-__all__ = ["write_session"]
+from torch_npu.profiler.memory_output import (MEMORY_RECORD_HEADER, MODULE_MEM_HEADER, OPERATOR_MEMORY_HEADER,
+                                              memory_tables)
+from torch_npu.profiler.session import core_of, op_type
+from torch_npu.profiler.timeline import nesting_parents
+from torch_npu.profiler.trace_view import trace_events
+
+__all__ = ["write_session", "write_metadata", "worker_dir", "step_rows"]
 
 KERNEL_HEADER = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
                  "Block Num"]
@@ -29,18 +36,6 @@ STATISTIC_HEADER = ["OP Type", "Core Type", "Count", "Total Time(us)", "Min Time
                     "Ratio(%)"]
 STEP_HEADER = ["Device_id", "Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
-_CUBE = ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "convolution", "_convolution",
-         "convolution_backward", "_scaled_dot_product_flash_attention_for_cpu")
-
-
-def _op_type(name):
-    return name.split("::")[-1].split(".")[0]
-
-
-def _core(activity):
-    if activity["cpu_fallback"]:
-        return "AI_CPU"
-    return "AI_CORE" if _op_type(activity["name"]) in _CUBE else "AI_VECTOR_CORE"
 
 
 def _join(values, fmt):
@@ -68,42 +63,106 @@ def worker_dir(dir_name, worker_name):
     return os.path.join(dir_name, f"{worker}_{stamp}_ascend_pt")
 
 
-def _trace_events(activities, t0_ns, host_pid):
-    events = [{"ph": "M", "name": "process_name", "pid": host_pid, "tid": 0, "args": {"name": "Python"}},
-              {"ph": "M", "name": "process_labels", "pid": host_pid, "tid": 0, "args": {"labels": "CPU"}}]
-    devices = sorted({a["device"] for a in activities})
-    device_pid = {d: host_pid + 1 + i for i, d in enumerate(devices)}
-    for d, pid in device_pid.items():
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": f"Ascend Hardware (npu:{d})"}})
-    threads = {}
-    for flow, a in enumerate(activities, start=1):
-        tid = threads.setdefault(a["thread"], len(threads) + 1)
-        ts, dur = (a["start_ns"] - t0_ns) / 1000.0, (a["end_ns"] - a["start_ns"]) / 1000.0
-        args = {"Sequence number": flow}
-        if a["inputs"]:
-            args["Input Dims"] = [list(t[0]) for t in a["inputs"]]
-            args["Input type"] = [t[1] for t in a["inputs"]]
-        events.append({"ph": "X", "name": a["name"], "pid": host_pid, "tid": tid, "ts": ts, "dur": dur,
-                       "cat": "cpu_op", "args": args})
-        pid = device_pid[a["device"]]
-        events.append({"ph": "X", "name": _op_type(a["name"]), "pid": pid, "tid": a["stream"], "ts": ts, "dur": dur,
-                       "cat": "kernel", "args": {"Accelerator Core": _core(a), "Stream Id": a["stream"]}})
-        events.append({"ph": "s", "id": flow, "name": "torch_to_npu", "cat": "async_npu", "pid": host_pid,
-                       "tid": tid, "ts": ts})
-        events.append({"ph": "f", "id": flow, "name": "torch_to_npu", "cat": "async_npu", "pid": pid,
-                       "tid": a["stream"], "ts": ts, "bp": "e"})
-    for thread, tid in threads.items():
-        events.append({"ph": "M", "name": "thread_name", "pid": host_pid, "tid": tid,
-                       "args": {"name": f"Thread {thread % 100000}"}})
-    return events
+def _is_communication(name):
+    return name.startswith("c10d::") or "hccl" in name.lower()
 
 
-def write_session(path, activities, *, t0_ns, epoch_offset_ns, steps, record_shapes, config, metadata):
-    """Write one session into `path` (a `..._ascend_pt` directory). `steps`: [(step number, start_ns,
-    end_ns)] (empty without a schedule). Returns the ASCEND_PROFILER_OUTPUT directory."""
+def _union(intervals):
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def _length(merged):
+    return sum(end - start for start, end in merged)
+
+
+def _intersection(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append([start, end])
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _clip(intervals, start, end):
+    return [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
+
+
+def step_rows(session):
+    """step_trace_time rows: per device and step, computing (npu kernels), communication (collectives
+    the host issued), their overlap, and free time, in microseconds."""
+    activities, steps = session["activities"], session["steps"] if session["has_steps"] else []
+    if not steps and activities:
+        steps = [("", min(a["start_ns"] for a in activities), max(a["end_ns"] for a in activities))]
+    comm_all = [(e["start_ns"], e["end_ns"]) for e in session["host_events"]
+                if e["cat"] == "cpu_op" and _is_communication(e["name"])]
+    rows = []
+    for device in sorted({a["device"] for a in activities}) or [0]:
+        kernels = [(a["start_ns"], a["end_ns"]) for a in activities if a["device"] == device]
+        for number, start, end in steps:
+            computing = _union(_clip(kernels, start, end))
+            communication = _union(_clip(comm_all, start, end))
+            overlapped = _intersection(computing, communication)
+            busy = _length(_union(computing + communication))
+            comp, comm, over = _length(computing), _length(communication), _length(overlapped)
+            rows.append([device, number, _us(comp - over), _us(comm - over), _us(over), _us(comm),
+                         _us(max(0, end - start - busy)), 0, 0, _us(comm - over), 0])
+    return rows
+
+
+def _operator_rows(session):
+    activities, host = session["activities"], session["host_events"]
+    if not host:
+        rows = []
+        for a in activities:
+            dur = _us(a["end_ns"] - a["start_ns"])
+            with_aicore = 0.0 if a["cpu_fallback"] else dur
+            rows.append([a["name"], _join(a["inputs"], lambda t: "[" + _shape(t) + "]"), "", dur, dur, dur, dur,
+                         with_aicore, with_aicore])
+        return rows
+    ops = [i for i, e in enumerate(host) if e["cat"] == "cpu_op"]
+    parent = {i: (ops[p] if p is not None else None) for i, p in zip(ops, nesting_parents([host[i] for i in ops]))}
+    device_self = collections.Counter()
+    device_self_aicore = collections.Counter()
+    for a, p in zip(activities, session["kernel_parents"]):
+        if p is not None:
+            device_self[p] += a["end_ns"] - a["start_ns"]
+            device_self_aicore[p] += 0 if a["cpu_fallback"] else a["end_ns"] - a["start_ns"]
+    children_host = collections.Counter()
+    device_total, device_total_aicore = collections.Counter(device_self), collections.Counter(device_self_aicore)
+    for i in reversed(ops):  # children end up before their callers in reverse order
+        p = parent[i]
+        if p is not None:
+            children_host[p] += host[i]["end_ns"] - host[i]["start_ns"]
+            device_total[p] += device_total[i]
+            device_total_aicore[p] += device_total_aicore[i]
+    rows = []
+    for i in ops:
+        e = host[i]
+        total = e["end_ns"] - e["start_ns"]
+        shapes = ";".join(str(s) for s in e.get("shapes") or [])
+        rows.append([e["name"], shapes, ";\r\n".join(e.get("stack") or []), _us(total - children_host[i]), _us(total),
+                     _us(device_self[i]), _us(device_total[i]), _us(device_self_aicore[i]), _us(device_total_aicore[i])])
+    return rows
+
+
+def write_session(path, session):
+    """Write ASCEND_PROFILER_OUTPUT/ of one session (session.py's record) into `path`, a `..._ascend_pt`
+    directory. Returns the ASCEND_PROFILER_OUTPUT directory."""
     out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     os.makedirs(out, exist_ok=True)
+    activities, record_shapes, epoch_offset_ns = session["activities"], session["record_shapes"], session["epoch_offset_ns"]
+    steps = session["steps"] if session["has_steps"] else []
 
     def step_of(a):
         for number, start, end in steps:
@@ -118,7 +177,7 @@ def write_session(path, activities, *, t0_ns, epoch_offset_ns, steps, record_sha
         wait = max(0, a["start_ns"] - previous_end[key]) if key in previous_end else 0
         previous_end[key] = a["end_ns"]
         row = ([step_of(a)] if steps else []) + [
-            a["device"], _op_type(a["name"]), _op_type(a["name"]), _core(a), _us(a["start_ns"] + epoch_offset_ns),
+            a["device"], op_type(a["name"]), op_type(a["name"]), core_of(a), _us(a["start_ns"] + epoch_offset_ns),
             _us(a["end_ns"] - a["start_ns"]), _us(wait), 1]
         if record_shapes:
             ins, outs = a["inputs"], a["outputs"]
@@ -126,38 +185,34 @@ def write_session(path, activities, *, t0_ns, epoch_offset_ns, steps, record_sha
                     _join(outs, _shape), _join(outs, lambda t: t[1]), _join(outs, lambda t: str(t[2]))]
         kernel_rows.append(row)
     _write_csv(os.path.join(out, "kernel_details.csv"), header, kernel_rows)
-
-    operator_rows = []
-    for a in activities:
-        dur = _us(a["end_ns"] - a["start_ns"])
-        with_aicore = 0.0 if a["cpu_fallback"] else dur
-        operator_rows.append([a["name"], _join(a["inputs"], lambda t: "[" + _shape(t) + "]"), "", dur, dur, dur, dur,
-                              with_aicore, with_aicore])
-    _write_csv(os.path.join(out, "operator_details.csv"), OPERATOR_HEADER, operator_rows)
+    _write_csv(os.path.join(out, "operator_details.csv"), OPERATOR_HEADER, _operator_rows(session))
 
     groups = collections.defaultdict(list)
     for a in activities:
-        groups[(_op_type(a["name"]), _core(a))].append((a["end_ns"] - a["start_ns"]) / 1000.0)
+        groups[(op_type(a["name"]), core_of(a))].append((a["end_ns"] - a["start_ns"]) / 1000.0)
     total = sum(sum(v) for v in groups.values()) or 1.0
     statistic_rows = sorted(([t, core, len(v), round(sum(v), 3), round(min(v), 3), round(sum(v) / len(v), 3),
                               round(max(v), 3), round(100.0 * sum(v) / total, 2)]
                              for (t, core), v in groups.items()), key=lambda r: -r[3])
     _write_csv(os.path.join(out, "op_statistic.csv"), STATISTIC_HEADER, statistic_rows)
+    _write_csv(os.path.join(out, "step_trace_time.csv"), STEP_HEADER, step_rows(session))
 
-    step_rows = []
-    spans = steps or ([("", activities[0]["start_ns"], activities[-1]["end_ns"])] if activities else [])
-    for device in sorted({a["device"] for a in activities}) or [0]:
-        for number, start, end in spans:
-            computing = sum(a["end_ns"] - a["start_ns"] for a in activities
-                            if a["device"] == device and start <= a["start_ns"] < end) / 1000.0
-            free = max(0.0, (end - start) / 1000.0 - computing)
-            step_rows.append([device, number, round(computing, 3), 0, 0, 0, round(free, 3), 0, 0, 0, 0])
-    _write_csv(os.path.join(out, "step_trace_time.csv"), STEP_HEADER, step_rows)
-
+    if session["profile_memory"]:
+        records, blocks, modules = memory_tables(session)
+        _write_csv(os.path.join(out, "memory_record.csv"), MEMORY_RECORD_HEADER, records)
+        _write_csv(os.path.join(out, "operator_memory.csv"), OPERATOR_MEMORY_HEADER, blocks)
+        _write_csv(os.path.join(out, "npu_module_mem.csv"), MODULE_MEM_HEADER, modules)
     with open(os.path.join(out, "trace_view.json"), "w") as f:
-        json.dump(_trace_events(activities, t0_ns, os.getpid()), f)
-    with open(os.path.join(path, "profiler_info.json"), "w") as f:
+        json.dump(trace_events(session), f)
+    return out
+
+
+def write_metadata(path, config, metadata):
+    """profiler_info.json (profiler_info_<rank>.json with a rank) and profiler_metadata.json."""
+    os.makedirs(path, exist_ok=True)
+    rank = config.get("rank_id", -1)
+    info = f"profiler_info_{rank}.json" if rank >= 0 else "profiler_info.json"
+    with open(os.path.join(path, info), "w") as f:
         json.dump(config, f, indent=1)
     with open(os.path.join(path, "profiler_metadata.json"), "w") as f:
         json.dump(metadata, f, indent=1)
-    return out

@@ -1,19 +1,25 @@
 """torch_npu.profiler.profile: records npu operators as device activity (from the C++ core, no per-operator
 Python) through torch_npu's schedule, and hands finished sessions to on_trace_ready, usually
 tensorboard_trace_handler, which writes torch_npu's `..._ascend_pt` directory (ascend_output.py)."""
+import collections
 import enum
+import json
 import os
 import time
+import uuid
 import warnings
 
 import torch
 
 from torch_npu import _C
-from torch_npu.profiler import ascend_output
+from torch_npu.profiler import ascend_output, trace_view
+from torch_npu.profiler import session as session_record
+from torch_npu.profiler.analysis import analyse
+from torch_npu.profiler.host_activity import HostRecorder
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
 from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
 
-__all__ = ["profile", "ProfilerActivity", "supported_activities", "tensorboard_trace_handler"]
+__all__ = ["profile", "ProfilerActivity", "supported_activities", "tensorboard_trace_handler", "analyse"]
 
 _RECORDING = (ProfilerAction.WARMUP, ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
@@ -21,6 +27,18 @@ _RECORDING = (ProfilerAction.WARMUP, ProfilerAction.RECORD, ProfilerAction.RECOR
 class ProfilerActivity(enum.Enum):
     CPU = 0
     NPU = 1
+
+
+def _activity(value):
+    """torch_npu's ProfilerActivity from ours or torch.profiler's (CPU; NPU / PrivateUse1 as NPU)."""
+    if isinstance(value, ProfilerActivity):
+        return value
+    name = getattr(value, "name", None)
+    if name == "CPU":
+        return ProfilerActivity.CPU
+    if name in ("NPU", "PrivateUse1"):
+        return ProfilerActivity.NPU
+    raise TypeError(f"activities must be torch_npu.profiler.ProfilerActivity values (CPU, NPU), got {value!r}")
 
 
 def supported_activities():
@@ -34,12 +52,15 @@ def _default_dir():
 
 def tensorboard_trace_handler(dir_name=None, worker_name=None, analyse_flag=True, async_mode=False):
     """on_trace_ready handler: writes each finished session as `<dir>/<worker>_<timestamp>_ascend_pt/`
-    (worker defaults to `<hostname>_<pid>`, dir to $ASCEND_WORK_PATH/profiling_data or the cwd)."""
+    (worker defaults to `<hostname>_<pid>`, dir to $ASCEND_WORK_PATH/profiling_data or the cwd). With
+    analyse_flag=False only the raw data is written; `torch_npu.profiler.analyse(dir)` parses it later."""
     target = dir_name or _default_dir()
+    if not isinstance(analyse_flag, bool):
+        raise TypeError(f"analyse_flag must be a bool, but got {type(analyse_flag).__name__}")
 
     def handler(prof):
         os.makedirs(target, exist_ok=True)
-        prof._export(ascend_output.worker_dir(target, worker_name))
+        prof._export(ascend_output.worker_dir(target, worker_name), analyse=analyse_flag)
 
     return handler
 
@@ -50,7 +71,7 @@ class profile:
                  experimental_config=None, custom_trace_id_callback=None, use_cuda=None):
         if use_cuda is not None:
             warnings.warn("This is npu environment, use_cuda is invalid")
-        self.activities = set(activities) if activities else supported_activities()
+        self.activities = {_activity(a) for a in activities} if activities else supported_activities()
         self.schedule = schedule or _default_schedule_fn
         self._has_schedule = schedule is not None
         self.on_trace_ready = on_trace_ready
@@ -65,8 +86,11 @@ class profile:
         self._steps = []
         self._step_start = 0
         self._metadata = {}
-        self._last_session = []
+        self._session = None
+        self._host = None
         self._t0 = 0
+        self._epoch_offset = 0
+        self._trace_id = ""
         self._last_output = None
 
     # --- control
@@ -78,6 +102,7 @@ class profile:
         self.stop()
 
     def start(self):
+        self._trace_id = self.custom_trace_id_callback() if self.custom_trace_id_callback else uuid.uuid4().hex
         self._t0 = time.monotonic_ns()
         self._epoch_offset = time.time_ns() - self._t0
         self.current_action = self.schedule(self.step_num)
@@ -100,30 +125,70 @@ class profile:
                 previous in _RECORDING and self.current_action not in _RECORDING):
             self._finish(save=previous != ProfilerAction.WARMUP)
         elif previous == ProfilerAction.WARMUP and self.current_action != ProfilerAction.WARMUP:
-            _C._activity_stop()  # warm-up activity is discarded
-            self._recording = False
+            self._collect()  # warm-up activity is discarded
             self._steps = []
         self._step_start = time.monotonic_ns()
         self._enter(self.current_action)
 
     def _enter(self, action):
-        if action in _RECORDING and not self._recording and ProfilerActivity.NPU in self.activities:
+        if action not in _RECORDING or self._recording:
+            return
+        if ProfilerActivity.NPU in self.activities:
             _C._activity_start(self.record_shapes)
-            self._recording = True
+        if ProfilerActivity.CPU in self.activities:
+            self._host = HostRecorder(self.record_shapes, self.with_stack, self.with_flops, self.with_modules)
+            if not self._host.start():
+                self._host = None
+        if self.profile_memory:
+            _C._profiler_memory_start()
+        self._recording = True
+
+    def _collect(self):
+        activities = _C._activity_stop() if ProfilerActivity.NPU in self.activities else []
+        host = self._host.stop() if self._host is not None else []
+        self._host = None
+        memory = _C._profiler_memory_stop() if self.profile_memory else []
+        self._recording = False
+        return activities, host, memory
 
     def _close_step(self):
         if self.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
             self._steps.append((self.step_num, self._step_start, time.monotonic_ns()))
 
     def _finish(self, save):
-        activities = _C._activity_stop()
-        self._recording = False
+        activities, host, memory = self._collect()
         steps, self._steps = self._steps, []
         if save:
-            self._last_session = activities
-            self._last_steps = steps
+            threads = collections.Counter(a["thread"] for a in activities)
+            self._session = session_record.prepare({
+                "pid": os.getpid(), "main_thread": threads.most_common(1)[0][0] if threads else 0,
+                "t0_ns": self._t0, "epoch_offset_ns": self._epoch_offset, "record_shapes": self.record_shapes,
+                "profile_memory": self.profile_memory, "has_steps": self._has_schedule, "steps": steps,
+                "activities": activities, "host_events": host, "memory": [tuple(m) for m in memory],
+                "devices": _device_facts(activities, memory)})
             if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
+
+    def get_trace_id(self):
+        """The trace id of the session (custom_trace_id_callback's, or one made at start)."""
+        return self._trace_id
+
+    def set_custom_trace_id_callback(self, callback):
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, but got {type(callback).__name__}")
+        self.custom_trace_id_callback = callback
+
+    @classmethod
+    def enable_profiler_in_child_thread(cls, record_shapes: bool = False, profile_memory: bool = False,
+                                        with_stack: bool = False, with_flops: bool = False, with_modules: bool = False):
+        """Child threads' npu operators and allocations are always recorded on vnpu (the core records every
+        thread); their host operator lanes are not (PyTorch's CPU profiler follows the starting thread and
+        autograd's threads only). Kept for API compatibility; returns whether a session is recording."""
+        return bool(_C._activity_recording())
+
+    @classmethod
+    def disable_profiler_in_child_thread(cls):
+        return None
 
     # --- results
     def add_metadata(self, key, value):
@@ -146,27 +211,70 @@ class profile:
                 "torch_npu_version": torch_npu.__version__, "cann_version": torch_npu.utils.get_cann_version(),
                 "rank_id": int(os.environ.get("RANK", "-1"))}
 
-    def _export(self, path):
+    def _export(self, path, analyse=True):
         metadata = dict(self._metadata)
-        metadata["ENV_VARIABLES"] = {k: v for k, v in os.environ.items() if k.startswith(("ASCEND_", "HCCL_"))}
-        if self.custom_trace_id_callback is not None:
-            metadata["trace_id"] = self.custom_trace_id_callback()
-        self._last_output = ascend_output.write_session(
-            path, self._last_session, t0_ns=self._t0, epoch_offset_ns=self._epoch_offset,
-            steps=self._last_steps if self._has_schedule else [], record_shapes=self.record_shapes,
-            config=self._config(), metadata=metadata)
+        metadata["ENV_VARIABLES"] = {k: v for k, v in os.environ.items() if k.startswith(("ASCEND_", "HCCL_", "VNPU_"))}
+        metadata["trace_id"] = self._trace_id
+        ascend_output.write_metadata(path, self._config(), metadata)
+        session_record.save(path, self._session)
+        self._last_output = ascend_output.write_session(path, self._session) if analyse else path
         return self._last_output
 
     def export_chrome_trace(self, path):
         """The session's trace_view.json content, written to `path`."""
-        import json
-
+        events = trace_view.trace_events(self._saved())
         with open(path, "w") as f:
-            json.dump(ascend_output._trace_events(self._last_session, self._t0, os.getpid()), f)
+            json.dump(events, f)
         return path
+
+    def export_stacks(self, path, metric="self_npu_time_total"):
+        """Folded stacks (flamegraph.pl / speedscope input) of the host operators recorded with with_stack,
+        weighted by the device time they issued (self_npu_time_total) or their host time (self_cpu_time_total)."""
+        if metric not in ("self_npu_time_total", "self_cpu_time_total"):
+            raise ValueError(f"metric must be self_npu_time_total or self_cpu_time_total, got {metric!r}")
+        session = self._saved()
+        weights = collections.Counter()
+        host = session["host_events"]
+        if metric == "self_npu_time_total":
+            for a, p in zip(session["activities"], session["kernel_parents"]):
+                if p is not None and host[p].get("stack"):
+                    weights[";".join(reversed(host[p]["stack"])) + ";" + host[p]["name"]] += a["end_ns"] - a["start_ns"]
+        else:
+            for e in host:
+                if e["cat"] == "cpu_op" and e.get("stack"):
+                    weights[";".join(reversed(e["stack"])) + ";" + e["name"]] += e["end_ns"] - e["start_ns"]
+        with open(path, "w") as f:
+            for stack, ns in weights.most_common():
+                f.write(f"{stack} {ns // 1000}\n")
+        return path
+
+    def _saved(self):
+        if self._session is None:
+            raise RuntimeError("torch_npu.profiler: no profiling data has been saved yet; run the profile (and its "
+                               "schedule) through a RECORD_AND_SAVE step or to stop() first")
+        return self._session
 
     @property
     def activities_recorded(self):
         """The last saved session's npu operators (name, times, device, stream, shapes)."""
-        return list(self._last_session)
+        return list(self._session["activities"]) if self._session else []
 
+    @property
+    def host_events_recorded(self):
+        """The last saved session's host events (operators, record_function / mstx ranges, Python frames)."""
+        return list(self._session["host_events"]) if self._session else []
+
+    @property
+    def memory_events_recorded(self):
+        """The last saved session's allocator events: (ptr, bytes, allocated, reserved, active, device, stream,
+        time_ns, thread)."""
+        return list(self._session["memory"]) if self._session else []
+
+
+def _device_facts(activities, memory):
+    facts = {}
+    for d in sorted({a["device"] for a in activities} | {m[5] for m in memory}):
+        if d >= 0:
+            props = torch.npu.get_device_properties(d)
+            facts[str(d)] = {"name": props.name, "total_memory": props.total_memory}
+    return facts

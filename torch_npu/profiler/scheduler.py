@@ -4,7 +4,7 @@ import enum
 
 import torch.profiler
 
-__all__ = ["ProfilerAction", "schedule"]
+__all__ = ["ProfilerAction", "Schedule", "schedule"]
 
 
 class ProfilerAction(enum.Enum):
@@ -28,3 +28,14 @@ def schedule(wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_firs
 def _default_schedule_fn(_: int) -> ProfilerAction:
     """Without a schedule every step records (no step markers), as torch_npu."""
     return ProfilerAction.RECORD
+
+
+class Schedule:
+    """torch_npu's schedule class: callable with a step number, returning the ProfilerAction."""
+
+    def __init__(self, wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0,
+                 skip_first_wait: int = 0) -> None:
+        self._fn = schedule(wait, active, warmup, repeat, skip_first, skip_first_wait)
+
+    def __call__(self, step: int) -> ProfilerAction:
+        return self._fn(step)

@@ -5,11 +5,11 @@
 #include "runtime/Stream.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 namespace vnpu {
 namespace {
@@ -41,41 +41,48 @@ void collect(const std::vector<c10::IValue>& values, std::vector<TensorMeta>& ou
   }
 }
 
-class Recorder final : public OpHook {
- public:
-  explicit Recorder(bool record_shapes) : record_shapes_(record_shapes) {}
+thread_local std::vector<uint64_t> tl_correlation;
 
-  void after(const OpCall& call) override {
-    Activity a;
-    a.name = call.facts.name;
-    a.start_ns = call.start_ns;
-    a.end_ns = call.end_ns;
-    a.device = static_cast<int>(call.device);
-    a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
-    a.thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
-    a.cpu_fallback = call.facts.cpu_fallback;
-    if (record_shapes_) {
-      collect(call.inputs, a.inputs);
-      collect(call.outputs, a.outputs);
-    }
-    std::lock_guard<std::mutex> guard(mu_);
-    activities_.push_back(std::move(a));
+}  // namespace
+
+void push_correlation(uint64_t id) {
+  tl_correlation.push_back(id);
+}
+
+void pop_correlation() {
+  if (!tl_correlation.empty()) {
+    tl_correlation.pop_back();
   }
+}
 
-  std::vector<Activity> take() {
-    std::lock_guard<std::mutex> guard(mu_);
-    return std::move(activities_);
+void ActivityRecorder::after(const OpCall& call) {
+  Activity a;
+  a.name = call.facts.name;
+  a.start_ns = call.start_ns;
+  a.end_ns = call.end_ns;
+  a.device = static_cast<int>(call.device);
+  a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
+  a.thread = at::RecordFunction::currentThreadId();  // the id the profiler gives host events
+  a.cpu_fallback = call.facts.cpu_fallback;
+  a.correlation = tl_correlation.empty() ? 0 : tl_correlation.back();
+  if (record_shapes_) {
+    collect(call.inputs, a.inputs);
+    collect(call.outputs, a.outputs);
   }
+  std::lock_guard<std::mutex> guard(mu_);
+  activities_.push_back(std::move(a));
+}
 
- private:
-  const bool record_shapes_;
-  std::mutex mu_;
-  std::vector<Activity> activities_;
-};
+std::vector<Activity> ActivityRecorder::take() {
+  std::lock_guard<std::mutex> guard(mu_);
+  return std::move(activities_);
+}
+
+namespace {
 
 struct Session {
   std::mutex mu;
-  std::shared_ptr<Recorder> recorder;
+  std::shared_ptr<ActivityRecorder> recorder;
 };
 
 Session& session() {
@@ -91,7 +98,7 @@ void start_activity_recording(bool record_shapes) {
   if (s.recorder) {
     remove_op_hook(s.recorder);
   }
-  s.recorder = std::make_shared<Recorder>(record_shapes);
+  s.recorder = std::make_shared<ActivityRecorder>(record_shapes);
   add_op_hook(s.recorder);
 }
 

@@ -4,7 +4,10 @@
 // (an OpHook appending to a buffer), collected once when profiling stops: no per-operator Python.
 #pragma once
 
+#include "aten/OpHooks.h"
+
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,11 +25,29 @@ struct Activity {
   int64_t end_ns = 0;
   int device = -1;
   int64_t stream = 0;
-  uint64_t thread = 0;
+  uint64_t thread = 0;  // at::RecordFunction::currentThreadId()
   bool cpu_fallback = false;
+  uint64_t correlation = 0;  // the profiler's correlation id of the host operator that issued it (0: none)
   std::vector<TensorMeta> inputs;   // with shapes only
   std::vector<TensorMeta> outputs;  // with shapes only
 };
+
+// An operator hook collecting Activity records (used by torch_npu.profiler and the kineto plugin).
+class ActivityRecorder final : public OpHook {
+ public:
+  explicit ActivityRecorder(bool record_shapes) : record_shapes_(record_shapes) {}
+  void after(const OpCall& call) override;
+  std::vector<Activity> take();
+
+ private:
+  const bool record_shapes_;
+  std::mutex mu_;
+  std::vector<Activity> activities_;
+};
+
+// The correlation ids PyTorch's profiler pushes around each host operator, per thread (kineto plugin).
+void push_correlation(uint64_t id);
+void pop_correlation();
 
 // Starts recording (clearing what a previous session left); record_shapes adds tensor metadata.
 void start_activity_recording(bool record_shapes);

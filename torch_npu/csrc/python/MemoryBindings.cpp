@@ -7,6 +7,7 @@
 #include "runtime/MemoryHistory.h"
 #include "runtime/PinnedHostAllocator.h"
 #include "runtime/PluggableAllocator.h"
+#include "runtime/ProfilerMemory.h"
 
 #include <pybind11/stl.h>
 #include <torch/csrc/profiler/combined_traceback.h>
@@ -123,6 +124,17 @@ void bind_memory(py::module& m) {
     set_memory_history(enabled, stacks ? &gather_python_stack : nullptr, max_entries);
   });
   m.def("_memory_history", &history_list);
+  // torch_npu.profiler's profile_memory: allocator events as tuples
+  // (ptr, bytes, allocated, reserved, active, device, stream, time_ns, thread).
+  m.def("_profiler_memory_start", &start_profiler_memory);
+  m.def("_profiler_memory_stop", [] {
+    py::list out;
+    for (const auto& e : stop_profiler_memory()) {
+      out.append(py::make_tuple(e.ptr, e.bytes, e.allocated, e.reserved, e.active, e.device, e.stream, e.time_ns,
+                                e.thread));
+    }
+    return out;
+  });
 
   m.def("_create_mem_pool", &create_mem_pool);
   m.def("_release_mem_pool", &release_mem_pool);

@@ -8,7 +8,9 @@
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/PluggableAllocator.h"
+#include "runtime/ProfilerMemory.h"
 #include "runtime/SocProfile.h"
+#include "runtime/Stream.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
@@ -152,6 +154,11 @@ void unmap_segment(DeviceState& st, Block* block) {
   if (block->size >= allocator_config().max_split_size) {
     st.stats.oversize_segments.decrease(1);
   }
+  if (C10_UNLIKELY(profiler_memory_on())) {  // reserved went down with no block event
+    record_profiler_memory(reinterpret_cast<int64_t>(block->ptr), 0, current(st.stats.allocated_bytes),
+                           current(st.stats.reserved_bytes), current(st.stats.active_bytes), block->device,
+                           current_stream(block->device).id());
+  }
   munmap(block->ptr, block->size);
   g_host_mapped -= static_cast<int64_t>(block->size);
   st.records.recycle(block);
@@ -245,6 +252,11 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
 }
 
 void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
+  if (C10_UNLIKELY(profiler_memory_on())) {
+    record_profiler_memory(reinterpret_cast<int64_t>(block->ptr), delta, current(st.stats.allocated_bytes),
+                           current(st.stats.reserved_bytes), current(st.stats.active_bytes), block->device,
+                           current_stream(block->device).id());
+  }
   if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {
     c10::reportMemoryUsageToProfiler(block->ptr, delta, static_cast<size_t>(current(st.stats.allocated_bytes)),
                                      static_cast<size_t>(current(st.stats.reserved_bytes)),
