@@ -1,6 +1,7 @@
 """Running a snippet in a fresh interpreter: environment variables read at import time (device
 count, SoC, allocator settings) and process-level behaviour (autoload, fork) need one."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -27,5 +28,21 @@ VNPU = [sys.executable, "-m", "vnpu.cli"]
 
 
 def run(args, env, timeout=300, cwd=None):
-    """Runs a command with exactly `env`; returns the CompletedProcess."""
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
+    """Runs a command with exactly `env`; returns the CompletedProcess. A command still running after
+    `timeout` seconds gets SIGABRT first (Python's faulthandler then prints every thread's stack), and the
+    test fails with what it printed."""
+    env = dict(env, PYTHONFAULTHANDLER="1")
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=cwd) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                stdout, stderr = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+            raise AssertionError(f"{args} did not finish within {timeout} s; its output:\n{stdout[-2000:]}\n"
+                                 f"its stacks and stderr:\n{stderr[-8000:]}") from None
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)

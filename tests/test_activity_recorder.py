@@ -69,3 +69,20 @@ def test_cpu_fallback_operators_are_marked_with_a_profile(synced):
     done = run([sys.executable, "-c", code], synced)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('aten::fmax', True), ('aten::add.Tensor', False)]"
+
+
+def test_operator_totals_count_every_thread_without_python():
+    import threading
+
+    a = torch.ones(4, device="npu")
+    _C._op_totals_start()
+    try:
+        a + 1
+        worker = threading.Thread(target=lambda: [a * 2 for _ in range(3)])
+        worker.start()
+        worker.join(timeout=60)
+    finally:
+        totals = _C._op_totals_stop()
+    assert totals["aten::add.Tensor"][0] == 1 and totals["aten::mul.Tensor"][0] == 3
+    assert all(ns >= 0 for _, ns in totals.values())
+    assert _C._op_totals_stop() == {}  # stopped: nothing more is counted

@@ -9,7 +9,7 @@ import pytest
 
 TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared",
                     "tools", "api_parity.py")
-AREAS = ["torch_npu.npu", "torch_npu.optim", "torch_npu.utils", "torch_npu.testing", "torch_npu.contrib"]
+AREAS = ["torch_npu.npu", "torch_npu.optim", "torch_npu.utils", "torch_npu.testing", "torch_npu.contrib", "torch_npu.profiler"]
 
 
 @pytest.mark.skipif(not os.path.isfile(TOOL), reason="../shared/tools/api_parity.py is not beside this checkout")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import torch_npu
-from torch_npu.profiler import dynamic_profile, memory_output
+from torch_npu.profiler import ascend_output, dynamic_profile, memory_output
 from torch_npu.profiler.program_profile import parse_options
 
 
@@ -202,3 +202,57 @@ def test_activities_and_handler_arguments_are_checked():
     with pytest.raises(TypeError) as flag:
         torch_npu.profiler.tensorboard_trace_handler("out", analyse_flag="yes")
     assert str(flag.value) == "analyse_flag must be a bool, but got str"
+
+
+def test_a_full_trace_view_follows_the_chrome_trace_event_rules(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).npu()
+    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
+                                    schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=1),
+                                    record_shapes=True, profile_memory=True, with_stack=True) as prof:
+        for _ in range(2):
+            with torch_npu.npu.mstx.mstx_range("step"):
+                model(torch.randn(4, 8, device="npu")).sum().backward()
+            prof.step()
+    trace = json.load(open(_out(_session(tmp_path), "trace_view.json")))
+    assert isinstance(trace, list) and trace
+    flows = {"s": [], "f": []}
+    for event in trace:
+        assert event["ph"] in ("X", "M", "s", "f", "C") and isinstance(event["name"], str)
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if event["ph"] == "M":
+            assert event["name"] in ("process_name", "process_labels", "process_sort_index", "thread_name")
+            continue
+        assert isinstance(event["ts"], float) and event["ts"] >= 0
+        if event["ph"] == "X":
+            assert isinstance(event["dur"], float) and event["dur"] >= 0 and isinstance(event["args"], dict)
+        elif event["ph"] == "C":
+            assert all(isinstance(v, float) for v in event["args"].values())
+        else:
+            assert 0 < event["id"] < 2 ** 53 and event["cat"] == "async_npu"
+            flows[event["ph"]].append(event["id"])
+    assert sorted(flows["s"]) == sorted(flows["f"]) == list(range(1, len(flows["s"]) + 1))
+    steps = [e["name"] for e in trace if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+    assert steps == ["ProfilerStep#0", "ProfilerStep#1"]
+
+
+def test_sessions_saved_in_the_same_millisecond_get_their_own_directories(tmp_path, monkeypatch):
+    import datetime
+
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 11, 29, 23, 0, 0, 123000)
+
+    monkeypatch.setattr(ascend_output.datetime, "datetime", Frozen)
+    first = ascend_output.worker_dir(str(tmp_path), "w")
+    assert os.path.basename(first) == "w_20261129230000123_ascend_pt"
+    os.makedirs(first)
+    assert os.path.basename(ascend_output.worker_dir(str(tmp_path), "w")) == "w_20261129230000124_ascend_pt"
+
+
+def test_db_export_is_announced_as_not_written():
+    config = torch_npu.profiler._ExperimentalConfig(export_type=torch_npu.profiler.ExportType.Db)
+    with pytest.warns(UserWarning) as warned:
+        torch_npu.profiler.profile(experimental_config=config)
+    assert str(warned[0].message) == ("torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not "
+                                      "written; the text files of ExportType.Text are written instead")

@@ -14,16 +14,11 @@ from rich.table import Table
 
 
 class _Recorder:
-    """Operators executed (count, host time), via an npu operator hook, and the warnings raised."""
+    """Operators executed (count, host time; summed in C++, see aten/OperatorTotals.h) and the warnings raised."""
 
     def __init__(self):
-        self.ops = collections.defaultdict(lambda: [0, 0])
+        self.ops = {}
         self.warnings = collections.Counter()
-
-    def on_op(self, name, inputs, outputs, device, start_ns, end_ns):
-        entry = self.ops[name]
-        entry[0] += 1
-        entry[1] += end_ns - start_ns
 
     def showwarning(self, original):
         def show(message, category, filename, lineno, file=None, line=None):
@@ -149,13 +144,13 @@ def run(args):
     from torch_npu import _C
 
     recorder = _Recorder()
-    hook = _C._add_python_op_hook(recorder.on_op)
+    _C._op_totals_start()
     original_show = warnings.showwarning
     warnings.showwarning = recorder.showwarning(original_show)
     try:
         status = _run_script(args.script, args.args)
     finally:
-        _C._remove_op_hook(hook)
+        recorder.ops = {name: list(entry) for name, entry in _C._op_totals_stop().items()}
         warnings.showwarning = original_show
     report = _report(args.script, status, recorder)
     _print(report, Console(stderr=True))

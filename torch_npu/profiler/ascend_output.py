@@ -58,9 +58,15 @@ def _us(ns):
 
 
 def worker_dir(dir_name, worker_name):
-    stamp = datetime.datetime.now().strftime("%Y%m%d%H%M%S%f")[:-3]
+    """`<dir>/<worker>_<YYYYmmddHHMMSSfff>_ascend_pt`, a millisecond later while that name is taken (two
+    sessions saved within one millisecond)."""
     worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
-    return os.path.join(dir_name, f"{worker}_{stamp}_ascend_pt")
+    moment = datetime.datetime.now()
+    while True:
+        path = os.path.join(dir_name, f"{worker}_{moment.strftime('%Y%m%d%H%M%S%f')[:-3]}_ascend_pt")
+        if not os.path.exists(path):
+            return path
+        moment += datetime.timedelta(milliseconds=1)
 
 
 def _is_communication(name):

@@ -79,6 +79,9 @@ class profile:
         self.profile_memory = profile_memory
         self.with_stack, self.with_flops, self.with_modules = with_stack, with_flops, with_modules
         self.experimental_config = experimental_config or _ExperimentalConfig()
+        if "db" in self.experimental_config.export_type:
+            warnings.warn("torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not written; "
+                          "the text files of ExportType.Text are written instead")
         self.custom_trace_id_callback = custom_trace_id_callback
         self.step_num = 0
         self.current_action = ProfilerAction.NONE

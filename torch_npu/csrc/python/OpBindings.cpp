@@ -3,6 +3,7 @@
 #include "python/Bindings.h"
 
 #include "aten/ActivityRecorder.h"
+#include "aten/OperatorTotals.h"
 #include "aten/CpuFallback.h"
 #include "aten/GraphCapture.h"
 #include "aten/HostSync.h"
@@ -114,6 +115,9 @@ void bind_ops(py::module& m) {
     }
     return out;
   });
+  // Calls and host nanoseconds per operator (aten/OperatorTotals.h), for `vnpu run`.
+  m.def("_op_totals_start", &start_operator_totals);
+  m.def("_op_totals_stop", &stop_operator_totals);
   m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
 
   py::class_<OpHook, std::shared_ptr<OpHook>>(m, "_OpHook");
