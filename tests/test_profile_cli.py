@@ -143,6 +143,9 @@ def test_profile_command_errors(tmp_path, capsys):
         2, f"vnpu profile report: no such directory: {tmp_path / 'none'}")
     assert run_cli(["profile", "report", str(tmp_path)]) == (
         2, f"vnpu profile report: no profiling sessions (<worker>_<timestamp>_ascend_pt directories) in {tmp_path}")
+    with pytest.raises(SystemExit) as helped:
+        cli.main(["profile", "--help"])
+    assert helped.value.code == 0 and "usage: vnpu profile" in capsys.readouterr().out
     assert run_cli(["profile", "--"]) == (
         2, "vnpu profile: no program to profile; give it after --, e.g. vnpu profile -- python train.py")
     assert run_cli(["profile", "-o", str(tmp_path), "--", "no-such-program-xyz"]) == (

@@ -50,6 +50,9 @@ def test_host_lanes_hold_ranges_and_stacks_and_each_kernel_flows_from_its_operat
         kernel = next(k for k in kernels if k["ts"] == ends[flow_id]["ts"] and k["tid"] == ends[flow_id]["tid"])
         assert source["name"] == "aten::" + kernel["name"]
         assert source["ts"] <= kernel["ts"] and kernel["ts"] + kernel["dur"] <= source["ts"] + source["dur"] + 1e-3
+    session = prof._session  # each kernel is linked by PyTorch's correlation id, not by the clocks
+    for activity, parent in zip(session["activities"], session["kernel_parents"]):
+        assert activity["correlation"] != 0 and session["host_events"][parent]["correlation"] == activity["correlation"]
     mm = next(e for e in trace if e.get("cat") == "cpu_op" and e["name"] == "aten::mm")
     assert mm["args"]["Input Dims"] == [[16, 16], [16, 16]] and "test_profiler_outputs.py" in mm["args"]["Call stack"]
     details = _rows(_out(_session(tmp_path), "operator_details.csv"))

@@ -112,6 +112,8 @@ def run(args):
     if "--" in argv:
         split = argv.index("--")
         own, command = argv[:split], argv[split + 1:]
+    elif argv[:1] and argv[0].startswith("-"):  # options only (--help), no program
+        own, command = argv, []
     else:
         own, command = [], argv
     ns = p.parse_args(own)

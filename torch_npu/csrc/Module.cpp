@@ -43,6 +43,11 @@ PYBIND11_MODULE(_C, m) {
   vnpu::install_cpu_allocator_bridge();
   vnpu::register_kineto_npu_profiler();  // npu kernels in torch.profiler with ProfilerActivity.PrivateUse1
   vnpu::register_profiler_stubs();        // npu times in the legacy / marker-only profiler
+  m.def("_kineto_npu_kernels", [](bool enabled) {
+    const bool before = vnpu::kineto_npu_kernels_enabled();
+    vnpu::set_kineto_npu_kernels(enabled);
+    return before;
+  });
 
   // ---- initialisation and devices
   m.def("_init", [] {

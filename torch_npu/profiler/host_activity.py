@@ -13,6 +13,7 @@ from torch.autograd import (ProfilerActivity, ProfilerConfig, ProfilerState, _di
                             _prepare_profiler)
 from torch._C._profiler import _ExperimentalConfig
 
+from torch_npu import _C
 from torch_npu.profiler.timeline import innermost_enclosing, nesting_parents
 
 __all__ = ["HostRecorder"]
@@ -26,6 +27,7 @@ class HostRecorder:
                                       _ExperimentalConfig())
         self._on = False
         self._offset_ns = 0
+        self._kernels_before = True
 
     def start(self):
         """False (with a warning) when another PyTorch profiler already records this thread."""
@@ -33,9 +35,17 @@ class HostRecorder:
             warnings.warn("torch_npu.profiler: another PyTorch profiler is already recording; host (CPU) activity is "
                           "left to it and only npu activity is recorded")
             return False
-        activities = {ProfilerActivity.CPU}
-        _prepare_profiler(self._config, activities)
-        _enable_profiler(self._config, activities)
+        # PrivateUse1 makes kineto run vnpu's plugin session, which hands PyTorch's correlation ids to the
+        # core (device activity and memory events then name their host operator exactly); its own kernels
+        # are switched off, torch_npu.profiler's recorder has them.
+        activities = {ProfilerActivity.CPU, ProfilerActivity.PrivateUse1}
+        self._kernels_before = _C._kineto_npu_kernels(False)
+        try:
+            _prepare_profiler(self._config, activities)
+            _enable_profiler(self._config, activities)
+        except BaseException:
+            _C._kineto_npu_kernels(self._kernels_before)
+            raise
         self._offset_ns = time.time_ns() - time.monotonic_ns()
         self._on = True
         return True
@@ -46,7 +56,10 @@ class HostRecorder:
         if not self._on:
             return []
         self._on = False
-        result = _disable_profiler()
+        try:
+            result = _disable_profiler()
+        finally:
+            _C._kineto_npu_kernels(self._kernels_before)
         offset = self._offset_ns
         events = []
         for e in result.events():
@@ -55,7 +68,7 @@ class HostRecorder:
                 continue
             start = e.start_ns() - offset
             event = {"name": e.name(), "cat": cat, "start_ns": start, "end_ns": start + e.duration_ns(),
-                     "thread": e.start_thread_id()}
+                     "thread": e.start_thread_id(), "correlation": e.correlation_id()}
             if cat == "cpu_op":
                 if e.shapes():
                     event["shapes"] = [list(s) for s in e.shapes()]

@@ -25,9 +25,13 @@ def _mb(n):
 
 
 def _owner_names(session):
+    """The operator each memory event belongs to: the host operator with its correlation id, else the
+    innermost operator running on its thread at the time, else PTA."""
     host = [e for e in session["host_events"] if e["cat"] == "cpu_op"] or session["activities"]
+    by_correlation = {e["correlation"]: e["name"] for e in host if e.get("correlation")}
     found = innermost_enclosing(host, [(m[8], m[7]) for m in session["memory"]])
-    return [host[k]["name"] if k is not None else "PTA" for k in found]
+    return [by_correlation.get(m[9]) if len(m) > 9 and m[9] in by_correlation
+            else (host[k]["name"] if k is not None else "PTA") for m, k in zip(session["memory"], found)]
 
 
 def memory_tables(session):
@@ -41,7 +45,7 @@ def memory_tables(session):
     open_blocks = {}
     last_reserved = {}
     for m, name in zip(session["memory"], _owner_names(session)):
-        ptr, size, allocated, reserved, active, device, stream, time_ns, _ = m
+        ptr, size, allocated, reserved, active, device, stream, time_ns = m[:8]
         records.append(["PTA", us(time_ns), _mb(allocated), _mb(reserved), _mb(active), stream, f"NPU:{device}"])
         if last_reserved.get(device) != reserved:
             last_reserved[device] = reserved

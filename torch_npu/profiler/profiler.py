@@ -163,12 +163,14 @@ class profile:
         steps, self._steps = self._steps, []
         if save:
             threads = collections.Counter(a["thread"] for a in activities)
-            self._session = session_record.prepare({
+            record = {
                 "pid": os.getpid(), "main_thread": threads.most_common(1)[0][0] if threads else 0,
                 "t0_ns": self._t0, "epoch_offset_ns": self._epoch_offset, "record_shapes": self.record_shapes,
                 "profile_memory": self.profile_memory, "has_steps": self._has_schedule, "steps": steps,
                 "activities": activities, "host_events": host, "memory": [tuple(m) for m in memory],
-                "devices": _device_facts(activities, memory)})
+                "devices": _device_facts(activities, memory)}
+            session_record.align_clocks(record)
+            self._session = session_record.prepare(record)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
 

@@ -80,7 +80,7 @@ def trace_events(session):
     for dpid, stream in sorted(streams):
         events.append({"ph": "M", "name": "thread_name", "pid": dpid, "tid": stream, "args": {"name": f"Stream {stream}"}})
     for m in session["memory"]:
-        _, _, allocated, reserved, _, device, _, time_ns, _ = m
+        allocated, reserved, device, time_ns = m[2], m[3], m[5], m[7]
         events.append({"ph": "C", "name": "NPU Memory", "pid": device_pid[device], "tid": 0, "ts": _us(time_ns, t0),
                        "args": {"Allocated(MB)": round(allocated / 2**20, 4), "Reserved(MB)": round(reserved / 2**20, 4)}})
     for thread, tid in threads.items():

@@ -2,6 +2,7 @@
 
 #include "aten/OpHooks.h"
 #include "runtime/CachingAllocator.h"
+#include "runtime/ProfilerCorrelation.h"
 #include "runtime/Stream.h"
 
 #include <ATen/core/Tensor.h>
@@ -41,19 +42,7 @@ void collect(const std::vector<c10::IValue>& values, std::vector<TensorMeta>& ou
   }
 }
 
-thread_local std::vector<uint64_t> tl_correlation;
-
 }  // namespace
-
-void push_correlation(uint64_t id) {
-  tl_correlation.push_back(id);
-}
-
-void pop_correlation() {
-  if (!tl_correlation.empty()) {
-    tl_correlation.pop_back();
-  }
-}
 
 void ActivityRecorder::after(const OpCall& call) {
   Activity a;
@@ -64,7 +53,7 @@ void ActivityRecorder::after(const OpCall& call) {
   a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
   a.thread = at::RecordFunction::currentThreadId();  // the id the profiler gives host events
   a.cpu_fallback = call.facts.cpu_fallback;
-  a.correlation = tl_correlation.empty() ? 0 : tl_correlation.back();
+  a.correlation = current_correlation();
   if (record_shapes_) {
     collect(call.inputs, a.inputs);
     collect(call.outputs, a.outputs);

@@ -45,10 +45,6 @@ class ActivityRecorder final : public OpHook {
   std::vector<Activity> activities_;
 };
 
-// The correlation ids PyTorch's profiler pushes around each host operator, per thread (kineto plugin).
-void push_correlation(uint64_t id);
-void pop_correlation();
-
 // Starts recording (clearing what a previous session left); record_shapes adds tensor metadata.
 void start_activity_recording(bool record_shapes);
 // Stops recording and hands back what was recorded.

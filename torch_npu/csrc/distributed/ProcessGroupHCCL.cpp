@@ -1,5 +1,7 @@
 #include "distributed/ProcessGroupHCCL.h"
 
+#include <Python.h>
+
 #include "distributed/HcclWork.h"
 
 #include "aten/TensorMapping.h"
@@ -120,6 +122,20 @@ ProcessGroupHCCL::ProcessGroupHCCL(c10::intrusive_ptr<c10d::Backend> transport, 
     : Backend(rank, size), transport_(std::move(transport)), name_(std::move(name)) {
   const char* desync = std::getenv("TORCH_HCCL_DESYNC_DEBUG");
   desync_debug_ = desync != nullptr && std::string(desync) == "1";
+}
+
+ProcessGroupHCCL::~ProcessGroupHCCL() {
+  // gloo's destructor joins its worker threads, and a worker finishing a work may need the GIL (the work's
+  // captured thread-local state can hold Python objects). The last reference often goes away in Python
+  // (DDP's reducer, destroy_process_group) with the GIL held: release it while gloo shuts down, or both
+  // threads wait for each other forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* state = PyEval_SaveThread();
+    transport_.reset();
+    PyEval_RestoreThread(state);
+  } else {
+    transport_.reset();
+  }
 }
 
 namespace {

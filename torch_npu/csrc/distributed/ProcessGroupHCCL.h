@@ -15,6 +15,7 @@ namespace vnpu {
 class ProcessGroupHCCL final : public c10d::Backend {
  public:
   ProcessGroupHCCL(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, std::string name);
+  ~ProcessGroupHCCL() override;
 
   const std::string getBackendName() const override { return name_; }
   // A stable communicator name per group (the "hcom" torch_npu's fused MC2 operators take).

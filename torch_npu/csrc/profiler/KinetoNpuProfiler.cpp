@@ -11,6 +11,7 @@
 #include "profiler/KinetoNpuProfiler.h"
 
 #include "aten/ActivityRecorder.h"
+#include "runtime/ProfilerCorrelation.h"
 #include "runtime/Stream.h"
 
 #include <kineto/GenericTraceActivity.h>
@@ -18,6 +19,7 @@
 #include <kineto/libkineto.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <memory>
@@ -31,6 +33,7 @@ namespace {
 using libkineto::ActivityType;
 
 const std::string kName = "vnpu";
+std::atomic<bool> g_kernels_enabled{true};
 
 const libkineto::TraceSpan& npu_span() {
   static const auto* span = new libkineto::TraceSpan(0, 0, "npu");  // copies of activities point at it
@@ -47,6 +50,10 @@ std::string op_type(const std::string& name) {
 class NpuSession final : public libkineto::IActivityProfilerSession {
  public:
   void start() override {
+    if (!kineto_npu_kernels_enabled()) {  // torch_npu.profiler records the kernels itself
+      status_ = libkineto::TraceStatus::RECORDING;
+      return;
+    }
     epoch_offset_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count() -
@@ -172,6 +179,14 @@ class NpuActivityProfiler final : public libkineto::IActivityProfiler {
 };
 
 }  // namespace
+
+bool kineto_npu_kernels_enabled() {
+  return g_kernels_enabled.load();
+}
+
+void set_kineto_npu_kernels(bool enabled) {
+  g_kernels_enabled.store(enabled);
+}
 
 void register_kineto_npu_profiler() {
   libkineto::api().registerProfilerFactory([] { return std::make_unique<NpuActivityProfiler>(); });

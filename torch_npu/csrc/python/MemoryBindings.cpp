@@ -125,13 +125,13 @@ void bind_memory(py::module& m) {
   });
   m.def("_memory_history", &history_list);
   // torch_npu.profiler's profile_memory: allocator events as tuples
-  // (ptr, bytes, allocated, reserved, active, device, stream, time_ns, thread).
+  // (ptr, bytes, allocated, reserved, active, device, stream, time_ns, thread, correlation).
   m.def("_profiler_memory_start", &start_profiler_memory);
   m.def("_profiler_memory_stop", [] {
     py::list out;
     for (const auto& e : stop_profiler_memory()) {
       out.append(py::make_tuple(e.ptr, e.bytes, e.allocated, e.reserved, e.active, e.device, e.stream, e.time_ns,
-                                e.thread));
+                                e.thread, e.correlation));
     }
     return out;
   });

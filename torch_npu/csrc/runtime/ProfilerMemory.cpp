@@ -1,5 +1,6 @@
 #include "runtime/ProfilerMemory.h"
 
+#include "runtime/ProfilerCorrelation.h"
 #include "runtime/Stream.h"
 
 #include <ATen/record_function.h>
@@ -36,6 +37,7 @@ void record_profiler_memory(int64_t ptr, int64_t bytes, int64_t allocated, int64
   e.stream = stream;
   e.time_ns = now_ns();
   e.thread = at::RecordFunction::currentThreadId();
+  e.correlation = current_correlation();
   auto& b = buffer();
   std::lock_guard<std::mutex> guard(b.mu);
   b.events.push_back(e);

@@ -20,6 +20,7 @@ struct ProfilerMemoryEvent {
   int64_t stream = 0;
   int64_t time_ns = 0;  // the steady clock of now_ns()
   uint64_t thread = 0;  // at::RecordFunction::currentThreadId(), as the profiler's host events
+  uint64_t correlation = 0;  // the host operator being profiled on this thread (ProfilerCorrelation.h)
 };
 
 extern std::atomic<bool> g_profiler_memory_on;
