@@ -7,7 +7,7 @@ sizes, as torch_npu reports them. Component is PTA (PyTorch adapter) for all of 
 GE/CANN workspaces. A block is attributed to the innermost host operator running on the allocating
 thread (the npu operator when CPU activity was not recorded).
 """
-from torch_npu.profiler.timeline import innermost_enclosing
+from torch_npu.profiler.timeline import owning_intervals
 
 __all__ = ["MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER", "MODULE_MEM_HEADER", "memory_tables"]
 
@@ -25,13 +25,10 @@ def _mb(n):
 
 
 def _owner_names(session):
-    """The operator each memory event belongs to: the host operator with its correlation id, else the
-    innermost operator running on its thread at the time, else PTA."""
+    """The operator each memory event belongs to (timeline.owning_intervals), else PTA."""
     host = [e for e in session["host_events"] if e["cat"] == "cpu_op"] or session["activities"]
-    by_correlation = {e["correlation"]: e["name"] for e in host if e.get("correlation")}
-    found = innermost_enclosing(host, [(m[8], m[7]) for m in session["memory"]])
-    return [by_correlation.get(m[9]) if len(m) > 9 and m[9] in by_correlation
-            else (host[k]["name"] if k is not None else "PTA") for m, k in zip(session["memory"], found)]
+    owners = owning_intervals(host, [(m[8], m[7], m[9] if len(m) > 9 else 0) for m in session["memory"]])
+    return [host[k]["name"] if k is not None else "PTA" for k in owners]
 
 
 def memory_tables(session):

@@ -169,8 +169,7 @@ class profile:
                 "profile_memory": self.profile_memory, "has_steps": self._has_schedule, "steps": steps,
                 "activities": activities, "host_events": host, "memory": [tuple(m) for m in memory],
                 "devices": _device_facts(activities, memory)}
-            session_record.align_clocks(record)
-            self._session = session_record.prepare(record)
+            self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
 

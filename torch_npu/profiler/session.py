@@ -10,9 +10,9 @@ host events are dicts from host_activity.HostRecorder; steps are (number, start_
 import json
 import os
 
-from torch_npu.profiler.timeline import innermost_enclosing
+from torch_npu.profiler.timeline import owning_intervals
 
-__all__ = ["RAW_FILE", "save", "load", "prepare", "align_clocks", "op_type", "core_of", "CUBE_OPS"]
+__all__ = ["RAW_FILE", "save", "load", "prepare", "op_type", "core_of", "CUBE_OPS"]
 
 RAW_FILE = os.path.join("FRAMEWORK", "vnpu_profiler_data.json")
 _VERSION = 1
@@ -61,40 +61,40 @@ def load(path):
 
 
 def _parents(session):
-    """For each activity, the index in host_events of the host operator that issued it: by PyTorch's
-    correlation id (exact), else the innermost host operator of its thread at its start, else None."""
+    """For each activity, the index in host_events of the host operator that issued it, or None."""
     host = session["host_events"]
     cpu_ops = [i for i, e in enumerate(host) if e["cat"] == "cpu_op"]
-    by_correlation = {host[i]["correlation"]: i for i in cpu_ops if host[i].get("correlation")}
-    found = innermost_enclosing([host[i] for i in cpu_ops],
-                                [(a["thread"], a["start_ns"]) for a in session["activities"]])
-    return [by_correlation.get(a.get("correlation")) if a.get("correlation") in by_correlation
-            else (cpu_ops[k] if k is not None else None) for a, k in zip(session["activities"], found)]
+    owners = owning_intervals([host[i] for i in cpu_ops],
+                              [(a["thread"], a["start_ns"], a.get("correlation", 0)) for a in session["activities"]])
+    return [cpu_ops[k] if k is not None else None for k in owners]
 
 
-def align_clocks(session):
+def _align_clocks(session, parents):
     """PyTorch stamps host events with its own clock (converted to UNIX time); device activity, memory events
-    and step boundaries carry the steady clock plus an offset taken at start. Shift the steady side by the smallest
-    amount that puts every kernel inside the host operator that issued it, when such a shift exists."""
+    and step boundaries carry the steady clock plus an offset taken at start. Shift the steady side by the
+    smallest amount that puts every kernel inside the host operator that issued it, when such a shift exists."""
     host = session["host_events"]
     lowest, highest = None, None
-    for a, p in zip(session["activities"], _parents(session)):
+    for a, p in zip(session["activities"], parents):
         if p is not None:
             low, high = host[p]["start_ns"] - a["start_ns"], host[p]["end_ns"] - a["end_ns"]
             lowest = low if lowest is None else max(lowest, low)
             highest = high if highest is None else min(highest, high)
     if lowest is None or lowest > highest or lowest <= 0 <= highest:
-        return 0
+        return
     shift = lowest if lowest > 0 else highest
     for a in session["activities"]:
         a["start_ns"] += shift
         a["end_ns"] += shift
     session["memory"] = [m[:7] + (m[7] + shift,) + m[8:] for m in session["memory"]]
     session["steps"] = [(number, start + shift, end + shift) for number, start, end in session["steps"]]
-    return shift
 
 
-def prepare(session):
-    """Adds kernel_parents: for each activity, the index in host_events of the host operator that issued it."""
-    session["kernel_parents"] = _parents(session)
+def prepare(session, align_clocks=False):
+    """Adds kernel_parents: for each activity, the index in host_events of the host operator that issued it.
+    align_clocks (for a freshly recorded session) first moves the device side onto the host clock."""
+    parents = _parents(session)
+    if align_clocks:
+        _align_clocks(session, parents)  # correlation-linked parents stay the same after the shift
+    session["kernel_parents"] = parents
     return session

@@ -1,10 +1,10 @@
 """Placing points of one thread's timeline inside the host operators that were running there: a npu
-kernel belongs to the innermost host operator that issued it, a memory event to the operator that
-allocated or freed."""
+kernel belongs to the host operator that issued it, a memory event to the operator that allocated or
+freed."""
 import bisect
 import collections
 
-__all__ = ["innermost_enclosing", "nesting_parents"]
+__all__ = ["innermost_enclosing", "nesting_parents", "owning_intervals"]
 
 
 def innermost_enclosing(intervals, points):
@@ -50,3 +50,11 @@ def nesting_parents(intervals):
         parents.append(stack[-1] if stack else None)
         stack.append(len(parents) - 1)
     return parents
+
+
+def owning_intervals(intervals, points):
+    """For each point (thread, time_ns, correlation), the index of the interval with that correlation id
+    (PyTorch's, exact), else of the innermost interval of its thread containing it, else None."""
+    by_correlation = {iv["correlation"]: i for i, iv in enumerate(intervals) if iv.get("correlation")}
+    found = innermost_enclosing(intervals, [(thread, t) for thread, t, _ in points])
+    return [by_correlation.get(c, k) if c else k for (_, _, c), k in zip(points, found)]

@@ -69,44 +69,24 @@ std::vector<Activity> ActivityRecorder::take() {
 
 namespace {
 
-struct Session {
-  std::mutex mu;
-  std::shared_ptr<ActivityRecorder> recorder;
-};
-
-Session& session() {
-  static auto* s = new Session();
+HookSession<ActivityRecorder>& session() {
+  static auto* s = new HookSession<ActivityRecorder>();
   return *s;
 }
 
 }  // namespace
 
 void start_activity_recording(bool record_shapes) {
-  auto& s = session();
-  std::lock_guard<std::mutex> guard(s.mu);
-  if (s.recorder) {
-    remove_op_hook(s.recorder);
-  }
-  s.recorder = std::make_shared<ActivityRecorder>(record_shapes);
-  add_op_hook(s.recorder);
+  session().start(record_shapes);
 }
 
 std::vector<Activity> stop_activity_recording() {
-  auto& s = session();
-  std::lock_guard<std::mutex> guard(s.mu);
-  if (!s.recorder) {
-    return {};
-  }
-  remove_op_hook(s.recorder);
-  auto recorded = s.recorder->take();
-  s.recorder.reset();
-  return recorded;
+  auto recorder = session().stop();
+  return recorder ? recorder->take() : std::vector<Activity>{};
 }
 
 bool activity_recording() {
-  auto& s = session();
-  std::lock_guard<std::mutex> guard(s.mu);
-  return static_cast<bool>(s.recorder);
+  return session().active();
 }
 
 }  // namespace vnpu

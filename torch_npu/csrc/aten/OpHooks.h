@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 namespace vnpu {
@@ -44,5 +46,39 @@ inline bool slow_path_active() {
 
 void run_hooks_before(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& inputs);
 void run_hooks_after(const OpCall& call);
+
+// A collecting hook installed for a while (a profiling or counting session): start() installs a new one,
+// replacing one still running; stop() uninstalls it and hands it back with what it collected.
+template <class Hook>
+class HookSession {
+ public:
+  template <class... Args>
+  void start(Args&&... args) {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (hook_) {
+      remove_op_hook(hook_);
+    }
+    hook_ = std::make_shared<Hook>(std::forward<Args>(args)...);
+    add_op_hook(hook_);
+  }
+
+  // nullptr when no session runs.
+  std::shared_ptr<Hook> stop() {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (hook_) {
+      remove_op_hook(hook_);
+    }
+    return std::exchange(hook_, nullptr);
+  }
+
+  bool active() {
+    std::lock_guard<std::mutex> guard(mu_);
+    return hook_ != nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<Hook> hook_;
+};
 
 }  // namespace vnpu

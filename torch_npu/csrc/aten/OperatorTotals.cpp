@@ -2,7 +2,6 @@
 
 #include "aten/OpHooks.h"
 
-#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -35,29 +34,20 @@ class TotalsHook final : public OpHook {
   std::unordered_map<const OpFacts*, std::pair<int64_t, int64_t>> totals_;  // facts live as long as the process
 };
 
-std::mutex g_session_mu;
-std::shared_ptr<TotalsHook> g_session;
+HookSession<TotalsHook>& session() {
+  static auto* s = new HookSession<TotalsHook>();
+  return *s;
+}
 
 }  // namespace
 
 void start_operator_totals() {
-  std::lock_guard<std::mutex> guard(g_session_mu);
-  if (g_session) {
-    remove_op_hook(g_session);
-  }
-  g_session = std::make_shared<TotalsHook>();
-  add_op_hook(g_session);
+  session().start();
 }
 
 std::map<std::string, std::pair<int64_t, int64_t>> stop_operator_totals() {
-  std::lock_guard<std::mutex> guard(g_session_mu);
-  if (!g_session) {
-    return {};
-  }
-  remove_op_hook(g_session);
-  auto totals = g_session->take();
-  g_session.reset();
-  return totals;
+  auto totals = session().stop();
+  return totals ? totals->take() : std::map<std::string, std::pair<int64_t, int64_t>>{};
 }
 
 }  // namespace vnpu

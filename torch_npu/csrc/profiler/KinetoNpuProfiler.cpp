@@ -58,16 +58,13 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
                            std::chrono::system_clock::now().time_since_epoch())
                            .count() -
                        now_ns();
-    recorder_ = std::make_shared<ActivityRecorder>(false);
-    add_op_hook(recorder_);
+    recording_.start(false);
     status_ = libkineto::TraceStatus::RECORDING;
   }
 
   void stop() override {
-    if (recorder_) {
-      remove_op_hook(recorder_);
-      recorded_ = recorder_->take();
-      recorder_.reset();
+    if (auto recorder = recording_.stop()) {
+      recorded_ = recorder->take();
     }
     status_ = libkineto::TraceStatus::PROCESSING;
   }
@@ -147,7 +144,7 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
   }
 
  private:
-  std::shared_ptr<ActivityRecorder> recorder_;
+  HookSession<ActivityRecorder> recording_;
   std::vector<Activity> recorded_;
   int64_t epoch_offset_ns_ = 0;
 };
