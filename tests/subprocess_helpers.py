@@ -46,3 +46,20 @@ def run(args, env, timeout=300, cwd=None):
             raise AssertionError(f"{args} did not finish within {timeout} s; its output:\n{stdout[-2000:]}\n"
                                  f"its stacks and stderr:\n{stderr[-8000:]}") from None
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
+def client_env(**extra):
+    """The environment for a third-party program run as a user would run it: this interpreter's
+    scripts first on PATH (launchers such as accelerate-launch are looked up there), no vnpu settings
+    of the developer's, and no synced operator profile."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_"))}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["VNPU_OPS_PROFILE"] = "none"
+    env.update(extra)
+    return env
+
+
+def checked(proc):
+    """The CompletedProcess, after asserting it succeeded (its output is the failure message)."""
+    assert proc.returncode == 0, f"{proc.args} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    return proc

@@ -8,13 +8,9 @@ import torch
 
 import torch_npu
 
-torchvision_models = pytest.importorskip("torchvision_models")
-
 
 @pytest.fixture(scope="module")
 def transformers():
-    # transformers imports torchvision when it is installed; make that import work first
-    torchvision_models.import_torchvision()
     return pytest.importorskip("transformers", reason="transformers is not installed (make test installs it)")
 
 

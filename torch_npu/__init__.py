@@ -71,6 +71,11 @@ from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa
 
 apply_extension_environment()
 
+from torch_npu._patches import PATCHES as _PATCHES  # noqa: E402
+from torch_npu._patches import apply_patches as _apply_patches  # noqa: E402
+
+_apply_patches(_PATCHES)
+
 
 _LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn", "profiler"}
 

@@ -136,6 +136,21 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage_offset(self, storage, 0, {0}, {});
 }
 
+// Dense npu and dense CPU tensors share one TensorImpl layout, so `param.data = t` and Module._apply
+// (`.to("npu")`, `.npu()`, `.cpu()`) may swap one for the other in place and keep the Parameter
+// object, as they do between CPU and CUDA. Optimizers built before the move then still hold the
+// parameters the model trains. Other pairs keep PyTorch's own rule.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto is_dense = [](c10::DispatchKeySet ks) {
+    constexpr auto backends = c10::DispatchKeySet({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+    return ks.has(c10::DispatchKey::Dense) && ks.has_any(backends);
+  };
+  if (is_dense(self.key_set()) && is_dense(from.key_set())) {
+    return true;
+  }
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 void record_stream(at::Tensor& self, c10::Stream stream) {
   TORCH_CHECK(stream.device_type() == kNpu && stream.device_index() == self.device().index(),
               "record_stream: the stream is on ", stream.device(), " but the tensor is on ", self.device());
@@ -161,6 +176,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", vnpu::set_tensor);
   m.impl("set_", vnpu::set_empty);
   m.impl("record_stream", vnpu::record_stream);
+  m.impl("_has_compatible_shallow_copy_type", vnpu::has_compatible_shallow_copy_type);
 }
 
 // _copy_from resolves conj/neg bits itself (the CPU copy does). Without these fallthroughs the

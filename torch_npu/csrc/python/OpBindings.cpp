@@ -13,6 +13,7 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/Options.h"
 #include "runtime/Stream.h"
+#include "vision/VisionKernels.h"
 
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -88,6 +89,8 @@ void bind_ops(py::module& m) {
     set_cpu_fallback_operators(names, std::move(call));
   });
   m.def("_redirect_calls", &redirect_calls);
+  m.def("_define_torchvision_operators", &vision::define_torchvision_operators,
+        "Defines torchvision's operators with vnpu's CPU kernels (for a torchvision whose extension cannot load)");
   // The profiler's device activity (aten/ActivityRecorder.h): start, then stop -> list of dicts.
   m.def("_activity_start", &start_activity_recording, py::arg("record_shapes") = false);
   m.def("_activity_recording", &activity_recording);
