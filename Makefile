@@ -1,46 +1,56 @@
 # Two commands on a fresh machine (Python 3.11, a C++ compiler):
-#   make demo   set everything up, then train seed 003's TinyNet and a small CNN with AMP on npu:0
-#   make test   set everything up, then run the test suite
+#   make demo   set up the minimum (runtime dependencies, one build), then train seed 003's TinyNet
+#               and a small CNN with AMP on npu:0
+#   make test   set up everything (the test dependencies too), then run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # The CPU build of torch 2.13 (PyPI's default torch wheel is a multi-GB CUDA build).
 WHEELS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 TORCH_CPU_INDEX := $(if $(wildcard /opt/wheels),,--extra-index-url https://download.pytorch.org/whl/cpu)
+PIP := $(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX)
+# Requirements are written once, in pyproject.toml; these print them one per line.
+READ_PYPROJECT := $(BIN)/python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(
+RUNTIME_REQUIREMENTS := $(READ_PYPROJECT)d['project']['dependencies'] + d['build-system']['requires']))"
+TEST_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['test']))"
 
 .PHONY: setup build demo test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.deps: $(BIN)/python
-	$(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX) "torch==2.13.0" "torchvision==0.28.0" "transformers==5.24.0" ninja numpy pyyaml rich libcst pytest pytest-timeout pytest-xdist expecttest
+# Runtime dependencies and the build tools: all the demo needs.
+$(VENV)/.deps: $(BIN)/python pyproject.toml
+	$(RUNTIME_REQUIREMENTS) > $(VENV)/requirements.txt
+	$(PIP) -r $(VENV)/requirements.txt
 	touch $@
 
 CSRC := $(shell find torch_npu/csrc -name '*.cpp' -o -name '*.h')
 
-# pip builds the C++ core once (editable install, entry points for autoload and `vnpu`).
-$(VENV)/.installed: $(VENV)/.deps pyproject.toml setup.py
+# One build of the C++ core (editable install: entry points for autoload, `vnpu`, `msprof`). ninja keeps
+# its objects in build/temp, so after a C++ change only the changed files are compiled again.
+$(VENV)/.built: $(VENV)/.deps setup.py $(CSRC)
 	$(BIN)/pip install --no-build-isolation --no-deps -e .
 	touch $@
-	touch $(VENV)/.built
 
-# After C++ changes: incremental rebuild in ./build with ninja.
-$(VENV)/.built: $(VENV)/.installed $(CSRC)
-	$(BIN)/python setup.py -q build_ext --inplace
+# The test dependencies (pyproject's [test] extra), installed in CANN's environment as `vnpu env`
+# gives it: DeepSpeed's build reads ASCEND_HOME_PATH once it sees torch_npu.
+$(VENV)/.test-deps: $(VENV)/.built pyproject.toml
+	$(TEST_REQUIREMENTS) > $(VENV)/test-requirements.txt
+	eval "$$($(BIN)/vnpu env)" && $(PIP) --no-build-isolation -r $(VENV)/test-requirements.txt
 	touch $@
 
 build: $(VENV)/.built
 
-setup: build
+setup: $(VENV)/.test-deps
 
-demo: setup
+demo: build
 	$(BIN)/vnpu demo
 
 test: setup
 	$(BIN)/python -m pytest -q -n auto
 
-bench: setup
+bench: build
 	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_graphs.py
 	$(BIN)/python bench/bench_fusion_attention.py

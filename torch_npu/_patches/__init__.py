@@ -22,4 +22,43 @@ PATCHES = (
     ),
 )
 
+_LIGHTNING_ACCELERATOR_WHY = (
+    "Lightning has no npu accelerator: Trainer(accelerator='npu') is refused. vnpu registers "
+    "torch_npu.contrib.lightning's NPUAccelerator under 'npu' in Lightning's accelerator registry, "
+    "the way Lightning documents for new hardware."
+)
+_LIGHTNING_CONNECTOR_WHY = (
+    "Lightning's Trainer gives one device of an accelerator it does not know a CPU single-device "
+    "strategy, and runs '16-mixed'/'bf16-mixed' autocast on cuda for it; with accelerator='npu' the "
+    "strategy gets the npu device and the precision plugin is NPUMixedPrecision (autocast on npu, "
+    "torch_npu's GradScaler). Other accelerators keep Lightning's own choices."
+)
+for _package in ("lightning.pytorch", "pytorch_lightning"):
+    PATCHES += (
+        Patch(
+            target=f"{_package}.accelerators.AcceleratorRegistry['npu']",
+            module=f"{_package}.accelerators",
+            why=_LIGHTNING_ACCELERATOR_WHY,
+            when=f"on import of {_package}",
+            apply=f"torch_npu._patches.lightning_npu:register_accelerator:{_package}.accelerators",
+        ),
+        Patch(
+            target=f"{_package}.trainer.connectors.accelerator_connector._AcceleratorConnector."
+                   "_choose_strategy / _check_and_init_precision",
+            module=f"{_package}.trainer.connectors.accelerator_connector",
+            why=_LIGHTNING_CONNECTOR_WHY,
+            when=f"on import of {_package}, for accelerator='npu' only",
+            apply=f"torch_npu._patches.lightning_npu:choose_npu_strategy_and_precision:"
+                  f"{_package}.trainer.connectors.accelerator_connector",
+        ),
+        Patch(
+            target=f"{_package}.strategies.ddp.DDPStrategy._setup_model",
+            module=f"{_package}.strategies.ddp",
+            why="Lightning wraps the model in DistributedDataParallel inside torch.cuda.stream(torch.cuda.Stream()) "
+                "for every non-CPU device; on npu the side stream is torch.npu's, as on cuda it is cuda's.",
+            when=f"on import of {_package}, for models on npu only",
+            apply=f"torch_npu._patches.lightning_npu:wrap_ddp_on_an_npu_stream:{_package}.strategies.ddp",
+        ),
+    )
+
 __all__ = ["PATCHES", "Patch", "apply_patches", "applied_patches"]

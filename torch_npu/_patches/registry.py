@@ -13,11 +13,11 @@ class Patch:
     module: str  # the module whose import triggers the patch
     why: str
     when: str
-    apply: str  # "package.module:function"; the function returns True when it changed something
+    apply: str  # "package.module:function[:argument]"; the function returns True when it changed something
 
     def run(self):
-        module_name, _, function = self.apply.partition(":")
-        return bool(getattr(importlib.import_module(module_name), function)())
+        module_name, function, *argument = self.apply.split(":")
+        return bool(getattr(importlib.import_module(module_name), function)(*argument))
 
 
 _applied = []

@@ -1,0 +1,105 @@
+"""DeepSpeed on npu, as its users run it: with `eval "$(vnpu env)"` (CANN's variables, pointing at vnpu's
+toolkit directory) DeepSpeed builds from source and runs; `get_accelerator()` is DeepSpeed's NPU
+accelerator over hccl; ZeRO stages 1, 2 and 3 in fp32, bf16 and fp16 on 1 and 2 ranks train with the
+losses and parameters of the same DeepSpeed program on the CPU, and fp32 ZeRO matches plain DDP."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (make test installs it)")
+
+from subprocess_helpers import checked, client_env, run  # noqa: E402
+
+from vnpu import env_command  # noqa: E402
+
+LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "deepspeed_loop.py")
+RUNNER = [sys.executable, "-m", "deepspeed.launcher.runner"]
+MATRIX = ["ddp"] + [f"zero{stage}-{precision}" for precision in ("fp32", "bf16", "fp16") for stage in (1, 2, 3)] + [
+    "zero2-fp32-offload", "zero3-fp32-offload"]
+
+
+def cann_env(**extra):
+    return client_env(**env_command.variables(), **extra)
+
+
+def test_vnpu_env_prints_what_set_env_sh_sets(tmp_path):
+    from subprocess_helpers import VNPU
+
+    out = checked(run(VNPU + ["env"], client_env())).stdout
+    script = tmp_path / "show.sh"
+    script.write_text(out + 'echo "$ASCEND_HOME_PATH|$ASCEND_TOOLKIT_HOME|$ASCEND_OPP_PATH|$ASCEND_AICPU_PATH"\n')
+    home, toolkit, opp, aicpu = checked(run(["sh", str(script)], client_env())).stdout.strip().split("|")
+    assert home == toolkit == aicpu == env_command.TOOLKIT and opp == os.path.join(home, "opp")
+    assert os.path.isdir(opp)
+    info = open(os.path.join(home, "ascend_toolkit_install.info")).read().splitlines()
+    import torch_npu
+
+    assert f"version={torch_npu.utils.get_cann_version().split('+')[0]}" in info
+    for component in ("compiler", "runtime", "opp", "hccl"):
+        assert open(os.path.join(home, component, "version.info")).read().strip() == info[1].replace("version", "Version")
+    unset = checked(run(VNPU + ["env", "--unset"], client_env())).stdout.split("\n")
+    assert "unset ASCEND_HOME_PATH" in unset
+
+
+def test_deepspeed_builds_from_source_only_with_the_cann_environment(tmp_path):
+    download = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                               "deepspeed==0.19.8", "-d", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    if download.returncode != 0:
+        pytest.skip(f"DeepSpeed's source archive cannot be downloaded here: {download.stderr.strip()[-300:]}")
+    [sdist] = [str(p) for p in tmp_path.glob("deepspeed-*.tar.gz")]
+    wheel = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", sdist, "-w"]
+    without = run(wheel + [str(tmp_path / "a")], client_env(), timeout=300)
+    assert without.returncode != 0 and "KeyError: 'ASCEND_HOME_PATH'" in without.stdout + without.stderr
+    checked(run(wheel + [str(tmp_path / "b")], cann_env(), timeout=300))
+    assert list((tmp_path / "b").glob("deepspeed-*.whl"))
+
+
+def test_get_accelerator_is_deepspeeds_npu_accelerator():
+    proc = checked(run([sys.executable, "-c", "from deepspeed.accelerator import get_accelerator as g; a = g(); "
+                        "print(type(a).__name__, a.device_name(), a.communication_backend_name(), a.device_count())"],
+                       cann_env(), timeout=300))
+    assert proc.stdout.split()[-4:] == ["NPU_Accelerator", "npu", "hccl", "8"]
+
+
+def launch(tmp_path, name, ranks, runs, **env):
+    out = str(tmp_path / name)
+    checked(run(RUNNER + ["--num_gpus", str(ranks), LOOP, "--out", out, *runs], cann_env(**env), timeout=900,
+                cwd=str(tmp_path)))
+    return [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(ranks)]
+
+
+def same_training(a, b):
+    assert a["losses"] == b["losses"]
+    assert a["params"] == b["params"]
+
+
+def test_zero_stages_on_two_ranks_train_as_on_the_cpu(tmp_path):
+    npu = launch(tmp_path, "npu", 2, MATRIX)
+    cpu = launch(tmp_path, "cpu", 2, MATRIX, DS_ACCELERATOR="cpu")
+    assert [(r["accelerator"], r["backend"], r["world_size"]) for r in npu] == [("npu", "hccl", 2)] * 2
+    assert [r["backend"] for r in cpu] == ["gloo", "gloo"]
+    for rank, (n, c) in enumerate(zip(npu, cpu, strict=True)):
+        for name in MATRIX:
+            assert n["runs"][name]["device"] == f"npu:{rank}"
+            same_training(n["runs"][name], c["runs"][name])
+        for name in ("zero1-fp32", "zero2-fp32", "zero3-fp32", "zero2-fp32-offload", "zero3-fp32-offload"):
+            same_training(n["runs"][name], n["runs"]["ddp"])  # ZeRO in fp32 is DDP's arithmetic
+        for name in MATRIX:
+            if "bf16" in name or "fp16" in name:
+                assert n["runs"][name]["losses"] != n["runs"]["ddp"]["losses"]
+                assert n["runs"][name]["losses"] == pytest.approx(n["runs"]["ddp"]["losses"], abs=2e-2)
+    assert npu[0]["runs"]["zero3-fp16"]["optimizer"] == "DeepSpeedZeroOptimizer_Stage3"
+    for name in MATRIX:
+        assert npu[0]["runs"][name]["params"] == npu[1]["runs"][name]["params"]
+
+
+def test_zero_stages_on_one_rank_train_as_on_the_cpu(tmp_path):
+    runs = ["zero1-fp32", "zero2-bf16", "zero3-fp16"]
+    [npu] = launch(tmp_path, "npu", 1, runs)
+    [cpu] = launch(tmp_path, "cpu", 1, runs, DS_ACCELERATOR="cpu")
+    assert npu["world_size"] == 1
+    for name in runs:
+        same_training(npu["runs"][name], cpu["runs"][name])
