@@ -51,10 +51,11 @@ def run(args, env, timeout=300, cwd=None):
 def client_env(**extra):
     """The environment for a third-party program run as a user would run it: this interpreter's
     scripts first on PATH (launchers such as accelerate-launch are looked up there), no vnpu settings
-    of the developer's, and no synced operator profile."""
+    of the developer's, no synced operator profile, one intra-op thread per process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_"))}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["VNPU_OPS_PROFILE"] = "none"
+    env.setdefault("OMP_NUM_THREADS", "1")  # several processes per test share 2 cores: no oversubscription
     env.update(extra)
     return env
 

@@ -272,6 +272,17 @@ at::Tensor block_of(const at::Tensor& t, int block, int64_t b) {
   return t.view(shape)[b];
 }
 
+// im2col of block `b` of the batch into `columns`.
+void block_im2col(const Geometry& g, const at::Tensor& input, const at::Tensor& offset, const at::Tensor& mask,
+                  int64_t b, at::Tensor& columns) {
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(input.scalar_type(), "deformable_im2col", [&] {
+    im2col<scalar_t>(g, block_of(input, g.block, b).const_data_ptr<scalar_t>(),
+                     block_of(offset, g.block, b).const_data_ptr<scalar_t>(),
+                     g.use_mask ? block_of(mask, g.block, b).const_data_ptr<scalar_t>() : nullptr,
+                     columns.data_ptr<scalar_t>());
+  });
+}
+
 }  // namespace
 
 at::Tensor deform_conv2d(const at::Tensor& input_, const at::Tensor& weight_, const at::Tensor& offset_,
@@ -299,12 +310,7 @@ at::Tensor deform_conv2d(const at::Tensor& input_, const at::Tensor& weight_, co
                                  input.options());
   const at::Tensor grouped_columns = columns.view({groups, columns.size(0) / groups, columns.size(1)});
   for (int64_t b = 0; b < blocks; ++b) {
-    AT_DISPATCH_FLOATING_TYPES_AND_HALF(input.scalar_type(), "deformable_im2col", [&] {
-      im2col<scalar_t>(g, block_of(input, g.block, b).const_data_ptr<scalar_t>(),
-                       block_of(offset, g.block, b).const_data_ptr<scalar_t>(),
-                       use_mask ? block_of(mask, g.block, b).const_data_ptr<scalar_t>() : nullptr,
-                       columns.data_ptr<scalar_t>());
-    });
+    block_im2col(g, input, offset, mask, b, columns);
     for (int64_t k = 0; k < groups; ++k) {
       out_buf[b][k].flatten(1).addmm_(grouped_weight[k].flatten(1), grouped_columns[k]);
     }
@@ -366,12 +372,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> deform_co
   const at::Tensor grouped_grad_weight =
       grad_weight.view({groups, out_channels / groups, weight.size(1), g.kernel_h, g.kernel_w});
   for (int64_t b = 0; b < blocks; ++b) {
-    AT_DISPATCH_FLOATING_TYPES_AND_HALF(input.scalar_type(), "deformable_im2col", [&] {
-      im2col<scalar_t>(g, block_of(input, g.block, b).const_data_ptr<scalar_t>(),
-                       block_of(offset, g.block, b).const_data_ptr<scalar_t>(),
-                       use_mask ? block_of(mask, g.block, b).const_data_ptr<scalar_t>() : nullptr,
-                       columns.data_ptr<scalar_t>());
-    });
+    block_im2col(g, input, offset, mask, b, columns);
     for (int64_t k = 0; k < groups; ++k) {
       grouped_grad_weight[k].flatten(1).addmm_(grad_buf[b][k].flatten(1), columns[k].transpose(1, 0));
     }
