@@ -40,3 +40,16 @@ def synced(tmp_path_factory):
         pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
     assert done.returncode == 0, done.stdout + done.stderr
     return env
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Each test compiles from scratch; compiled functions keep NPU graphs (and graph pools) alive in
+    Dynamo's caches, so they are dropped afterwards."""
+    import gc
+
+    torch._dynamo.reset()
+    gc.collect()
+    yield
+    torch._dynamo.reset()
+    gc.collect()

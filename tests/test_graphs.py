@@ -7,16 +7,6 @@ import torch.nn as nn
 import torch_npu
 
 
-@pytest.fixture
-def fresh_dynamo():
-    """Compiled functions keep their NPU graphs (and graph pools) alive in dynamo's caches."""
-    yield
-    torch._dynamo.reset()
-    import gc
-
-    gc.collect()
-
-
 def _capture(fn, *static_inputs, pool=None):
     g = torch.npu.NPUGraph()
     with torch.npu.graph(g, pool=pool):

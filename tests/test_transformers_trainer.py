@@ -2,7 +2,8 @@
 itself and trains a small Llama with the CPU run's losses in fp32 and bf16, with activation
 checkpointing and with SDPA; fp16 runs torch_npu's GradScaler; the flash_attention_2 npu path trains;
 `torchrun --nproc-per-node 2` gives DDP over hccl with the losses of two CPU processes; a run resumed
-from a checkpoint ends where an uninterrupted run ends."""
+from a checkpoint ends where an uninterrupted run ends; torch_compile=True (inductor) trains as compiled
+on the CPU."""
 import atexit
 import functools
 import json
@@ -49,8 +50,8 @@ def test_transformers_sees_torch_npu_and_trainer_picks_npu():
     assert proc.stdout.split() == ["True", "npu:0"]
 
 
-@pytest.mark.parametrize("options", [(), ("--bf16",), ("--gradient-checkpointing",), ("--attn", "sdpa")],
-                         ids=["fp32", "bf16", "activation_checkpointing", "sdpa"])
+@pytest.mark.parametrize("options", [(), ("--bf16",), ("--gradient-checkpointing",), ("--attn", "sdpa"), ("--compile",)],
+                         ids=["fp32", "bf16", "activation_checkpointing", "sdpa", "torch_compile"])
 def test_trainer_on_npu_trains_as_on_cpu(options):
     [npu] = trainer(*options)
     [cpu] = trainer(*options, "--cpu")

@@ -22,6 +22,37 @@ PATCHES = (
     ),
 )
 
+_INDUCTOR_CONFIG = "torch._inductor.config"
+PATCHES += (
+    Patch(
+        target="torch._dynamo.device_interface.device_interfaces['npu']",
+        module="torch._dynamo.device_interface",
+        why="Dynamo and inductor ask the device interface for streams, events and device properties of "
+            "the npu device; registered through register_interface_for_device, PyTorch's extension point.",
+        when="on import of torch._dynamo.device_interface",
+        apply="torch_npu._inductor.device_interface:register",
+    ),
+    Patch(
+        target=f"{_INDUCTOR_CONFIG}.npu_backend",
+        module=_INDUCTOR_CONFIG,
+        why="torch_npu adds the npu_backend option to inductor's config (also torch.compile(options="
+            "{'npu_backend': ...}) and TORCHINDUCTOR_NPU_BACKEND); inductor refuses options it does not know.",
+        when="on import of torch._inductor",
+        apply="torch_npu._inductor.config:add_npu_backend_option",
+    ),
+    Patch(
+        target="torch._inductor.compile_fx.compile_fx",
+        module="torch._inductor.compile_fx",
+        why="inductor compiles an npu graph as the CPU graph it computes (npu memory is host memory) and the "
+            "result runs on CPU aliases of the npu tensors, its buffers from the npu pools: npu gets exactly "
+            "the CPU's kernels, speed and results. compile_fx is inductor's entry point (torch.compile's "
+            "default backend calls it); the wrapper hands it the npu-aware per-graph compiler and leaves "
+            "graphs without npu tensors, and callers passing their own inner compiler, unchanged.",
+        when="on import of torch._inductor.compile_fx",
+        apply="torch_npu._inductor.host_compile:wrap_compile_fx",
+    ),
+)
+
 _LIGHTNING_ACCELERATOR_WHY = (
     "Lightning has no npu accelerator: Trainer(accelerator='npu') is refused. vnpu registers "
     "torch_npu.contrib.lightning's NPUAccelerator under 'npu' in Lightning's accelerator registry, "

@@ -138,6 +138,21 @@ def _with_defaults(schema_arguments, args, kwargs):
     return positional, keyword_only
 
 
+def _host_compiled_kernel(kernel, qualname):
+    """The operator's CPU kernel: torch.compile runs npu graphs as host code on CPU aliases of the npu
+    tensors (torch_npu._inductor.host_compile), where the operator computes as on npu. Anywhere else a
+    CPU tensor is a mistake, refused as torch_npu refuses it."""
+    from torch_npu import _C
+
+    def cpu_kernel(*args, **kwargs):
+        if not _C._in_host_compiled_region():
+            raise NotImplementedError(f"Could not run '{qualname}' with arguments from the 'CPU' backend: "
+                                      "torch_npu operators take npu tensors (move the inputs with .npu())")
+        return kernel(*args, **kwargs)
+
+    return cpu_kernel
+
+
 def _deprecated_torch_alias(name):
     def deprecated(*args, **kwargs):
         raise RuntimeError(f"torch.{name} is deprecated and will be removed in future version. "
@@ -184,6 +199,8 @@ def npu_op(schema, *, fake="composition", differentiable=False, backward=None, s
     def register(kernel):
         for device in devices:
             lib.impl(name, kernel, _DEVICE_KEYS[device])
+        if "cpu" not in devices:
+            lib.impl(name, _host_compiled_kernel(kernel, qualname), "CPU")
         if fake == "composition":
             torch.library.register_fake(qualname, lib=lib)(kernel)
         elif fake is not None:

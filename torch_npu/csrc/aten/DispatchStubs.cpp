@@ -9,6 +9,7 @@
 #endif
 #include "aten/TensorMapping.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
@@ -16,16 +17,23 @@
 namespace vnpu {
 namespace {
 
-// The choice depends on which inputs require grad, so the alias carries that flag too.
-at::Tensor alias_if_npu(const at::Tensor& t) {
+// The choice reads the inputs' metadata (shapes, strides, dtypes, which require grad), never their
+// values. npu tensors are read through CPU aliases. Fake tensors (torch.compile's tracing: the meta
+// kernel of _fused_sdp_choice calls this stub) have no memory; they are described by meta tensors
+// made without the dispatcher, which a fake-tensor mode would otherwise intercept.
+at::Tensor for_choice(const at::Tensor& t) {
   if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) {
     return t;
   }
-  at::Tensor alias = make_cpu_alias(t, /*owning=*/false);
+  const auto* impl = t.unsafeGetTensorImpl();
+  at::Tensor view = impl->has_storage() && impl->storage().device_type() == c10::DeviceType::PrivateUse1
+                        ? make_cpu_alias(t, /*owning=*/false)
+                        : at::Tensor(at::detail::empty_strided_symint_meta(t.sym_sizes(), t.sym_strides(),
+                                                                           t.scalar_type()));
   if (t.requires_grad()) {
-    alias.set_requires_grad(true);
+    view.set_requires_grad(true);
   }
-  return alias;
+  return view;
 }
 
 int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
@@ -33,11 +41,11 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
                          std::optional<double> scale, bool enable_gqa) {
   std::optional<at::Tensor> mask;
   if (attn_mask.has_value()) {
-    mask = alias_if_npu(*attn_mask);
+    mask = for_choice(*attn_mask);
   }
-  // The operator's CPU kernel is the CPU's implementation of this stub.
-  return at::_fused_sdp_choice(alias_if_npu(query), alias_if_npu(key), alias_if_npu(value), mask, dropout_p,
-                               is_causal, scale, enable_gqa);
+  // The CPU's implementation of this stub, called directly: no dispatch, no fake-tensor mode.
+  return at::native::_fused_sdp_choice_stub(c10::DeviceType::CPU, for_choice(query), for_choice(key),
+                                            for_choice(value), mask, dropout_p, is_causal, scale, enable_gqa);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "aten/HostSync.h"
 #include "aten/Redirect.h"
 #include "aten/TensorMapping.h"
+#include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
 
@@ -127,10 +128,104 @@ void GraphRecording::before(const c10::OperatorHandle& op, const OpFacts& facts,
   }
 }
 
-void GraphRecording::after(const OpCall& call) {
-  if (records_here()) {
-    records_.push_back(Record{call.op, &call.facts, call.inputs, call.outputs});
+namespace {
+
+// The operator's out= overload when it takes exactly the functional arguments followed by one out
+// argument per (tensor) result: replaying it writes straight into the captured results.
+std::optional<c10::OperatorHandle> out_overload(const c10::OperatorHandle& op) {
+  const auto& schema = op.schema();
+  if (schema.overload_name() == "out" || schema.returns().empty() || schema.is_mutable()) {
+    return std::nullopt;
   }
+  auto out = c10::Dispatcher::singleton().findOp({schema.name(), "out"});
+  if (!out.has_value()) {
+    return std::nullopt;
+  }
+  const auto& out_schema = out->schema();
+  const size_t n = schema.arguments().size();
+  if (out_schema.arguments().size() != n + schema.returns().size()) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (out_schema.arguments()[i].name() != schema.arguments()[i].name()) {
+      return std::nullopt;
+    }
+  }
+  for (size_t i = n; i < out_schema.arguments().size(); ++i) {
+    if (!out_schema.arguments()[i].is_out()) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// The captured npu tensors still have the memory and shape their prepared CPU aliases see (a module
+// moved away and back gets new memory; replay then maps the arguments again).
+bool still_in_place(const std::vector<c10::IValue>& inputs, const std::vector<c10::IValue>& cpu_stack) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].isTensor()) {
+      continue;
+    }
+    const auto& npu = inputs[i].toTensor();
+    if (!npu.defined() || npu.device().type() != kNpu) {
+      continue;
+    }
+    const auto& cpu = cpu_stack[i].toTensor();
+    if (npu.data_ptr() != cpu.data_ptr() || npu.sizes() != cpu.sizes() || npu.strides() != cpu.strides()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool plain_tensors(const std::vector<c10::IValue>& values) {
+  return std::all_of(values.begin(), values.end(), [](const c10::IValue& v) {
+    return v.isTensor() && v.toTensor().defined() && v.toTensor().is_contiguous();
+  });
+}
+
+}  // namespace
+
+void GraphRecording::after(const OpCall& call) {
+  if (!records_here()) {
+    return;
+  }
+  Record record{call.op, &call.facts, &call.facts, call.inputs, call.outputs, {}, {}, {}, call.device};
+  if (plain_tensors(call.outputs)) {
+    if (auto out = out_overload(call.op)) {
+      record.op = *out;
+      record.facts = &op_facts_of(out->schema());
+      record.inputs.insert(record.inputs.end(), call.outputs.begin(), call.outputs.end());
+    }
+  }
+  prepare_direct_replay(record);
+  records_.push_back(std::move(record));
+}
+
+void GraphRecording::prepare_direct_replay(Record& record) {
+  if (!record.facts->generator_args.empty() || record.facts->layout_arg >= 0) {
+    return;
+  }
+  std::vector<c10::IValue> stack;
+  stack.reserve(record.inputs.size());
+  for (const auto& value : record.inputs) {
+    if (value.isTensor()) {
+      const auto& t = value.toTensor();
+      if (t.defined() && t.device().type() == kNpu) {
+        if (t.layout() != c10::kStrided || t._is_zerotensor()) {
+          return;
+        }
+        stack.emplace_back(make_cpu_alias(t, /*owning=*/false));  // record.inputs keeps the npu tensor
+      } else {
+        stack.push_back(value);
+      }
+    } else if (value.isTensorList() || value.isList() || value.isDevice()) {
+      return;  // the redirect maps these
+    } else {
+      stack.push_back(value);
+    }
+  }
+  record.cpu_stack = std::move(stack);
 }
 
 void GraphRecording::replay() {
@@ -138,9 +233,25 @@ void GraphRecording::replay() {
   const bool previous = tl_replaying;
   tl_replaying = true;
   try {
+    constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
     for (const auto& record : records_) {
+      if (record.host_kernel) {
+        record.host_kernel();
+        continue;
+      }
+      if (!record.cpu_stack.empty() && still_in_place(record.inputs, record.cpu_stack)) {
+        torch::jit::Stack stack(record.cpu_stack.begin(), record.cpu_stack.end());
+        {
+          DevicePoolScope pools(record.device);
+          record.op->redispatchBoxed(kCpuKeys, &stack);
+        }
+        for (size_t i = 0; i < std::min(stack.size(), record.outputs.size()); ++i) {
+          copy_into(record.outputs[i], stack[i]);
+        }
+        continue;
+      }
       torch::jit::Stack stack(record.inputs.begin(), record.inputs.end());
-      run_redirect(*record.facts, record.op, &stack);
+      run_redirect(*record.facts, *record.op, &stack);
       for (size_t i = 0; i < std::min(stack.size(), record.outputs.size()); ++i) {
         copy_into(record.outputs[i], stack[i]);
       }
@@ -163,9 +274,10 @@ std::vector<std::string> GraphRecording::describe() const {
   std::vector<std::string> lines;
   for (size_t i = 0; i < records_.size(); ++i) {
     std::ostringstream os;
-    os << i << " " << records_[i].facts->name << "(";
+    os << i << " " << name_of(records_[i]) << "(";
     const auto& args = records_[i].inputs;
-    for (size_t a = 0; a < args.size(); ++a) {
+    const size_t shown = records_[i].issued != nullptr ? records_[i].issued->arg_names.size() : 0;
+    for (size_t a = 0; a < shown && a < args.size(); ++a) {
       os << (a ? ", " : "") << records_[i].facts->arg_names[a] << "=" << describe_value(args[a]);
     }
     os << ")";
@@ -177,8 +289,8 @@ std::vector<std::string> GraphRecording::describe() const {
 std::vector<size_t> GraphRecording::records_of(const std::string& op_name) const {
   std::vector<size_t> out;
   for (size_t i = 0; i < records_.size(); ++i) {
-    const auto& name = records_[i].facts->name;
-    if (name == op_name || records_[i].op.schema().name() == op_name) {
+    if (name_of(records_[i]) == op_name ||
+        (records_[i].issued != nullptr && records_[i].op && records_[i].op->schema().name() == op_name)) {
       out.push_back(i);
     }
   }
@@ -188,9 +300,14 @@ std::vector<size_t> GraphRecording::records_of(const std::string& op_name) const
 void GraphRecording::update_argument(size_t record, const std::string& name, const c10::IValue& value) {
   TORCH_CHECK(record < records_.size(), "NPUGraph.update: operator ", record, " was not captured");
   auto& r = records_[record];
+  TORCH_CHECK(r.facts != nullptr, "NPUGraph.update: captured task ", record, " is a host kernel (", r.host_name,
+              "), which has no arguments to update");
   for (size_t i = 0; i < r.facts->arg_names.size(); ++i) {
     if (r.facts->arg_names[i] == name) {
       r.inputs[i] = value;
+      if (i < r.cpu_stack.size()) {
+        r.cpu_stack[i] = value;
+      }
       return;
     }
   }
@@ -204,6 +321,36 @@ void GraphRecording::splice(size_t start, size_t end, const GraphRecording& repl
               " operators but the update issued ", replacement.records_.size());
   std::copy(replacement.records_.begin(), replacement.records_.end(),
             records_.begin() + static_cast<std::ptrdiff_t>(start));
+}
+
+bool GraphRecording::add_host_kernel(const std::string& name, std::function<void()> kernel) {
+  if (!records_here()) {
+    return false;
+  }
+  Record record;
+  record.host_name = name;
+  record.host_kernel = std::move(kernel);
+  records_.push_back(std::move(record));
+  return true;
+}
+
+bool record_host_kernel(const std::string& name, std::function<void()> kernel) {
+  std::vector<std::shared_ptr<GraphRecording>> graphs;
+  {
+    auto& a = active();
+    std::lock_guard<std::mutex> guard(a.mu);
+    for (const auto& weak : a.graphs) {
+      if (auto g = weak.lock()) {
+        graphs.push_back(std::move(g));
+      }
+    }
+  }
+  for (const auto& g : graphs) {
+    if (g->add_host_kernel(name, kernel)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool current_stream_capturing() {

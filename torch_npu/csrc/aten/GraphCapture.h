@@ -5,13 +5,18 @@
 // Capture executes the operators too (their results are valid afterwards, like a first replay).
 // Operations that need the host to read device memory (.item(), copies to the CPU, nonzero...)
 // are refused while capturing, as on Ascend.
+//
+// Kernels that do not go through the dispatcher (inductor's compiled C++ kernels) join the graph
+// as host kernels: record_host_kernel() appends one in issue order, and replay calls it again.
 #pragma once
 
 #include "aten/OpHooks.h"
 
 #include <c10/core/Stream.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,15 +47,28 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
 
   void before(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& inputs) override;
   void after(const OpCall& call) override;
+  // Appends a host kernel when this graph captures the current stream of this thread.
+  bool add_host_kernel(const std::string& name, std::function<void()> kernel);
 
  private:
   struct Record {
-    c10::OperatorHandle op;
-    const OpFacts* facts;
+    std::optional<c10::OperatorHandle> op;  // unset for a host kernel
+    const OpFacts* facts = nullptr;          // what replay runs (an out= overload writes in place)
+    const OpFacts* issued = nullptr;         // the operator as it was issued
     std::vector<c10::IValue> inputs;
     std::vector<c10::IValue> outputs;
+    std::string host_name;
+    std::function<void()> host_kernel;
+    // The CPU kernel's arguments over the captured tensors' memory, prepared once: replay calls the
+    // kernel on them directly (operators that draw random numbers go through the redirect instead).
+    std::vector<c10::IValue> cpu_stack;
+    c10::DeviceIndex device = -1;
   };
+  static void prepare_direct_replay(Record& record);
   bool records_here() const;
+  const std::string& name_of(const Record& r) const {
+    return r.issued != nullptr ? r.issued->name : r.host_name;
+  }
 
   std::vector<Record> records_;
   bool capturing_ = false;
@@ -60,5 +78,9 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
 
 // True when the current stream of the current thread is capturing a graph.
 bool current_stream_capturing();
+
+// Adds a kernel that runs on the host (and again at each replay) to the graph capturing the current
+// stream; false when no graph captures it (the caller just runs the kernel).
+bool record_host_kernel(const std::string& name, std::function<void()> kernel);
 
 }  // namespace vnpu

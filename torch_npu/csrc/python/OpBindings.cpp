@@ -13,9 +13,11 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/Options.h"
 #include "runtime/Stream.h"
+#include "compile/HostCompiledCall.h"
 #include "vision/VisionKernels.h"
 
 #include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <memory>
@@ -173,7 +175,87 @@ void bind_ops(py::module& m) {
       .def("update_float", [](GraphRecording& g, size_t record, const std::string& name, double value) {
         g.update_argument(record, name, value);
       });
+  m.def(
+      "_run_on_host",
+      [](py::function fn, py::list inputs, int device, const std::vector<bool>& npu_results) {
+        HostCompiledCall call(static_cast<c10::DeviceIndex>(device));
+        py::list boxed;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          PyObject* item = inputs[i].ptr();
+          if (THPVariable_Check(item)) {
+            boxed.append(py::reinterpret_steal<py::object>(
+                THPVariable_Wrap(call.input(THPVariable_Unpack(item), static_cast<int>(i)))));
+          } else {
+            boxed.append(inputs[i]);
+          }
+        }
+        py::object out;
+        {
+          HostCompiledCall::Running running(call.device());
+          out = fn(boxed);
+        }
+        call.finish_inputs(inputs.size());
+        py::list results;
+        size_t i = 0;
+        for (const auto& item : out) {
+          if (i < npu_results.size() && npu_results[i] && THPVariable_Check(item.ptr())) {
+            results.append(
+                py::reinterpret_steal<py::object>(THPVariable_Wrap(call.result(THPVariable_Unpack(item.ptr())))));
+          } else {
+            results.append(item);
+          }
+          ++i;
+        }
+        return results;
+      },
+      "Runs host-compiled code for an npu graph: fn(boxed CPU aliases) under the device's memory pools; "
+      "results flagged in npu_results come back as npu tensors");
+  m.def("_in_host_compiled_region", &HostCompiledRegion::active);
+  m.def(
+      "_graph_input_key",
+      [](py::list inputs, const std::vector<bool>& is_static) {
+        // What decides whether a captured NPU graph can serve a call: the layout of every tensor input,
+        // and the memory of the static ones (a graph reads those where they are).
+        std::vector<int64_t> key;
+        key.reserve(inputs.size() * 8);
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          PyObject* item = inputs[i].ptr();
+          if (THPVariable_Check(item)) {
+            const at::Tensor& t = THPVariable_Unpack(item);
+            key.push_back(t.dim());
+            key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+            key.insert(key.end(), t.strides().begin(), t.strides().end());
+            key.push_back(static_cast<int64_t>(t.scalar_type()));
+            key.push_back(static_cast<int64_t>(t.device().type()) * 1024 + t.device().index());
+            key.push_back(i < is_static.size() && is_static[i] ? reinterpret_cast<int64_t>(t.data_ptr()) : 0);
+          } else if (PyLong_Check(item)) {
+            key.push_back(-1);
+            key.push_back(PyLong_AsLongLong(item));
+          } else {
+            key.push_back(-2);
+            key.push_back(static_cast<int64_t>(PyObject_Hash(item)));
+          }
+        }
+        return py::bytes(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(int64_t));
+      },
+      "A bytes key of the inputs' layouts (and the static inputs' memory) for NPU graph replay");
   m.def("_current_stream_capturing", &current_stream_capturing);
+  m.def(
+      "_graph_record_host_kernel",
+      [](const std::string& name, py::object kernel) {
+        // The graph may outlive this call and is replayed without the GIL: hold the callable
+        // through a deleter that takes the GIL, and take it to call.
+        std::shared_ptr<py::object> held(new py::object(std::move(kernel)), [](py::object* o) {
+          py::gil_scoped_acquire gil;
+          delete o;
+        });
+        return record_host_kernel(name, [held] {
+          py::gil_scoped_acquire gil;
+          (*held)();
+        });
+      },
+      "Adds a host kernel (a Python callable) to the NPU graph capturing the current stream; False if none "
+      "captures it");
   m.def("_set_sync_debug_mode", &set_sync_debug_mode);
   m.def("_get_sync_debug_mode", &sync_debug_mode);
 

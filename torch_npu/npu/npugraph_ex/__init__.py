@@ -1,9 +1,11 @@
-"""npugraph_ex: run torch.compile graphs as NPU graphs (capture once, replay afterwards).
+"""npugraph_ex: run torch.compile graphs as NPU graphs (warm up, capture, replay).
 
+    model = torch.compile(model, backend="npugraph_ex", options={...})
     model = torch.compile(model, backend=torch_npu.npu.npugraph_ex.compile_fx)
 
-Inputs must not require grad (inference); otherwise the FX graph runs eagerly. Replays write into
-the captured outputs, so a result is valid until the next call (as with CUDA graph trees).
+Inference only, as on Ascend: a call that needs gradients runs the FX graph without capture. Replays
+write into the captured outputs, so a result is valid until the next call (as with CUDA graph
+trees); each new input shape is captured once.
 """
 import torch
 
@@ -33,30 +35,99 @@ def _apply_replacements(gm):
     return gm
 
 
-def compile_fx(gm, example_inputs=None, options=None):
-    """A torch.compile backend that captures the FX graph in an NPU graph on its first call."""
-    from torch_npu.npu.graphs import NPUGraph, graph
+# torch.compile(backend="npugraph_ex", options={...}): torch_npu's option names. The honoured ones act
+# as on Ascend; the others select Ascend kernel-build or memory-pool behaviour with no effect here.
+OPTIONS = {
+    "force_eager": "honoured: run the FX graph without capture",
+    "clone_input": "honoured: False captures the caller's input tensors themselves (no input copies)",
+    "clone_output": "honoured: True returns copies of the graph's outputs",
+    "graph_dump_type": "honoured: 'txt' or 'py' writes the FX graph's code before capture",
+    "graph_dump_path": "honoured: the folder graph_dump_type writes to (default: the working directory)",
+    "pattern_fusion_pass": "honoured: False skips the register_replacement rewrites",
+    "remove_noop_ops": "honoured: True removes no-op operators (views of the same shape, x + 0...)",
+    "post_grad_custom_pre_pass": "honoured: a function applied to the FX graph before the rewrites",
+    "post_grad_custom_post_pass": "honoured: a function applied to the FX graph after the rewrites",
+    "capture_limit": "honoured: at most this many input shapes are captured; others run without capture",
+    "frozen_parameter": "honoured: parameters are static inputs (always so on vnpu)",
+    "use_graph_pool": "accepted: graphs share the device's graph memory pool",
+    "reuse_graph_pool_in_same_fx": "accepted: memory-pool reuse inside one graph",
+    "static_kernel_compile": "accepted: static-shape aclnn kernel builds (no kernels are built on vnpu)",
+    "inplace_pass": "accepted: the re-inplacing pass of the Ascend compiler",
+    "input_inplace_pass": "accepted: re-inplacing of mutated inputs",
+}
 
-    if isinstance(gm, torch.fx.GraphModule) and _replacements:
-        gm = _apply_replacements(gm)
-    state = {}
+
+def _check_options(options):
+    options = dict(options or {})
+    for name in options:
+        if name not in OPTIONS:
+            raise ValueError(f"Invalid option '{name}', allowed options: {sorted(OPTIONS)}")
+    dump = options.get("graph_dump_type")
+    if dump is not None and dump not in ("txt", "py"):
+        raise ValueError(f"'{dump}' not in optional list ['txt', 'py'] (option graph_dump_type)")
+    limit = options.get("capture_limit")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"option capture_limit must be a positive integer, got {limit!r}")
+    return options
+
+
+def _dump(gm, options):
+    import os
+
+    folder = options.get("graph_dump_path") or os.getcwd()
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"npugraph_ex_graph_{id(gm):x}.{options['graph_dump_type']}")
+    with open(path, "w") as f:
+        f.write(gm.code if options["graph_dump_type"] == "py" else str(gm.graph))
+
+
+def _remove_noop_ops(gm):
+    from torch._inductor.fx_passes.post_grad import remove_noop_ops
+
+    remove_noop_ops(gm.graph)
+    gm.recompile()
+
+
+def _is_static(x):
+    return isinstance(x, torch.nn.Parameter) or getattr(x, "_dynamo_static_input_type", None) is not None
+
+
+def compile_fx(gm, example_inputs=None, options=None):
+    """A torch.compile backend that captures the FX graph in an NPU graph and replays it (inference:
+    a call that needs gradients runs the graph without capture)."""
+    from torch_npu._inductor.graph_runner import NpuGraphRunner
+
+    options = _check_options(options)
+    if isinstance(gm, torch.fx.GraphModule):
+        if options.get("post_grad_custom_pre_pass"):
+            options["post_grad_custom_pre_pass"](gm.graph)
+        if options.get("remove_noop_ops"):
+            _remove_noop_ops(gm)
+        if _replacements and options.get("pattern_fusion_pass", True):
+            gm = _apply_replacements(gm)
+        if options.get("post_grad_custom_post_pass"):
+            options["post_grad_custom_post_pass"](gm.graph)
+        gm.recompile()
+        if options.get("graph_dump_type"):
+            _dump(gm, options)
+    if options.get("force_eager"):
+        return gm
+    inputs = list(example_inputs or ())
+    static = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)
+              and (_is_static(x) or options.get("clone_input", True) is False)]
+    devices = [x.device.index for x in inputs if isinstance(x, torch.Tensor) and x.device.type == "npu"]
+    runner = NpuGraphRunner(lambda args: gm(*args), static, device_index=devices[0] if devices else 0,
+                            name="npugraph_ex graph", max_recordings=options.get("capture_limit"))
+    parameters = list(gm.parameters()) if isinstance(gm, torch.nn.Module) else []
 
     def run(*args):
-        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) or torch.is_grad_enabled() and \
-                any(p.requires_grad for p in getattr(gm, "parameters", lambda: [])()):
+        if torch.is_grad_enabled() and (any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+                                        or any(p.requires_grad for p in parameters)):
             return gm(*args)
-        if "graph" not in state:
-            eager = gm(*args)  # warm-up, and the first result
-            static_inputs = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-            npu_graph = NPUGraph()
-            with graph(npu_graph):
-                static_outputs = gm(*static_inputs)
-            state.update(graph=npu_graph, inputs=static_inputs, outputs=static_outputs)
-            return eager
-        for static, new in zip(state["inputs"], args):
-            if isinstance(static, torch.Tensor):
-                static.copy_(new)
-        state["graph"].replay()
-        return state["outputs"]
+        out = runner(list(args))
+        if options.get("clone_output"):
+            out = type(out)(o.clone() if isinstance(o, torch.Tensor) else o for o in out) \
+                if isinstance(out, (list, tuple)) else out.clone()
+        return out
 
     return run

@@ -1,0 +1,144 @@
+"""torch.compile with NPU graph replay: mode="reduce-overhead" (inductor's code replayed), backend="npugraphs"
+(the ATen graphs captured and replayed) and backend="npugraph_ex" (torch_npu's replay backend with its
+options) — warm-up, capture, replay with CUDA graph trees' rules."""
+import gc
+
+import pytest
+import torch
+import torch.nn as nn
+
+from compile_models import MLP, train
+from torch_npu._inductor.graph_runner import NpuGraphRunner
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def runners(prefix=""):
+    """The graph runners alive (of this test: the names say which backend made them)."""
+    found = []
+    for obj in gc.get_objects():
+        try:
+            if type(obj) is NpuGraphRunner and obj.name.startswith(prefix):
+                found.append(obj)
+        except ReferenceError:
+            pass
+    return found
+
+
+def model_and_input():
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(16, 16), nn.LayerNorm(16), nn.GELU()]
+    return nn.Sequential(*layers).npu().eval(), torch.randn(4, 16, device="npu")
+
+
+@pytest.mark.parametrize("kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"},
+                                    {"backend": "npugraph_ex"}], ids=["reduce-overhead", "npugraphs", "npugraph_ex"])
+def test_inference_warms_up_captures_then_replays(kwargs):
+    model, x = model_and_input()
+    compiled = torch.compile(model, **kwargs)
+    with torch.no_grad():
+        expected = model(x)
+        first = compiled(x)  # warm-up
+        second = compiled(x).clone()  # capture (the graph's output buffer: the next replay overwrites it)
+        (runner,) = [r for r in runners("inductor" if "mode" in kwargs else kwargs["backend"]) if r.recordings]
+        recording = next(iter(runner.recordings.values()))
+        new_x = torch.randn(4, 16, device="npu")
+        third = compiled(new_x)  # replay
+    torch.testing.assert_close(first, expected)
+    torch.testing.assert_close(second, expected)
+    torch.testing.assert_close(third, model(new_x))
+    assert third.data_ptr() == recording.outputs[0].data_ptr()  # the graph's output buffer
+    assert recording.graph._recording.size() > 0
+
+
+def test_replay_overwrites_the_previous_output_as_cuda_graphs_do():
+    model, x = model_and_input()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(2):
+            compiled(x)
+        a = compiled(x)
+        kept = a.clone()
+        b = compiled(x + 1)
+    assert a.data_ptr() == b.data_ptr() and torch.equal(a, b) and not torch.equal(a, kept)
+
+
+def test_each_new_shape_is_captured_once():
+    model, _ = model_and_input()
+    compiled = torch.compile(model, backend="npugraphs", dynamic=False)
+    with torch.no_grad():
+        for batch in (2, 3, 2, 3, 2, 3):
+            x = torch.randn(batch, 16, device="npu")
+            torch.testing.assert_close(compiled(x), model(x))
+    recorded = sum(len(r.recordings) for r in runners("npugraphs"))
+    assert recorded == 2
+
+
+@pytest.mark.parametrize("kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}],
+                         ids=["reduce-overhead", "npugraphs"])
+def test_training_replays_forward_and_backward(kwargs):
+    compiled = train(MLP, "npu", compile_kwargs=kwargs, steps=5)
+    eager = train(MLP, "npu", steps=5)
+    assert compiled[0] == pytest.approx(eager[0], rel=1e-4, abs=1e-4)
+    for a, b in zip(compiled[1], eager[1], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    prefix = "inductor" if "mode" in kwargs else "npugraphs"
+    kinds = sorted(r.name.split()[-2] for r in runners(prefix) if r.recordings)
+    assert kinds == ["backward", "forward"]
+
+
+def test_a_graph_that_cannot_be_captured_runs_without_one_and_says_why():
+    def f(x):
+        return torch.nonzero(x > 0)  # an output whose size the host must read: refused while capturing
+
+    x = torch.tensor([1.0, -1.0, 2.0], device="npu")
+    counters = torch._dynamo.utils.counters
+    before = counters["inductor"]["cudagraph_skips"]
+    existing = {id(r) for r in runners()}
+    compiled = torch.compile(f, backend="npugraphs")
+    with torch.no_grad(), torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):  # nonzero in the graph
+        for _ in range(3):
+            assert compiled(x).flatten().tolist() == [0, 2]
+    (runner,) = [r for r in runners("npugraphs") if id(r) not in existing]
+    assert "not permitted when stream is capturing" in runner.skip_reason and not runner.recordings
+    assert counters["inductor"]["cudagraph_skips"] == before + 1
+
+
+def test_inputs_on_the_cpu_are_not_captured():
+    counters = torch._dynamo.utils.counters
+    before = counters["inductor"]["cudagraph_skips"]
+    compiled = torch.compile(lambda a, b: a + b.to("npu"), backend="npugraphs")
+    a, b = torch.ones(3, device="npu"), torch.ones(3)
+    with torch.no_grad():
+        for _ in range(3):
+            assert compiled(a, b).tolist() == [2.0, 2.0, 2.0]
+    assert counters["inductor"]["cudagraph_skips"] > before
+
+
+def test_npugraph_ex_options():
+    model, x = model_and_input()
+    with torch.no_grad():
+        for options in ({"clone_output": True}, {"force_eager": True}, {"capture_limit": 1},
+                        {"clone_input": False}, {"remove_noop_ops": True}):
+            torch._dynamo.reset()
+            compiled = torch.compile(model, backend="npugraph_ex", options=options)
+            outs = [compiled(x) for _ in range(3)]
+            for out in outs:
+                torch.testing.assert_close(out, model(x))
+            if options.get("clone_output"):
+                assert outs[1].data_ptr() != outs[2].data_ptr()
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="Invalid option 'unknown', allowed options: \\['capture_limit'"):
+            torch.compile(model, backend="npugraph_ex", options={"unknown": 1})(x)
+
+
+def test_npugraph_ex_graph_dump(tmp_path):
+    model, x = model_and_input()
+    compiled = torch.compile(model, backend="npugraph_ex",
+                             options={"graph_dump_type": "py", "graph_dump_path": str(tmp_path)})
+    with torch.no_grad():
+        compiled(x)
+    (dump,) = list(tmp_path.iterdir())
+    assert dump.suffix == ".py" and "def forward" in dump.read_text()

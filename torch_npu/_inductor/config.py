@@ -1,0 +1,30 @@
+"""Inductor settings for npu graphs (applied when torch._inductor.config is imported).
+
+* `npu_backend`: torch_npu's choice of kernel generator — "default" (Triton-Ascend), "mlir", "dvm",
+  "ascendc" — as `torch._inductor.config.npu_backend`, `torch.compile(options={"npu_backend": ...})` or
+  `TORCHINDUCTOR_NPU_BACKEND` (read when inductor is imported). On vnpu every choice compiles the
+  same host C++ kernels; the value is validated so that programs written for Ascend run unchanged.
+"""
+import os
+
+NPU_BACKENDS = ("default", "mlir", "dvm", "ascendc")
+_ENV = "TORCHINDUCTOR_NPU_BACKEND"
+
+
+def check_npu_backend(value):
+    if value not in NPU_BACKENDS:
+        source = f" ({_ENV}={os.environ[_ENV]!r})" if os.environ.get(_ENV) == value else ""
+        raise ValueError(f"npu_backend must be one of {', '.join(map(repr, NPU_BACKENDS))}, got {value!r}{source}")
+    return value
+
+
+def add_npu_backend_option():
+    from torch._inductor import config
+    from torch.utils._config_module import _Config, _ConfigEntry
+
+    if "npu_backend" in config._config:
+        return False
+    config._config["npu_backend"] = _ConfigEntry(_Config(default=os.environ.get(_ENV, "default")), "npu_backend")
+    config._get_dict_dirty_keys_var.set(None)
+    config._hash_dirty_var.set(True)
+    return True

@@ -1,0 +1,112 @@
+"""NPU graph replay for compiled functions: CUDA graph trees' rules on npu.
+
+A compiled function (inductor's output, or an FX graph) runs normally the first time for each input
+shape (warm-up), is captured into an NPU graph the second time, and is replayed afterwards:
+
+* static inputs (parameters, buffers, the saved tensors a backward graph reads) are used where they
+  are; a change of their memory makes a new graph be captured;
+* other tensor inputs are copied into the graph's own input buffers before each replay;
+* outputs are the graph's output buffers: the next replay overwrites them, as CUDA graphs do;
+* a new input shape gets its own graph; all graphs of a device share one memory pool;
+* a function that cannot be captured (host synchronisation, CPU tensors, inputs it mutates) runs
+  without a graph from then on, and the skip is reported the way inductor reports cudagraph skips.
+
+Code that does not go through the dispatcher (inductor's compiled host code, `host_kernel=True`)
+joins the graph as one host kernel: the replay runs it again on the graph's input buffers and writes
+its results into the graph's output buffers.
+"""
+import functools
+
+import torch
+
+from torch_npu import _C
+from torch_npu.npu.graphs import NPUGraph, graph, graph_pool_handle
+
+_pools = {}
+
+
+def _pool(device_index):
+    if device_index not in _pools:
+        _pools[device_index] = graph_pool_handle()
+    return _pools[device_index]
+
+
+def report_skip(reason):
+    from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
+
+    log_cudagraph_skip_and_bump_counter(f"skipping npugraphs due to {reason}")
+
+
+class _Recording:
+    def __init__(self, npu_graph, inputs, outputs):
+        self.graph = npu_graph
+        self.inputs = inputs
+        self.outputs = outputs
+
+
+class NpuGraphRunner:
+    """Calls `fn` (boxed: it takes a list of inputs) through NPU graph capture and replay."""
+
+    def __init__(self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None,
+                 host_kernel=False):
+        self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
+        self.fn = fn
+        self.host_kernel = host_kernel
+        self.max_recordings = max_recordings
+        self.static = frozenset(static_input_idxs)
+        self.static_mask = []
+        self.device_index = device_index
+        self.name = name
+        self.recordings = {}
+        self.warmed_up = set()
+        self.skip_reason = None
+
+    def __call__(self, args):
+        inputs = list(args)
+        args.clear()
+        if self.skip_reason is not None:
+            return self.fn(inputs)
+        if len(self.static_mask) != len(inputs):
+            self.static_mask = [i in self.static for i in range(len(inputs))]
+        key = _C._graph_input_key(inputs, self.static_mask)  # static inputs that moved make a new key
+        recording = self.recordings.get(key)
+        if recording is not None:
+            return self._replay(recording, inputs)
+        if key not in self.warmed_up:
+            self.warmed_up.add(key)
+            return self.fn(inputs)
+        if self.max_recordings is not None and key not in self.recordings \
+                and len(self.recordings) >= self.max_recordings:
+            return self.fn(inputs)  # beyond the capture limit: these shapes run without a graph
+        return self._record(key, inputs)
+
+    def _replay(self, recording, inputs):
+        for i, (buffer, value) in enumerate(zip(recording.inputs, inputs)):
+            if i not in self.static and isinstance(value, torch.Tensor) and buffer.data_ptr() != value.data_ptr():
+                buffer.copy_(value)
+        recording.graph.replay()
+        return recording.outputs
+
+    def _record(self, key, inputs):
+        buffers = [x.clone() if isinstance(x, torch.Tensor) and i not in self.static else x
+                   for i, x in enumerate(inputs)]
+        npu_graph = NPUGraph()
+        try:
+            with torch.npu.device(self.device_index), graph(npu_graph, pool=_pool(self.device_index)):
+                outputs = self.fn(list(buffers))
+                if self.host_kernel:
+                    # the kernel must not hold the runner: the graph (owned by the runner) holds the kernel
+                    _C._graph_record_host_kernel(self.name, functools.partial(_rerun, self.fn, buffers, outputs))
+        except RuntimeError as e:
+            self.skip_reason = str(e).splitlines()[0]
+            report_skip(f"{self.name} cannot be captured: {self.skip_reason}")
+            return self.fn(inputs)
+        self.recordings[key] = _Recording(npu_graph, buffers, outputs)
+        return outputs
+
+
+def _rerun(fn, buffers, outputs):
+    """The host kernel of a graph: the code again, on the graph's input buffers, into its output buffers."""
+    for static, fresh in zip(outputs, fn(list(buffers))):
+        if isinstance(static, torch.Tensor) and static.data_ptr() != fresh.data_ptr():
+            static.copy_(fresh)

@@ -1,0 +1,166 @@
+"""Inductor for npu graphs: compiled as the CPU graph they compute, run on npu memory.
+
+torch_npu's inductor backend lowers npu graphs for the card and generates Triton-Ascend kernels. vnpu's
+chip is the host CPU and npu memory is host memory, so the kernels that compute an npu graph fastest
+are the ones inductor generates for the same graph on the CPU. For each graph AOT autograd hands to
+inductor (forward, backward, inference), `host_inner_compile`:
+
+1. rewrites the graph's npu devices to the CPU and presents CPU fake tensors of the same sizes,
+   strides and dtypes to inductor, which lowers, fuses and generates C++/OpenMP code exactly as for
+   a CPU graph (including inductor's CPU-only choices: two-pass variance, mkldnn paths, ...);
+2. runs the compiled code on CPU aliases of the npu inputs (no copies), with every buffer it
+   allocates taken from the npu device's pools (torch.npu.memory_*, capacity, OOM and the profiler
+   see them), and turns the results back into npu tensors (views of inputs stay views);
+3. with mode="reduce-overhead", replays it through an NPU graph (graph_runner.NpuGraphRunner).
+
+Compiled npu code therefore computes exactly what compiled CPU code computes. What differs from the
+card: random numbers drawn inside compiled graphs come from inductor's CPU seeds (as on the CPU).
+"""
+import contextlib
+import functools
+
+import torch
+
+from torch_npu import _C
+
+
+def _npu_index(device):
+    return torch.npu.current_device() if device.index is None else device.index
+
+
+def _npu_devices(gm, example_inputs):
+    found = {_npu_index(x.device) for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type == "npu"}
+    for node in gm.graph.nodes:
+        value = node.meta.get("val")
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(v, torch.Tensor) and v.device.type == "npu":
+                found.add(_npu_index(v.device))
+    return found
+
+
+def _to_host(value):
+    if isinstance(value, torch.device) and value.type == "npu":
+        return torch.device("cpu")
+    if isinstance(value, str) and (value == "npu" or value.startswith("npu:")):
+        return "cpu"
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_host(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_host(v) for k, v in value.items()}
+    return value
+
+
+def _host_twin(x):
+    """A CPU tensor (fake or real) with x's sizes, strides, offset and dtype, for inductor to lower."""
+    if not isinstance(x, torch.Tensor) or x.device.type != "npu":
+        return x
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if isinstance(x, FakeTensor):
+        with x.fake_mode:
+            if x.storage_offset() == 0:
+                twin = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="cpu")
+            else:  # keep the offset: inductor's alignment decisions read it
+                extent = x.storage_offset() + 1 + sum((n - 1) * s for n, s in zip(x.size(), x.stride()))
+                twin = torch.empty(extent, dtype=x.dtype, device="cpu").as_strided(x.size(), x.stride(),
+                                                                                    x.storage_offset())
+            return twin.requires_grad_(x.requires_grad)
+    return _C._cpu_alias(x.detach())
+
+
+def _output_devices(gm):
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    flags = []
+    for arg in output.args[0]:
+        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        flags.append(isinstance(value, torch.Tensor) and value.device.type == "npu")
+    return flags
+
+
+def translate_to_host(gm, example_inputs):
+    """Rewrites gm (in place) to compute on the CPU; returns the CPU example inputs. Every value keeps
+    the sizes and strides it was traced with (the graph's views rely on them)."""
+    from torch.utils._pytree import tree_map
+
+    host_inputs = [_host_twin(x) for x in example_inputs]
+    for node in gm.graph.nodes:
+        node.args = _to_host(node.args)
+        node.kwargs = _to_host(node.kwargs)
+        if "val" in node.meta:
+            node.meta["val"] = tree_map(_host_twin, node.meta["val"])
+    gm.recompile()
+    return host_inputs
+
+
+class HostCompiledCall:
+    """Inductor's compiled code for an npu graph, called with npu tensors (boxed: a list of inputs)."""
+
+    def __init__(self, fn, device_index, npu_results):
+        self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
+        self.fn = fn
+        self.device_index = device_index
+        self.npu_results = npu_results
+
+    def __call__(self, args):
+        inputs = list(args)
+        args.clear()
+        return _C._run_on_host(self.fn, inputs, self.device_index, self.npu_results)
+
+
+def host_inner_compile(gm, example_inputs, **kwargs):
+    """compile_fx_inner for graphs with npu tensors (others are compiled as they are)."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    devices = _npu_devices(gm, example_inputs)
+    if not devices:
+        return compile_fx_inner(gm, example_inputs, **kwargs)
+    if len(devices) > 1:
+        raise NotImplementedError(f"torch.compile on vnpu compiles graphs on one npu device; this graph uses npu "
+                                  f"devices {sorted(devices)}. Keep a compiled region on one device.")
+    from torch_npu._inductor.config import check_npu_backend
+
+    check_npu_backend(getattr(config, "npu_backend", "default"))
+    (device,) = devices
+    npu_results = _output_devices(gm)
+    host_inputs = translate_to_host(gm, example_inputs)
+    compiled = compile_fx_inner(gm, host_inputs, **kwargs)
+    run = HostCompiledCall(getattr(compiled, "current_callable", compiled), device, npu_results)
+    if config.triton.cudagraphs:  # mode="reduce-overhead"
+        from torch_npu._inductor.graph_runner import NpuGraphRunner
+
+        kind = "backward" if kwargs.get("is_backward") else "forward"
+        run = NpuGraphRunner(run, kwargs.get("static_input_idxs") or (), device_index=device,
+                             name=f"inductor {kind} graph", host_kernel=True)
+    if hasattr(compiled, "current_callable"):
+        compiled.current_callable = run
+        return compiled
+    return run
+
+
+def _has_npu_tensors(values):
+    return any(isinstance(v, torch.Tensor) and v.device.type == "npu" for v in values)
+
+
+def wrap_compile_fx():
+    """Applied by torch_npu._patches when torch._inductor.compile_fx is imported."""
+    import sys
+
+    module = sys.modules["torch._inductor.compile_fx"]
+    original = module.compile_fx
+    if getattr(original, "_vnpu_host_compile", False):
+        return False
+
+    @functools.wraps(original)
+    def compile_fx(model_, example_inputs_, inner_compile=None, *args, **kwargs):
+        if inner_compile is None or inner_compile is module.compile_fx_inner:
+            inner_compile = host_inner_compile
+        npu = _has_npu_tensors(example_inputs_)
+        # AOT autograd's cache would hand back the host-compiled graphs without their npu wrapping.
+        cache_off = torch._functorch.config.patch(enable_autograd_cache=False) if npu else contextlib.nullcontext()
+        with cache_off:
+            return original(model_, example_inputs_, inner_compile, *args, **kwargs)
+
+    compile_fx._vnpu_host_compile = True
+    module.compile_fx = compile_fx
+    return True

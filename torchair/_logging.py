@@ -1,0 +1,4 @@
+"""torchair.logger: a standard logging.Logger named "torchair"."""
+import logging
+
+logger = logging.getLogger("torchair")
