@@ -88,3 +88,12 @@ def train(make, device, *, compile_kwargs=None, steps=3, amp_dtype=None, **model
         opt.zero_grad()
         losses.append(loss.item())
     return losses, [p.detach().cpu() for p in model.parameters()]
+
+
+def replay_model_and_input():
+    """An inference model of many small operators (where graph replay saves host time) and an input."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(16, 16), nn.LayerNorm(16), nn.GELU()]
+    return nn.Sequential(*layers).npu().eval(), torch.randn(4, 16, device="npu")

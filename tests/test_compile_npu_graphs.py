@@ -1,13 +1,13 @@
-"""torch.compile with NPU graph replay: mode="reduce-overhead" (inductor's code replayed), backend="npugraphs"
-(the ATen graphs captured and replayed) and backend="npugraph_ex" (torch_npu's replay backend with its
-options) — warm-up, capture, replay with CUDA graph trees' rules."""
+"""torch.compile with NPU graph replay: mode="reduce-overhead" (inductor's code replayed) and backend="npugraphs"
+(the ATen graphs captured and replayed), with CUDA graph trees' rules: warm-up, capture, replay, one graph
+per input shape, outputs overwritten by the next replay, skips reported. (npugraph_ex shares the replay;
+its options are tested in test_compile_npugraph_ex.py.)"""
 import gc
 
 import pytest
 import torch
-import torch.nn as nn
 
-from compile_models import MLP, train
+from compile_models import MLP, replay_model_and_input, train
 from torch_npu._inductor.graph_runner import NpuGraphRunner
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -25,18 +25,10 @@ def runners(prefix=""):
     return found
 
 
-def model_and_input():
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(4):
-        layers += [nn.Linear(16, 16), nn.LayerNorm(16), nn.GELU()]
-    return nn.Sequential(*layers).npu().eval(), torch.randn(4, 16, device="npu")
-
-
 @pytest.mark.parametrize("kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"},
                                     {"backend": "npugraph_ex"}], ids=["reduce-overhead", "npugraphs", "npugraph_ex"])
 def test_inference_warms_up_captures_then_replays(kwargs):
-    model, x = model_and_input()
+    model, x = replay_model_and_input()
     compiled = torch.compile(model, **kwargs)
     with torch.no_grad():
         expected = model(x)
@@ -54,7 +46,7 @@ def test_inference_warms_up_captures_then_replays(kwargs):
 
 
 def test_replay_overwrites_the_previous_output_as_cuda_graphs_do():
-    model, x = model_and_input()
+    model, x = replay_model_and_input()
     compiled = torch.compile(model, mode="reduce-overhead")
     with torch.no_grad():
         for _ in range(2):
@@ -66,7 +58,7 @@ def test_replay_overwrites_the_previous_output_as_cuda_graphs_do():
 
 
 def test_each_new_shape_is_captured_once():
-    model, _ = model_and_input()
+    model, _ = replay_model_and_input()
     compiled = torch.compile(model, backend="npugraphs", dynamic=False)
     with torch.no_grad():
         for batch in (2, 3, 2, 3, 2, 3):
@@ -115,30 +107,3 @@ def test_inputs_on_the_cpu_are_not_captured():
         for _ in range(3):
             assert compiled(a, b).tolist() == [2.0, 2.0, 2.0]
     assert counters["inductor"]["cudagraph_skips"] > before
-
-
-def test_npugraph_ex_options():
-    model, x = model_and_input()
-    with torch.no_grad():
-        for options in ({"clone_output": True}, {"force_eager": True}, {"capture_limit": 1},
-                        {"clone_input": False}, {"remove_noop_ops": True}):
-            torch._dynamo.reset()
-            compiled = torch.compile(model, backend="npugraph_ex", options=options)
-            outs = [compiled(x) for _ in range(3)]
-            for out in outs:
-                torch.testing.assert_close(out, model(x))
-            if options.get("clone_output"):
-                assert outs[1].data_ptr() != outs[2].data_ptr()
-        torch._dynamo.reset()
-        with pytest.raises(Exception, match="Invalid option 'unknown', allowed options: \\['capture_limit'"):
-            torch.compile(model, backend="npugraph_ex", options={"unknown": 1})(x)
-
-
-def test_npugraph_ex_graph_dump(tmp_path):
-    model, x = model_and_input()
-    compiled = torch.compile(model, backend="npugraph_ex",
-                             options={"graph_dump_type": "py", "graph_dump_path": str(tmp_path)})
-    with torch.no_grad():
-        compiled(x)
-    (dump,) = list(tmp_path.iterdir())
-    assert dump.suffix == ".py" and "def forward" in dump.read_text()
