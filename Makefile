@@ -58,6 +58,7 @@ bench: build
 	$(BIN)/python bench/bench_migrate.py
 	$(BIN)/python bench/bench_distributed.py
 	$(BIN)/python bench/bench_profiler.py
+	$(BIN)/python bench/bench_compile.py
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info

@@ -158,6 +158,44 @@ def test_npu_backend_environment_variable():
             "mlir, dvm, ascendc") in refused.stderr
 
 
+def _gelu_div(x, w):
+    return F.gelu(x @ w).div(3.0) + 1
+
+
+@pytest.mark.parametrize("listed,fallbacks", [("aten.div", ["aten.div.Tensor"]),
+                                              ("allfallback", ["aten.div.Tensor", "aten.erf.default"])])
+def test_fallback_list_leaves_operators_to_aten_in_npu_graphs_only(monkeypatch, listed, fallbacks):
+    from torch._inductor.lowering import lowerings
+    from torch._inductor.utils import run_and_get_code
+
+    monkeypatch.setenv("NPU_INDUCTOR_FALLBACK_LIST", listed)
+    before = dict(lowerings)
+    x, w = torch.randn(8, 16), torch.randn(16, 16)
+    out, (code,) = run_and_get_code(torch.compile(_gelu_div), x.npu(), w.npu())
+    assert all(f"torch.ops.{op}(" in code for op in fallbacks)
+    torch.testing.assert_close(out, _gelu_div(x.npu(), w.npu()))
+    assert out.device.type == "npu"
+    assert lowerings == before  # the lowerings are inductor's again once the npu graph is compiled
+    _, (cpu_code,) = run_and_get_code(torch.compile(_gelu_div), x, w)
+    assert "torch.ops.aten.div.Tensor(" not in cpu_code
+
+
+def test_fallback_list_ignores_names_it_cannot_resolve(monkeypatch):
+    monkeypatch.setenv("NPU_INDUCTOR_FALLBACK_LIST", "aten.not_an_operator,aten.div")
+    x = torch.randn(4, 4, device="npu")
+    with pytest.warns(UserWarning, match="NPU_INDUCTOR_FALLBACK_LIST: cannot resolve operator 'aten.not_an_operator'"):
+        out = torch.compile(lambda t: t.div(3.0))(x)
+    torch.testing.assert_close(out, x.div(3.0))
+
+
+def test_torch_logs_print_the_code_generated_for_npu_graphs():
+    proc = run_python("""
+        import torch, torch_npu
+        torch.compile(lambda t: (t.exp() + 1).sum(0))(torch.randn(4, 4, device="npu"))
+    """, env={"TORCH_LOGS": "output_code"}, timeout=300)
+    assert "Output code" in proc.stderr and "cpp_fused_add_exp_sum_0" in proc.stderr
+
+
 def test_torch_export_and_compiled_autograd_on_npu():
     class Attention(torch.nn.Module):
         def forward(self, q):

@@ -1,20 +1,16 @@
-"""torch.compile's inductor for the npu device.
+"""torch.compile for the npu device.
 
-torch_npu's own inductor backend lowers npu graphs with inductor's device-agnostic (non-CPU) lowering
-and generates Triton-Ascend (or MLIR/DVM/AscendC) kernels for them. vnpu lowers the same graphs the same
-way and generates inductor's CPU C++/OpenMP kernels instead: npu memory is host memory, so a kernel
-compiled for the host computes directly on npu buffers. Everything around the kernels is the npu
-device's: the buffers the generated code allocates come from the npu caching allocator (memory
-statistics, OOM and the profiler see them), extern kernels (matmul, convolution, npu_* operators)
-run as npu operators, and allocation and execution follow the npu device of the graph.
+torch_npu's own inductor backend lowers npu graphs for the card and generates Triton-Ascend (or
+MLIR/DVM/AscendC) kernels. vnpu's chip is the host CPU and npu memory is host memory, so inductor
+compiles an npu graph as the CPU graph it computes and the compiled code runs on the npu tensors
+through zero-copy CPU aliases, its buffers taken from the npu caching allocator.
 
-What is registered, and where (all through PyTorch's extension points):
+* `host_compile.py` — the per-graph compiler behind inductor's entry point (compile_fx);
+* `fallback_list.py` — NPU_INDUCTOR_FALLBACK_LIST, operators left to their ATen kernels;
+* `config.py` — `torch._inductor.config.npu_backend` (torch_npu's option, validated);
+* `device_interface.py` — Dynamo's device interface for npu (`register_interface_for_device`);
+* `graph_runner.py` — NPU graph capture and replay for mode="reduce-overhead" and the graph backends;
+* `backends.py` — the Dynamo backends `npugraphs` and `npugraph_ex` (entry points).
 
-* the inductor device backend: `torch.npu.Scheduling` / `PythonWrapperCodegen` / `CppWrapperCodegen`
-  (PyTorch's lookup for a PrivateUse1 backend), see `codegen.py`;
-* the device op overrides (`register_device_op_overrides`) and Dynamo's device interface
-  (`register_interface_for_device`), applied when those modules are imported (torch_npu._patches);
-* `torch._inductor.config.npu_backend` (torch_npu's option) and the NPU graph policy for
-  `mode="reduce-overhead"` (`config.cudagraph_policy`), see `config.py` and `graph_policy.py`;
-* the Dynamo backends `npugraphs` and `npugraph_ex` (entry points), see `backends.py`.
+Everything that changes inductor or Dynamo is declared in torch_npu._patches.
 """

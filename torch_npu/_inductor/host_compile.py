@@ -119,12 +119,14 @@ def host_inner_compile(gm, example_inputs, **kwargs):
         raise NotImplementedError(f"torch.compile on vnpu compiles graphs on one npu device; this graph uses npu "
                                   f"devices {sorted(devices)}. Keep a compiled region on one device.")
     from torch_npu._inductor.config import check_npu_backend
+    from torch_npu._inductor.fallback_list import eager_fallbacks, listed_operators
 
     check_npu_backend(getattr(config, "npu_backend", "default"))
     (device,) = devices
     npu_results = _output_devices(gm)
     host_inputs = translate_to_host(gm, example_inputs)
-    compiled = compile_fx_inner(gm, host_inputs, **kwargs)
+    with eager_fallbacks(listed_operators()):
+        compiled = compile_fx_inner(gm, host_inputs, **kwargs)
     run = HostCompiledCall(getattr(compiled, "current_callable", compiled), device, npu_results)
     if config.triton.cudagraphs:  # mode="reduce-overhead"
         from torch_npu._inductor.graph_runner import NpuGraphRunner

@@ -47,7 +47,9 @@ PATCHES += (
             "result runs on CPU aliases of the npu tensors, its buffers from the npu pools: npu gets exactly "
             "the CPU's kernels, speed and results. compile_fx is inductor's entry point (torch.compile's "
             "default backend calls it); the wrapper hands it the npu-aware per-graph compiler and leaves "
-            "graphs without npu tensors, and callers passing their own inner compiler, unchanged.",
+            "graphs without npu tensors, and callers passing their own inner compiler, unchanged. While an npu "
+            "graph compiles, the operators NPU_INDUCTOR_FALLBACK_LIST names are lowered by inductor's own "
+            "fallback lowering (restored afterwards), as torch_npu's lowering does.",
         when="on import of torch._inductor.compile_fx",
         apply="torch_npu._inductor.host_compile:wrap_compile_fx",
     ),

@@ -89,7 +89,7 @@ VARIABLES = {
     "TORCH_TRANSFER_TO_NPU": (_FLAG, "honoured: 1 imports torch_npu.contrib.transfer_to_npu with torch_npu"),
     "TORCHINDUCTOR_NPU_BACKEND": (_choice("default", "mlir", "dvm", "ascendc"), "inductor backend on hardware"),
     "INDUCTOR_ASCEND_CHECK_ACCURACY": (_FLAG, "inductor: compare fused kernels with eager on hardware"),
-    "NPU_INDUCTOR_FALLBACK_LIST": (_ANY, "inductor: operators left to eager ATen on hardware"),
+    "NPU_INDUCTOR_FALLBACK_LIST": (_ANY, "honoured: inductor leaves these operators to their ATen kernels in npu graphs"),
     "TORCHINDUCTOR_ENABLE_MFUSION": (_FLAG, "inductor: MFusion graph fusion on hardware"),
     "TORCHINDUCTOR_USE_AKG": (_FLAG, "inductor: the AKG backend of MLIR mode on hardware"),
 }

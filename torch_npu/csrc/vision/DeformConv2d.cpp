@@ -265,6 +265,18 @@ void check_arguments(const at::Tensor& input, const at::Tensor& weight, const at
               " out_w: ", g.out_w);
 }
 
+Geometry checked_geometry(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offset,
+                          const at::Tensor& mask, int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                          int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t offset_groups,
+                          bool use_mask) {
+  TORCH_CHECK(input.dim() == 4 && weight.dim() == 4, "deform_conv2d: input and weight must be 4D, got ",
+              input.dim(), "D and ", weight.dim(), "D");
+  const Geometry g = geometry_of(input, weight, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+                                 offset_groups, use_mask);
+  check_arguments(input, weight, offset, mask, g, groups);
+  return g;
+}
+
 // The block `b` of a tensor whose first dimension is the batch: [batch / block, block, ...][b].
 at::Tensor block_of(const at::Tensor& t, int block, int64_t b) {
   std::vector<int64_t> shape{t.size(0) / block, block};
@@ -291,11 +303,8 @@ at::Tensor deform_conv2d(const at::Tensor& input_, const at::Tensor& weight_, co
                          int64_t offset_groups, bool use_mask) {
   const at::Tensor input = input_.contiguous(), weight = weight_.contiguous(), offset = offset_.contiguous();
   const at::Tensor mask = mask_.contiguous(), bias = bias_.contiguous();
-  TORCH_CHECK(input.dim() == 4 && weight.dim() == 4, "deform_conv2d: input and weight must be 4D, got ",
-              input.dim(), "D and ", weight.dim(), "D");
-  const Geometry g = geometry_of(input, weight, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-                                 offset_groups, use_mask);
-  check_arguments(input, weight, offset, mask, g, groups);
+  const Geometry g = checked_geometry(input, weight, offset, mask, stride_h, stride_w, pad_h, pad_w, dilation_h,
+                                      dilation_w, groups, offset_groups, use_mask);
   const int64_t batch = input.size(0), out_channels = weight.size(0);
   at::Tensor out = at::zeros({batch, out_channels, g.out_h, g.out_w}, input.options());
   if (batch == 0) {
@@ -326,11 +335,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> deform_co
     int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t offset_groups, bool use_mask) {
   const at::Tensor grad = grad_.contiguous(), input = input_.contiguous(), weight = weight_.contiguous();
   const at::Tensor offset = offset_.contiguous(), mask = mask_.contiguous(), bias = bias_.contiguous();
-  TORCH_CHECK(input.dim() == 4 && weight.dim() == 4, "deform_conv2d: input and weight must be 4D, got ",
-              input.dim(), "D and ", weight.dim(), "D");
-  const Geometry g = geometry_of(input, weight, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-                                 offset_groups, use_mask);
-  check_arguments(input, weight, offset, mask, g, groups);
+  const Geometry g = checked_geometry(input, weight, offset, mask, stride_h, stride_w, pad_h, pad_w, dilation_h,
+                                      dilation_w, groups, offset_groups, use_mask);
   const int64_t batch = input.size(0), out_channels = weight.size(0);
   at::Tensor grad_input = at::zeros_like(input);
   at::Tensor grad_offset = at::zeros_like(offset);
