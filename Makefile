@@ -14,7 +14,7 @@ READ_PYPROJECT := $(BIN)/python -c "import tomllib; d = tomllib.load(open('pypro
 RUNTIME_REQUIREMENTS := $(READ_PYPROJECT)d['project']['dependencies'] + d['build-system']['requires']))"
 TEST_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['test']))"
 
-.PHONY: setup build demo test bench clean
+.PHONY: setup build demo test bench fuzz soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,16 @@ bench: build
 	$(BIN)/python bench/bench_distributed.py
 	$(BIN)/python bench/bench_profiler.py
 	$(BIN)/python bench/bench_compile.py
+
+# Differential fuzzing beyond CI's slice: `make fuzz MINUTES=30` (seeds other than CI's).
+MINUTES ?= 10
+fuzz: build
+	$(BIN)/vnpu fuzz --seed 1000000 --programs 100000000 --minutes $(MINUTES)
+
+# AMP training soak with npu memory and RSS reported: `make soak STEPS=3000`.
+STEPS ?= 3000
+soak: build
+	$(BIN)/python tests/soak/amp_training_soak.py --steps $(STEPS)
 
 clean:
 	rm -rf build $(VENV) torch_npu/*.so *.egg-info

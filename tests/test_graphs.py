@@ -98,8 +98,35 @@ def test_reset_and_debug_dump(tmp_path):
     text = path.read_text()
     assert "aten::mul" in text and "aten::sum" in text
     g.reset()
-    g.replay()  # nothing left to run
+    with pytest.raises(RuntimeError, match=r"^Called NPUGraph::replay without a preceding successful capture\.$"):
+        g.replay()  # nothing left to run: torch_npu refuses
     assert torch.equal(x.cpu(), torch.ones(2))
+
+
+def test_replay_without_capture_raises():
+    with pytest.raises(RuntimeError, match=r"^Called NPUGraph::replay without a preceding successful capture\.$"):
+        torch.npu.NPUGraph().replay()
+
+
+def test_capture_end_without_capture_begin_raises_and_keeps_the_pool():
+    pool_before = torch_npu._C._thread_mem_pool(0)
+    with pytest.raises(RuntimeError, match=r"^Capture must end on the same stream it began on\.$"):
+        torch.npu.NPUGraph().capture_end()
+    assert torch_npu._C._thread_mem_pool(0) == pool_before
+    assert (torch.ones(2, device="npu") + 1).sum().item() == 4.0
+
+
+def test_capture_end_on_another_stream_raises():
+    g = torch.npu.NPUGraph()
+    s1, s2 = torch.npu.Stream(), torch.npu.Stream()
+    with torch.npu.stream(s1):
+        g.capture_begin()
+        torch.ones(2, device="npu").mul_(2)
+    with torch.npu.stream(s2), pytest.raises(RuntimeError, match="^Capture must end on the same stream it began on"):
+        g.capture_end()
+    with torch.npu.stream(s1):
+        g.capture_end()
+    g.replay()
 
 
 def test_make_graphed_callables_forward_and_backward_equal_eager():

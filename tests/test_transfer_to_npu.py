@@ -140,3 +140,33 @@ def test_vnpu_run_runs_the_fixture_training_loop(tmp_path):
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout.strip().splitlines()[-1])["losses"]) == 5
     assert sys.executable
+
+
+def test_only_device_arguments_are_rewritten_never_strings_that_contain_cuda(tmp_path):
+    out = run_python(f"""
+        import json, os, torch
+        import torch_npu.contrib.transfer_to_npu  # noqa: F401
+        from torch_npu.contrib.transfer_to_npu import _hccl_backend, patched_calls
+        folder = {str(tmp_path)!r}
+        path = os.path.join(folder, "cuda_weights.pt")
+        torch.save({{"cuda_layer.weight": torch.ones(2, device="cuda"), "note": "trained on cuda:0"}}, path)
+        forms = {{}}
+        for name, location in (("string", "cuda"), ("indexed", "cuda:0"), ("device", torch.device("cuda", 0)),
+                               ("dict", {{"cuda:0": "cuda:0"}}), ("cpu", "cpu")):
+            loaded = torch.load(path, map_location=location)
+            forms[name] = [sorted(loaded), loaded["note"], str(loaded["cuda_layer.weight"].device)]
+        data = torch.arange(3, dtype=torch.float32).numpy().tofile(os.path.join(folder, "cuda_data.bin"))
+        from_file = torch.from_file(os.path.join(folder, "cuda_data.bin"), size=3, dtype=torch.float32)
+        print(json.dumps({{"forms": forms, "from_file": from_file.tolist(),
+                          "message": torch.tensor([1.0], device="cuda").new_tensor([2.0]).device.type,
+                          "backends": [_hccl_backend(b) for b in ("nccl", "cpu:gloo,cuda:nccl", "gloo", "cudax")],
+                          "load_calls": patched_calls().get("torch.load", 0)}}))
+    """)
+    got = json.loads(last_line(out))
+    keys = ["cuda_layer.weight", "note"]
+    assert got["forms"] == {"string": [keys, "trained on cuda:0", "npu:0"], "indexed": [keys, "trained on cuda:0", "npu:0"],
+                            "device": [keys, "trained on cuda:0", "npu:0"], "dict": [keys, "trained on cuda:0", "npu:0"],
+                            "cpu": [keys, "trained on cuda:0", "cpu"]}
+    assert got["from_file"] == [0.0, 1.0, 2.0] and got["message"] == "npu"
+    assert got["backends"] == ["hccl", "cpu:gloo,npu:hccl", "gloo", "cudax"]
+    assert got["load_calls"] == 4  # the four cuda forms; the cpu one is untouched

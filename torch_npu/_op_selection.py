@@ -14,6 +14,10 @@ except
 * operators the backend implements itself (``NATIVE``),
 * pure view operators (transpose, select, expand...): their composite kernels only compute
   metadata on top of the native ``as_strided`` and are faster than a redirect,
+* composites with device rules of their own (``DEVICE_RULE_COMPOSITES``): ``_pack_padded_sequence``
+  reads its lengths on the CPU and returns batch_sizes on the CPU (PyTorch's rule for
+  PackedSequence), ``_pin_memory`` refuses tensors that are not on the CPU; they run for npu tensors
+  as they run for CUDA tensors,
 * random operators without a Generator argument (randn, rand_like, randperm...): their composite
   kernels reach generator-taking operators, where the redirect routes the npu generator; run on
   the CPU they would draw from the CPU generator instead.
@@ -28,6 +32,8 @@ NATIVE = frozenset({
     "set_.source_Storage", "set_.source_Storage_storage_offset", "set_.source_Tensor", "set_",
     "record_stream",
 })
+
+DEVICE_RULE_COMPOSITES = frozenset({"_pack_padded_sequence", "_pin_memory"})
 
 
 def _split(qualified):
@@ -70,7 +76,7 @@ def redirected_operators():
         if not qualified.startswith("aten::"):
             continue
         short = qualified[len("aten::"):]
-        if short in NATIVE or has(qualified, "PrivateUse1"):
+        if short in NATIVE or short in DEVICE_RULE_COMPOSITES or has(qualified, "PrivateUse1"):
             continue
         if has(qualified, "CPU"):
             selected.append(short)

@@ -29,7 +29,7 @@ def main(argv=None):
     demo = sub.add_parser("demo", help="train seed 003's TinyNet and a small CNN with AMP on npu:0")
     demo.add_argument("--steps", type=int, default=40)
     demo.set_defaults(func=_demo)
-    from vnpu import env_command, migrate_command, ops_command, profile_command, run_command
+    from vnpu import env_command, fuzz_command, migrate_command, ops_command, profile_command, run_command
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["profile"]:  # its own options and the program's arguments after --
@@ -39,6 +39,7 @@ def main(argv=None):
     run_command.add_parser(sub)
     migrate_command.add_parser(sub)
     env_command.add_parser(sub)
+    fuzz_command.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

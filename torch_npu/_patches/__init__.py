@@ -22,6 +22,20 @@ PATCHES = (
     ),
 )
 
+PATCHES += (
+    Patch(
+        target="torch.utils._foreach_utils._get_foreach_kernels_supported_devices (and its imports in "
+               "torch.optim.optimizer, torch.optim.swa_utils)",
+        module="torch.optim.swa_utils",
+        why="PyTorch defaults optimizers (and clip_grad_norm_, swa_utils) to foreach kernels on every "
+            "PrivateUse1 backend and to the per-parameter loop on the CPU; the two round differently (ASGD a few "
+            "ulps apart after 3 steps). npu computes with the CPU's kernels and must give the CPU's numbers, so "
+            "its defaults are the CPU's; foreach=True still selects the foreach kernels.",
+        when="at import of torch_npu (torch.optim is imported with torch)",
+        apply="torch_npu._patches.cpu_defaults:foreach_defaults_of_the_cpu",
+    ),
+)
+
 _INDUCTOR_CONFIG = "torch._inductor.config"
 PATCHES += (
     Patch(

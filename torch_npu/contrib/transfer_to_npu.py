@@ -28,6 +28,7 @@ import collections
 import functools
 import inspect
 import os
+import re
 import warnings
 
 import torch
@@ -64,10 +65,14 @@ def patched_calls():
     return dict(_calls)
 
 
+# A device string, whole: "cuda" or "cuda:N" (never a file name, key or message that contains "cuda").
+_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
+
+
 def _npu_device(value, int_means_device):
     """value with CUDA devices replaced by npu ones (or value itself)."""
-    if isinstance(value, str) and "cuda" in value:
-        return value.replace("cuda", "npu")
+    if isinstance(value, str) and _CUDA_DEVICE.fullmatch(value):
+        return "npu" + value[len("cuda"):]
     if isinstance(value, torch.device) and value.type == "cuda":
         return torch.device("npu", value.index) if value.index is not None else torch.device("npu")
     if int_means_device and isinstance(value, int) and not isinstance(value, bool):
@@ -194,12 +199,35 @@ def _device_class(original, label):
                                                  "__doc__": original.__doc__})
 
 
+def _hccl_backend(backend):
+    """A backend string with nccl -> hccl and cuda -> npu in its parts ("nccl", "cpu:gloo,cuda:nccl")."""
+    if not isinstance(backend, str):
+        return backend
+    parts = []
+    for part in backend.split(","):
+        device, _, name = part.rpartition(":")
+        device = "npu" if device == "cuda" else device
+        name = "hccl" if name == "nccl" else name
+        parts.append(f"{device}:{name}" if device else name)
+    return ",".join(parts)
+
+
 def _hccl_instead_of_nccl(fn, label):
+    """Only the backend argument is rewritten (init_method, group names... are left as they are)."""
+    backend_position = list(inspect.signature(fn).parameters).index("backend")
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        args = tuple(a.replace("nccl", "hccl").replace("cuda", "npu") if isinstance(a, str) else a for a in args)
-        if isinstance(kwargs.get("backend"), str) and "nccl" in kwargs["backend"]:
-            kwargs["backend"] = kwargs["backend"].replace("nccl", "hccl")
+        if len(args) > backend_position:
+            backend = _hccl_backend(args[backend_position])
+            changed = backend != args[backend_position]
+            args = (*args[:backend_position], backend, *args[backend_position + 1:])
+        else:
+            backend = _hccl_backend(kwargs.get("backend"))
+            changed = backend != kwargs.get("backend")
+            if "backend" in kwargs:
+                kwargs["backend"] = backend
+        if changed:
             _calls[label] += 1
         return fn(*args, **kwargs)
 

@@ -62,6 +62,8 @@ class NPUGraph:
         self._device = None
         self._previous_pool = None
         self._super_kernel_options = None
+        self._captured = False  # a capture ended successfully (and was not reset since)
+        self._stream_key = None
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         if capture_error_mode not in _CAPTURE_MODES:
@@ -83,14 +85,20 @@ class NPUGraph:
         _capturing[self._stream_key] = self
 
     def capture_end(self):
+        stream = torch.npu.current_stream()
+        if not self._recording.capturing() or self._stream_key != (stream.stream_id, stream.device_index):
+            raise RuntimeError("Capture must end on the same stream it began on.")
         try:
             self._recording.end()
+            self._captured = True
         finally:
             _capturing.pop(getattr(self, "_stream_key", None), None)
             _C._set_thread_mem_pool(self._device, self._previous_pool)
 
     def replay(self):
         """Run the captured operators again."""
+        if not self._captured:
+            raise RuntimeError("Called NPUGraph::replay without a preceding successful capture.")
         self._recording.replay()
 
     def __del__(self):
@@ -105,6 +113,7 @@ class NPUGraph:
     def reset(self):
         """Drop the captured operators (and with them the graph's hold on their tensors)."""
         self._recording.reset()
+        self._captured = False
 
     def pool(self):
         """The graph's memory-pool id (pass it to another graph to share memory)."""

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_npu.ops._common import check
+from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -15,7 +16,8 @@ def _halves(x, dim, op):
     return x.chunk(2, dim)
 
 
-@npu_op("npu_swiglu(Tensor self, int dim=-1) -> Tensor", differentiable=True)
+@npu_op("npu_swiglu(Tensor self, int dim=-1) -> Tensor", differentiable=True,
+        dtypes={"self": FLOATS}, api="aclnnSwiGlu")
 def npu_swiglu(x, dim=-1):
     """a, b = x.chunk(2, dim); silu(a) * b (the size of `dim` halves)."""
     a, b = _halves(x, dim, "npu_swiglu")
@@ -23,7 +25,8 @@ def npu_swiglu(x, dim=-1):
 
 
 @npu_op("npu_geglu(Tensor self, int dim=-1, int approximate=1, bool activate_left=False) -> (Tensor, Tensor)",
-        differentiable=True)
+        differentiable=True,
+        dtypes={"self": FLOATS}, api="aclnnGeGlu")
 def npu_geglu(x, dim=-1, approximate=1, activate_left=False):
     """a, b = x.chunk(2, dim); with activate_left gelu = GELU(a), y = gelu * b, otherwise gelu = GELU(b),
     y = a * gelu. approximate 1 = tanh, 0 = erf. Returns (y, gelu)."""
@@ -37,7 +40,8 @@ def npu_geglu(x, dim=-1, approximate=1, activate_left=False):
     return a * gelu, gelu
 
 
-@npu_op("npu_gelu(Tensor self, *, str approximate='none') -> Tensor", differentiable=True)
+@npu_op("npu_gelu(Tensor self, *, str approximate='none') -> Tensor", differentiable=True,
+        dtypes={"self": FLOATS}, api="aclnnGeluV2")
 def npu_gelu(x, *, approximate="none"):
     check(approximate in ("none", "tanh"), "npu_gelu", f"approximate must be 'none' or 'tanh', got {approximate!r}")
     return F.gelu(x, approximate=approximate)
@@ -59,13 +63,15 @@ npu_op("fast_gelu(Tensor self) -> Tensor", differentiable=True)(_fast_gelu)
 npu_op("npu_fast_gelu(Tensor self) -> Tensor", differentiable=True)(_fast_gelu)
 
 
-@npu_op("npu_mish(Tensor self) -> Tensor", differentiable=True)
+@npu_op("npu_mish(Tensor self) -> Tensor", differentiable=True,
+        dtypes={"self": FLOATS}, api="aclnnMish")
 def npu_mish(x):
     return F.mish(x)
 
 
 @npu_op("npu_scaled_masked_softmax(Tensor x, Tensor mask, Scalar scale=1, bool fixed_triu_mask=False) -> Tensor",
-        differentiable=True)
+        differentiable=True,
+        dtypes={"x": FLOATS, "mask": (torch.bool,)}, api="aclnnScaledMaskedSoftmax")
 def npu_scaled_masked_softmax(x, mask, scale=1, fixed_triu_mask=False):
     """softmax((x * scale).masked_fill(mask, -10000), dim=-1) computed in float32; mask True = masked,
     broadcast to x. fixed_triu_mask=True ignores `mask` and masks the upper triangle (j > i)."""

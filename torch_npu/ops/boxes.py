@@ -7,6 +7,7 @@ import math
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
 __all__ = ["pairwise_iou", "greedy_nms", "roi_align_reference"]
@@ -29,7 +30,8 @@ def pairwise_iou(boxes, gt):
     return inter / (_area(gt)[:, None] + _area(boxes)[None, :] - inter)
 
 
-@npu_op("npu_iou(Tensor bboxes, Tensor gtboxes, int mode=0) -> Tensor")
+@npu_op("npu_iou(Tensor bboxes, Tensor gtboxes, int mode=0) -> Tensor",
+        dtypes={"bboxes": FLOATS, "gtboxes": FLOATS}, api="aclnnIou")
 def npu_iou(bboxes, gtboxes, mode=0):
     """[M, N] overlaps of gtboxes [M, 4] with bboxes [N, 4]: mode 0 IoU, mode 1 IoF (inter / gt area)."""
     check(mode in (0, 1), "npu_iou", f"mode must be 0 (iou) or 1 (iof), got {mode}")
@@ -70,7 +72,8 @@ def _shape_result(value, is_cross, like):
 
 
 @npu_op("npu_giou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
-        differentiable=True)
+        differentiable=True,
+        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnGIoU")
 def npu_giou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
     """GIoU = IoU - (C - U) / C (C: enclosing box area). Boxes [4, N]; is_cross=False pairs box i with gt i
     and returns [N, 1]; is_cross=True returns [M, N]. mode 1 puts the IoF (inter / gt area) in place of the
@@ -87,7 +90,8 @@ def _diou_penalty(b, g, lt, rb):
 
 
 @npu_op("npu_diou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
-        differentiable=True)
+        differentiable=True,
+        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnDIoU")
 def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
     """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); shapes and modes as npu_giou."""
     b, g, overlap, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_diou")
@@ -95,7 +99,8 @@ def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
 
 
 @npu_op("npu_ciou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=True, int mode=0, "
-        "bool atan_sub_flag=False) -> Tensor", differentiable=True)
+        "bool atan_sub_flag=False) -> Tensor", differentiable=True,
+        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnCIoU")
 def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=False):
     """CIoU = DIoU - a v, v = 4/pi^2 (atan(wg/hg) - atan(w/h))^2, a = v / (1 - IoU + v); shapes and modes as
     npu_giou (mode 1: the IoF stands for the IoU in both places)."""
@@ -131,7 +136,8 @@ def _nms_v4_fake(boxes, scores, max_output_size, iou_threshold, scores_threshold
 
 
 @npu_op("npu_nms_v4(Tensor self, Tensor scores, Scalar max_output_size, Tensor iou_threshold, "
-        "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)", fake=_nms_v4_fake)
+        "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)", fake=_nms_v4_fake,
+        dtypes={"self": FLOATS, "scores": FLOATS}, api="aclnnNmsV4")
 def npu_nms_v4(boxes, scores, max_output_size, iou_threshold, scores_threshold, pad_to_max_output_size=False):
     """TensorFlow's NonMaxSuppressionV4: boxes scoring above scores_threshold, greedy NMS, at most
     max_output_size. Returns (selected_indices int32, valid_count int32 0-d); with
@@ -155,7 +161,8 @@ def _nms_with_mask_fake(boxes_scores, iou_threshold):
 
 
 @npu_op("npu_nms_with_mask(Tensor input, Scalar iou_threshold) -> (Tensor, Tensor, Tensor)",
-        fake=_nms_with_mask_fake)
+        fake=_nms_with_mask_fake,
+        dtypes={"input": FLOATS}, api="aclnnNMSWithMask")
 def npu_nms_with_mask(boxes_scores, iou_threshold):
     """input [N, 5] (x1, y1, x2, y2, score): returns the boxes sorted by score (descending), their original
     indices (int32) and a uint8 mask of the boxes greedy NMS keeps (IoU > iou_threshold suppresses)."""
@@ -174,7 +181,8 @@ def npu_nms_with_mask(boxes_scores, iou_threshold):
         "bool transpose_box=False) -> (Tensor, Tensor, Tensor, Tensor)", fake=lambda boxes, scores, st, it, per_class,
         total, ccf=False, tb=False: (boxes.new_empty(boxes.shape[0], total, 4), scores.new_empty(scores.shape[0], total),
                                      scores.new_empty(scores.shape[0], total),
-                                     scores.new_empty(scores.shape[0], dtype=torch.int32)))
+                                     scores.new_empty(scores.shape[0], dtype=torch.int32)),
+        dtypes={"self": FLOATS, "scores": FLOATS}, api="aclnnBatchNms")
 def npu_batch_nms(boxes, scores, score_threshold, iou_threshold, max_size_per_class, max_total_size,
                   change_coordinate_frame=False, transpose_box=False):
     """Per image and class: boxes scoring above score_threshold, greedy NMS, at most max_size_per_class;
@@ -260,7 +268,8 @@ def _roi_align_fake(features, rois, spatial_scale, pooled_height, pooled_width, 
 
 
 @npu_op("npu_roi_align(Tensor self, Tensor rois, float spatial_scale, int pooled_height, int pooled_width, "
-        "int sample_num, int roi_end_mode) -> Tensor", fake=_roi_align_fake)
+        "int sample_num, int roi_end_mode) -> Tensor", fake=_roi_align_fake,
+        dtypes={"self": FLOATS, "rois": FLOATS}, api="aclnnRoiAlign")
 def npu_roi_align(features, rois, spatial_scale, pooled_height, pooled_width, sample_num, roi_end_mode):
     """RoIAlign of features [N, C, H, W] over rois [K, 5] (batch index, x1, y1, x2, y2) -> [K, C, ph, pw].
     roi_end_mode 0: roi size max(x2 - x1, 1) (torchvision aligned=False); 1: Caffe's inclusive end
@@ -276,7 +285,8 @@ def _centre_size(b):
 
 
 @npu_op("npu_bounding_box_encode(Tensor anchor_box, Tensor ground_truth_box, float means0, float means1, "
-        "float means2, float means3, float stds0, float stds1, float stds2, float stds3) -> Tensor")
+        "float means2, float means3, float stds0, float stds1, float stds2, float stds3) -> Tensor",
+        dtypes={"anchor_box": FLOATS, "ground_truth_box": FLOATS}, api="aclnnBoundingBoxEncode")
 def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, stds1, stds2, stds3):
     """Faster R-CNN deltas ((gx-px)/pw, (gy-py)/ph, log(gw/pw), log(gh/ph)), then (d - means) / stds."""
     check(anchor.shape == gt.shape and anchor.shape[-1] == 4, "npu_bounding_box_encode",
@@ -291,7 +301,8 @@ def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, s
 
 @npu_op("npu_bounding_box_decode(Tensor rois, Tensor deltas, float means0, float means1, float means2, "
         "float means3, float stds0, float stds1, float stds2, float stds3, int[1] max_shape, "
-        "float wh_ratio_clip) -> Tensor")
+        "float wh_ratio_clip) -> Tensor",
+        dtypes={"rois": FLOATS, "deltas": FLOATS}, api="aclnnBoundingBoxDecode")
 def npu_bounding_box_decode(rois, deltas, means0, means1, means2, means3, stds0, stds1, stds2, stds3, max_shape,
                             wh_ratio_clip):
     """Inverse of the encoder: dw, dh clipped to |log(wh_ratio_clip)|, boxes clipped to max_shape (h, w);

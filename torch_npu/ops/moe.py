@@ -3,12 +3,14 @@ experts and back (init/finalize routing, token permute/unpermute), expert token 
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.dtype_support import FLOATS, INDEX_TYPES
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 
-@npu_op("npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1) -> (Tensor, Tensor, Tensor)")
+@npu_op("npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1) -> (Tensor, Tensor, Tensor)",
+        dtypes={"x": FLOATS, "finished": (torch.bool,)}, api="aclnnMoeGatingTopKSoftmax")
 def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     """p = softmax(x, -1) (float32); y, expert_idx (int32) = topk(p, k); row_idx[n, j] = j * N + n (int32).
     Rows marked finished get y = 0 and expert_idx = the number of experts (no expert)."""
@@ -66,7 +68,8 @@ npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? inpu
 @npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
         fake=lambda x, row_idx, expert_idx, active_num: (
             x.new_empty(min(x.shape[0], active_num) * expert_idx.shape[-1], x.shape[-1]),
-            row_idx.new_empty(row_idx.numel()), expert_idx.new_empty(expert_idx.numel())))
+            row_idx.new_empty(row_idx.numel()), expert_idx.new_empty(expert_idx.numel())),
+        dtypes={"x": FLOATS, "row_idx": (torch.int32,), "expert_idx": (torch.int32,)}, api="aclnnMoeInitRouting")
 def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
     """Sort the (token, k) routes by expert: expanded_expert_idx = the sorted expert ids; dst2src = the
     route (row_idx) at each sorted position; expanded_row_idx[dst2src] = position; expanded_x = the
@@ -86,7 +89,8 @@ def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
     return x[dst2src[:active] % n], expanded_row_idx, expanded_expert_idx
 
 
-@npu_op("npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert) -> Tensor")
+@npu_op("npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert) -> Tensor",
+        dtypes={"sorted_expert_for_source_row": (torch.int32,)}, api="aclnnMoeComputeExpertTokens")
 def npu_moe_compute_expert_tokens(sorted_experts, num_expert):
     """out[i] = the number of routes whose (sorted) expert id is <= i, as int32 (cumulative counts)."""
     ids = torch.arange(num_expert, device=sorted_experts.device, dtype=sorted_experts.dtype)
@@ -95,7 +99,8 @@ def npu_moe_compute_expert_tokens(sorted_experts, num_expert):
 
 @npu_op("npu_moe_finalize_routing(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, "
         "Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row, int? drop_pad_mode=0, "
-        "int? k=1) -> Tensor")
+        "int? k=1) -> Tensor",
+        dtypes={"expanded_permuted_rows": FLOATS, "skip1": FLOATS, "skip2": FLOATS, "bias": FLOATS, "scales": FLOATS, "expanded_src_to_dst_row": (torch.int32,), "export_for_source_row": (torch.int32,)}, api="aclnnMoeFinalizeRouting")
 def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
                              export_for_source_row, drop_pad_mode=0, k=1):
     """out[i] = skip1[i] + skip2[i] + sum_j scales[i, j] * (rows[src_to_dst[i + j * N]] + bias[expert[i, j]])
@@ -125,7 +130,8 @@ _NO_PADDED_MODE = "padded_mode=True is not supported (CANN's MoeTokenPermute doe
         "-> (Tensor, Tensor)", differentiable=True,
         fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
             tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
-            indices.new_empty(indices.numel(), dtype=torch.int32)))
+            indices.new_empty(indices.numel(), dtype=torch.int32)),
+        dtypes={"tokens": FLOATS, "indices": INDEX_TYPES}, api="aclnnMoeTokenPermute")
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     """Routes (token t, choice j) sorted by expert: order = stable argsort of the flattened expert ids,
     permuted = tokens[order // topk] truncated to num_out_tokens; sorted_indices (int32) is argsort(order),
@@ -138,7 +144,8 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
 
 
 @npu_op("npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
-        "bool padded_mode=False, int[]? restore_shape=None) -> Tensor")
+        "bool padded_mode=False, int[]? restore_shape=None) -> Tensor",
+        dtypes={"permuted_tokens": FLOATS, "sorted_indices": (torch.int32,), "probs": FLOATS}, api="aclnnMoeTokenUnpermute")
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
     """Inverse of npu_moe_token_permute: out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t * topk + j]]
     (routes whose row num_out_tokens dropped count as zeros)."""

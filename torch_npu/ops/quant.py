@@ -6,6 +6,7 @@ saturate to [-128, 127]."""
 import torch
 
 from torch_npu.ops._common import check, dtype_of
+from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
 __all__ = ["requantize"]
@@ -108,7 +109,8 @@ def npu_dynamic_quant(x, *, smooth_scales=None, group_index=None, dst_type=None,
 
 
 @npu_op("npu_quantize(Tensor self, Tensor scales, Tensor? zero_points, int dtype, int axis=1, bool div_mode=True) "
-        "-> Tensor")
+        "-> Tensor",
+        dtypes={"self": FLOATS, "scales": FLOATS}, api="aclnnQuantize")
 def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     """round(x / scales + zero_points) (div_mode) or round(x * scales + zero_points), scales broadcast
     along `axis`, saturated to dtype (torch.qint8 / quint8 / qint32, or int8 / uint8 / int32)."""
@@ -137,7 +139,8 @@ def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
     return (value * scale.float()).to(out_dtype)
 
 
-@npu_op("npu_convert_weight_to_int4pack(Tensor weight, int inner_k_tiles=0) -> Tensor")
+@npu_op("npu_convert_weight_to_int4pack(Tensor weight, int inner_k_tiles=0) -> Tensor",
+        dtypes={"weight": (torch.int32,)}, api="aclnnConvertWeightToINT4Pack")
 def npu_convert_weight_to_int4pack(weight, inner_k_tiles=0):
     """int32 weights holding int4 values [k, n] -> int32 [k, n / 8]: eight 4-bit values per int32, the
     first in the lowest nibble."""

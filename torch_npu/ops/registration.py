@@ -19,6 +19,8 @@
 - ``differentiable=True`` makes the backward the autograd of the composition (recomputed in
   backward), with respect to the positional tensor arguments; or pass ``backward=`` and
   ``setup_context=`` as for torch.library.register_autograd.
+- ``dtypes={"x": (torch.float16, ...)}`` with ``api="aclnnXxx"``: the dtypes the Ascend kernel accepts
+  per tensor argument; others are refused with CANN's EZ1001 text (``torch_npu.ops.dtype_support``).
 - ``devices``: where the kernel is registered (``("npu",)``; add ``"cpu"`` to run on CPU tensors too).
 
 Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<name>`` raises
@@ -187,8 +189,13 @@ def _export(name):
         setattr(torch, name, _deprecated_torch_alias(name))
 
 
+def _overload(namespace, name):
+    packet = getattr(getattr(torch.ops, namespace), name.split(".")[0])
+    return getattr(packet, name.split(".")[1] if "." in name else "default")
+
+
 def npu_op(schema, *, fake="composition", differentiable=False, backward=None, setup_context=None,
-           devices=("npu",)):
+           devices=("npu",), dtypes=None, api=None):
     """Decorator: define `schema` and register the decorated function as its kernel (see module doc)."""
     namespace, local_schema = _split(schema)
     name = local_schema.split("(", 1)[0]
@@ -197,8 +204,14 @@ def npu_op(schema, *, fake="composition", differentiable=False, backward=None, s
     qualname = f"{namespace}::{name}"
 
     def register(kernel):
+        device_kernel = kernel
+        if dtypes:
+            from torch_npu.ops.dtype_support import dtype_checked
+
+            overload = _overload(namespace, name)
+            device_kernel = dtype_checked(kernel, overload._schema.arguments, dtypes, api or f"aclnn{name}")
         for device in devices:
-            lib.impl(name, kernel, _DEVICE_KEYS[device])
+            lib.impl(name, device_kernel, _DEVICE_KEYS[device])
         if "cpu" not in devices:
             lib.impl(name, _host_compiled_kernel(kernel, qualname), "CPU")
         if fake == "composition":
@@ -206,8 +219,7 @@ def npu_op(schema, *, fake="composition", differentiable=False, backward=None, s
         elif fake is not None:
             torch.library.register_fake(qualname, lib=lib)(fake)
         if backward is not None or differentiable:
-            overload = getattr(getattr(torch.ops, namespace), name.split(".")[0])
-            overload = getattr(overload, name.split(".")[1] if "." in name else "default")
+            overload = _overload(namespace, name)
             bw, setup = (backward, setup_context) if backward is not None else _composition_backward(kernel)
             lib.impl(name, _autograd_kernel(overload, bw, setup), "Autograd")
         if namespace == "npu" and "." not in name:

@@ -7,6 +7,7 @@ rotate_half (rotary_mode 'half'): x = [x1, x2] halves of the last dim -> [-x2, x
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.dtype_support import FLOATS, INDEX_TYPES
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -21,7 +22,8 @@ def rotate(x, mode, op):
 
 
 @npu_op("npu_rotary_mul(Tensor self, Tensor r1, Tensor r2, str rotary_mode='half', Tensor? rotate=None) -> Tensor",
-        differentiable=True)
+        differentiable=True,
+        dtypes={"self": FLOATS, "r1": FLOATS, "r2": FLOATS}, api="aclnnRotaryPositionEmbedding")
 def npu_rotary_mul(x, r1, r2, rotary_mode="half", rotate_matrix=None):
     """x * r1 + rotate(x) * r2 (r1, r2 broadcast to x; `rotate` given: rotate(x) = x @ rotate)."""
     check(x.dim() in (3, 4), "npu_rotary_mul", f"self must be 3-D or 4-D, got {x.dim()}-D")
@@ -61,7 +63,8 @@ npu_op("npu_apply_rotary_pos_emb(Tensor query, Tensor key, Tensor cos, Tensor si
        "str rotary_mode='half') -> (Tensor, Tensor)", fake=_apply_rope_fake)(_apply_rope_kernel)
 
 
-@npu_op("npu_interleave_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor")
+@npu_op("npu_interleave_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor",
+        dtypes={"x": FLOATS, "cos": FLOATS, "sin": FLOATS}, api="aclnnInterleaveRope")
 def npu_interleave_rope(x, cos, sin):
     """DeepSeek-style RoPE on x [B, N, S, D]: de-interleave the last dim (x[..., 0::2] then x[..., 1::2]),
     then x * cos + rotate_half(x) * sin (cos, sin [B, 1, S, D])."""
@@ -99,7 +102,8 @@ def _rope_tokens(x, cos, sin, head_size, rotary_mode):
 
 
 @npu_op("npu_mrope(Tensor positions, Tensor query, Tensor key, Tensor cos_sin_cache, int head_size, *, "
-        "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)")
+        "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)",
+        dtypes={"positions": INDEX_TYPES, "query": FLOATS, "key": FLOATS, "cos_sin_cache": FLOATS}, api="aclnnRopeWithSinCosCache")
 def npu_mrope(positions, query, key, cos_sin_cache, head_size, *, mrope_section=None, rotary_mode="half",
               cache_mode="default"):
     """vLLM's (multimodal) rotary embedding: cos_sin_cache [max_position, rotary_dim] holds cos then sin;

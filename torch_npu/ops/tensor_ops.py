@@ -4,12 +4,14 @@ import torch
 import torch.nn.functional as F
 
 from torch_npu.ops._common import check, dtype_of
+from torch_npu.ops.dtype_support import FLOATS, INDEX_TYPES
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 
-@npu_op("npu_one_hot(Tensor self, int num_classes=-1, int depth=1, Scalar on_value=1, Scalar off_value=0) -> Tensor")
+@npu_op("npu_one_hot(Tensor self, int num_classes=-1, int depth=1, Scalar on_value=1, Scalar off_value=0) -> Tensor",
+        dtypes={"self": (torch.uint8, torch.int32, torch.int64)}, api="aclnnOneHot")
 def npu_one_hot(x, num_classes=-1, depth=1, on_value=1, off_value=0):
     """One-hot of the integer tensor along a new last dim of size `depth` (num_classes, when given, must
     equal depth): on_value where the index matches, off_value elsewhere, as float32. Indices outside
@@ -60,7 +62,8 @@ def _scatter_nd(x, indices, updates):
     return tuple(indices.long().unbind(-1))
 
 
-@npu_op("npu_scatter_nd_update(Tensor self, Tensor indices, Tensor updates) -> Tensor")
+@npu_op("npu_scatter_nd_update(Tensor self, Tensor indices, Tensor updates) -> Tensor",
+        dtypes={"indices": INDEX_TYPES}, api="aclnnScatterNdUpdate")
 def npu_scatter_nd_update(x, indices, updates):
     """A copy of self with self[indices[..., 0], ..., indices[..., K-1]] = updates (TensorFlow's scatter_nd_update)."""
     out = x.clone()
@@ -83,7 +86,8 @@ def npu_dtype_cast(x, dtype, input_dtype=None):
     return x.to(dtype_of(dtype, "npu_dtype_cast"))
 
 
-@npu_op("npu_linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", differentiable=True)
+@npu_op("npu_linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", differentiable=True,
+        dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS}, api="aclnnMatmul")
 def npu_linear(x, weight, bias=None):
     """F.linear: x @ weight^T + bias (weight [out, in])."""
     check(x.shape[-1] == weight.shape[-1], "npu_linear",
@@ -91,7 +95,8 @@ def npu_linear(x, weight, bias=None):
     return F.linear(x, weight, bias)
 
 
-@npu_op("npu_bmmV2(Tensor self, Tensor mat2, int[] output_sizes) -> Tensor", differentiable=True)
+@npu_op("npu_bmmV2(Tensor self, Tensor mat2, int[] output_sizes) -> Tensor", differentiable=True,
+        dtypes={"self": FLOATS, "mat2": FLOATS}, api="aclnnBatchMatMul")
 def npu_bmmV2(x, mat2, output_sizes):
     """Batched matrix product torch.matmul(self, mat2) (output_sizes is a layout hint on the NPU)."""
     check(x.shape[-1] == mat2.shape[-2], "npu_bmmV2", f"self {tuple(x.shape)} and mat2 {tuple(mat2.shape)} do not chain")

@@ -64,6 +64,11 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
     }
   }
   f.mixes_devices = mixing.count(schema.name()) > 0;
+  static const std::unordered_set<std::string> indexing = {
+      "aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_", "aten::_unsafe_index",
+      "aten::_unsafe_index_put",
+  };
+  f.indexes_by_tensors = indexing.count(schema.name()) > 0;
   // Operands per operator base name (any overload, out= included).
   static const std::unordered_map<std::string, std::pair<CubeClass, std::vector<std::string>>> cube = {
       {"aten::mm", {CubeClass::Matmul, {"self", "mat2"}}},

@@ -25,6 +25,8 @@ struct OpFacts {
   bool writes_arguments = false;
   // Operators PyTorch allows to take tensors on several devices (copies, indexing with CPU indices).
   bool mixes_devices = false;
+  // Advanced indexing (index, index_put_...): indices must be on the CPU or on the indexed tensor's device.
+  bool indexes_by_tensors = false;
   // On the active operator-support profile's torch_npu, this operator runs through the CPU fallback.
   bool cpu_fallback = false;
   CubeClass cube_class = CubeClass::None;

@@ -71,20 +71,24 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
 
   // 2. Run the CPU kernel. What it allocates comes from the npu pools of the target device.
   const int64_t start_ns = observed ? now_ns() : 0;
-  if (call.map.keep_cpu) {
-    op.redispatchBoxed(kCpuKeys, stack);
-  } else {
-    DevicePoolScope scope(call.map.device);
-    if (C10_UNLIKELY(observed) && facts.cube_class != CubeClass::None) {
-      const CubeRounding rounding = cube_rounding(facts);
-      for (int arg : facts.cube_args) {
-        auto& value = (*stack)[base + static_cast<size_t>(arg)];
-        if (value.isTensor()) {
-          value = round_for_cube(value.toTensor(), rounding);
+  try {
+    if (call.map.keep_cpu) {
+      op.redispatchBoxed(kCpuKeys, stack);
+    } else {
+      DevicePoolScope scope(call.map.device);
+      if (C10_UNLIKELY(observed) && facts.cube_class != CubeClass::None) {
+        const CubeRounding rounding = cube_rounding(facts);
+        for (int arg : facts.cube_args) {
+          auto& value = (*stack)[base + static_cast<size_t>(arg)];
+          if (value.isTensor()) {
+            value = round_for_cube(value.toTensor(), rounding);
+          }
         }
       }
+      op.redispatchBoxed(kCpuKeys, stack);
     }
-    op.redispatchBoxed(kCpuKeys, stack);
+  } catch (const c10::NotImplementedError& error) {
+    call.rethrow_for_npu(error);
   }
   const int64_t end_ns = observed ? now_ns() : 0;
 

@@ -3,6 +3,9 @@
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace vnpu {
 namespace {
 
@@ -33,6 +36,22 @@ void RedirectCall::unsupported_layout(c10::Layout layout) const {
                               "strided, dense tensors are)");
 }
 
+void RedirectCall::rethrow_for_npu(const c10::NotImplementedError& error) const {
+  const std::string& message = error.msg();
+  const auto close = message.size() > 1 && message[0] == '"' ? message.find('"', 1) : std::string::npos;
+  if (close != std::string::npos) {
+    std::string kernel = message.substr(1, close - 1);
+    std::string lowered = kernel;
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lowered.find("cpu") != std::string::npos) {
+      auto name = facts_.name.substr(facts_.name.find("::") + 2);
+      name = name.substr(0, name.find('.'));
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", name, "_npu\"", message.substr(close + 1));
+    }
+  }
+  throw error;
+}
+
 at::Tensor RedirectCall::tensor(const at::Tensor& t, int arg) {
   if (!t.defined()) {
     return t;
@@ -50,7 +69,13 @@ at::Tensor RedirectCall::tensor(const at::Tensor& t, int arg) {
     } else if (index != map.device && !facts_.mixes_devices && !map.explicit_device) {
       device_mismatch(facts_, arg, t.device(), c10::Device(kNpu, map.device));
     }
+    // Indices on npu for a tensor on the CPU: PyTorch's indexing refuses them.
+    TORCH_CHECK(!(facts_.indexes_by_tensors && arg == 1 && cpu_self_), "indices should be either on cpu or on the ",
+                "same device as the indexed tensor (cpu)");
     return map.alias_input(t, arg);
+  }
+  if (arg == 0 && facts_.indexes_by_tensors) {
+    cpu_self_ = true;
   }
   map.cpu_inputs.push_back(t.unsafeGetTensorImpl());
   if (stray_cpu_arg_ < 0 && !facts_.mixes_devices && t.dim() > 0 &&

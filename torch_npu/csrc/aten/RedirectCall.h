@@ -30,6 +30,9 @@ class RedirectCall {
   std::optional<at::Generator> generator(const std::optional<at::Generator>& g) const;
 
   [[noreturn]] void unsupported_layout(c10::Layout layout) const;
+  // A CPU kernel's dtype error ('"addmm_impl_cpu_" not implemented for 'Bool'') in the npu operator's
+  // words ('"addmm_npu" not implemented for 'Bool''), as CUDA's kernels name themselves "..._cuda".
+  [[noreturn]] void rethrow_for_npu(const c10::NotImplementedError& error) const;
 
   CallMapping map;
 
@@ -41,6 +44,7 @@ class RedirectCall {
   const OpFacts& facts_;
   int npu_arg_ = -1;
   int stray_cpu_arg_ = -1;
+  bool cpu_self_ = false;  // an indexing operator's self is a CPU tensor
   c10::Device stray_cpu_device_ = c10::Device(c10::kCPU);
 };
 

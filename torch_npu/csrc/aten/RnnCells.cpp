@@ -12,8 +12,9 @@
 //         n = tanh(in + b_in + r * (hn + b_hn)), hy = n + z * (hx - n);
 //         workspace = [r, z, n, hx, hn + b_hn].
 //
-// The CPU computes the same cells with the biases folded into its matmuls (or with oneDNN), so
-// recurrent layers on npu agree with the CPU to rounding, not bit for bit.
+// Recurrent layers and cells take the CPU's path on npu (HostRecurrent.cpp); these cells serve the
+// per-step path that remains (training with dropout between layers), which agrees with the CPU to
+// rounding: the CPU folds the biases into its matmuls (or runs oneDNN).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 

@@ -7,6 +7,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 
+#include <algorithm>
 #include <array>
 
 namespace vnpu {
@@ -119,10 +120,32 @@ at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::D
   return at::detail::empty_generic(size, zero_allocator(device), keys, dtype, std::nullopt);
 }
 
+void check_in_bounds(const at::Tensor& npu) {
+  const auto* impl = npu.unsafeGetTensorImpl();
+  const auto sizes = impl->sizes();
+  const auto strides = impl->strides();
+  int64_t last = impl->storage_offset();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (C10_UNLIKELY(sizes[i] == 0)) {
+      return;  // no elements, no bytes to touch
+    }
+    last += (sizes[i] - 1) * strides[i];
+  }
+  const auto itemsize = static_cast<int64_t>(impl->itemsize());
+  const auto nbytes = static_cast<int64_t>(impl->unsafe_storage().nbytes());
+  if (C10_UNLIKELY((last + 1) * itemsize > nbytes)) {
+    TORCH_CHECK(false, "npu tensor with sizes ", sizes, ", strides ", strides, ", storage offset ",
+                impl->storage_offset(), ", and itemsize ", itemsize, " requiring a storage size of ",
+                (last + 1) * itemsize, " is out of bounds for storage of size ", nbytes,
+                " (its storage was resized or freed under it)");
+  }
+}
+
 at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning) {
   if (C10_UNLIKELY(npu._is_zerotensor())) {
     return make_zero_tensor(npu.sizes(), npu.scalar_type(), c10::Device(c10::kCPU));
   }
+  check_in_bounds(npu);
   const auto& storage = npu.storage();
   void* data = const_cast<void*>(storage.data());
   c10::DataPtr data_ptr = owning
@@ -159,14 +182,42 @@ at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device) {
   return npu_tensor_over(npu_storage_from(storage, device), cpu);
 }
 
+const CallMapping::Alias* CallMapping::alias_of_storage(const c10::StorageImpl* npu_storage) {
+  if (aliases.size() < kIndexedAliases) {
+    for (const auto& a : aliases) {
+      if (a.npu_storage == npu_storage) {
+        return &a;
+      }
+    }
+    return nullptr;
+  }
+  for (; indexed < aliases.size(); ++indexed) {
+    by_storage.emplace(aliases[indexed].npu_storage, indexed);  // keeps the first alias of each storage
+  }
+  const auto found = by_storage.find(npu_storage);
+  return found == by_storage.end() ? nullptr : &aliases[found->second];
+}
+
 at::Tensor CallMapping::alias_input(const at::Tensor& npu, int arg) {
-  at::Tensor cpu = make_cpu_alias(npu, /*owning=*/false);
+  const c10::StorageImpl* npu_storage = npu.has_storage() ? npu.storage().unsafeGetStorageImpl() : nullptr;
+  // Arguments over one npu storage share one CPU storage, so the kernel sees them alias each other:
+  // PyTorch's overlap checks (copy_, in-place and out= operators) then raise as on the CPU.
+  const Alias* sibling = npu_storage != nullptr && !npu._is_zerotensor() ? alias_of_storage(npu_storage) : nullptr;
+  at::Tensor cpu;
+  if (sibling != nullptr && sibling->cpu_storage != nullptr) {
+    check_in_bounds(npu);
+    cpu = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(sibling->cpu.storage()), kCpuKeys, npu.dtype());
+    copy_geometry(npu, cpu);
+  } else {
+    cpu = make_cpu_alias(npu, /*owning=*/false);
+  }
   c10::StorageImpl* storage = cpu.has_storage() ? cpu.storage().unsafeGetStorageImpl() : nullptr;
-  aliases.push_back({npu, cpu, storage, arg});
+  aliases.push_back({npu, cpu, storage, npu_storage, arg});
   return cpu;
 }
 
 void CallMapping::sync_written(const std::vector<uint8_t>& written) {
+  c10::SmallVector<const c10::StorageImpl*, 2> synced;  // npu storages already given the kernel's memory
   for (auto& a : aliases) {
     if (!written[static_cast<size_t>(a.arg)] || !a.cpu.has_storage() || a.npu._is_zerotensor()) {
       continue;
@@ -175,7 +226,9 @@ void CallMapping::sync_written(const std::vector<uint8_t>& written) {
     auto* npu_impl = a.npu.unsafeGetTensorImpl();
     const auto npu_device = a.npu.device().index();
     c10::StorageImpl* now = a.cpu.storage().unsafeGetStorageImpl();
-    if (now != a.cpu_storage) {
+    if (std::find(synced.begin(), synced.end(), a.npu_storage) != synced.end()) {
+      // Another argument over the same storage already moved the memory across.
+    } else if (now != a.cpu_storage) {
       // The kernel pointed the argument at other memory (set_): another argument's, or its own.
       c10::Storage target;
       for (const auto& other : aliases) {
@@ -202,6 +255,7 @@ void CallMapping::sync_written(const std::vector<uint8_t>& written) {
       npu_storage->set_nbytes(now->nbytes());
       // Later outputs that share the kernel's storage map to the npu storage.
       adopted.emplace_back(now, a.npu.storage());
+      synced.push_back(a.npu_storage);
     }
     if (cpu_impl->sizes() != npu_impl->sizes() || cpu_impl->strides() != npu_impl->strides() ||
         cpu_impl->storage_offset() != npu_impl->storage_offset()) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,10 @@ namespace vnpu {
 // CPU tensor over an npu tensor's bytes. A non-owning alias is only valid while the npu tensor
 // lives (the redirect's case); an owning alias keeps the npu storage alive.
 at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
+
+// Raises unless every element of the npu tensor lies inside its storage (a view whose storage was
+// resized or freed under it would otherwise send a kernel to memory it does not own).
+void check_in_bounds(const at::Tensor& npu);
 
 // npu tensor that takes over the memory of a CPU tensor a kernel produced (no copy).
 at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device);
@@ -29,9 +34,12 @@ struct CallMapping {
   struct Alias {
     at::Tensor npu;
     at::Tensor cpu;
-    c10::StorageImpl* cpu_storage;  // the alias storage handed to the kernel
+    c10::StorageImpl* cpu_storage;        // the alias storage handed to the kernel
+    const c10::StorageImpl* npu_storage;  // the storage it aliases
     int arg;
   };
+  // Above this many arguments (tensor lists), aliases are found by storage through a hash map.
+  static constexpr size_t kIndexedAliases = 16;
 
   c10::DeviceIndex device = -1;  // where results go
   bool explicit_device = false;  // set by a device= argument
@@ -39,6 +47,11 @@ struct CallMapping {
   c10::SmallVector<Alias, 6> aliases;
   c10::SmallVector<c10::TensorImpl*, 4> cpu_inputs;
   c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 2> adopted;
+  std::unordered_map<const c10::StorageImpl*, size_t> by_storage;
+  size_t indexed = 0;  // aliases entered in by_storage
+
+  // The first alias over an npu storage, if an earlier argument of this call has one.
+  const Alias* alias_of_storage(const c10::StorageImpl* npu_storage);
 
   at::Tensor alias_input(const at::Tensor& npu, int arg);
   // After the kernel: resizes, reallocations and set_ on written arguments reach the npu tensors.

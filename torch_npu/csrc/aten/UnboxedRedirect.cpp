@@ -197,11 +197,15 @@ struct Unboxed<Op, Ret(Args...)> {
   template <class Tuple>
   static Ret run(RedirectCall& call, Tuple& cpu) {
     auto invoke = [&](auto&... xs) -> Ret { return Op::redispatch(kCpuKeys, xs...); };
-    if (call.map.keep_cpu) {
+    try {
+      if (call.map.keep_cpu) {
+        return std::apply(invoke, cpu);
+      }
+      DevicePoolScope scope(call.map.device);
       return std::apply(invoke, cpu);
+    } catch (const c10::NotImplementedError& error) {
+      call.rethrow_for_npu(error);
     }
-    DevicePoolScope scope(call.map.device);
-    return std::apply(invoke, cpu);
   }
 };
 

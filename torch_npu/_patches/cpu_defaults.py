@@ -1,0 +1,27 @@
+"""Where PyTorch picks an implementation by device type, npu gets the CPU's pick: npu runs the CPU's
+kernels, so the CPU's choice is the one that gives the CPU's numbers."""
+import sys
+
+
+def _without_npu(supported_devices):
+    def foreach_devices():
+        return [device for device in supported_devices() if device != "npu"]
+
+    foreach_devices.__wrapped__ = supported_devices
+    return foreach_devices
+
+
+def foreach_defaults_of_the_cpu():
+    """Optimizers, clip_grad_norm_ and swa_utils default to foreach kernels on the devices
+    _get_foreach_kernels_supported_devices lists (npu among them, as a PrivateUse1 backend) and to the
+    per-tensor loop on the CPU. npu is left out of that list, so its defaults are the CPU's; an explicit
+    foreach=True still runs the foreach kernels on npu."""
+    from torch.utils import _foreach_utils
+
+    patched = _without_npu(_foreach_utils._get_foreach_kernels_supported_devices)
+    _foreach_utils._get_foreach_kernels_supported_devices = patched
+    for name in ("torch.optim.optimizer", "torch.optim.swa_utils"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "_get_foreach_kernels_supported_devices"):
+            module._get_foreach_kernels_supported_devices = patched
+    return True
