@@ -127,7 +127,10 @@ def run(seeds, *, timeout=60.0, minimise=True, deadline=None, progress=None):
                 continue
             if answer in ("dead", "silent"):
                 kind = "crash" if answer == "dead" else "hang"
-                code = worker_process.process.poll()
+                try:  # its output closed first: wait for the exit status
+                    code = worker_process.process.wait(timeout=30) if kind == "crash" else None
+                except subprocess.TimeoutExpired:
+                    code = None
                 worker_process.stop()
                 worker_process = None
                 finding = Finding(seed, kind, f"worker {'exited with ' + str(code) if kind == 'crash' else 'silent'}"
