@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (Python 3.11, a C++ compiler):
 #   make demo   set up the minimum (runtime dependencies, one build), then train seed 003's TinyNet
 #               and a small CNN with AMP on npu:0
-#   make test   set up everything (the test dependencies too), then run the test suite
+#   make test   set up everything (the test dependencies too), lint, then run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -14,7 +14,7 @@ READ_PYPROJECT := $(BIN)/python -c "import tomllib; d = tomllib.load(open('pypro
 RUNTIME_REQUIREMENTS := $(READ_PYPROJECT)d['project']['dependencies'] + d['build-system']['requires']))"
 TEST_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['test']))"
 
-.PHONY: setup build demo test bench fuzz soak clean
+.PHONY: setup build demo test lint format bench fuzz soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,18 @@ setup: $(VENV)/.test-deps
 demo: build
 	$(BIN)/vnpu demo
 
-test: setup
+# ruff (lint + format check) for Python, clang-format for the C++ core.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/clang-format --dry-run --Werror $(CSRC)
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	$(BIN)/clang-format -i $(CSRC)
+
+test: setup lint
 	$(BIN)/python -m pytest -q -n auto
 
 bench: build

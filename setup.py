@@ -5,6 +5,7 @@ the tests import (build isolation would fetch a different torch wheel). Every bu
 install, `setup.py build_ext --inplace`) keeps ninja's objects in build/temp, so the C++ core is
 compiled once and later builds recompile only what changed. Set VNPU_DEBUG_BUILD=1 for debug info.
 """
+
 import glob
 import os
 
@@ -27,8 +28,7 @@ class BuildOnce(BuildExtension.with_options(use_ninja=True)):
 
 
 sources = sorted(
-    os.path.relpath(p, here)
-    for p in glob.glob(os.path.join(here, "torch_npu", "csrc", "**", "*.cpp"), recursive=True)
+    os.path.relpath(p, here) for p in glob.glob(os.path.join(here, "torch_npu", "csrc", "**", "*.cpp"), recursive=True)
 )
 
 setup(
@@ -38,7 +38,8 @@ setup(
             sources=sources,
             include_dirs=[os.path.join(here, "torch_npu", "csrc")],
             # no debug info by default: a third less compile time, a 60 MB smaller library
-            extra_compile_args=["-O2", "-Wno-unused-parameter"] + ([] if os.environ.get("VNPU_DEBUG_BUILD") else ["-g0"]),
+            extra_compile_args=["-O2", "-Wno-unused-parameter"]
+            + ([] if os.environ.get("VNPU_DEBUG_BUILD") else ["-g0"]),
         )
     ],
     cmdclass={"build_ext": BuildOnce},

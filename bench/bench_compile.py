@@ -16,6 +16,7 @@ of --repeats rounds, best of 3 inner loops each):
     python bench/bench_compile.py           # table + bench/results/compile.json
     python bench/bench_compile.py --quick
 """
+
 import argparse
 import functools
 import json
@@ -27,9 +28,9 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from _timing import best_of as _best_of
 
 import torch_npu  # noqa: F401
-from _timing import best_of as _best_of
 
 # One intra-op thread: the thread's CPU time is the work, whatever else the machine is doing.
 best_of = functools.partial(_best_of, clock=time.thread_time)
@@ -40,8 +41,15 @@ STEP_BAR, FIRST_COMPILE_BAR, REPLAY_BAR = 1.05, 1.2, 0.8
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(256, 512), nn.LayerNorm(512), nn.GELU(), nn.Linear(512, 512),
-                                 nn.LayerNorm(512), nn.GELU(), nn.Linear(512, 10))
+        self.net = nn.Sequential(
+            nn.Linear(256, 512),
+            nn.LayerNorm(512),
+            nn.GELU(),
+            nn.Linear(512, 512),
+            nn.LayerNorm(512),
+            nn.GELU(),
+            nn.Linear(512, 10),
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -50,9 +58,17 @@ class MLP(nn.Module):
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-                                      nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32),
-                                      nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
         self.head = nn.Linear(32, 10)
 
     def forward(self, x):
@@ -89,11 +105,21 @@ class GPT(nn.Module):
 def cases():
     g = torch.Generator().manual_seed(0)
     return {
-        "MLP (GELU + LayerNorm), batch 64": (MLP, torch.randn(64, 256, generator=g), torch.randint(0, 10, (64,), generator=g)),
-        "CNN (conv + BatchNorm), 16x3x32x32": (CNN, torch.randn(16, 3, 32, 32, generator=g),
-                                              torch.randint(0, 10, (16,), generator=g)),
-        "GPT, 2 blocks, 8x64 tokens": (GPT, torch.randint(0, 256, (8, 64), generator=g),
-                                       torch.randint(0, 256, (8, 64), generator=g)),
+        "MLP (GELU + LayerNorm), batch 64": (
+            MLP,
+            torch.randn(64, 256, generator=g),
+            torch.randint(0, 10, (64,), generator=g),
+        ),
+        "CNN (conv + BatchNorm), 16x3x32x32": (
+            CNN,
+            torch.randn(16, 3, 32, 32, generator=g),
+            torch.randint(0, 10, (16,), generator=g),
+        ),
+        "GPT, 2 blocks, 8x64 tokens": (
+            GPT,
+            torch.randint(0, 256, (8, 64), generator=g),
+            torch.randint(0, 256, (8, 64), generator=g),
+        ),
     }
 
 
@@ -155,8 +181,13 @@ def replay_case(repeats, iters):
     eager = statistics.median(times["eager"])
     for name in ("reduce-overhead", "npugraphs"):
         t = statistics.median(times[name])
-        out[name] = {"case": "8 x (Linear 64 + LayerNorm + GELU), 24 operators, batch 8", "eager_us": round(eager, 1),
-                     "replay_us": round(t, 1), "ratio": round(t / eager, 3), "bar": REPLAY_BAR}
+        out[name] = {
+            "case": "8 x (Linear 64 + LayerNorm + GELU), 24 operators, batch 8",
+            "eager_us": round(eager, 1),
+            "replay_us": round(t, 1),
+            "ratio": round(t / eager, 3),
+            "bar": REPLAY_BAR,
+        }
     return out
 
 
@@ -170,8 +201,11 @@ def main():
     torch.set_num_threads(1)
     results = {"steps": [], "first_compile": [], "replay": {}}
     for name, (make, x, y) in cases().items():
-        runs = {(device, compiled): prepared(make, x, y, device, compiled)
-                for device in ("cpu", "npu") for compiled in (True, False)}
+        runs = {
+            (device, compiled): prepared(make, x, y, device, compiled)
+            for device in ("cpu", "npu")
+            for compiled in (True, False)
+        }
         for step in runs.values():
             for _ in range(3):
                 step()
@@ -186,28 +220,46 @@ def main():
         med = {key: statistics.median(v) for key, v in times.items() if v}
         # each round times both back to back: the median of the rounds' ratios cancels the machine's drift
         ratio = statistics.median(n / c for n, c in zip(times[("npu", True)], times[("cpu", True)]))
-        results["steps"].append({"case": name, "compiled_cpu_us": round(med[("cpu", True)], 1),
-                                 "compiled_npu_us": round(med[("npu", True)], 1),
-                                 "eager_npu_us": round(med[("npu", False)], 1),
-                                 "npu_over_cpu": round(ratio, 3), "bar": STEP_BAR,
-                                 "compiled_over_eager_npu": round(med[("npu", True)] / med[("npu", False)], 3)})
-        print(f"{name:38s} compiled npu {med[('npu', True)]:9.1f} us  compiled cpu {med[('cpu', True)]:9.1f} us  "
-              f"ratio {ratio:.3f} (bar {STEP_BAR})  compiled/eager npu {med[('npu', True)] / med[('npu', False)]:.3f}")
+        results["steps"].append(
+            {
+                "case": name,
+                "compiled_cpu_us": round(med[("cpu", True)], 1),
+                "compiled_npu_us": round(med[("npu", True)], 1),
+                "eager_npu_us": round(med[("npu", False)], 1),
+                "npu_over_cpu": round(ratio, 3),
+                "bar": STEP_BAR,
+                "compiled_over_eager_npu": round(med[("npu", True)] / med[("npu", False)], 3),
+            }
+        )
+        print(
+            f"{name:38s} compiled npu {med[('npu', True)]:9.1f} us  compiled cpu {med[('cpu', True)]:9.1f} us  "
+            f"ratio {ratio:.3f} (bar {STEP_BAR})  compiled/eager npu {med[('npu', True)] / med[('npu', False)]:.3f}"
+        )
     if args.steps_only:
         return
     for name, (make, x, y) in cases().items():
         cpu = [first_compile_seconds(make, x, y, "cpu") for _ in range(1 if args.quick else 2)]
         npu = [first_compile_seconds(make, x, y, "npu") for _ in range(1 if args.quick else 2)]
         ratio = statistics.median(npu) / statistics.median(cpu)
-        results["first_compile"].append({"case": name, "cpu_s": round(statistics.median(cpu), 2),
-                                         "npu_s": round(statistics.median(npu), 2), "ratio": round(ratio, 3),
-                                         "bar": FIRST_COMPILE_BAR})
-        print(f"first compile {name:38s} npu {statistics.median(npu):6.2f} s  cpu {statistics.median(cpu):6.2f} s  "
-              f"ratio {ratio:.3f} (bar {FIRST_COMPILE_BAR})")
+        results["first_compile"].append(
+            {
+                "case": name,
+                "cpu_s": round(statistics.median(cpu), 2),
+                "npu_s": round(statistics.median(npu), 2),
+                "ratio": round(ratio, 3),
+                "bar": FIRST_COMPILE_BAR,
+            }
+        )
+        print(
+            f"first compile {name:38s} npu {statistics.median(npu):6.2f} s  cpu {statistics.median(cpu):6.2f} s  "
+            f"ratio {ratio:.3f} (bar {FIRST_COMPILE_BAR})"
+        )
     results["replay"] = replay_case(repeats, iters * 5)
     for name, r in results["replay"].items():
-        print(f"{name:16s} replay {r['replay_us']:7.1f} us  eager {r['eager_us']:7.1f} us  ratio {r['ratio']:.3f} "
-              f"(bar {REPLAY_BAR})")
+        print(
+            f"{name:16s} replay {r['replay_us']:7.1f} us  eager {r['eager_us']:7.1f} us  ratio {r['ratio']:.3f} "
+            f"(bar {REPLAY_BAR})"
+        )
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     with open(os.path.join(os.path.dirname(__file__), "results", "compile.json"), "w") as f:
         json.dump(results, f, indent=2)

@@ -1,6 +1,7 @@
 """hccl on npu against raw gloo on CPU tensors, 4 ranks on this machine, in the same processes:
 all_reduce of 64 MiB, and a DDP training step of a small CNN. Medians of repeated alternating runs.
 Writes bench/results/distributed.json. Bars: <= 1.10 each."""
+
 import json
 import os
 import socket
@@ -25,8 +26,8 @@ def worker():
     torch.set_num_threads(1)
     dist.init_process_group("hccl")
     gloo = dist.new_group(backend="gloo")
-    npu_buf = torch.ones(16 * 2 ** 20, device="npu")  # 64 MiB of float32
-    cpu_buf = torch.ones(16 * 2 ** 20)
+    npu_buf = torch.ones(16 * 2**20, device="npu")  # 64 MiB of float32
+    cpu_buf = torch.ones(16 * 2**20)
 
     def timed(fn, repeats):
         dist.barrier(group=gloo)
@@ -38,8 +39,9 @@ def worker():
 
     def cnn():
         torch.manual_seed(0)
-        return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                   torch.nn.Linear(8 * 14 * 14, 10))
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10)
+        )
 
     npu_model = DDP(cnn().npu(), device_ids=[0])
     cpu_model = DDP(cnn(), process_group=gloo)
@@ -52,8 +54,9 @@ def worker():
     for _ in range(2):  # warm-up
         dist.all_reduce(npu_buf), dist.all_reduce(cpu_buf, group=gloo), step(npu_model, x_npu), step(cpu_model, x_cpu)
     for _ in range(5):
-        rows["all_reduce 64 MiB"].append(timed(lambda: dist.all_reduce(npu_buf), 3) /
-                                         timed(lambda: dist.all_reduce(cpu_buf, group=gloo), 3))
+        rows["all_reduce 64 MiB"].append(
+            timed(lambda: dist.all_reduce(npu_buf), 3) / timed(lambda: dist.all_reduce(cpu_buf, group=gloo), 3)
+        )
         rows["DDP step"].append(timed(lambda: step(npu_model, x_npu), 10) / timed(lambda: step(cpu_model, x_cpu), 10))
     if rank == 0:
         print(json.dumps({k: statistics.median(v) for k, v in rows.items()}))
@@ -66,10 +69,23 @@ def main():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs = [subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(RANKS), MASTER_ADDR="127.0.0.1",
-                                       MASTER_PORT=str(port), OMP_NUM_THREADS="1", VNPU_OPS_PROFILE="none"))
-             for r in range(RANKS)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(
+                os.environ,
+                RANK=str(r),
+                WORLD_SIZE=str(RANKS),
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+                OMP_NUM_THREADS="1",
+                VNPU_OPS_PROFILE="none",
+            ),
+        )
+        for r in range(RANKS)
+    ]
     outputs = [p.communicate(timeout=900)[0] for p in procs]
     ratios = json.loads(outputs[0].strip().splitlines()[-1])
     for name, ratio in ratios.items():

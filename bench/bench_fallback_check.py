@@ -2,6 +2,7 @@
 with the profile of the torch-npu release matching torch against no profile, in fresh processes run
 alternately (the profile is fixed at import). Needs a synced profile (`vnpu ops sync`; synced here if
 the cache has none). Writes bench/results/fallback_check.json."""
+
 import argparse
 import json
 import os
@@ -39,8 +40,14 @@ def _profile_path():
 
 def _run(profile):
     env = dict(os.environ, VNPU_OPS_PROFILE=profile)
-    done = subprocess.run([sys.executable, "-c", WORKLOAD.format(here=HERE)], env=env, capture_output=True,
-                          text=True, check=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", WORKLOAD.format(here=HERE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     return [float(v) for v in done.stdout.split()[-2:]]
 
 

@@ -3,6 +3,7 @@ in one process (B=2, N=8, S=512, D=64, float32, BNSD). Bar: npu / cpu <= 1.5 (me
 
     python bench/bench_fusion_attention.py [--quick]
 """
+
 import argparse
 import json
 import os
@@ -10,9 +11,9 @@ import statistics
 
 import torch
 import torch.nn.functional as F
+from _timing import best_of
 
 import torch_npu
-from _timing import best_of
 
 BAR = 1.5
 
@@ -30,19 +31,24 @@ def main():
 
     def cpu_step():
         leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-        F.scaled_dot_product_attention(*leaves, scale=d ** -0.5).backward(grad)
+        F.scaled_dot_product_attention(*leaves, scale=d**-0.5).backward(grad)
 
     def npu_step():
         leaves = [t.detach().requires_grad_() for t in (qn, kn, vn)]
-        torch_npu.npu_fusion_attention(*leaves, n, "BNSD", scale=d ** -0.5)[0].backward(gn)
+        torch_npu.npu_fusion_attention(*leaves, n, "BNSD", scale=d**-0.5)[0].backward(gn)
 
     cpu_us, npu_us = [], []
     for _ in range(repeats):
         cpu_us.append(best_of(cpu_step, 3))
         npu_us.append(best_of(npu_step, 3))
     c, m = statistics.median(cpu_us), statistics.median(npu_us)
-    row = {"case": "npu_fusion_attention fwd+bwd vs SDPA (cpu), B=2 N=8 S=512 D=64 fp32", "cpu_ms": round(c / 1e3, 2),
-           "npu_ms": round(m / 1e3, 2), "ratio": round(m / c, 3), "bar": BAR}
+    row = {
+        "case": "npu_fusion_attention fwd+bwd vs SDPA (cpu), B=2 N=8 S=512 D=64 fp32",
+        "cpu_ms": round(c / 1e3, 2),
+        "npu_ms": round(m / 1e3, 2),
+        "ratio": round(m / c, 3),
+        "bar": BAR,
+    }
     print(f"{row['case']}: cpu {row['cpu_ms']} ms, npu {row['npu_ms']} ms, ratio {row['ratio']} (bar <= {BAR})")
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "fusion_attention.json")
     with open(out, "w") as f:

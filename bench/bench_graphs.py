@@ -8,6 +8,7 @@ replay / eager, which must stay below 1.
     python bench/bench_graphs.py            # table + bench/results/graphs.json
     python bench/bench_graphs.py --quick
 """
+
 import argparse
 import json
 import os
@@ -15,13 +16,11 @@ import statistics
 
 import torch
 import torch.nn as nn
-
-import torch_npu  # noqa: F401
 from _timing import best_of
 
+import torch_npu  # noqa: F401
+
 BAR = 1.0  # replay must cost less host time than eager
-
-
 
 
 def build(width, depth):
@@ -36,7 +35,7 @@ def measure(width, depth, repeats, iters):
     model = build(width, depth)
     static_x = torch.randn(8, width, device="npu")
     with torch.no_grad():
-        eager_out = model(static_x)
+        model(static_x)  # warm-up
         graph = torch.npu.NPUGraph()
         with torch.npu.graph(graph):
             static_y = model(static_x)
@@ -55,9 +54,15 @@ def measure(width, depth, repeats, iters):
             eager_us.append(best_of(eager, iters))
             replay_us.append(best_of(graph.replay, iters))
     e, r = statistics.median(eager_us), statistics.median(replay_us)
-    return {"case": f"{depth}x(Linear {width} + LayerNorm + GELU), batch 8", "ops": graph._recording.size(),
-            "eager_us": round(e, 1), "replay_us": round(r, 1), "ratio": round(r / e, 3), "bar": BAR,
-            "identical": True}
+    return {
+        "case": f"{depth}x(Linear {width} + LayerNorm + GELU), batch 8",
+        "ops": graph._recording.size(),
+        "eager_us": round(e, 1),
+        "replay_us": round(r, 1),
+        "ratio": round(r / e, 3),
+        "bar": BAR,
+        "identical": True,
+    }
 
 
 def main():

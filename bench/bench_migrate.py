@@ -1,6 +1,7 @@
 """`vnpu migrate` on a generated 1,000-file CUDA project (the fixture programs of
 tests/fixtures/cuda_project, renamed, in 20 packages of 50). Bar: under 60 s on this machine.
 Writes bench/results/migrate.json."""
+
 import argparse
 import json
 import os
@@ -41,11 +42,21 @@ def main():
         seconds = time.perf_counter() - start
     finally:
         shutil.rmtree(tmp)
-    print(f"vnpu migrate: {summary['files']} files, {summary['changes']} changed lines in {seconds:.1f} s "
-          f"(bar < {BAR_SECONDS:.0f} s)")
+    print(
+        f"vnpu migrate: {summary['files']} files, {summary['changes']} changed lines in {seconds:.1f} s "
+        f"(bar < {BAR_SECONDS:.0f} s)"
+    )
     with open(args.out, "w") as f:
-        json.dump({"files": summary["files"], "changes": summary["changes"], "seconds": round(seconds, 2),
-                   "bar_seconds": BAR_SECONDS}, f, indent=2)
+        json.dump(
+            {
+                "files": summary["files"],
+                "changes": summary["changes"],
+                "seconds": round(seconds, 2),
+                "bar_seconds": BAR_SECONDS,
+            },
+            f,
+            indent=2,
+        )
     return 0 if seconds < BAR_SECONDS else 1
 
 

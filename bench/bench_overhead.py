@@ -7,6 +7,7 @@ number is the median over --repeats rounds; in each round the two devices are ti
     python bench/bench_overhead.py            # prints a table, writes bench/results/overhead.json
     python bench/bench_overhead.py --quick    # fewer repeats (CI smoke run)
 """
+
 import argparse
 import json
 import os
@@ -14,18 +15,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torch.nn as nn
-
-import torch_npu  # noqa: F401
 from _timing import best_of
 
-BARS = {"a + 1 (10 elements)": 1.35, "matmul 256x256": 1.02, "MLP train step": 1.20,
-        "ConvNet train step": 1.08}
+import torch_npu  # noqa: F401
 
-
+BARS = {"a + 1 (10 elements)": 1.35, "matmul 256x256": 1.02, "MLP train step": 1.20, "ConvNet train step": 1.08}
 
 
 def add_case(device):
@@ -41,8 +38,7 @@ def matmul_case(device):
 
 def mlp_case(device):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
-                          nn.Linear(128, 10)).to(device)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.randn(32, 64).to(device)
     y = torch.randint(0, 10, (32,)).to(device)
@@ -51,14 +47,23 @@ def mlp_case(device):
         opt.zero_grad(set_to_none=True)
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+
     return step
 
 
 def conv_case(device):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                          nn.Linear(32, 10)).to(device)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    ).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     x = torch.randn(8, 3, 32, 32).to(device)
     y = torch.randint(0, 10, (8,)).to(device)
@@ -67,11 +72,16 @@ def conv_case(device):
         opt.zero_grad(set_to_none=True)
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+
     return step
 
 
-CASES = [("a + 1 (10 elements)", add_case, 20000), ("matmul 256x256", matmul_case, 300),
-         ("MLP train step", mlp_case, 300), ("ConvNet train step", conv_case, 40)]
+CASES = [
+    ("a + 1 (10 elements)", add_case, 20000),
+    ("matmul 256x256", matmul_case, 300),
+    ("MLP train step", mlp_case, 300),
+    ("ConvNet train step", conv_case, 40),
+]
 
 
 def measure_import(repeats):
@@ -87,6 +97,7 @@ def measure_import(repeats):
             code = "import time, torch; t = time.perf_counter(); import torch_npu; print(time.perf_counter() - t)"
             done = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
             return float(done.stdout.split()[-1])
+
         return statistics.median(run() for _ in range(repeats))
 
 
@@ -114,16 +125,27 @@ def main():
             cpu_times.append(c)
             npu_times.append(n)
             ratios.append(n / c)
-        results[name] = {"cpu_us": statistics.median(cpu_times), "npu_us": statistics.median(npu_times),
-                         "ratio": statistics.median(ratios), "bar": BARS[name]}
+        results[name] = {
+            "cpu_us": statistics.median(cpu_times),
+            "npu_us": statistics.median(npu_times),
+            "ratio": statistics.median(ratios),
+            "bar": BARS[name],
+        }
         r = results[name]
-        print(f"{name:22s} cpu {r['cpu_us']:10.2f} us  npu {r['npu_us']:10.2f} us  "
-              f"ratio {r['ratio']:.3f}  (bar <= {r['bar']})", flush=True)
+        print(
+            f"{name:22s} cpu {r['cpu_us']:10.2f} us  npu {r['npu_us']:10.2f} us  "
+            f"ratio {r['ratio']:.3f}  (bar <= {r['bar']})",
+            flush=True,
+        )
     extra = measure_import(3 if args.quick else 5)
     results["import torch_npu (s)"] = {"seconds": extra, "bar": 0.5}
     print(f"import torch_npu adds {extra:.3f} s to import torch (bar <= 0.5 s)")
-    meta = {"torch": torch.__version__, "threads": torch.get_num_threads(), "repeats": repeats,
-            "cpu_count": os.cpu_count()}
+    meta = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "repeats": repeats,
+        "cpu_count": os.cpu_count(),
+    }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=2)

@@ -2,6 +2,7 @@
 torch_npu.profiler recording (default activities CPU + NPU, as torch_npu's default) against the same
 step unprofiled, alternating in one process; the ratio of medians over rounds (bar <= 1.15). Also
 times the profile with record_shapes + profile_memory + with_stack. Writes bench/results/profiler.json."""
+
 import argparse
 import json
 import os
@@ -20,9 +21,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def _model():
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 8 * 8, 10)).npu()
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32 * 8 * 8, 10),
+    ).npu()
     return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
 
@@ -58,9 +67,11 @@ def main():
         default.append(_profiled(model, opt, x, y, args.steps))
         full.append(_profiled(model, opt, x, y, args.steps, record_shapes=True, profile_memory=True, with_stack=True))
     base = statistics.median(plain)
-    results = {"step_ms_unprofiled": base * 1e3,
-               "profiled_default": {"ratio": statistics.median(default) / base, "bar": BAR},
-               "profiled_shapes_memory_stack": {"ratio": statistics.median(full) / base}}
+    results = {
+        "step_ms_unprofiled": base * 1e3,
+        "profiled_default": {"ratio": statistics.median(default) / base, "bar": BAR},
+        "profiled_shapes_memory_stack": {"ratio": statistics.median(full) / base},
+    }
     print(f"small CNN training step: {base * 1e3:.2f} ms unprofiled")
     print(f"  profiled (CPU+NPU)                     {results['profiled_default']['ratio']:.3f}x (bar <= {BAR})")
     print(f"  profiled + shapes + memory + stacks    {results['profiled_shapes_memory_stack']['ratio']:.3f}x")

@@ -1,4 +1,5 @@
 """Small models and a training loop shared by the torch.compile tests."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -18,9 +19,17 @@ class MLP(nn.Module):
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-                                 nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                                 nn.Linear(8, 4))
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(8, 4),
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -52,7 +61,8 @@ class Block(nn.Module):
     def forward(self, x):
         b, t, d = x.shape
         angle = torch.arange(t, device=x.device, dtype=x.dtype)[:, None] * torch.linspace(
-            0.1, 1.0, d // self.heads, device=x.device, dtype=x.dtype)
+            0.1, 1.0, d // self.heads, device=x.device, dtype=x.dtype
+        )
         cos, sin = angle.cos()[None, None], angle.sin()[None, None]
         q, k, v = self.qkv(self.rms_norm(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         q, k = self.rotary(q, cos, sin), self.rotary(k, cos, sin)

@@ -4,6 +4,7 @@
 
 Every rank builds every rank's inputs from the rank number, so each result is checked against a
 reference computed here, exactly; a failed check raises (non-zero exit)."""
+
 import datetime
 import os
 import sys
@@ -30,9 +31,13 @@ def same(got, want):
 def case_collectives():
     everyone = [data(r) for r in range(WORLD)]
     stacked = torch.stack(everyone)
-    for op, want in ((dist.ReduceOp.SUM, stacked.sum(0)), (dist.ReduceOp.PRODUCT, stacked.prod(0)),
-                     (dist.ReduceOp.MIN, stacked.min(0).values), (dist.ReduceOp.MAX, stacked.max(0).values),
-                     (dist.ReduceOp.AVG, stacked.sum(0) / WORLD)):
+    for op, want in (
+        (dist.ReduceOp.SUM, stacked.sum(0)),
+        (dist.ReduceOp.PRODUCT, stacked.prod(0)),
+        (dist.ReduceOp.MIN, stacked.min(0).values),
+        (dist.ReduceOp.MAX, stacked.max(0).values),
+        (dist.ReduceOp.AVG, stacked.sum(0) / WORLD),
+    ):
         t = data(RANK).to(DEV)
         dist.all_reduce(t, op=op)
         torch.testing.assert_close(t.cpu(), want, rtol=0, atol=1e-6)
@@ -82,8 +87,12 @@ def case_collectives():
     src = torch.arange(sum(in_splits), dtype=torch.float32, device=DEV) + 100 * RANK
     dst = torch.empty(sum(out_splits), device=DEV)
     dist.all_to_all_single(dst, src, out_splits, in_splits)
-    want = torch.cat([torch.arange(sum(range(1, RANK + 1)), sum(range(1, RANK + 2)), dtype=torch.float32) + 100 * r
-                      for r in range(WORLD)])
+    want = torch.cat(
+        [
+            torch.arange(sum(range(1, RANK + 1)), sum(range(1, RANK + 2)), dtype=torch.float32) + 100 * r
+            for r in range(WORLD)
+        ]
+    )
     same(dst, want)
     if RANK == 0:
         buckets = [torch.empty(6, device=DEV) for _ in range(WORLD)]
@@ -143,7 +152,7 @@ def case_uneven():
     work.wait()
     start = sum(sizes[:RANK])
     reference = sum(torch.arange(sum(sizes) * 2, dtype=torch.float32).view(-1, 2) * (r + 1) for r in range(WORLD))
-    same(piece, reference[start:start + sizes[RANK]])
+    same(piece, reference[start : start + sizes[RANK]])
     try:
         all_gather_into_tensor_uneven(out, mine, output_split_sizes=[1] * WORLD)
         raise AssertionError("bad split sizes were accepted")
@@ -313,7 +322,9 @@ def case_pipeline():
     else:
         losses = []
         schedule.step(target=y.to(DEV), losses=losses)
-        want = [torch.nn.functional.mse_loss(_model()(x[i * 4:(i + 1) * 4]), y[i * 4:(i + 1) * 4]) for i in range(2)]
+        want = [
+            torch.nn.functional.mse_loss(_model()(x[i * 4 : (i + 1) * 4]), y[i * 4 : (i + 1) * 4]) for i in range(2)
+        ]
         for got, w in zip(losses, want):
             torch.testing.assert_close(got.detach().cpu(), w.detach(), rtol=1e-5, atol=1e-6)
 

@@ -1,6 +1,7 @@
 """The checks every torch_npu operator gets: npu result vs an independent PyTorch composition on
 the CPU, gradients vs autograd of that composition, fake-kernel shapes vs real shapes, and
 torch.compile(fullgraph=True) through the operator."""
+
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_flatten, tree_map
@@ -19,8 +20,14 @@ def _assert_close(got, want, atol, rtol, what):
             assert isinstance(g, torch.Tensor), f"{what}[{i}] is not a tensor"
             assert g.shape == w.shape, f"{what}[{i}]: shape {tuple(g.shape)} != {tuple(w.shape)}"
             assert g.dtype == w.dtype, f"{what}[{i}]: dtype {g.dtype} != {w.dtype}"
-            torch.testing.assert_close(g.detach().cpu(), w.detach().cpu(), atol=atol, rtol=rtol, equal_nan=True,
-                                       msg=lambda m: f"{what}[{i}]: {m}")
+            torch.testing.assert_close(
+                g.detach().cpu(),
+                w.detach().cpu(),
+                atol=atol,
+                rtol=rtol,
+                equal_nan=True,
+                msg=lambda m, i=i: f"{what}[{i}]: {m}",
+            )
         else:
             assert g == w, f"{what}[{i}]: {g} != {w}"
 
@@ -40,8 +47,9 @@ def check_op(op, args, reference, kwargs=None, *, grad=(), atol=1e-5, rtol=1e-5,
             fake_out = op(*fake_args, **fake_kwargs)
         for i, (f, r) in enumerate(zip(tree_flatten(fake_out)[0], tree_flatten(out)[0])):
             if isinstance(r, torch.Tensor):
-                assert f.shape == r.shape and f.dtype == r.dtype, \
-                    f"fake output {i}: {tuple(f.shape)} {f.dtype} != real {tuple(r.shape)} {r.dtype}"
+                assert (
+                    f.shape == r.shape and f.dtype == r.dtype
+                ), f"fake output {i}: {tuple(f.shape)} {f.dtype} != real {tuple(r.shape)} {r.dtype}"
     if compile:
         torch._dynamo.reset()
         compiled = torch.compile(lambda *a: op(*a, **npu_kwargs), backend="aot_eager", fullgraph=True)
@@ -59,10 +67,17 @@ def _check_grad(op, args, reference, kwargs, grad, atol, rtol):
         return values
 
     npu_args, cpu_args = leaves("npu"), leaves("cpu")
-    pairs = [(o, r) for o, r in zip(tree_flatten(op(*npu_args, **_to(kwargs, "npu")))[0],
-                                    tree_flatten(reference(*cpu_args, **_to(kwargs, "cpu")))[0])
-             if isinstance(r, torch.Tensor) and r.requires_grad]
-    assert pairs and all(o.requires_grad for o, _ in pairs), "the outputs the reference differentiates must be differentiable"
+    pairs = [
+        (o, r)
+        for o, r in zip(
+            tree_flatten(op(*npu_args, **_to(kwargs, "npu")))[0],
+            tree_flatten(reference(*cpu_args, **_to(kwargs, "cpu")))[0],
+        )
+        if isinstance(r, torch.Tensor) and r.requires_grad
+    ]
+    assert pairs and all(
+        o.requires_grad for o, _ in pairs
+    ), "the outputs the reference differentiates must be differentiable"
     outs, refs = [o for o, _ in pairs], [r for _, r in pairs]
     gen = torch.Generator().manual_seed(1)
     weights = [torch.randn(r.shape, generator=gen, dtype=r.dtype) for r in refs]
@@ -70,5 +85,10 @@ def _check_grad(op, args, reference, kwargs, grad, atol, rtol):
     sum(((r * w).sum() for r, w in zip(refs, weights)), torch.zeros(())).backward()
     for i in grad:
         assert npu_args[i].grad is not None, f"no gradient for argument {i}"
-        torch.testing.assert_close(npu_args[i].grad.cpu(), cpu_args[i].grad, atol=atol * 10, rtol=rtol * 10,
-                                   msg=lambda m: f"gradient of argument {i}: {m}")
+        torch.testing.assert_close(
+            npu_args[i].grad.cpu(),
+            cpu_args[i].grad,
+            atol=atol * 10,
+            rtol=rtol * 10,
+            msg=lambda m, i=i: f"gradient of argument {i}: {m}",
+        )

@@ -14,7 +14,7 @@ UNSUPPORTED = {
 # The CPU kernel itself is not deterministic, so npu can only be compared within tolerance.
 NONDETERMINISTIC_ON_CPU = {
     "linalg.lstsq": "driver='gelsy' reads its uninitialised pivot workspace: the CPU result depends on "
-                    "what the allocator's recycled memory held (CPU differs from itself after another "
-                    "allocation), so npu matches to 1e-6, not bit for bit",
+    "what the allocator's recycled memory held (CPU differs from itself after another "
+    "allocation), so npu matches to 1e-6, not bit for bit",
     "linalg.lstsq.grad_oriented": "same gelsy workspace as linalg.lstsq",
 }

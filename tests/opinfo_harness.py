@@ -5,6 +5,7 @@ Used by tests/test_opinfo_parity.py (one test per operator) and runnable alone f
 
     python tests/opinfo_harness.py [--max-samples 4] [--json out.json]
 """
+
 import argparse
 import contextlib
 import json
@@ -21,8 +22,7 @@ import torch_npu  # noqa: F401
 MAX_SAMPLES = 4
 
 # Their outputs are uninitialised memory: only shape, dtype, strides and device can be compared.
-UNINITIALIZED_OUTPUT = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
-                        "new_empty_strided"}
+UNINITIALIZED_OUTPUT = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
 
 # Arguments PyTorch requires on the CPU whatever the device of the other tensors
 # (tensor_split: "tensor_indices_or_sections must be on the CPU").
@@ -51,8 +51,9 @@ def to_npu(t):
     storage = plain.untyped_storage()
     npu_storage = torch.UntypedStorage(storage.nbytes(), device="npu")
     npu_storage.copy_(storage)
-    out = torch.empty(0, dtype=t.dtype, device="npu").set_(npu_storage, plain.storage_offset(), plain.size(),
-                                                           plain.stride())
+    out = torch.empty(0, dtype=t.dtype, device="npu").set_(
+        npu_storage, plain.storage_offset(), plain.size(), plain.stride()
+    )
     if t.is_neg():
         out = out._neg_view()
     if t.is_conj():
@@ -105,8 +106,9 @@ def compare(npu_out, cpu_out, values=True):
                     return f"strides {x.stride()} vs {y.stride()}"
                 continue
             if not torch.equal(_bits(x), _bits(y)):
-                close = x.is_floating_point() and torch.allclose(x.detach().cpu().double(), y.detach().double(),
-                                                                 equal_nan=True)
+                close = x.is_floating_point() and torch.allclose(
+                    x.detach().cpu().double(), y.detach().double(), equal_nan=True
+                )
                 return "values differ (close)" if close else "values differ"
         elif isinstance(y, (bool, int, float, complex)):
             if not (x == y or (isinstance(y, float) and y != y and x != x)):
@@ -119,8 +121,7 @@ def alias_check(cpu_in, cpu_out, npu_in, npu_out):
     if not isinstance(cpu_in, torch.Tensor) or cpu_in.layout != torch.strided or not cpu_in.numel():
         return None
     for yc, yn in zip(tree_flatten(cpu_out)[0], tree_flatten(npu_out)[0]):
-        if isinstance(yc, torch.Tensor) and isinstance(yn, torch.Tensor) and yc.layout == torch.strided \
-                and yc.numel():
+        if isinstance(yc, torch.Tensor) and isinstance(yn, torch.Tensor) and yc.layout == torch.strided and yc.numel():
             on_cpu = yc.untyped_storage().data_ptr() == cpu_in.untyped_storage().data_ptr()
             on_npu = yn.untyped_storage().data_ptr() == npu_in.untyped_storage().data_ptr()
             if on_cpu != on_npu:
@@ -129,8 +130,11 @@ def alias_check(cpu_in, cpu_out, npu_in, npu_out):
 
 
 def gradients(out, inputs):
-    outs = [t for t in tree_flatten(out)[0]
-            if isinstance(t, torch.Tensor) and t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    outs = [
+        t
+        for t in tree_flatten(out)[0]
+        if isinstance(t, torch.Tensor) and t.requires_grad and (t.is_floating_point() or t.is_complex())
+    ]
     ins = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
     if not outs or not ins:
         return None
@@ -165,8 +169,9 @@ def run_op(op, max_samples=MAX_SAMPLES):
         npu_args = [map_devices(a) for a in npu_args]
         npu_kwargs = {k: map_devices(tree_map(to_npu, v)) for k, v in sample.kwargs.items()}
         # Samples without tensors (factories) create on the default device: make that npu.
-        has_tensor = any(isinstance(t, torch.Tensor) for t in tree_flatten((sample.input, sample.args,
-                                                                             sample.kwargs))[0])
+        has_tensor = any(
+            isinstance(t, torch.Tensor) for t in tree_flatten((sample.input, sample.args, sample.kwargs))[0]
+        )
         try:
             torch.manual_seed(0)
             with contextlib.nullcontext() if has_tensor else torch.device("npu"):
@@ -175,8 +180,7 @@ def run_op(op, max_samples=MAX_SAMPLES):
             text = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
             result["forward"] = f"error {type(e).__name__}: {text}"
             return result
-        why = compare(npu_out, cpu_out, values=compare_values) or alias_check(sample.input, cpu_out, npu_input,
-                                                                               npu_out)
+        why = compare(npu_out, cpu_out, values=compare_values) or alias_check(sample.input, cpu_out, npu_input, npu_out)
         if why:
             result["forward"] = why
             return result
@@ -188,8 +192,7 @@ def run_op(op, max_samples=MAX_SAMPLES):
                 cpu_grads = None  # not differentiable on cpu either
             if cpu_grads is not None:
                 try:
-                    npu_grads = gradients(output_func(npu_out),
-                                          tree_flatten((npu_input, npu_args, npu_kwargs))[0])
+                    npu_grads = gradients(output_func(npu_out), tree_flatten((npu_input, npu_args, npu_kwargs))[0])
                     why = compare(npu_grads, cpu_grads)
                 except Exception as e:
                     why = f"error {type(e).__name__}: {str(e).strip()[:150]}"
@@ -219,8 +222,10 @@ def main():
     fwd = sum(r["forward"] == "pass" for r in tested)
     grads = [r for r in tested if r["grad"] is not None]
     gpass = sum(r["grad"] == "pass" for r in grads)
-    print(f"{len(tested)} ops with float32 samples: forward {fwd} exact ({100 * fwd / len(tested):.1f}%), "
-          f"gradients {gpass}/{len(grads)} exact; {time.time() - start:.0f} s")
+    print(
+        f"{len(tested)} ops with float32 samples: forward {fwd} exact ({100 * fwd / len(tested):.1f}%), "
+        f"gradients {gpass}/{len(grads)} exact; {time.time() - start:.0f} s"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

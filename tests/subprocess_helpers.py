@@ -1,5 +1,6 @@
 """Running a snippet in a fresh interpreter: environment variables read at import time (device
 count, SoC, allocator settings) and process-level behaviour (autoload, fork) need one."""
+
 import os
 import signal
 import subprocess
@@ -9,12 +10,16 @@ import textwrap
 
 def run_python(code, env=None, timeout=120, check=True):
     """Runs `code` in a new interpreter; returns the CompletedProcess (stdout, stderr, returncode)."""
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_", "PYTORCH_NO_NPU", "PYTORCH_ALLOC"))}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VNPU_", "ASCEND_RT_", "PYTORCH_NPU_", "PYTORCH_NO_NPU", "PYTORCH_ALLOC"))
+    }
     full_env.update(env or {})
     full_env.setdefault("VNPU_OPS_PROFILE", "none")  # a developer's synced profile stays out of the tests
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -32,8 +37,7 @@ def run(args, env, timeout=300, cwd=None):
     `timeout` seconds gets SIGABRT first (Python's faulthandler then prints every thread's stack), and the
     test fails with what it printed."""
     env = dict(env, PYTHONFAULTHANDLER="1")
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          cwd=cwd) as proc:
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -43,8 +47,10 @@ def run(args, env, timeout=300, cwd=None):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 stdout, stderr = proc.communicate()
-            raise AssertionError(f"{args} did not finish within {timeout} s; its output:\n{stdout[-2000:]}\n"
-                                 f"its stacks and stderr:\n{stderr[-8000:]}") from None
+            raise AssertionError(
+                f"{args} did not finish within {timeout} s; its output:\n{stdout[-2000:]}\n"
+                f"its stacks and stderr:\n{stderr[-8000:]}"
+            ) from None
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
@@ -62,5 +68,7 @@ def client_env(**extra):
 
 def checked(proc):
     """The CompletedProcess, after asserting it succeeded (its output is the failure message)."""
-    assert proc.returncode == 0, f"{proc.args} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    assert (
+        proc.returncode == 0
+    ), f"{proc.args} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
     return proc

@@ -2,6 +2,7 @@
 loop (optimizer built before `prepare`) trains with the CPU run's losses in fp32, bf16 and fp16,
 with gradient accumulation, on one process and on two (`accelerate launch`, hccl, MULTI_NPU);
 save_state/load_state resume exactly; accelerate's own `accelerate test` passes on npu."""
+
 import json
 import os
 import sys
@@ -52,8 +53,12 @@ def test_fp16_uses_npu_grad_scaler_and_trains_as_plain_pytorch_on_cpu(tmp_path):
 
 @pytest.mark.parametrize("precision", ["no", "bf16"])
 def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
-    npu = loop(tmp_path, "npu", precision, launcher=[*LAUNCH, "--mixed_precision", precision, "--num_processes", "2",
-                                                     "--multi_gpu"])
+    npu = loop(
+        tmp_path,
+        "npu",
+        precision,
+        launcher=[*LAUNCH, "--mixed_precision", precision, "--num_processes", "2", "--multi_gpu"],
+    )
     cpu = loop(tmp_path, "cpu", precision, "--cpu", launcher=TORCHRUN)
     assert [r["device"] for r in npu] == ["npu:0", "npu:1"]
     assert {r["distributed_type"] for r in npu} == {"DistributedType.MULTI_NPU"}
@@ -64,8 +69,9 @@ def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
 
 
 def test_two_process_fp16_keeps_ranks_in_step(tmp_path):
-    npu = loop(tmp_path, "npu", "fp16", launcher=[*LAUNCH, "--mixed_precision", "fp16", "--num_processes", "2",
-                                                  "--multi_gpu"])
+    npu = loop(
+        tmp_path, "npu", "fp16", launcher=[*LAUNCH, "--mixed_precision", "fp16", "--num_processes", "2", "--multi_gpu"]
+    )
     assert [r["scaler"] for r in npu] == ["torch_npu.npu.amp.grad_scaler.GradScaler"] * 2
     assert npu[0]["params"] == npu[1]["params"]
     assert all(loss == loss for r in npu for loss in r["losses"])  # no NaN
@@ -82,9 +88,17 @@ def test_save_state_and_load_state_resume_exactly(tmp_path):
 
 def test_accelerate_own_self_check_passes_on_npu(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_NPU\nnum_machines: 1\n"
-                      "num_processes: 2\nmixed_precision: 'no'\nuse_cpu: false\n")
-    proc = checked(run([sys.executable, "-m", "accelerate.commands.accelerate_cli", "test", "--config_file",
-                        str(config)], client_env(), timeout=600, cwd=str(tmp_path)))
+    config.write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_NPU\nnum_machines: 1\n"
+        "num_processes: 2\nmixed_precision: 'no'\nuse_cpu: false\n"
+    )
+    proc = checked(
+        run(
+            [sys.executable, "-m", "accelerate.commands.accelerate_cli", "test", "--config_file", str(config)],
+            client_env(),
+            timeout=600,
+            cwd=str(tmp_path),
+        )
+    )
     assert "Test is a success! You are ready for your distributed training!" in proc.stdout
     assert "Training yielded the same results on one CPU or distributed setup with batch split." in proc.stdout

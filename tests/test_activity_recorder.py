@@ -1,5 +1,6 @@
 """The profiler's device-activity source: npu operators recorded in C++ with their own timestamps,
 device, stream, shapes, dtypes and private formats."""
+
 import torch
 
 import torch_npu
@@ -60,10 +61,12 @@ def test_recording_stops_cleanly_and_a_new_session_starts_empty():
 def test_cpu_fallback_operators_are_marked_with_a_profile(synced):
     from subprocess_helpers import run
 
-    code = ("import torch, torch_npu, warnings\nwarnings.simplefilter('ignore')\n"
-            "x = torch.randn(4, device='npu')\ntorch_npu._C._activity_start(False)\n"
-            "torch.fmax(x, x); x + 1\n"
-            "print([(r['name'], r['cpu_fallback']) for r in torch_npu._C._activity_stop()])\n")
+    code = (
+        "import torch, torch_npu, warnings\nwarnings.simplefilter('ignore')\n"
+        "x = torch.randn(4, device='npu')\ntorch_npu._C._activity_start(False)\n"
+        "torch.fmax(x, x); x + 1\n"
+        "print([(r['name'], r['cpu_fallback']) for r in torch_npu._C._activity_stop()])\n"
+    )
     import sys
 
     done = run([sys.executable, "-c", code], synced)

@@ -1,4 +1,5 @@
 """Automatic mixed precision on npu: torch_npu's autocast policy and the gradient scalers."""
+
 import pytest
 import torch
 
@@ -22,18 +23,18 @@ def test_torch_npu_op_lists(dtype):
     a, b = mats()
     half = a.to(dtype)
     with torch.autocast("npu", dtype=dtype):
-        assert (a @ b).dtype == dtype                                     # lower precision list
+        assert (a @ b).dtype == dtype  # lower precision list
         assert torch.nn.functional.linear(a, b).dtype == dtype
         assert torch.nn.functional.conv2d(a[None, None], b[None, None]).dtype == dtype
-        assert torch.exp(half).dtype == torch.float32                     # fp32 list
+        assert torch.exp(half).dtype == torch.float32  # fp32 list
         assert torch.nn.functional.layer_norm(half, (4,)).dtype == torch.float32
-        assert torch.softmax(half, 0).dtype == torch.float32              # fp32_set_opt_dtype
+        assert torch.softmax(half, 0).dtype == torch.float32  # fp32_set_opt_dtype
         assert torch.sum(half).dtype == torch.float32
-        assert torch.addcmul(a, half, half).dtype == torch.float32        # promote
-        assert (a + b).dtype == torch.float32                             # not listed: unchanged
+        assert torch.addcmul(a, half, half).dtype == torch.float32  # promote
+        assert (a + b).dtype == torch.float32  # not listed: unchanged
         # Where torch_npu's lists differ from CUDA's:
-        assert torch.linalg.vecdot(a, b).dtype == torch.float32            # CUDA casts it, torch_npu does not
-        assert torch.nn.functional.rms_norm(half, (4,)).dtype == dtype      # CUDA forces fp32, torch_npu does not
+        assert torch.linalg.vecdot(a, b).dtype == torch.float32  # CUDA casts it, torch_npu does not
+        assert torch.nn.functional.rms_norm(half, (4,)).dtype == dtype  # CUDA forces fp32, torch_npu does not
 
 
 def test_autocast_results_equal_manual_casts():
@@ -51,8 +52,9 @@ def test_binary_cross_entropy_is_banned_under_autocast():
     with torch.autocast("npu"):
         with pytest.raises(RuntimeError) as info:
             torch.nn.functional.binary_cross_entropy(p, p)
-    assert str(info.value).startswith("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
-                                      "autocast.")
+    assert str(info.value).startswith(
+        "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to " "autocast."
+    )
 
 
 def train(device, scaler_factory, steps=6, poison=(2,)):
@@ -86,8 +88,9 @@ def test_torch_npu_grad_scaler():
     weights, scales = train("npu", lambda: torch.npu.amp.GradScaler(init_scale=2.0**8, growth_interval=2))
     ref, ref_scales = train("npu", lambda: torch.amp.GradScaler("npu", init_scale=2.0**8, growth_interval=2))
     assert scales == ref_scales and torch.equal(weights, ref)
-    static_w, static_scales = train("npu", lambda: torch.npu.amp.GradScaler(init_scale=2.0**8, dynamic=False),
-                                    poison=())
+    static_w, static_scales = train(
+        "npu", lambda: torch.npu.amp.GradScaler(init_scale=2.0**8, dynamic=False), poison=()
+    )
     assert static_scales == [2.0**8] * 6
     scaler = torch.npu.amp.GradScaler()
     state = scaler.state_dict()

@@ -1,12 +1,9 @@
 """AMP beyond autocast: torch_npu's GradScaler messages and overflow statics, the sharded scaler,
 amp.common, and the apex-style torch_npu.contrib.amp (O0-O3, scale_loss)."""
-import copy
 
 import pytest
 import torch
 import torch.nn as nn
-
-import torch_npu
 from subprocess_helpers import run_python
 
 
@@ -42,7 +39,8 @@ def test_grad_scaler_overflow_statics():
     GradScaler = torch.npu.amp.GradScaler
     with pytest.raises(RuntimeError, match="Unsupport api"):
         GradScaler.get_npu_overflow_flag()
-    out = run_python("""
+    out = run_python(
+        """
         import torch, torch_npu
         S = torch.npu.amp.GradScaler
         S.clear_npu_overflow_flag()
@@ -50,7 +48,9 @@ def test_grad_scaler_overflow_statics():
         print(S.get_npu_overflow_flag())
         S.clear_npu_overflow_flag()
         print(S.get_npu_overflow_flag())
-    """, env={"VNPU_SOC": "Ascend910A"})
+    """,
+        env={"VNPU_SOC": "Ascend910A"},
+    )
     assert out.stdout.split() == ["True", "False"]
 
 
@@ -60,8 +60,14 @@ def test_amp_common_and_grad_scaler_module_names():
 
     assert amp_definitely_not_available() is False
     assert GradScaler is torch.npu.amp.GradScaler
-    assert last_line_of("import torch, torch_npu; from torch_npu.npu.amp.common import "
-                        "amp_definitely_not_available as f; print(f())", {"VNPU_DEVICE_COUNT": "0"}) == "True"
+    assert (
+        last_line_of(
+            "import torch, torch_npu; from torch_npu.npu.amp.common import "
+            "amp_definitely_not_available as f; print(f())",
+            {"VNPU_DEVICE_COUNT": "0"},
+        )
+        == "True"
+    )
 
 
 def last_line_of(code, env):

@@ -1,5 +1,6 @@
 """The public API against the real torch_npu's schema (the parity tool lives beside the project, in
 ../shared/tools; a clone without it skips this check)."""
+
 import json
 import os
 import subprocess
@@ -7,9 +8,17 @@ import sys
 
 import pytest
 
-TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared",
-                    "tools", "api_parity.py")
-AREAS = ["torch_npu.npu", "torch_npu.optim", "torch_npu.utils", "torch_npu.testing", "torch_npu.contrib", "torch_npu.profiler"]
+TOOL = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "tools", "api_parity.py"
+)
+AREAS = [
+    "torch_npu.npu",
+    "torch_npu.optim",
+    "torch_npu.utils",
+    "torch_npu.testing",
+    "torch_npu.contrib",
+    "torch_npu.profiler",
+]
 
 
 @pytest.mark.skipif(not os.path.isfile(TOOL), reason="../shared/tools/api_parity.py is not beside this checkout")

@@ -1,5 +1,5 @@
 """The vnpu command line."""
-import os
+
 import subprocess
 import sys
 

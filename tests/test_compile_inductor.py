@@ -1,13 +1,13 @@
 """torch.compile's default backend (inductor) on npu: npu graphs compile to the CPU's kernels and run on npu
 memory, so compiled npu training computes exactly what compiled CPU training computes, and stays within
 compile tolerances of eager npu."""
+
 import os
 import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
-
 from compile_models import CNN, MLP, Block, train
 from subprocess_helpers import run_python
 
@@ -146,24 +146,31 @@ def test_npu_backend_option_is_accepted_and_validated():
 
 
 def test_npu_backend_environment_variable():
-    chosen = run_python("""
+    chosen = run_python(
+        """
         import torch, torch_npu
         import torch._inductor.config as config
         print(config.npu_backend, torch.compile(lambda t: t + 1)(torch.ones(2, device="npu")).tolist())
-    """, env={"TORCHINDUCTOR_NPU_BACKEND": "dvm"}, timeout=300)
+    """,
+        env={"TORCHINDUCTOR_NPU_BACKEND": "dvm"},
+        timeout=300,
+    )
     assert chosen.stdout.split() == ["dvm", "[2.0,", "2.0]"]
     refused = run_python("import torch", env={"TORCHINDUCTOR_NPU_BACKEND": "tvm"}, check=False)
     assert refused.returncode != 0
-    assert ("Invalid value 'tvm' of environment variable TORCHINDUCTOR_NPU_BACKEND: expected one of default, "
-            "mlir, dvm, ascendc") in refused.stderr
+    assert (
+        "Invalid value 'tvm' of environment variable TORCHINDUCTOR_NPU_BACKEND: expected one of default, "
+        "mlir, dvm, ascendc"
+    ) in refused.stderr
 
 
 def _gelu_div(x, w):
     return F.gelu(x @ w).div(3.0) + 1
 
 
-@pytest.mark.parametrize("listed,fallbacks", [("aten.div", ["aten.div.Tensor"]),
-                                              ("allfallback", ["aten.div.Tensor", "aten.erf.default"])])
+@pytest.mark.parametrize(
+    "listed,fallbacks", [("aten.div", ["aten.div.Tensor"]), ("allfallback", ["aten.div.Tensor", "aten.erf.default"])]
+)
 def test_fallback_list_leaves_operators_to_aten_in_npu_graphs_only(monkeypatch, listed, fallbacks):
     from torch._inductor.lowering import lowerings
     from torch._inductor.utils import run_and_get_code
@@ -189,10 +196,14 @@ def test_fallback_list_ignores_names_it_cannot_resolve(monkeypatch):
 
 
 def test_torch_logs_print_the_code_generated_for_npu_graphs():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         torch.compile(lambda t: (t.exp() + 1).sum(0))(torch.randn(4, 4, device="npu"))
-    """, env={"TORCH_LOGS": "output_code"}, timeout=300)
+    """,
+        env={"TORCH_LOGS": "output_code"},
+        timeout=300,
+    )
     assert "Output code" in proc.stderr and "cpp_fused_add_exp_sum_0" in proc.stderr
 
 
@@ -213,7 +224,8 @@ def test_torch_export_and_compiled_autograd_on_npu():
 
 
 def test_compiled_code_running_out_of_device_memory_raises_torch_npus_oom():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         fn = torch.compile(lambda t: torch.mm(t, t.t()).relu().sum(0))
         x = torch.randn(3000, 8, device="npu")
@@ -221,7 +233,10 @@ def test_compiled_code_running_out_of_device_memory_raises_torch_npus_oom():
             fn(x)
         except torch.OutOfMemoryError as e:
             print("OOM", str(e).splitlines()[0][:40])
-    """, env={"VNPU_DEVICE_MEMORY": "16MiB"}, timeout=300)
+    """,
+        env={"VNPU_DEVICE_MEMORY": "16MiB"},
+        timeout=300,
+    )
     assert "OOM NPU out of memory. Tried to allocate" in proc.stdout
 
 
@@ -229,8 +244,14 @@ def test_nanogpt_style_script_with_compile_under_vnpu_run(tmp_path):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "nanogpt_train.py")
     from subprocess_helpers import VNPU, checked, client_env, run
 
-    npu = checked(run(VNPU + ["run", "--report", str(tmp_path / "report.md"), script, "--device=npu",
-                              "--max_iters=4"], client_env(), timeout=600, cwd=str(tmp_path)))
+    npu = checked(
+        run(
+            VNPU + ["run", "--report", str(tmp_path / "report.md"), script, "--device=npu", "--max_iters=4"],
+            client_env(),
+            timeout=600,
+            cwd=str(tmp_path),
+        )
+    )
     cpu = checked(run([sys.executable, script, "--device=cpu", "--max_iters=4"], client_env(), timeout=600))
     losses = [line for line in npu.stdout.splitlines() if line.startswith("iter ")]
     assert len(losses) == 4 and losses == [line for line in cpu.stdout.splitlines() if line.startswith("iter ")]

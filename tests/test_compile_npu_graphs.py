@@ -2,12 +2,13 @@
 (the ATen graphs captured and replayed), with CUDA graph trees' rules: warm-up, capture, replay, one graph
 per input shape, outputs overwritten by the next replay, skips reported. (npugraph_ex shares the replay;
 its options are tested in test_compile_npugraph_ex.py.)"""
+
 import gc
 
 import pytest
 import torch
-
 from compile_models import MLP, replay_model_and_input, train
+
 from torch_npu._inductor.graph_runner import NpuGraphRunner
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -25,8 +26,11 @@ def runners(prefix=""):
     return found
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"},
-                                    {"backend": "npugraph_ex"}], ids=["reduce-overhead", "npugraphs", "npugraph_ex"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}, {"backend": "npugraph_ex"}],
+    ids=["reduce-overhead", "npugraphs", "npugraph_ex"],
+)
 def test_inference_warms_up_captures_then_replays(kwargs):
     model, x = replay_model_and_input()
     compiled = torch.compile(model, **kwargs)
@@ -68,8 +72,9 @@ def test_each_new_shape_is_captured_once():
     assert recorded == 2
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}],
-                         ids=["reduce-overhead", "npugraphs"])
+@pytest.mark.parametrize(
+    "kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}], ids=["reduce-overhead", "npugraphs"]
+)
 def test_training_replays_forward_and_backward(kwargs):
     compiled = train(MLP, "npu", compile_kwargs=kwargs, steps=5)
     eager = train(MLP, "npu", steps=5)

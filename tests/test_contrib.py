@@ -1,5 +1,6 @@
 """torch_npu.contrib: the documented semantics of its functions and modules, checked against
 hand-computed values or plain PyTorch formulations, on npu and cpu alike."""
+
 import math
 
 import pytest
@@ -24,8 +25,10 @@ def test_roll_and_index_put_and_matmul_transpose():
     x = torch.arange(12.0).view(3, 4)
     assert torch.equal(contrib.roll(x.npu(), 1, 0).cpu(), torch.roll(x, 1, 0))
     cond = x > 5
-    assert torch.equal(contrib.npu_fast_condition_index_put(x.clone().npu(), cond.npu(), -1.0).cpu(),
-                       torch.where(cond, torch.tensor(-1.0), x))
+    assert torch.equal(
+        contrib.npu_fast_condition_index_put(x.clone().npu(), cond.npu(), -1.0).cpu(),
+        torch.where(cond, torch.tensor(-1.0), x),
+    )
     a = torch.randn(2, 3, 4, requires_grad=True)
     b = torch.randn(2, 5, 4, requires_grad=True)
     an, bn = a.detach().npu().requires_grad_(), b.detach().npu().requires_grad_()
@@ -64,8 +67,9 @@ def test_bbox_encode_decode_round_trip_and_formula():
     assert torch.allclose(deltas[0].cpu(), torch.tensor([dx, ((2 + 14) / 2 - 5) / 10 / 0.1, dw, dh]), atol=1e-5)
     boxes = contrib.npu_bbox_coder_decode_xywh2xyxy(anchors.npu(), deltas, stds=[0.1, 0.1, 0.2, 0.2])
     assert torch.allclose(boxes.cpu(), gts, atol=1e-4)
-    clipped = contrib.npu_bbox_coder_decode_xywh2xyxy(anchors.npu(), deltas, stds=[0.1, 0.1, 0.2, 0.2],
-                                                      max_shape=(12, 20))
+    clipped = contrib.npu_bbox_coder_decode_xywh2xyxy(
+        anchors.npu(), deltas, stds=[0.1, 0.1, 0.2, 0.2], max_shape=(12, 20)
+    )
     assert float(clipped[:, 2].max()) <= 20 and float(clipped[:, 3].max()) <= 12
 
 
@@ -85,7 +89,7 @@ def test_multiclass_nms_keeps_best_non_overlapping_boxes():
     scores = torch.tensor([[0.9, 0.1, 0.0], [0.8, 0.1, 0.0], [0.7, 0.2, 0.0], [0.01, 0.6, 0.0]])
     dets, labels = contrib.npu_multiclass_nms(boxes.npu(), scores.npu(), score_thr=0.05, nms_thr=0.5, max_num=5)
     assert dets.shape == (5, 5) and labels.shape == (5,) and dets.dtype == torch.float16
-    kept = [(round(float(d[4]), 2), int(l)) for d, l in zip(dets.cpu(), labels.cpu()) if float(d[4]) > 0]
+    kept = [(round(float(d[4]), 2), int(label)) for d, label in zip(dets.cpu(), labels.cpu()) if float(d[4]) > 0]
     # box 1 is suppressed by box 0 in class 0 (IoU 0.68); class 1 keeps box 3 and box 2 (box 0/1 score 0.1 overlap)
     assert kept == [(0.9, 0), (0.7, 0), (0.6, 1), (0.2, 1)]
     bd, bl = contrib.npu_batched_multiclass_nms(boxes[None].npu(), scores[None].npu(), nms_thr=0.5, max_num=5)
@@ -178,8 +182,9 @@ def test_ps_roi_pool_reads_position_sensitive_channels():
     gs, dim = 2, 1
     feat = torch.stack([torch.full((4, 4), float(c)) for c in range(dim * gs * gs)])[None]
     rois = torch.tensor([[0, 0.0, 0.0, 3.0, 3.0]])
-    out = contrib.PSROIPool(pooled_height=2, pooled_width=2, spatial_scale=1.0, group_size=gs,
-                            output_dim=dim)(feat.npu(), rois.npu())
+    out = contrib.PSROIPool(pooled_height=2, pooled_width=2, spatial_scale=1.0, group_size=gs, output_dim=dim)(
+        feat.npu(), rois.npu()
+    )
     assert out.cpu().flatten().tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
@@ -253,8 +258,7 @@ def test_linear_quant_integer_semantics():
         m.bias.copy_(torch.tensor([10, -3], dtype=torch.int32))
     x = torch.tensor([[1, 1, 1, 1], [2, 0, 0, 1]], dtype=torch.int8, device="npu")
     out = m(x)
-    expected = torch.tensor([[(10 + 10) * 0.5, (-4 - 3) * 2.0], [(6 + 10) * 0.5, (-3 - 3) * 2.0]],
-                            dtype=torch.float16)
+    expected = torch.tensor([[(10 + 10) * 0.5, (-4 - 3) * 2.0], [(6 + 10) * 0.5, (-3 - 3) * 2.0]], dtype=torch.float16)
     assert out.dtype == torch.float16 and torch.equal(out.cpu(), expected)
     m.output_dtype = None
     assert m(x).dtype == torch.int8

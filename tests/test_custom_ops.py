@@ -1,5 +1,6 @@
 """Users' own NPU operators: the Python API (torch_npu.ops.npu_op) and C++ kernels built with
 torch_npu.utils.cpp_extension.NpuExtension — with seed 000's ReLU6 example."""
+
 import os
 import shutil
 import subprocess
@@ -8,10 +9,9 @@ import textwrap
 
 import pytest
 import torch
-
-import torch_npu
-from torch_npu.ops import npu_op
 from subprocess_helpers import run_python
+
+from torch_npu.ops import npu_op
 
 
 @npu_op("vnpu_test::relu6(Tensor x) -> Tensor", differentiable=True)
@@ -41,7 +41,7 @@ def test_seed_000_custom_relu6_function_over_a_user_operator():
 
         @staticmethod
         def backward(ctx, grad_output):
-            input, = ctx.saved_tensors
+            (input,) = ctx.saved_tensors
             return grad_output * (input > 0) * (input < 6)
 
     x = torch.linspace(-3, 9, 7, device="npu", requires_grad=True)
@@ -65,13 +65,17 @@ def test_npu_namespace_operators_are_exported_and_torch_alias_deprecated():
             print(e)
     """)
     lines = out.stdout.strip().splitlines()
-    assert lines == ["[3.0, 3.0]", "torch.npu_my_scale is deprecated and will be removed in future version. "
-                                   "Use torch_npu.npu_my_scale instead."]
+    assert lines == [
+        "[3.0, 3.0]",
+        "torch.npu_my_scale is deprecated and will be removed in future version. "
+        "Use torch_npu.npu_my_scale instead.",
+    ]
 
 
 @pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_cpp_kernel_built_with_npu_extension(tmp_path):
-    (tmp_path / "relu6.cpp").write_text(textwrap.dedent("""
+    (tmp_path / "relu6.cpp").write_text(
+        textwrap.dedent("""
         #include <torch/extension.h>
 
         // seed 000's ReLU6, as a C++ kernel for npu tensors
@@ -80,18 +84,27 @@ def test_cpp_kernel_built_with_npu_extension(tmp_path):
         TORCH_LIBRARY(custom, m) { m.def("relu6(Tensor input) -> Tensor"); }
         TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { m.impl("relu6", &relu6); }
         PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
-    """))
-    (tmp_path / "setup.py").write_text(textwrap.dedent("""
+    """)
+    )
+    (tmp_path / "setup.py").write_text(
+        textwrap.dedent("""
         from setuptools import setup
         from torch.utils.cpp_extension import BuildExtension
         from torch_npu.utils.cpp_extension import NpuExtension
 
         setup(name="relu6_ext", ext_modules=[NpuExtension("relu6_ext", ["relu6.cpp"])],
               cmdclass={"build_ext": BuildExtension})
-    """))
+    """)
+    )
     env = dict(os.environ, MAX_JOBS="2")
-    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path, env=env, check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     out = run_python(f"""
         import sys; sys.path.insert(0, {str(tmp_path)!r})
         import torch, torch_npu, relu6_ext

@@ -2,6 +2,7 @@
 toolkit directory) DeepSpeed builds from source and runs; `get_accelerator()` is DeepSpeed's NPU
 accelerator over hccl; ZeRO stages 1, 2 and 3 in fp32, bf16 and fp16 on 1 and 2 ranks train with the
 losses and parameters of the same DeepSpeed program on the CPU, and fp32 ZeRO matches plain DDP."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,11 @@ from vnpu import env_command  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "deepspeed_loop.py")
 RUNNER = [sys.executable, "-m", "deepspeed.launcher.runner"]
-MATRIX = ["ddp"] + [f"zero{stage}-{precision}" for precision in ("fp32", "bf16", "fp16") for stage in (1, 2, 3)] + [
-    "zero2-fp32-offload", "zero3-fp32-offload"]
+MATRIX = (
+    ["ddp"]
+    + [f"zero{stage}-{precision}" for precision in ("fp32", "bf16", "fp16") for stage in (1, 2, 3)]
+    + ["zero2-fp32-offload", "zero3-fp32-offload"]
+)
 
 
 def cann_env(**extra):
@@ -39,14 +43,31 @@ def test_vnpu_env_prints_what_set_env_sh_sets(tmp_path):
 
     assert f"version={torch_npu.utils.get_cann_version().split('+')[0]}" in info
     for component in ("compiler", "runtime", "opp", "hccl"):
-        assert open(os.path.join(home, component, "version.info")).read().strip() == info[1].replace("version", "Version")
+        assert open(os.path.join(home, component, "version.info")).read().strip() == info[1].replace(
+            "version", "Version"
+        )
     unset = checked(run(VNPU + ["env", "--unset"], client_env())).stdout.split("\n")
     assert "unset ASCEND_HOME_PATH" in unset
 
 
 def test_deepspeed_builds_from_source_only_with_the_cann_environment(tmp_path):
-    download = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                               "deepspeed==0.19.8", "-d", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    download = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "deepspeed==0.19.8",
+            "-d",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if download.returncode != 0:
         pytest.skip(f"DeepSpeed's source archive cannot be downloaded here: {download.stderr.strip()[-300:]}")
     [sdist] = [str(p) for p in tmp_path.glob("deepspeed-*.tar.gz")]
@@ -58,16 +79,31 @@ def test_deepspeed_builds_from_source_only_with_the_cann_environment(tmp_path):
 
 
 def test_get_accelerator_is_deepspeeds_npu_accelerator():
-    proc = checked(run([sys.executable, "-c", "from deepspeed.accelerator import get_accelerator as g; a = g(); "
-                        "print(type(a).__name__, a.device_name(), a.communication_backend_name(), a.device_count())"],
-                       cann_env(), timeout=300))
+    proc = checked(
+        run(
+            [
+                sys.executable,
+                "-c",
+                "from deepspeed.accelerator import get_accelerator as g; a = g(); "
+                "print(type(a).__name__, a.device_name(), a.communication_backend_name(), a.device_count())",
+            ],
+            cann_env(),
+            timeout=300,
+        )
+    )
     assert proc.stdout.split()[-4:] == ["NPU_Accelerator", "npu", "hccl", "8"]
 
 
 def launch(tmp_path, name, ranks, runs, **env):
     out = str(tmp_path / name)
-    checked(run(RUNNER + ["--num_gpus", str(ranks), LOOP, "--out", out, *runs], cann_env(**env), timeout=900,
-                cwd=str(tmp_path)))
+    checked(
+        run(
+            RUNNER + ["--num_gpus", str(ranks), LOOP, "--out", out, *runs],
+            cann_env(**env),
+            timeout=900,
+            cwd=str(tmp_path),
+        )
+    )
     return [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(ranks)]
 
 

@@ -1,12 +1,13 @@
 """Devices: count and visibility, SoC profiles, properties, current device, guards, lazy init,
 fork, autoload and the second-accelerator refusal."""
+
 import threading
 
 import pytest
 import torch
+from subprocess_helpers import last_line, run_python
 
 import torch_npu
-from subprocess_helpers import last_line, run_python
 
 
 def test_default_machine_has_eight_ascend910b1():
@@ -26,8 +27,16 @@ def test_device_properties_fields():
     assert props.multi_processor_count == 48
     assert len(props.uuid.bytes) == 16 and len(str(props.uuid)) == 36
     assert props.uuid != torch.npu.get_device_properties(1).uuid
-    for cuda_only in ("major", "minor", "is_multi_gpu_board", "is_integrated", "max_threads_per_multi_processor",
-                      "warp_size", "regs_per_multiprocessor", "gcnArchName"):
+    for cuda_only in (
+        "major",
+        "minor",
+        "is_multi_gpu_board",
+        "is_integrated",
+        "max_threads_per_multi_processor",
+        "warp_size",
+        "regs_per_multiprocessor",
+        "gcnArchName",
+    ):
         assert getattr(props, cuda_only) is None
     assert repr(props).startswith("_NPUDeviceProperties(name='Ascend910B1', total_memory=65536MB, cube_core_num=24")
 
@@ -44,31 +53,40 @@ def test_bf16_and_amp_dtypes_follow_the_soc():
     assert torch.npu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16, torch.float32]
 
 
-@pytest.mark.parametrize("soc,memory_gib,cube,vector,bf16", [
-    ("Ascend910B4", 32, 20, 40, True),
-    ("Ascend910B3", 64, 20, 40, True),
-    ("Ascend910_9391", 64, 24, 48, True),
-    ("Ascend910A", 32, 32, 0, False),
-])
+@pytest.mark.parametrize(
+    "soc,memory_gib,cube,vector,bf16",
+    [
+        ("Ascend910B4", 32, 20, 40, True),
+        ("Ascend910B3", 64, 20, 40, True),
+        ("Ascend910_9391", 64, 24, 48, True),
+        ("Ascend910A", 32, 32, 0, False),
+    ],
+)
 def test_vnpu_soc_selects_the_profile(soc, memory_gib, cube, vector, bf16):
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         p = torch.npu.get_device_properties(0)
         print(p.name, p.total_memory // 2**30, p.cube_core_num, p.vector_core_num,
               torch.npu.is_bf16_supported(), torch.npu.mem_get_info()[1] // 2**30)
-    """, env={"VNPU_SOC": soc})
+    """,
+        env={"VNPU_SOC": soc},
+    )
     assert last_line(proc) == f"{soc} {memory_gib} {cube} {vector} {bf16} {memory_gib}"
 
 
 def test_invalid_vnpu_soc_is_a_clear_error_at_first_use():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         print(torch.npu.is_available(), torch.npu.device_count())   # no initialisation yet
         try:
             torch.zeros(1, device="npu")
         except ValueError as e:
             print(e)
-    """, env={"VNPU_SOC": "Ascend999"})
+    """,
+        env={"VNPU_SOC": "Ascend999"},
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "True 8"
     assert lines[1].startswith("VNPU_SOC='Ascend999' is not a SoC vnpu can model. Choose one of: Ascend910A,")
@@ -76,75 +94,109 @@ def test_invalid_vnpu_soc_is_a_clear_error_at_first_use():
 
 
 def test_vnpu_device_memory_overrides_capacity():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         print(torch.npu.get_device_properties(0).total_memory, torch.npu.mem_get_info()[1])
-    """, env={"VNPU_DEVICE_MEMORY": "2GB"})
+    """,
+        env={"VNPU_DEVICE_MEMORY": "2GB"},
+    )
     assert last_line(proc) == f"{2 * 2**30} {2 * 2**30}"
 
 
 def test_invalid_vnpu_device_memory():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         try:
             torch.zeros(1, device="npu")
         except ValueError as e:
             print(e)
-    """, env={"VNPU_DEVICE_MEMORY": "lots"})
-    assert last_line(proc) == ("VNPU_DEVICE_MEMORY='lots' is invalid: expected a positive size such as 16GB, "
-                               "512MiB or 1073741824")
+    """,
+        env={"VNPU_DEVICE_MEMORY": "lots"},
+    )
+    assert last_line(proc) == (
+        "VNPU_DEVICE_MEMORY='lots' is invalid: expected a positive size such as 16GB, " "512MiB or 1073741824"
+    )
 
 
-@pytest.mark.parametrize("value,count,physical", [
-    ("0,1", 2, [0, 1]),
-    ("2,5,7", 3, [2, 5, 7]),
-    ("0,1,a,3", 2, [0, 1]),    # parsing stops at the first character that is not a digit or comma
-    ("0,2,9", 2, [0, 2]),      # ids beyond the physical count end the list
-    ("3", 1, [3]),
-])
+@pytest.mark.parametrize(
+    "value,count,physical",
+    [
+        ("0,1", 2, [0, 1]),
+        ("2,5,7", 3, [2, 5, 7]),
+        ("0,1,a,3", 2, [0, 1]),  # parsing stops at the first character that is not a digit or comma
+        ("0,2,9", 2, [0, 2]),  # ids beyond the physical count end the list
+        ("3", 1, [3]),
+    ],
+)
 def test_ascend_rt_visible_devices(value, count, physical):
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         n = torch.npu.device_count()
         print(n, [torch_npu._C._physical_device_id(i) for i in range(n)])
-    """, env={"ASCEND_RT_VISIBLE_DEVICES": value})
+    """,
+        env={"ASCEND_RT_VISIBLE_DEVICES": value},
+    )
     assert last_line(proc) == f"{count} {physical}"
 
 
-@pytest.mark.parametrize("value,reason", [
-    ("1,0", "ASCEND_RT_VISIBLE_DEVICES='1,0' is invalid: device ids must be listed in ascending order without "
-            "repeats, so no NPU is visible (torch_npu behaves the same)"),
-    ("9", "ASCEND_RT_VISIBLE_DEVICES='9' selects no device: the machine has 8 NPUs (ids 0 to 7, "
-          "VNPU_DEVICE_COUNT)"),
-])
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        (
+            "1,0",
+            "ASCEND_RT_VISIBLE_DEVICES='1,0' is invalid: device ids must be listed in ascending order without "
+            "repeats, so no NPU is visible (torch_npu behaves the same)",
+        ),
+        (
+            "9",
+            "ASCEND_RT_VISIBLE_DEVICES='9' selects no device: the machine has 8 NPUs (ids 0 to 7, "
+            "VNPU_DEVICE_COUNT)",
+        ),
+    ],
+)
 def test_bad_visible_devices_leave_no_device_and_say_why(value, reason):
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         print(torch.npu.is_available(), torch.npu.device_count())
         try:
             torch.ones(1, device="npu")
         except RuntimeError as e:
             print(e)
-    """, env={"ASCEND_RT_VISIBLE_DEVICES": value})
+    """,
+        env={"ASCEND_RT_VISIBLE_DEVICES": value},
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "False 0"
     assert lines[1] == "No NPU device is available: " + reason
 
 
 def test_vnpu_device_count():
-    assert last_line(run_python("import torch, torch_npu; print(torch.npu.device_count())",
-                                env={"VNPU_DEVICE_COUNT": "2"})) == "2"
-    proc = run_python("""
+    assert (
+        last_line(
+            run_python("import torch, torch_npu; print(torch.npu.device_count())", env={"VNPU_DEVICE_COUNT": "2"})
+        )
+        == "2"
+    )
+    proc = run_python(
+        """
         import torch, torch_npu
         print(torch.npu.device_count())
         try:
             torch.npu.init()
         except RuntimeError as e:
             print(e)
-    """, env={"VNPU_DEVICE_COUNT": "many"})
+    """,
+        env={"VNPU_DEVICE_COUNT": "many"},
+    )
     assert proc.stdout.strip().splitlines() == [
-        "0", "No NPU device is available: VNPU_DEVICE_COUNT='many' is invalid: expected an integer from 0 to 64 "
-             "(the number of virtual NPUs)"]
+        "0",
+        "No NPU device is available: VNPU_DEVICE_COUNT='many' is invalid: expected an integer from 0 to 64 "
+        "(the number of virtual NPUs)",
+    ]
 
 
 def test_npu_99_is_a_clear_error():
@@ -152,7 +204,8 @@ def test_npu_99_is_a_clear_error():
         torch.ones(2, device="npu:99")
     assert str(info.value).splitlines()[0] == (
         "Invalid device npu:99: this machine has 8 NPU devices (npu:0 to npu:7); set VNPU_DEVICE_COUNT or "
-        "ASCEND_RT_VISIBLE_DEVICES to change that")
+        "ASCEND_RT_VISIBLE_DEVICES to change that"
+    )
     with pytest.raises(RuntimeError, match="Invalid device npu:8"):
         torch.npu.set_device(8)
     with pytest.raises(RuntimeError, match="Invalid device npu:12"):
@@ -196,7 +249,7 @@ def test_device_guards_restore_the_device_even_on_error():
     with pytest.raises(ZeroDivisionError):
         with torch.npu.device(4):
             assert torch.npu.current_device() == 4
-            1 / 0
+            raise ZeroDivisionError
     assert torch.npu.current_device() == 1
     x = torch.ones(1, device="npu:6")
     with torch.npu.device_of(x):
@@ -240,8 +293,10 @@ def test_reinitialising_in_a_forked_child_fails_with_torch_npu_message():
         print("parent still works:", (x + 1).sum().item())
     """)
     lines = proc.stdout.strip().splitlines()
-    message = ("Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, you must use the "
-               "'spawn' start method")
+    message = (
+        "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, you must use the "
+        "'spawn' start method"
+    )
     assert lines[0] == f"{message} | {message}"
     assert lines[1] == "parent still works: 4.0"
 
@@ -255,22 +310,28 @@ def test_import_torch_alone_loads_torch_npu():
 
 
 def test_autoload_honours_torch_device_backend_autoload_0():
-    proc = run_python("""
+    proc = run_python(
+        """
         import sys, torch
         print("torch_npu" in sys.modules, hasattr(torch, "npu"))
-    """, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert last_line(proc) == "False False"
 
 
 def test_a_second_accelerator_is_refused():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch
         torch._C._get_accelerator = lambda *args: torch.device("cuda")   # as on a machine with a GPU
         try:
             import torch_npu
         except RuntimeError as e:
             print(e)
-    """, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert proc.stdout.startswith("Two accelerators cannot be used at the same time in PyTorch: npu and cuda.")
     assert "ERR00007 PTA feature not supported" in proc.stdout
 
@@ -291,6 +352,7 @@ def test_peer_access():
 def test_device_capability_is_none_unless_configured():
     with pytest.warns(UserWarning):
         assert torch.npu.get_device_capability() is None
-    proc = run_python("import torch, torch_npu; print(torch.npu.get_device_capability())",
-                      env={"TORCH_NPU_DEVICE_CAPABILITY": "9.1"})
+    proc = run_python(
+        "import torch, torch_npu; print(torch.npu.get_device_capability())", env={"TORCH_NPU_DEVICE_CAPABILITY": "9.1"}
+    )
     assert last_line(proc) == "(9, 1)"

@@ -1,4 +1,5 @@
 """The hccl backend across processes (2 and 4 ranks on this machine), each run bounded by a timeout."""
+
 import os
 import socket
 import subprocess
@@ -22,10 +23,22 @@ def launch(case, world, timeout=240, extra_env=None, ranks=None):
     port = _port()
     procs = []
     for rank in ranks if ranks is not None else range(world):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), VNPU_OPS_PROFILE="none", OMP_NUM_THREADS="1", **(extra_env or {}))
-        procs.append(subprocess.Popen([sys.executable, WORKER, case], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        env = dict(
+            os.environ,
+            RANK=str(rank),
+            WORLD_SIZE=str(world),
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            VNPU_OPS_PROFILE="none",
+            OMP_NUM_THREADS="1",
+            **(extra_env or {}),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, WORKER, case], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
     deadline = time.time() + timeout
     results = []
     for p in procs:
@@ -83,8 +96,11 @@ def test_mismatched_collectives_are_reported_with_desync_debug():
     _all_ok(launch("desync", 2, extra_env={"TORCH_HCCL_DESYNC_DEBUG": "1"}))
 
 
-@pytest.mark.parametrize("timeout_setting", [{"HCCL_EXEC_TIMEOUT": "10"}, {"OP_TIMEOUT": "10"}],
-                         ids=["HCCL_EXEC_TIMEOUT", "Options.op_timeout"])
+@pytest.mark.parametrize(
+    "timeout_setting",
+    [{"HCCL_EXEC_TIMEOUT": "10"}, {"OP_TIMEOUT": "10"}],
+    ids=["HCCL_EXEC_TIMEOUT", "Options.op_timeout"],
+)
 def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_timeout(timeout_setting):
     start = time.time()
     results = launch("dead_rank", 2, timeout=60, extra_env=timeout_setting)
@@ -104,8 +120,13 @@ def _env():
 
 
 def test_torchrun_starts_npu_workers_on_their_local_devices():
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(_port()), SCRIPT], capture_output=True, text=True, timeout=240, env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_port()), SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "rank 0/2 device npu:0 sum 3.0" in done.stdout and "rank 1/2 device npu:1 sum 3.0" in done.stdout
 
@@ -114,10 +135,29 @@ def test_torch_npu_run_over_two_nodes_on_localhost():
     launcher = os.path.join(os.path.dirname(sys.executable), "torch_npu_run")
     assert os.path.exists(launcher), "the torch_npu_run console script is installed with the package"
     port = str(_port())
-    nodes = [subprocess.Popen([launcher, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
-                               "--master-addr", "127.0.0.1", "--master-port", port, SCRIPT],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-             for node in (0, 1)]
+    nodes = [
+        subprocess.Popen(
+            [
+                launcher,
+                "--nnodes",
+                "2",
+                "--node-rank",
+                str(node),
+                "--nproc-per-node",
+                "1",
+                "--master-addr",
+                "127.0.0.1",
+                "--master-port",
+                port,
+                SCRIPT,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        for node in (0, 1)
+    ]
     outputs = []
     for node in nodes:
         out, err = node.communicate(timeout=240)
@@ -148,18 +188,24 @@ def test_backend_registration_and_options():
 
     assert is_hccl_available()
     args = parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"])
-    assert args.nproc_per_node == "2" and args.training_script == "train.py" and args.training_script_args == [
-        "--lr", "1"]
+    assert (
+        args.nproc_per_node == "2" and args.training_script == "train.py" and args.training_script_args == ["--lr", "1"]
+    )
 
 
 def test_bad_hccl_timeout_values_are_refused_by_name():
     from subprocess_helpers import run_python
 
-    done = run_python("""
+    done = run_python(
+        """
         import os, torch, torch_npu, torch.distributed as dist
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(%d), HCCL_EXEC_TIMEOUT="soon")
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(__PORT__), HCCL_EXEC_TIMEOUT="soon")
         dist.init_process_group("hccl", rank=0, world_size=1)
-    """ % _port(), check=False)
+    """.replace("__PORT__", str(_port())),
+        check=False,
+    )
     assert done.returncode != 0
-    assert ("Invalid value 'soon' of environment variable HCCL_EXEC_TIMEOUT: expected a positive integer number of "
-            "seconds") in done.stderr and "ERR02003 DIST invalid value" in done.stderr
+    assert (
+        "Invalid value 'soon' of environment variable HCCL_EXEC_TIMEOUT: expected a positive integer number of "
+        "seconds"
+    ) in done.stderr and "ERR02003 DIST invalid value" in done.stderr

@@ -1,11 +1,10 @@
 """torch_npu's error suffix, warning gate, documented environment variables and module logging."""
+
 import re
 
 import pytest
-import torch
-
-import torch_npu
 from subprocess_helpers import run_python
+
 from torch_npu.utils._env import HONOURED, VARIABLES
 from torch_npu.utils._error_code import ErrCode, pta_error
 
@@ -13,8 +12,11 @@ from torch_npu.utils._error_code import ErrCode, pta_error
 def test_error_suffix_format_and_compact_mode(monkeypatch):
     monkeypatch.delenv("TORCH_NPU_COMPACT_ERROR_OUTPUT", raising=False)
     text = pta_error(ErrCode.VALUE)
-    assert re.fullmatch(r"\n\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) "
-                        r"ERR00003 PTA invalid value", text)
+    assert re.fullmatch(
+        r"\n\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) "
+        r"ERR00003 PTA invalid value",
+        text,
+    )
     monkeypatch.setenv("TORCH_NPU_COMPACT_ERROR_OUTPUT", "1")
     assert pta_error(ErrCode.VALUE) == "\nERR00003 PTA invalid value"
 
@@ -35,27 +37,71 @@ def test_warning_gate_silences_torch_npu_warnings():
 
 
 def test_the_documented_variables_are_all_known():
-    documented = {"INF_NAN_MODE_ENABLE", "INF_NAN_MODE_FORCE_DISABLE", "COMBINED_ENABLE", "ASCEND_LAUNCH_BLOCKING",
-                  "TASK_QUEUE_ENABLE", "PER_STREAM_QUEUE", "TORCH_NPU_FALLBACK_CPU_DISABLE",
-                  "TORCH_NPU_USE_COMPATIBLE_IMPL", "TORCH_NPU_LEGACY_IMPL_LIST", "TORCH_ACL_INIT_CONFIG_PATH",
-                  "ACL_OP_COMPILER_CACHE_DIR", "ACL_OP_COMPILER_CACHE_MODE", "PYTORCH_NPU_ALLOC_CONF",
-                  "PYTORCH_NO_NPU_MEMORY_CACHING", "OOM_SNAPSHOT_ENABLE", "OOM_SNAPSHOT_PATH",
-                  "MULTI_STREAM_MEMORY_REUSE", "TORCH_NPUGRAPH_GC", "TORCH_HCCL_BLOCKING_WAIT",
-                  "TORCH_HCCL_ASYNC_ERROR_HANDLING", "TORCH_HCCL_DESYNC_DEBUG", "HCCL_EVENT_TIMEOUT",
-                  "P2P_HCCL_BUFFSIZE", "RANK_TABLE_FILE", "TORCH_HCCL_ZERO_COPY", "TORCH_NPU_WARNING_DISABLE",
-                  "TORCH_NPU_DISABLED_WARNING", "TORCH_NPU_COMPACT_ERROR_OUTPUT", "TORCH_NPU_LOGS",
-                  "TORCH_NPU_LOGS_FILTER", "ACL_DEVICE_SYNC_TIMEOUT", "NPU_ASD_ENABLE", "NPU_ASD_UPPER_THRESH",
-                  "NPU_ASD_SIGMA_THRESH", "NPU_ASD_CONFIG", "CPU_AFFINITY_CONF", "PROF_CONFIG_PATH",
-                  "KINETO_USE_DAEMON", "TORCH_NPU_LAZY_FUSION", "STREAMS_PER_DEVICE", "TORCH_NPU_DEVICE_CAPABILITY",
-                  "TORCH_TRANSFER_TO_NPU", "TORCHINDUCTOR_NPU_BACKEND", "INDUCTOR_ASCEND_CHECK_ACCURACY",
-                  "NPU_INDUCTOR_FALLBACK_LIST", "TORCHINDUCTOR_ENABLE_MFUSION", "TORCHINDUCTOR_USE_AKG"}
+    documented = {
+        "INF_NAN_MODE_ENABLE",
+        "INF_NAN_MODE_FORCE_DISABLE",
+        "COMBINED_ENABLE",
+        "ASCEND_LAUNCH_BLOCKING",
+        "TASK_QUEUE_ENABLE",
+        "PER_STREAM_QUEUE",
+        "TORCH_NPU_FALLBACK_CPU_DISABLE",
+        "TORCH_NPU_USE_COMPATIBLE_IMPL",
+        "TORCH_NPU_LEGACY_IMPL_LIST",
+        "TORCH_ACL_INIT_CONFIG_PATH",
+        "ACL_OP_COMPILER_CACHE_DIR",
+        "ACL_OP_COMPILER_CACHE_MODE",
+        "PYTORCH_NPU_ALLOC_CONF",
+        "PYTORCH_NO_NPU_MEMORY_CACHING",
+        "OOM_SNAPSHOT_ENABLE",
+        "OOM_SNAPSHOT_PATH",
+        "MULTI_STREAM_MEMORY_REUSE",
+        "TORCH_NPUGRAPH_GC",
+        "TORCH_HCCL_BLOCKING_WAIT",
+        "TORCH_HCCL_ASYNC_ERROR_HANDLING",
+        "TORCH_HCCL_DESYNC_DEBUG",
+        "HCCL_EVENT_TIMEOUT",
+        "P2P_HCCL_BUFFSIZE",
+        "RANK_TABLE_FILE",
+        "TORCH_HCCL_ZERO_COPY",
+        "TORCH_NPU_WARNING_DISABLE",
+        "TORCH_NPU_DISABLED_WARNING",
+        "TORCH_NPU_COMPACT_ERROR_OUTPUT",
+        "TORCH_NPU_LOGS",
+        "TORCH_NPU_LOGS_FILTER",
+        "ACL_DEVICE_SYNC_TIMEOUT",
+        "NPU_ASD_ENABLE",
+        "NPU_ASD_UPPER_THRESH",
+        "NPU_ASD_SIGMA_THRESH",
+        "NPU_ASD_CONFIG",
+        "CPU_AFFINITY_CONF",
+        "PROF_CONFIG_PATH",
+        "KINETO_USE_DAEMON",
+        "TORCH_NPU_LAZY_FUSION",
+        "STREAMS_PER_DEVICE",
+        "TORCH_NPU_DEVICE_CAPABILITY",
+        "TORCH_TRANSFER_TO_NPU",
+        "TORCHINDUCTOR_NPU_BACKEND",
+        "INDUCTOR_ASCEND_CHECK_ACCURACY",
+        "NPU_INDUCTOR_FALLBACK_LIST",
+        "TORCHINDUCTOR_ENABLE_MFUSION",
+        "TORCHINDUCTOR_USE_AKG",
+    }
     assert documented <= set(VARIABLES)
 
 
-@pytest.mark.parametrize("name,value", [("INF_NAN_MODE_ENABLE", "2"), ("TASK_QUEUE_ENABLE", "yes"),
-                                        ("ACL_DEVICE_SYNC_TIMEOUT", "0"), ("TORCH_TRANSFER_TO_NPU", "true"),
-                                        ("MULTI_STREAM_MEMORY_REUSE", "7"), ("TORCH_NPU_DEVICE_CAPABILITY", "8"),
-                                        ("HCCL_EVENT_TIMEOUT", "-1"), ("TORCH_NPU_LOGS", "memory,+gpu")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("INF_NAN_MODE_ENABLE", "2"),
+        ("TASK_QUEUE_ENABLE", "yes"),
+        ("ACL_DEVICE_SYNC_TIMEOUT", "0"),
+        ("TORCH_TRANSFER_TO_NPU", "true"),
+        ("MULTI_STREAM_MEMORY_REUSE", "7"),
+        ("TORCH_NPU_DEVICE_CAPABILITY", "8"),
+        ("HCCL_EVENT_TIMEOUT", "-1"),
+        ("TORCH_NPU_LOGS", "memory,+gpu"),
+    ],
+)
 def test_invalid_values_are_refused_at_import(name, value):
     proc = run_python("import torch_npu", env={name: value}, check=False)
     assert proc.returncode != 0
@@ -63,8 +109,10 @@ def test_invalid_values_are_refused_at_import(name, value):
 
 
 def test_unhonoured_variables_get_one_note_and_honoured_ones_none():
-    proc = run_python("import torch, torch_npu; torch.ones(1, device='npu')",
-                      env={"TASK_QUEUE_ENABLE": "2", "ASCEND_LAUNCH_BLOCKING": "1", "HCCL_EVENT_TIMEOUT": "30"})
+    proc = run_python(
+        "import torch, torch_npu; torch.ones(1, device='npu')",
+        env={"TASK_QUEUE_ENABLE": "2", "ASCEND_LAUNCH_BLOCKING": "1", "HCCL_EVENT_TIMEOUT": "30"},
+    )
     assert proc.stderr.count("TASK_QUEUE_ENABLE=2 is accepted by vnpu with no effect") == 1
     assert "HCCL_EVENT_TIMEOUT=30 is accepted" in proc.stderr
     assert "ASCEND_LAUNCH_BLOCKING" not in proc.stderr
@@ -72,24 +120,32 @@ def test_unhonoured_variables_get_one_note_and_honoured_ones_none():
 
 
 def test_torch_npu_logs_dispatch_and_env():
-    proc = run_python("import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()",
-                      env={"TORCH_NPU_LOGS": "+dispatch,env", "TASK_QUEUE_ENABLE": "1"})
+    proc = run_python(
+        "import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()",
+        env={"TORCH_NPU_LOGS": "+dispatch,env", "TASK_QUEUE_ENABLE": "1"},
+    )
     assert re.search(r"torch_npu\.dispatch DEBUG aten::mul\.Tensor on npu:0 took [\d.]+ us", proc.stderr)
     assert "torch_npu.env INFO TASK_QUEUE_ENABLE=1" in proc.stderr
-    filtered = run_python("import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()",
-                          env={"TORCH_NPU_LOGS": "+dispatch", "TORCH_NPU_LOGS_FILTER": "+sum"})
-    lines = [l for l in filtered.stderr.splitlines() if "torch_npu.dispatch" in l]
-    assert lines and all("sum" in l for l in lines)
-    quiet = run_python("import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()",
-                       env={"TORCH_NPU_LOGS": "-all"})
+    filtered = run_python(
+        "import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()",
+        env={"TORCH_NPU_LOGS": "+dispatch", "TORCH_NPU_LOGS_FILTER": "+sum"},
+    )
+    lines = [line for line in filtered.stderr.splitlines() if "torch_npu.dispatch" in line]
+    assert lines and all("sum" in line for line in lines)
+    quiet = run_python(
+        "import torch, torch_npu; (torch.ones(2, device='npu') * 3).sum()", env={"TORCH_NPU_LOGS": "-all"}
+    )
     assert "torch_npu.dispatch" not in quiet.stderr
 
 
 def test_vnpu_extension_environment_variables():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         print(torch_npu._C._precision_settings()["fp32_to_fp16"])
-    """, env={"NPU_FORCE_FP16": "1", "NPU_COMPILE_MODE": "O2"})
+    """,
+        env={"NPU_FORCE_FP16": "1", "NPU_COMPILE_MODE": "O2"},
+    )
     assert proc.stdout.split() == ["True"]
     assert "environment variable NPU_FORCE_FP16 is a vnpu extension absent from torch_npu" in proc.stderr
     assert "environment variable NPU_COMPILE_MODE is a vnpu extension" in proc.stderr
@@ -112,6 +168,11 @@ def test_vnpu_extension_names_warn_once_and_work():
     """)
     lines = proc.stdout.strip().splitlines()
     assert lines == ["[0.0, 3.0, 6.0] [0.0, 3.0, 6.0]", "True True", "False"]
-    for name in ("torch_npu.npu_relu6", "torch_npu.nn.SyncBatchNorm", "torch_npu.nn.FusedAttention",
-                 "torch.npu.config.enable_kv_cache", "torch_npu.npu.precompile"):
+    for name in (
+        "torch_npu.npu_relu6",
+        "torch_npu.nn.SyncBatchNorm",
+        "torch_npu.nn.FusedAttention",
+        "torch.npu.config.enable_kv_cache",
+        "torch_npu.npu.precompile",
+    ):
         assert proc.stderr.count(f"{name} is a vnpu extension absent from torch_npu") == 1, name

@@ -1,5 +1,6 @@
 """Private formats: tensors keep values and logical shape, carry their format, and occupy the
 physical storage torch_npu would give them."""
+
 import math
 
 import pytest
@@ -10,13 +11,27 @@ from torch_npu import Format
 
 
 def test_format_enum_values_and_names():
-    assert (Format.NCHW, Format.ND, Format.NC1HWC0, Format.FRACTAL_Z, Format.FRACTAL_NZ, Format.NCDHW) == \
-        (0, 2, 3, 4, 29, 30)
+    assert (Format.NCHW, Format.ND, Format.NC1HWC0, Format.FRACTAL_Z, Format.FRACTAL_NZ, Format.NCDHW) == (
+        0,
+        2,
+        3,
+        4,
+        29,
+        30,
+    )
     assert str(Format.FRACTAL_NZ) == "FRACTAL_NZ"
 
 
-@pytest.mark.parametrize("shape,expected", [((5,), Format.ND), ((3, 4), Format.ND), ((2, 3, 4), Format.ND),
-                                            ((2, 3, 4, 5), Format.NCHW), ((1, 2, 3, 4, 5), Format.NCDHW)])
+@pytest.mark.parametrize(
+    "shape,expected",
+    [
+        ((5,), Format.ND),
+        ((3, 4), Format.ND),
+        ((2, 3, 4), Format.ND),
+        ((2, 3, 4, 5), Format.NCHW),
+        ((1, 2, 3, 4, 5), Format.NCDHW),
+    ],
+)
 def test_default_format_by_rank(shape, expected):
     assert torch_npu.get_npu_format(torch.empty(shape, device="npu")) == expected
 
@@ -35,8 +50,7 @@ def test_nc1hwc0_and_fractal_z_storage_shapes():
     assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 3)) == torch.Size([8, 1, 5, 5, 16])
     assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 4)) == torch.Size([25, 1, 16, 16])
     v = torch.randn(2, 20, 3, 4, 5, device="npu")
-    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(v, Format.NDC1HWC0)) == \
-        torch.Size([2, 3, 2, 4, 5, 16])
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(v, Format.NDC1HWC0)) == torch.Size([2, 3, 2, 4, 5, 16])
 
 
 def test_cast_allocates_the_physical_size():

@@ -1,5 +1,6 @@
 """NPU graphs: capture records the operators of the capturing stream, replay re-runs them on the same
 memory (same results as eager), host synchronisation is refused during capture."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -54,9 +55,17 @@ def test_is_current_stream_capturing():
     assert torch.npu.is_current_stream_capturing() is False
 
 
-@pytest.mark.parametrize("sync", [lambda t: t.sum().item(), lambda t: t.cpu(), lambda t: torch.npu.synchronize(),
-                                  lambda t: torch.npu.current_stream().synchronize(),
-                                  lambda t: torch.npu.current_stream().query(), lambda t: t.tolist()])
+@pytest.mark.parametrize(
+    "sync",
+    [
+        lambda t: t.sum().item(),
+        lambda t: t.cpu(),
+        lambda t: torch.npu.synchronize(),
+        lambda t: torch.npu.current_stream().synchronize(),
+        lambda t: torch.npu.current_stream().query(),
+        lambda t: t.tolist(),
+    ],
+)
 def test_host_synchronisation_during_capture_is_refused(sync):
     x = torch.ones(4, device="npu")
     g = torch.npu.NPUGraph()

@@ -1,6 +1,7 @@
 """Lightning on npu: `Trainer(accelerator="npu")` (torch_npu.contrib.lightning's NPUAccelerator, registered
 under "npu") trains a LightningModule on one npu and with DDP over hccl on two, in fp32, bf16-mixed and
 16-mixed (torch_npu's GradScaler), with the CPU run's losses; both distributions of Lightning."""
+
 import json
 import os
 import sys
@@ -16,8 +17,27 @@ LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "ligh
 
 def fit(tmp_path, name, accelerator, devices=1, precision="32-true", package="lightning.pytorch"):
     out = str(tmp_path / name)
-    checked(run([sys.executable, LOOP, "--out", out, "--accelerator", accelerator, "--devices", str(devices),
-                 "--precision", precision, "--package", package], client_env(), timeout=400, cwd=str(tmp_path)))
+    checked(
+        run(
+            [
+                sys.executable,
+                LOOP,
+                "--out",
+                out,
+                "--accelerator",
+                accelerator,
+                "--devices",
+                str(devices),
+                "--precision",
+                precision,
+                "--package",
+                package,
+            ],
+            client_env(),
+            timeout=400,
+            cwd=str(tmp_path),
+        )
+    )
     return [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(devices)]
 
 
@@ -33,8 +53,11 @@ def test_one_npu_trains_as_the_cpu(tmp_path, precision, package):
         pytest.importorskip("pytorch_lightning", reason="the standalone pytorch_lightning is not installed")
     [npu] = fit(tmp_path, "npu", "npu", precision=precision, package=package)
     [cpu] = fit(tmp_path, "cpu", "cpu", precision=precision, package=package)
-    assert (npu["accelerator"], npu["strategy"], npu["root_device"]) == ("NPUAccelerator", "SingleDeviceStrategy",
-                                                                         "npu:0")
+    assert (npu["accelerator"], npu["strategy"], npu["root_device"]) == (
+        "NPUAccelerator",
+        "SingleDeviceStrategy",
+        "npu:0",
+    )
     assert npu["param_device"] == npu["batch_device"] == "npu:0"
     assert npu["precision"] == ("NPUMixedPrecision" if precision == "bf16-mixed" else "Precision")
     same_training(npu, cpu)
@@ -54,14 +77,17 @@ def test_two_npus_train_with_ddp_over_hccl_as_two_cpu_processes(tmp_path, precis
     npu = fit(tmp_path, "npu", "npu", devices=2, precision=precision)
     cpu = fit(tmp_path, "cpu", "cpu", devices=2, precision=precision)
     assert [(r["strategy"], r["root_device"], r["backend"]) for r in npu] == [
-        ("DDPStrategy", "npu:0", "hccl"), ("DDPStrategy", "npu:1", "hccl")]
+        ("DDPStrategy", "npu:0", "hccl"),
+        ("DDPStrategy", "npu:1", "hccl"),
+    ]
     for a, b in zip(npu, cpu, strict=True):
         same_training(a, b)
     assert npu[0]["params"] == npu[1]["params"] and npu[0]["losses"] != npu[1]["losses"]
 
 
 def test_npu_accelerator_is_registered_and_validates_devices():
-    proc = run_python("""
+    proc = run_python(
+        """
         import lightning as L
         from lightning.pytorch.accelerators import AcceleratorRegistry
         from torch_npu.contrib.lightning import NPUAccelerator, NPUMixedPrecision
@@ -73,10 +99,14 @@ def test_npu_accelerator_is_registered_and_validates_devices():
             L.Trainer(accelerator="npu", devices=[9], logger=False)
         except ValueError as e:
             print(e)
-    """, env={"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}, timeout=300)
+    """,
+        env={"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"},
+        timeout=300,
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "True True"
     assert lines[1] == "[0, 2] [device(type='npu', index=0), device(type='npu', index=1)] 4"
     assert lines[2] == "npu:0"
-    assert lines[3] == ("You requested npu:[9] but only 4 npu devices are visible (ASCEND_RT_VISIBLE_DEVICES "
-                        "selects them)")
+    assert lines[3] == (
+        "You requested npu:[9] but only 4 npu devices are visible (ASCEND_RT_VISIBLE_DEVICES " "selects them)"
+    )

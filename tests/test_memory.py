@@ -1,12 +1,13 @@
 """The caching allocator: torch_npu's rounding and pools, statistics, capacity and OOM, settings,
 and pinned host memory."""
+
 import gc
 
 import pytest
 import torch
+from subprocess_helpers import last_line, run_python
 
 import torch_npu
-from subprocess_helpers import last_line, run_python
 
 MiB = 2**20
 
@@ -34,15 +35,15 @@ def test_rounding_adds_torch_npus_32_byte_pad_then_rounds_to_512():
 # Layout tests use devices no other test allocates on, so they start from an empty pool.
 def test_small_and_large_pools_and_segment_sizes():
     dev = "npu:7"
-    small = torch.empty(1 * MiB - 32, dtype=torch.uint8, device=dev)    # exactly 1 MiB after the pad
+    small = torch.empty(1 * MiB - 32, dtype=torch.uint8, device=dev)  # exactly 1 MiB after the pad
     stats = torch.npu.memory_stats(dev)
     assert stats["reserved_bytes.small_pool.current"] == 2 * MiB
     assert stats["allocated_bytes.small_pool.current"] == 1 * MiB
-    medium = torch.empty(1 * MiB, dtype=torch.uint8, device=dev)       # large pool, 20 MiB segment
+    medium = torch.empty(1 * MiB, dtype=torch.uint8, device=dev)  # large pool, 20 MiB segment
     assert torch.npu.memory_stats(dev)["reserved_bytes.large_pool.current"] == 20 * MiB
-    fits = torch.empty(11 * MiB, dtype=torch.uint8, device=dev)        # split from that segment's rest
+    fits = torch.empty(11 * MiB, dtype=torch.uint8, device=dev)  # split from that segment's rest
     assert torch.npu.memory_stats(dev)["reserved_bytes.large_pool.current"] == 20 * MiB
-    big = torch.empty(30 * MiB, dtype=torch.uint8, device=dev)         # own segment, 2 MiB rounding
+    big = torch.empty(30 * MiB, dtype=torch.uint8, device=dev)  # own segment, 2 MiB rounding
     stats = torch.npu.memory_stats(dev)
     assert stats["reserved_bytes.large_pool.current"] == 20 * MiB + 32 * MiB
     assert stats["segment.all.current"] == 3
@@ -55,10 +56,10 @@ def test_freed_blocks_are_reused_and_split_blocks_are_adjacent():
     b = torch.empty(1024, device=dev)
     assert b.data_ptr() - a.data_ptr() == 4608
     stats = torch.npu.memory_stats(dev)
-    assert stats["inactive_split.all.current"] == 1   # the rest of the 2 MiB segment
+    assert stats["inactive_split.all.current"] == 1  # the rest of the 2 MiB segment
     address = a.data_ptr()
     del a
-    c = torch.empty(1000, device=dev)             # fits the freed block
+    c = torch.empty(1000, device=dev)  # fits the freed block
     assert c.data_ptr() == address
     assert torch.npu.memory_stats(dev)["segment.all.current"] == 1
     del b, c
@@ -66,7 +67,7 @@ def test_freed_blocks_are_reused_and_split_blocks_are_adjacent():
 
 def test_memory_made_by_cpu_kernels_is_counted():
     base = torch.npu.memory_allocated()
-    x = torch.ones(1000, device="npu")              # the CPU kernel allocates the result
+    x = torch.ones(1000, device="npu")  # the CPU kernel allocates the result
     after_ones = torch.npu.memory_allocated()
     y = x * 2
     after_mul = torch.npu.memory_allocated()
@@ -97,15 +98,29 @@ def test_peak_and_reset():
 def test_memory_stats_use_cuda_key_names():
     x = torch.empty(10, device="npu")
     stats = torch.npu.memory_stats()
-    for key in ("allocated_bytes.all.current", "allocated_bytes.small_pool.peak", "reserved_bytes.large_pool.freed",
-                "active_bytes.all.allocated", "inactive_split_bytes.all.current", "requested_bytes.all.current",
-                "segment.all.current", "allocation.all.current", "num_alloc_retries", "num_ooms",
-                "num_device_alloc", "num_device_free", "max_split_size", "oversize_allocations.current"):
+    for key in (
+        "allocated_bytes.all.current",
+        "allocated_bytes.small_pool.peak",
+        "reserved_bytes.large_pool.freed",
+        "active_bytes.all.allocated",
+        "inactive_split_bytes.all.current",
+        "requested_bytes.all.current",
+        "segment.all.current",
+        "allocation.all.current",
+        "num_alloc_retries",
+        "num_ooms",
+        "num_device_alloc",
+        "num_device_free",
+        "max_split_size",
+        "oversize_allocations.current",
+    ):
         assert key in stats, key
     assert list(stats) == sorted(stats)
     assert torch.accelerator.memory_allocated() == torch.npu.memory_allocated()
-    assert torch.npu.memory_stats_as_nested_dict()["allocated_bytes"]["all"]["current"] == stats[
-        "allocated_bytes.all.current"]
+    assert (
+        torch.npu.memory_stats_as_nested_dict()["allocated_bytes"]["all"]["current"]
+        == stats["allocated_bytes.all.current"]
+    )
     del x
 
 
@@ -144,15 +159,18 @@ def test_out_of_memory_raises_and_the_process_keeps_working():
         torch.empty(70 * 2**30, dtype=torch.uint8, device="npu")
     message = str(info.value).splitlines()[0]
     assert message.startswith("NPU out of memory. Tried to allocate 70.00 GiB (NPU 0; 64.00 GiB total capacity; ")
-    assert message.endswith(" reserved in total by PyTorch) If reserved memory is >> allocated memory try "
-                            "setting max_split_size_mb to avoid fragmentation.")
+    assert message.endswith(
+        " reserved in total by PyTorch) If reserved memory is >> allocated memory try "
+        "setting max_split_size_mb to avoid fragmentation."
+    )
     assert torch.npu.memory_stats()["num_ooms"] >= 1
     y = torch.ones(4, device="npu") + 1
     assert y.sum().item() == 8
 
 
 def test_out_of_memory_message_is_exact():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         a = torch.empty(40 * 2**20, dtype=torch.uint8, device="npu")
         try:
@@ -160,23 +178,29 @@ def test_out_of_memory_message_is_exact():
         except torch.OutOfMemoryError as e:
             print(str(e).splitlines()[0])
         print(torch.npu.memory_stats()["num_alloc_retries"], torch.npu.memory_stats()["num_ooms"])
-    """, env={"VNPU_DEVICE_MEMORY": "64MB"})
+    """,
+        env={"VNPU_DEVICE_MEMORY": "64MB"},
+    )
     assert proc.stdout.strip().splitlines() == [
         "NPU out of memory. Tried to allocate 30.00 MiB (NPU 0; 64.00 MiB total capacity; 40.00 MiB already "
         "allocated; 40.00 MiB current active; 22.00 MiB free; 42.00 MiB reserved in total by PyTorch) If reserved "
         "memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.",
-        "1 1"]
+        "1 1",
+    ]
 
 
 def test_cached_blocks_are_released_before_giving_up():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         a = torch.empty(40 * 2**20, dtype=torch.uint8, device="npu")
         del a                                  # cached, still reserved
         b = torch.empty(50 * 2**20, dtype=torch.uint8, device="npu")   # needs the cache released
         s = torch.npu.memory_stats()
         print(s["num_alloc_retries"], s["num_ooms"], torch.npu.memory_reserved() // 2**20)
-    """, env={"VNPU_DEVICE_MEMORY": "64MB"})
+    """,
+        env={"VNPU_DEVICE_MEMORY": "64MB"},
+    )
     assert last_line(proc) == "1 0 52"
 
 
@@ -186,14 +210,17 @@ def test_more_than_1eb():
 
 
 def test_host_that_cannot_back_the_request_raises_the_npu_oom():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         try:
             torch.empty(4 * 2**40, dtype=torch.uint8, device="npu")    # 4 TiB: the device has room
         except torch.OutOfMemoryError as e:
             print(str(e))
         print("still working:", torch.ones(3, device="npu").sum().item())
-    """, env={"VNPU_DEVICE_MEMORY": "8TB"})
+    """,
+        env={"VNPU_DEVICE_MEMORY": "8TB"},
+    )
     out = proc.stdout
     assert out.startswith("NPU out of memory. Tried to allocate 4096.00 GiB (NPU 0; 8192.00 GiB total capacity;")
     assert "[vnpu] This host cannot back it: npu memory lives in host memory" in out
@@ -201,7 +228,8 @@ def test_host_that_cannot_back_the_request_raises_the_npu_oom():
 
 
 def test_per_process_memory_fraction():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         torch.npu.set_per_process_memory_fraction(0.5)
         print(torch.npu.get_per_process_memory_fraction())
@@ -210,7 +238,9 @@ def test_per_process_memory_fraction():
             torch.empty(40 * 2**20, dtype=torch.uint8, device="npu")
         except torch.OutOfMemoryError as e:
             print(str(e).splitlines()[0])
-    """, env={"VNPU_DEVICE_MEMORY": "64MB"})
+    """,
+        env={"VNPU_DEVICE_MEMORY": "64MB"},
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "0.5"
     assert "; 32.00 MiB allowed; " in lines[1]
@@ -235,60 +265,90 @@ def test_caching_allocator_alloc_and_delete():
         torch.npu.caching_allocator_delete(ptr)
 
 
-@pytest.mark.parametrize("conf,expected", [
-    ("max_split_size_mb:100", "max_split_size 104857600"),
-    ("large_segment_size_mb:40", "reserved 41943040"),
-    ("roundup_power2_divisions:4", "allocated 1572864"),
-    ("expandable_segments:False, garbage_collection_threshold:0.6", "reserved 20971520"),
-])
+@pytest.mark.parametrize(
+    "conf,expected",
+    [
+        ("max_split_size_mb:100", "max_split_size 104857600"),
+        ("large_segment_size_mb:40", "reserved 41943040"),
+        ("roundup_power2_divisions:4", "allocated 1572864"),
+        ("expandable_segments:False, garbage_collection_threshold:0.6", "reserved 20971520"),
+    ],
+)
 def test_alloc_conf_settings_are_honoured(conf, expected):
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         x = torch.empty(1363148, dtype=torch.uint8, device="npu")      # 1.3 MiB, large pool
         s = torch.npu.memory_stats()
         print("max_split_size", s["max_split_size"])
         print("reserved", s["reserved_bytes.all.current"])
         print("allocated", s["allocated_bytes.all.current"])
-    """, env={"PYTORCH_NPU_ALLOC_CONF": conf})
+    """,
+        env={"PYTORCH_NPU_ALLOC_CONF": conf},
+    )
     assert expected in proc.stdout.splitlines()
 
 
-@pytest.mark.parametrize("conf,error,message", [
-    ("foo:1", "ValueError", "Unrecognized key 'foo' in NPU allocator config."),
-    ("max_split_size_mb:10", "RuntimeError", "CachingAllocator option max_split_size_mb too small, must be > 20"),
-    ("expandable_segments:yes", "RuntimeError", "Expected a single True/False argument for expandable_segments"),
-    ("garbage_collection_threshold:2", "RuntimeError", "garbage_collect_threshold is invalid, set it in (0.0, 1.0)"),
-    ("expandable_segments:True,max_split_size_mb:100", "RuntimeError",
-     "`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with `expandable_segments`, please "
-     "set `expandable_segments` to `False`."),
-    ("base_addr_aligned_kb:64", "RuntimeError",
-     "CachingAllocator option base_addr_aligned_kb error, must be [0~16], dtype is int"),
-])
+@pytest.mark.parametrize(
+    "conf,error,message",
+    [
+        ("foo:1", "ValueError", "Unrecognized key 'foo' in NPU allocator config."),
+        ("max_split_size_mb:10", "RuntimeError", "CachingAllocator option max_split_size_mb too small, must be > 20"),
+        ("expandable_segments:yes", "RuntimeError", "Expected a single True/False argument for expandable_segments"),
+        (
+            "garbage_collection_threshold:2",
+            "RuntimeError",
+            "garbage_collect_threshold is invalid, set it in (0.0, 1.0)",
+        ),
+        (
+            "expandable_segments:True,max_split_size_mb:100",
+            "RuntimeError",
+            "`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with `expandable_segments`, please "
+            "set `expandable_segments` to `False`.",
+        ),
+        (
+            "base_addr_aligned_kb:64",
+            "RuntimeError",
+            "CachingAllocator option base_addr_aligned_kb error, must be [0~16], dtype is int",
+        ),
+    ],
+)
 def test_invalid_alloc_conf_is_a_clear_error(conf, error, message):
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         for attempt in range(2):                       # the error repeats, it does not leave a broken state
             try:
                 torch.ones(1, device="npu")
             except Exception as e:
                 print(type(e).__name__, str(e).splitlines()[0])
-    """, env={"PYTORCH_NPU_ALLOC_CONF": conf})
+    """,
+        env={"PYTORCH_NPU_ALLOC_CONF": conf},
+    )
     assert proc.stdout.strip().splitlines() == [f"{error} {message}"] * 2
 
 
 def test_no_npu_memory_caching():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         x = torch.empty(1000, device="npu")
         print(torch.npu.memory_reserved(), torch.npu.memory_allocated())
         del x
         print(torch.npu.memory_reserved())
-    """, env={"PYTORCH_NO_NPU_MEMORY_CACHING": "1"})
+    """,
+        env={"PYTORCH_NO_NPU_MEMORY_CACHING": "1"},
+    )
     assert proc.stdout.split() == ["4096", "4096", "0"]
-    proc = run_python("import torch, torch_npu; torch.ones(1, device='npu')",
-                      env={"PYTORCH_NO_NPU_MEMORY_CACHING": "yes"}, check=False)
-    assert ("PYTORCH_NO_NPU_MEMORY_CACHING='yes' is invalid: set it to 1 to disable the caching allocator (or 0)"
-            in proc.stderr)
+    proc = run_python(
+        "import torch, torch_npu; torch.ones(1, device='npu')",
+        env={"PYTORCH_NO_NPU_MEMORY_CACHING": "yes"},
+        check=False,
+    )
+    assert (
+        "PYTORCH_NO_NPU_MEMORY_CACHING='yes' is invalid: set it to 1 to disable the caching allocator (or 0)"
+        in proc.stderr
+    )
 
 
 def test_pinned_memory():
@@ -299,12 +359,13 @@ def test_pinned_memory():
     assert torch.equal(on_npu.cpu(), torch.arange(6.0))
     back = on_npu.to("cpu", non_blocking=True)
     assert torch.equal(back, torch.arange(6.0))
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(8.0)), batch_size=4,
-                                         pin_memory=True)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(8.0)), batch_size=4, pin_memory=True
+    )
     assert all(batch[0].is_pinned() for batch in loader)
     before = torch_npu._C._pinned_host_stats()["num_host_alloc"]
     del pinned
-    again = torch.arange(6.0).pin_memory()           # reuses the cached pinned block
+    again = torch.arange(6.0).pin_memory()  # reuses the cached pinned block
     assert torch_npu._C._pinned_host_stats()["num_host_alloc"] == before
     del again
 

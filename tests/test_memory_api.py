@@ -1,12 +1,12 @@
 """Memory APIs beyond statistics: memory pools, raw allocations, pluggable allocators, host
 memory statistics and allocation history in PyTorch's snapshot format."""
+
 import pickle
 import shutil
 import textwrap
 
 import pytest
 import torch
-
 from subprocess_helpers import run_python
 
 
@@ -65,6 +65,7 @@ def test_host_memory_statistics_follow_pinned_allocations():
 def test_memory_history_snapshot_has_pytorch_format_and_frames(tmp_path):
     torch.npu.memory._record_memory_history(max_entries=1000)
     try:
+
         def allocate_here():
             return torch.empty(12345, device="npu")
 
@@ -100,7 +101,8 @@ def test_memory_history_argument_checks():
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler to build the allocator library")
 def test_pluggable_allocator_serves_npu_memory(tmp_path):
     source = tmp_path / "alloc.c"
-    source.write_text(textwrap.dedent("""
+    source.write_text(
+        textwrap.dedent("""
         #include <stdlib.h>
         #include <sys/types.h>
         static int n_alloc = 0, n_free = 0;
@@ -108,7 +110,8 @@ def test_pluggable_allocator_serves_npu_memory(tmp_path):
         void my_free(void* ptr, ssize_t size, int device, void* stream) { n_free++; free(ptr); }
         int allocs(void) { return n_alloc; }
         int frees(void) { return n_free; }
-    """))
+    """)
+    )
     lib = tmp_path / "liballoc.so"
     import subprocess
 

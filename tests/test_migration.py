@@ -1,6 +1,7 @@
 """CUDA programs (tests/fixtures/cuda_project) run unchanged with `vnpu run`, and again after
 `vnpu migrate`, with the results of the same programs on the CPU; the migration reports match the
 expected CSVs; migrating twice changes nothing more; files that do not parse are reported and skipped."""
+
 import csv
 import filecmp
 import json
@@ -10,7 +11,6 @@ import socket
 import sys
 
 import pytest
-
 from subprocess_helpers import VNPU, run
 
 PROJECT = os.path.join(os.path.dirname(__file__), "fixtures", "cuda_project")
@@ -59,22 +59,28 @@ def test_cuda_program_runs_unchanged_and_migrated_like_on_cpu(program, migrated)
     unchanged = _result(run(VNPU + ["run", program], _env(), cwd=PROJECT))
     after = _result(run([sys.executable, program], _env(), cwd=migrated))
     assert _comparable(program, unchanged) == _comparable(program, cpu)
-    assert after == unchanged if program != "configured.py" else _comparable(program, after) == _comparable(
-        program, unchanged)
+    assert (
+        after == unchanged
+        if program != "configured.py"
+        else _comparable(program, after) == _comparable(program, unchanged)
+    )
 
 
 def test_migration_reports_match_the_expected_csvs(migrated):
     for name in ("change_list.csv", "unsupported_api.csv"):
-        with open(os.path.join(migrated, name), newline="") as got, \
-                open(os.path.join(EXPECTED, f"expected_{name}"), newline="") as want:
+        with (
+            open(os.path.join(migrated, name), newline="") as got,
+            open(os.path.join(EXPECTED, f"expected_{name}"), newline="") as want,
+        ):
             assert list(csv.reader(got)) == list(csv.reader(want)), name
 
 
 def test_migrated_code_keeps_comments_and_formatting(migrated):
     text = open(os.path.join(migrated, "train.py")).read()
-    assert '# the CPU reference run sets FIXTURE_DEVICE=cpu' in text and "import torch_npu\n" in text
+    assert "# the CPU reference run sets FIXTURE_DEVICE=cpu" in text and "import torch_npu\n" in text
     assert open(os.path.join(migrated, "configs", "run.yaml")).read() == (
-        "# training configuration\ndevice: npu:0\nbackend: hccl\nbatch_size: 8\n")
+        "# training configuration\ndevice: npu:0\nbackend: hccl\nbatch_size: 8\n"
+    )
 
 
 def test_migrating_twice_changes_nothing_more(migrated, tmp_path):
@@ -132,5 +138,7 @@ def test_command_line_mistakes_are_refused_with_their_reason(tmp_path):
     missing = run(VNPU + ["migrate", str(tmp_path / "nope")], _env())
     assert missing.returncode == 2 and f"vnpu migrate: no such file or directory: {tmp_path / 'nope'}" in missing.stdout
     report = run(VNPU + ["run", "--report", str(tmp_path / "r.txt"), os.path.join(PROJECT, "train.py")], _env())
-    assert report.returncode == 2 and f"vnpu run: --report must end in .md or .json, got {tmp_path / 'r.txt'}" in \
-        report.stderr
+    assert (
+        report.returncode == 2
+        and f"vnpu run: --report must end in .md or .json, got {tmp_path / 'r.txt'}" in report.stderr
+    )

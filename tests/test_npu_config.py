@@ -1,13 +1,14 @@
 """torch_npu's option store and configuration APIs: set_option validation, compile mode, AOE,
 mm/bmm format, operator dumps, core limits, compatible-impl switch."""
+
 import json
 import os
 
 import pytest
 import torch
+from subprocess_helpers import run_python
 
 import torch_npu
-from subprocess_helpers import run_python
 
 
 def test_set_option_rejects_non_dicts_with_torch_npu_text():
@@ -15,9 +16,17 @@ def test_set_option_rejects_non_dicts_with_torch_npu_text():
         torch.npu.set_option("ACL_PRECISION_MODE=must_keep_origin_dtype")
 
 
-@pytest.mark.parametrize("option", [{"ACL_PRECISION_MODE": "fp64"}, {"ACL_AICORE_NUM": "0"},
-                                    {"ACL_AICORE_NUM": "33"}, {"ACL_OP_DEBUG_LEVEL": "9"},
-                                    {"ACL_OP_COMPILER_CACHE_MODE": "sometimes"}, {"MM_BMM_ND_ENABLE": "yes"}])
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"ACL_PRECISION_MODE": "fp64"},
+        {"ACL_AICORE_NUM": "0"},
+        {"ACL_AICORE_NUM": "33"},
+        {"ACL_OP_DEBUG_LEVEL": "9"},
+        {"ACL_OP_COMPILER_CACHE_MODE": "sometimes"},
+        {"MM_BMM_ND_ENABLE": "yes"},
+    ],
+)
 def test_set_option_rejects_invalid_values(option):
     with pytest.raises(ValueError, match=f"value of {next(iter(option))} should be in[\\s\\S]*ERR00003"):
         torch.npu.set_option(option)
@@ -53,8 +62,7 @@ def test_compile_mode_defaults_to_binary_kernels_on_a2():
         print(torch.npu.is_jit_compile_false())
     """)
     assert out.stdout.split() == ["True", "False"]
-    out = run_python("import torch, torch_npu; print(torch.npu.is_jit_compile_false())",
-                     env={"VNPU_SOC": "Ascend910A"})
+    out = run_python("import torch, torch_npu; print(torch.npu.is_jit_compile_false())", env={"VNPU_SOC": "Ascend910A"})
     assert out.stdout.split() == ["False"]
 
 
@@ -67,8 +75,17 @@ def test_set_aoe_creates_the_dump_directory(tmp_path):
 
 def _write_dump_config(tmp_path, mode="all", ops=()):
     cfg = tmp_path / "acl.json"
-    cfg.write_text(json.dumps({"dump": {"dump_path": str(tmp_path / "dump"), "dump_mode": mode,
-                                        "dump_list": [{"layer": list(ops)}] if ops else []}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "dump": {
+                    "dump_path": str(tmp_path / "dump"),
+                    "dump_mode": mode,
+                    "dump_list": [{"layer": list(ops)}] if ops else [],
+                }
+            }
+        )
+    )
     return str(cfg)
 
 
@@ -88,7 +105,7 @@ def test_dump_writes_operator_inputs_and_outputs(tmp_path):
     assert np.array_equal(np.load(mul_out[0]), b.cpu().numpy())
     index = [f for f in files if f.endswith("dump.jsonl")]
     assert index and "aten::mul" in open(index[0]).read()
-    c = a + 1  # after finalize_dump: nothing more is written
+    a + 1  # after finalize_dump: nothing more is written
     assert len([f for r, _, fs in os.walk(tmp_path / "dump") for f in fs]) == len(files)
 
 
@@ -143,12 +160,15 @@ def test_stream_limits_default_to_device_and_reset():
 
 
 def test_compatible_impl_switch():
-    out = run_python("""
+    out = run_python(
+        """
         import torch, torch_npu
         print(torch.npu.are_compatible_impl_enabled())
         torch.npu.use_compatible_impl(False)
         print(torch.npu.are_compatible_impl_enabled())
-    """, env={"TORCH_NPU_USE_COMPATIBLE_IMPL": "1"})
+    """,
+        env={"TORCH_NPU_USE_COMPATIBLE_IMPL": "1"},
+    )
     assert out.stdout.split() == ["True", "False"]
     with pytest.raises(TypeError):
         torch.npu.use_compatible_impl("yes")
@@ -186,9 +206,19 @@ def test_bad_dump_config_is_refused(tmp_path):
         torch.npu.set_dump(str(bad))
 
 
-@pytest.mark.parametrize("call", [lambda: torch.npu.get_device_limit(99), lambda: torch.npu.set_device_limit(99, 4, 4),
-                                  lambda: torch.npu.stop_device(99), lambda: torch.npu.check_uce_in_memory(99)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: torch.npu.get_device_limit(99),
+        lambda: torch.npu.set_device_limit(99, 4, 4),
+        lambda: torch.npu.stop_device(99),
+        lambda: torch.npu.check_uce_in_memory(99),
+    ],
+)
 def test_device_apis_refuse_devices_that_do_not_exist(call):
-    with pytest.raises(RuntimeError, match=r"^Invalid device npu:99: this machine has 8 NPU devices \(npu:0 to npu:7\); "
-                                           r"set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^Invalid device npu:99: this machine has 8 NPU devices \(npu:0 to npu:7\); "
+        r"set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that",
+    ):
         call()

@@ -1,13 +1,11 @@
 """torch.npu's module-level API beyond devices and memory: legacy types, SoC facts, runtime
 controls, mstx, deterministic and autocast helpers, overflow flags, reliability APIs."""
-import os
-import warnings
 
 import pytest
 import torch
+from subprocess_helpers import last_line, run_python
 
 import torch_npu
-from subprocess_helpers import last_line, run_python
 
 
 def test_every_public_name_resolves_on_torch_npu_and_torch_npu_npu():
@@ -16,9 +14,17 @@ def test_every_public_name_resolves_on_torch_npu_and_torch_npu_npu():
     assert missing == []
 
 
-@pytest.mark.parametrize("name,dtype", [("FloatTensor", torch.float32), ("HalfTensor", torch.float16),
-                                        ("BFloat16Tensor", torch.bfloat16), ("LongTensor", torch.int64),
-                                        ("BoolTensor", torch.bool), ("ByteTensor", torch.uint8)])
+@pytest.mark.parametrize(
+    "name,dtype",
+    [
+        ("FloatTensor", torch.float32),
+        ("HalfTensor", torch.float16),
+        ("BFloat16Tensor", torch.bfloat16),
+        ("LongTensor", torch.int64),
+        ("BoolTensor", torch.bool),
+        ("ByteTensor", torch.uint8),
+    ],
+)
 def test_legacy_tensor_types_create_and_check_npu_tensors(name, dtype):
     cls = getattr(torch.npu, name)
     empty = cls(2, 3)
@@ -48,8 +54,12 @@ def test_tensor_type_strings_round_trip():
 
 def test_soc_facts_follow_the_profile():
     assert torch.npu.get_soc_version() == 220
-    out = last_line(run_python("import torch, torch_npu; print(torch.npu.get_soc_version(), "
-                               "torch.npu.is_bf16_supported())", env={"VNPU_SOC": "Ascend910A"}))
+    out = last_line(
+        run_python(
+            "import torch, torch_npu; print(torch.npu.get_soc_version(), " "torch.npu.is_bf16_supported())",
+            env={"VNPU_SOC": "Ascend910A"},
+        )
+    )
     assert out.split()[1] == "False"
     assert int(out.split()[0]) < 220
 
@@ -202,7 +212,8 @@ def test_overflow_flag_apis_refused_on_inf_nan_socs():
 
 
 def test_overflow_flag_on_saturation_mode_soc():
-    out = run_python("""
+    out = run_python(
+        """
         import torch, torch_npu
         torch.npu.clear_npu_overflow_flag()
         a = torch.tensor([60000.0], device="npu", dtype=torch.float16)
@@ -211,7 +222,9 @@ def test_overflow_flag_on_saturation_mode_soc():
         print(torch.npu.get_npu_overflow_flag())
         torch.npu.clear_npu_overflow_flag()
         print(torch.npu.get_npu_overflow_flag(), torch.npu.utils.is_support_inf_nan())
-    """, env={"VNPU_SOC": "Ascend910A"})
+    """,
+        env={"VNPU_SOC": "Ascend910A"},
+    )
     assert out.stdout.split() == ["False", "True", "False", "False"]
 
 
@@ -239,7 +252,7 @@ def test_torch_npu_top_level_exports():
     for name in ("npu", "Format", "npu_format_cast", "get_npu_format", "empty_with_format"):
         assert hasattr(torch_npu, name)
     with pytest.raises(AttributeError):
-        torch_npu.not_a_name
+        _ = torch_npu.not_a_name
 
 
 def test_subpackages_are_reachable_after_import_torch_npu():

@@ -1,4 +1,5 @@
 """Which kernel serves each aten operator on npu (the rules in torch_npu/_op_selection.py)."""
+
 import pytest
 import torch
 
@@ -12,15 +13,36 @@ def npu_kernel(qualified):
     return None
 
 
-@pytest.mark.parametrize("op", ["aten::mse_loss", "aten::_to_copy", "aten::native_layer_norm", "aten::addr",
-                                "aten::convolution", "aten::normal_", "aten::silu_backward", "aten::zeros"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "aten::mse_loss",
+        "aten::_to_copy",
+        "aten::native_layer_norm",
+        "aten::addr",
+        "aten::convolution",
+        "aten::normal_",
+        "aten::silu_backward",
+        "aten::zeros",
+    ],
+)
 def test_cpu_and_explicit_composite_operators_are_redirected(op):
     kernel = npu_kernel(op)
     assert kernel is not None and ("Redirect.cpp" in kernel or "UnboxedRedirect.cpp" in kernel), kernel
 
 
-@pytest.mark.parametrize("op", ["aten::empty.memory_format", "aten::view", "aten::as_strided", "aten::resize_",
-                                "aten::set_.source_Storage", "aten::native_dropout", "aten::_copy_from"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "aten::empty.memory_format",
+        "aten::view",
+        "aten::as_strided",
+        "aten::resize_",
+        "aten::set_.source_Storage",
+        "aten::native_dropout",
+        "aten::_copy_from",
+    ],
+)
 def test_backend_owned_operators_are_native(op):
     assert "NativeKernels.cpp" in npu_kernel(op)
 
@@ -44,5 +66,5 @@ def test_random_operators_without_a_generator_keep_their_composite_kernels(op):
 
 
 def test_composite_implicit_operators_decompose():
-    assert npu_kernel("aten::linear") is None      # decomposes into redirected operators
+    assert npu_kernel("aten::linear") is None  # decomposes into redirected operators
     assert npu_kernel("aten::layer_norm") is None

@@ -1,14 +1,13 @@
 """Operator-support profiles: built from the real torch-npu wheel on PyPI, then torch_npu's CPU-fallback
 warning (once per operator), its counting, and TORCH_NPU_FALLBACK_CPU_DISABLE=1, in fresh processes."""
+
 import json
 import os
 import sys
 
-import pytest
+from subprocess_helpers import VNPU, run
 
 from torch_npu import _op_support
-
-from subprocess_helpers import VNPU, run
 
 NEEDLE = "will fall back to run on the CPU"
 
@@ -31,12 +30,15 @@ def test_fallback_warns_once_per_operator_and_counts_calls(synced, tmp_path):
         "torch.fmax(x, y, out=out)\n"
         "torch.fmax(x, y, out=out)\n"
         "assert torch.equal(out.cpu(), torch.fmax(x.cpu(), y.cpu()))\n"
-        "print(getattr(torch_npu._op_support.ledger(), 'calls', 'no profile'))\n")
+        "print(getattr(torch_npu._op_support.ledger(), 'calls', 'no profile'))\n"
+    )
     done = run([sys.executable, str(script)], synced)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count(NEEDLE) == 1
-    assert ("CAUTION: The operator 'aten::fmax.out' is not currently supported on the NPU backend and will fall "
-            "back to run on the CPU. This may have performance implications.") in done.stderr
+    assert (
+        "CAUTION: The operator 'aten::fmax.out' is not currently supported on the NPU backend and will fall "
+        "back to run on the CPU. This may have performance implications."
+    ) in done.stderr
     assert f"{script}:4: UserWarning" in done.stderr  # the warning points at the user's line
     assert "{'aten::fmax.out': 2}" in done.stdout
     quiet = run([sys.executable, str(script)], dict(synced, VNPU_OPS_PROFILE="none"))
@@ -50,9 +52,11 @@ def test_fallback_disabled_raises_torch_npus_error(synced, tmp_path):
     script.write_text("import torch, torch_npu\nx = torch.randn(4, device='npu')\ntorch.fmax(x, x)\n")
     done = run([sys.executable, str(script)], dict(synced, TORCH_NPU_FALLBACK_CPU_DISABLE="1"))
     assert done.returncode != 0
-    assert ("RuntimeError: The operator 'aten::fmax' would execute its main computation on CPU through dispatcher "
-            "backend fallback because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is "
-            "disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1.") in done.stderr
+    assert (
+        "RuntimeError: The operator 'aten::fmax' would execute its main computation on CPU through dispatcher "
+        "backend fallback because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is "
+        "disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1."
+    ) in done.stderr
     assert "ERR01007 OPS feature not supported" in done.stderr and NEEDLE not in done.stderr
 
 
@@ -65,7 +69,8 @@ def test_hot_operators_with_npu_kernels_stay_silent(synced, tmp_path):
         "for _ in range(3):\n"
         "    loss = model(torch.randn(4, 8, device='npu')).sum()\n"
         "    loss.backward(); opt.step(); opt.zero_grad()\n"
-        "print(torch_npu._op_support.ledger().calls)\n")
+        "print(torch_npu._op_support.ledger().calls)\n"
+    )
     done = run([sys.executable, str(script)], synced)
     assert done.returncode == 0, done.stderr
     assert NEEDLE not in done.stderr and done.stdout.strip() == "{}"
@@ -96,15 +101,19 @@ def test_bad_profile_settings_are_clear_errors(tmp_path):
     env = dict(os.environ, VNPU_OPS_PROFILE=str(bad))
     done = run([sys.executable, "-c", "import torch, torch_npu"], env)
     assert done.returncode != 0 and f"cannot read the operator-support profile {bad}" in done.stderr
-    missing = run([sys.executable, "-c", "import torch, torch_npu"],
-                  dict(os.environ, VNPU_OPS_PROFILE="9.9.9", VNPU_CACHE_DIR=str(tmp_path)))
+    missing = run(
+        [sys.executable, "-c", "import torch, torch_npu"],
+        dict(os.environ, VNPU_OPS_PROFILE="9.9.9", VNPU_CACHE_DIR=str(tmp_path)),
+    )
     assert missing.returncode != 0 and "vnpu ops sync --torch-npu 9.9.9" in missing.stderr
 
 
 def test_wheel_yaml_entries_of_every_form_are_read():
-    codegen = ("supported:\n- abs\n- func: add.Tensor\n  op_api: true\n"
-               "symint:\n- func: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor\n"
-               "autograd:\n- func: _thnn_fused_gru_cell(Tensor a) -> (Tensor, Tensor)\n")
+    codegen = (
+        "supported:\n- abs\n- func: add.Tensor\n  op_api: true\n"
+        "symint:\n- func: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor\n"
+        "autograd:\n- func: _thnn_fused_gru_cell(Tensor a) -> (Tensor, Tensor)\n"
+    )
     lists = _op_support.parse_wheel_lists(codegen, "supported:\n  - empty.memory_format\n")
     assert lists["supported"] == ["abs", "add.Tensor"] and lists["symint"] == ["embedding"]
     assert lists["autograd"] == ["_thnn_fused_gru_cell"] and lists["base"] == ["empty.memory_format"]

@@ -1,8 +1,8 @@
 """Differential test over PyTorch's op_db: every operator with float32 samples gives bit-identical
 outputs and gradients on npu and on cpu (all samples, same seed, same inputs)."""
+
 import pytest
 import torch
-
 from opinfo_expected_failures import NONDETERMINISTIC_ON_CPU, UNSUPPORTED
 from opinfo_harness import float32_ops, op_id, run_op
 
@@ -17,8 +17,9 @@ def test_npu_matches_cpu_bit_for_bit(op):
     if result["samples"] == 0:
         pytest.skip(f"no float32 sample of {name} runs on cpu ({result['forward']})")
     if name in UNSUPPORTED:
-        assert "not supported on npu" in result["forward"], (
-            f"{name} should raise the clear 'not supported on npu' error, got: {result['forward']}")
+        assert (
+            "not supported on npu" in result["forward"]
+        ), f"{name} should raise the clear 'not supported on npu' error, got: {result['forward']}"
         return
     if name in NONDETERMINISTIC_ON_CPU:
         assert result["forward"] in ("pass", "values differ (close)"), result["forward"]

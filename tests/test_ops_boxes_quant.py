@@ -1,12 +1,13 @@
 """torch_npu operators: IoU/NMS/RoIAlign/box coders and quantisation/matmul — each against an
 independent reference written here (loops over boxes, integer arithmetic by hand)."""
+
 import math
 
 import pytest
 import torch
+from op_check import check_op
 
 import torch_npu
-from op_check import check_op
 
 
 def box_iou_loop(a, b):
@@ -53,10 +54,10 @@ def _pair_metric(name, b, g, mode=0):
     if name == "npu_giou":
         return iou - (cw * ch - union) / (cw * ch)
     centre = ((b[0] + b[2]) / 2 - (g[0] + g[2]) / 2) ** 2 + ((b[1] + b[3]) / 2 - (g[1] + g[3]) / 2) ** 2
-    diou = iou - centre / (cw ** 2 + ch ** 2)
+    diou = iou - centre / (cw**2 + ch**2)
     if name == "npu_diou":
         return diou
-    v = 4 / math.pi ** 2 * (torch.atan((g[2] - g[0]) / (g[3] - g[1])) - torch.atan((b[2] - b[0]) / (b[3] - b[1]))) ** 2
+    v = 4 / math.pi**2 * (torch.atan((g[2] - g[0]) / (g[3] - g[1])) - torch.atan((b[2] - b[0]) / (b[3] - b[1]))) ** 2
     return diou - v / (1 - iou + v) * v
 
 
@@ -69,13 +70,20 @@ def test_giou_diou_ciou(name, is_cross, mode):
     def ref(boxes, gt, trans=False, is_cross=False, mode=0):
         n, m = boxes.shape[1], gt.shape[1]
         if is_cross:
-            return torch.stack([torch.stack([_pair_metric(name, boxes[:, j], gt[:, i], mode) for j in range(n)])
-                                for i in range(m)])
+            return torch.stack(
+                [torch.stack([_pair_metric(name, boxes[:, j], gt[:, i], mode) for j in range(n)]) for i in range(m)]
+            )
         return torch.stack([_pair_metric(name, boxes[:, j], gt[:, j], mode) for j in range(n)])[:, None]
 
-    check_op(getattr(torch_npu, name), (boxes, gt), ref, kwargs={"is_cross": is_cross, "mode": mode}, atol=1e-5,
-             rtol=1e-4,
-             grad=(0, 1))
+    check_op(
+        getattr(torch_npu, name),
+        (boxes, gt),
+        ref,
+        kwargs={"is_cross": is_cross, "mode": mode},
+        atol=1e-5,
+        rtol=1e-4,
+        grad=(0, 1),
+    )
 
 
 def test_giou_xywh_boxes_and_errors():
@@ -99,14 +107,14 @@ def _nms_loop(boxes, scores, thr):
 
 
 def test_npu_nms_v4():
-    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [0, 0, 9, 9], [50, 50, 51, 51.]])
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [0, 0, 9, 9], [50, 50, 51, 51.0]])
     scores = torch.tensor([0.9, 0.8, 0.7, 0.6, 0.01])
-    idx, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 10, torch.tensor(0.5).npu(),
-                                      torch.tensor(0.05).npu())
+    idx, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 10, torch.tensor(0.5).npu(), torch.tensor(0.05).npu())
     expected = [i for i in _nms_loop(boxes.tolist(), scores.tolist(), 0.5) if scores[i] > 0.05]
     assert idx.dtype == torch.int32 and idx.cpu().tolist() == expected and int(count) == len(expected)
-    padded, count = torch_npu.npu_nms_v4(boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(),
-                                         torch.tensor(0.05).npu(), True)
+    padded, count = torch_npu.npu_nms_v4(
+        boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(), torch.tensor(0.05).npu(), True
+    )
     assert padded.cpu().tolist() == expected + [0] * (6 - len(expected)) and int(count) == len(expected)
     args = (boxes.npu(), scores.npu(), 6, torch.tensor(0.5).npu(), torch.tensor(0.05).npu())
     compiled = torch.compile(lambda *a: torch_npu.npu_nms_v4(*a, True), backend="aot_eager", fullgraph=True)
@@ -124,13 +132,18 @@ def test_npu_nms_with_mask():
 
 
 def test_npu_batch_nms():
-    boxes = torch.tensor([[[[0, 0, 10, 10.]], [[1, 1, 11, 11.]], [[20, 20, 30, 30.]]]])  # [1, 3, 1, 4]
-    scores = torch.tensor([[[0.9, 0.1], [0.8, 0.6], [0.7, 0.05]]])                     # [1, 3, 2]
-    out = check_op(torch_npu.npu_batch_nms, (boxes, scores, 0.3, 0.5, 2, 4),
-                   lambda b, s, st, it, pc, tt: (
-                       torch.tensor([[[0, 0, 10, 10.], [20, 20, 30, 30.], [1, 1, 11, 11.], [0, 0, 0, 0.]]]),
-                       torch.tensor([[0.9, 0.7, 0.6, 0.0]]), torch.tensor([[0.0, 0.0, 1.0, 0.0]]),
-                       torch.tensor([3], dtype=torch.int32)))
+    boxes = torch.tensor([[[[0, 0, 10, 10.0]], [[1, 1, 11, 11.0]], [[20, 20, 30, 30.0]]]])  # [1, 3, 1, 4]
+    scores = torch.tensor([[[0.9, 0.1], [0.8, 0.6], [0.7, 0.05]]])  # [1, 3, 2]
+    out = check_op(
+        torch_npu.npu_batch_nms,
+        (boxes, scores, 0.3, 0.5, 2, 4),
+        lambda b, s, st, it, pc, tt: (
+            torch.tensor([[[0, 0, 10, 10.0], [20, 20, 30, 30.0], [1, 1, 11, 11.0], [0, 0, 0, 0.0]]]),
+            torch.tensor([[0.9, 0.7, 0.6, 0.0]]),
+            torch.tensor([[0.0, 0.0, 1.0, 0.0]]),
+            torch.tensor([3], dtype=torch.int32),
+        ),
+    )
     assert out[3].dtype == torch.int32
 
 
@@ -158,12 +171,18 @@ def test_bounding_box_encode_decode():
         m, s = torch.tensor(ms[:4]), torch.tensor(ms[4:])
         pw, ph = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
         gw, gh = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
-        d = torch.stack([((g[:, 0] + g[:, 2]) - (a[:, 0] + a[:, 2])) / 2 / pw,
-                         ((g[:, 1] + g[:, 3]) - (a[:, 1] + a[:, 3])) / 2 / ph, (gw / pw).log(), (gh / ph).log()], 1)
+        d = torch.stack(
+            [
+                ((g[:, 0] + g[:, 2]) - (a[:, 0] + a[:, 2])) / 2 / pw,
+                ((g[:, 1] + g[:, 3]) - (a[:, 1] + a[:, 3])) / 2 / ph,
+                (gw / pw).log(),
+                (gh / ph).log(),
+            ],
+            1,
+        )
         return (d - m) / s
 
-    deltas = check_op(torch_npu.npu_bounding_box_encode, (anchors, gts, *means, *stds), enc_ref, atol=1e-5,
-                      rtol=1e-4)
+    deltas = check_op(torch_npu.npu_bounding_box_encode, (anchors, gts, *means, *stds), enc_ref, atol=1e-5, rtol=1e-4)
     decoded = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [0], 16 / 1000)
     torch.testing.assert_close(decoded.cpu(), gts, atol=1e-4, rtol=1e-4)
     clipped = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [8], 16 / 1000)
@@ -178,14 +197,21 @@ def test_npu_quant_matmul_integer_semantics():
     scale, pertoken = torch.rand(4, generator=g) * 1e-3, torch.rand(3, generator=g) + 0.5
 
     def acc():
-        return [[sum(int(x1[i, k]) * int(x2[k, j]) for k in range(16)) + int(bias[j]) for j in range(4)]
-                for i in range(3)]
+        return [
+            [sum(int(x1[i, k]) * int(x2[k, j]) for k in range(16)) + int(bias[j]) for j in range(4)] for i in range(3)
+        ]
 
     def ref_fp16(x1, x2, scale, bias, pertoken_scale, output_dtype):
         return (torch.tensor(acc(), dtype=torch.float64) * scale.double() * pertoken_scale.double()[:, None]).half()
 
-    check_op(torch_npu.npu_quant_matmul, (x1, x2, scale), ref_fp16,
-             kwargs={"bias": bias, "pertoken_scale": pertoken, "output_dtype": torch.float16}, atol=1e-3, rtol=1e-3)
+    check_op(
+        torch_npu.npu_quant_matmul,
+        (x1, x2, scale),
+        ref_fp16,
+        kwargs={"bias": bias, "pertoken_scale": pertoken, "output_dtype": torch.float16},
+        atol=1e-3,
+        rtol=1e-3,
+    )
     int32 = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), bias=bias.npu(), output_dtype=torch.int32)
     assert int32.cpu().tolist() == acc()
     int8 = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu() * 0 + 0.01, bias=bias.npu())
@@ -209,9 +235,16 @@ def test_npu_weight_quant_batchmatmul(group):
         o = offset if group == 0 else offset.repeat_interleave(group, 0)
         return x @ ((w.float() + o) * s) + bias
 
-    check_op(lambda x, w, s, o, b, group: torch_npu.npu_weight_quant_batchmatmul(x, w, s, o, bias=b,
-                                                                                 antiquant_group_size=group),
-             (x, w, scale, offset, bias), ref, kwargs={"group": group}, atol=1e-5, rtol=1e-4)
+    check_op(
+        lambda x, w, s, o, b, group: torch_npu.npu_weight_quant_batchmatmul(
+            x, w, s, o, bias=b, antiquant_group_size=group
+        ),
+        (x, w, scale, offset, bias),
+        ref,
+        kwargs={"group": group},
+        atol=1e-5,
+        rtol=1e-4,
+    )
 
 
 def test_npu_dynamic_quant_and_anti_quant():
@@ -246,7 +279,7 @@ def test_npu_convert_weight_to_int4pack():
     expected = []
     for row in w.tolist():
         v = sum((n & 0xF) << (4 * i) for i, n in enumerate(row))
-        expected.append([v - 2 ** 32 if v >= 2 ** 31 else v])
+        expected.append([v - 2**32 if v >= 2**31 else v])
     assert out.tolist() == expected
     with pytest.raises(RuntimeError, match="multiple of 8"):
         torch_npu.npu_convert_weight_to_int4pack(torch.zeros(2, 6, dtype=torch.int32, device="npu"))
@@ -262,15 +295,26 @@ def test_npu_grouped_matmul_list_and_group_list_forms():
     x = torch.randn(7, 4)
     ws = [torch.randn(4, 3) for _ in range(3)]
     for group_list, group_list_type in (([2, 5, 7], 0), ([2, 3, 2], 1)):
-        (out,) = torch_npu.npu_grouped_matmul([x.npu()], [w.npu() for w in ws],
-                                              group_list=torch.tensor(group_list).npu(), split_item=3, group_type=0,
-                                              group_list_type=group_list_type)
+        (out,) = torch_npu.npu_grouped_matmul(
+            [x.npu()],
+            [w.npu() for w in ws],
+            group_list=torch.tensor(group_list).npu(),
+            split_item=3,
+            group_type=0,
+            group_list_type=group_list_type,
+        )
         expected = torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]])
         torch.testing.assert_close(out.cpu(), expected)
-    compiled = torch.compile(lambda a, w0, w1, w2, gl: torch_npu.npu_grouped_matmul(
-        [a], [w0, w1, w2], group_list=gl, split_item=3, group_type=0)[0], backend="aot_eager")
-    torch.testing.assert_close(compiled(x.npu(), *[w.npu() for w in ws], torch.tensor([2, 5, 7]).npu()).cpu(),
-                               torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]]))
+    compiled = torch.compile(
+        lambda a, w0, w1, w2, gl: torch_npu.npu_grouped_matmul(
+            [a], [w0, w1, w2], group_list=gl, split_item=3, group_type=0
+        )[0],
+        backend="aot_eager",
+    )
+    torch.testing.assert_close(
+        compiled(x.npu(), *[w.npu() for w in ws], torch.tensor([2, 5, 7]).npu()).cpu(),
+        torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]]),
+    )
     with pytest.raises(RuntimeError, match="do not chain"):
         torch_npu.npu_grouped_matmul([torch.randn(2, 3, device="npu")], [torch.randn(4, 2, device="npu")])
 
@@ -287,23 +331,43 @@ def test_npu_grouped_matmul_quantised_with_group_list_and_per_token_scale():
     def expected(output_dtype):
         rows, start = [], 0
         for i, n in enumerate(sizes):
-            acc = [[sum(int(x[r, k]) * int(ws[i][k, c]) for k in range(16)) + int(biases[i][c]) for c in range(4)]
-                   for r in range(start, start + n)]
-            value = torch.tensor(acc, dtype=torch.float64) * scales[i].double() * token_scale[start:start + n, None].double()
-            rows.append(value.round().clamp(-128, 127).to(torch.int8) if output_dtype is None else value.to(output_dtype))
+            acc = [
+                [sum(int(x[r, k]) * int(ws[i][k, c]) for k in range(16)) + int(biases[i][c]) for c in range(4)]
+                for r in range(start, start + n)
+            ]
+            value = (
+                torch.tensor(acc, dtype=torch.float64)
+                * scales[i].double()
+                * token_scale[start : start + n, None].double()
+            )
+            rows.append(
+                value.round().clamp(-128, 127).to(torch.int8) if output_dtype is None else value.to(output_dtype)
+            )
             start += n
         return torch.cat(rows)
 
     for output_dtype in (None, torch.float16, torch.bfloat16):
-        (out,) = torch_npu.npu_grouped_matmul([x.npu()], [w.npu() for w in ws], bias=[b.npu() for b in biases],
-                                              scale=[s.npu() for s in scales], per_token_scale=[token_scale.npu()],
-                                              group_list=torch.tensor(sizes).npu(), group_list_type=1, split_item=3,
-                                              group_type=0, output_dtype=output_dtype)
+        (out,) = torch_npu.npu_grouped_matmul(
+            [x.npu()],
+            [w.npu() for w in ws],
+            bias=[b.npu() for b in biases],
+            scale=[s.npu() for s in scales],
+            per_token_scale=[token_scale.npu()],
+            group_list=torch.tensor(sizes).npu(),
+            group_list_type=1,
+            split_item=3,
+            group_type=0,
+            output_dtype=output_dtype,
+        )
         assert out.dtype == (torch.int8 if output_dtype is None else output_dtype)
         assert torch.equal(out.cpu(), expected(output_dtype))
-    fake = torch.compile(lambda a, w0, w1, s0, s1, gl: torch_npu.npu_grouped_matmul(
-        [a], [w0, w1], scale=[s0, s1], group_list=gl, split_item=3, group_type=0, output_dtype=torch.float16)[0],
-        backend="aot_eager", fullgraph=True)
+    fake = torch.compile(
+        lambda a, w0, w1, s0, s1, gl: torch_npu.npu_grouped_matmul(
+            [a], [w0, w1], scale=[s0, s1], group_list=gl, split_item=3, group_type=0, output_dtype=torch.float16
+        )[0],
+        backend="aot_eager",
+        fullgraph=True,
+    )
     got = fake(x.npu(), *(w.npu() for w in ws), *(s.npu() for s in scales), torch.tensor([3, 7]).npu())
     assert got.dtype == torch.float16 and got.shape == (7, 4)
     with pytest.raises(RuntimeError, match="must be int8"):
@@ -318,17 +382,30 @@ def test_npu_grouped_matmul_weight_antiquant_and_activations(groups):
     shape = (5,) if groups == 1 else (groups, 5)
     scales = [torch.rand(shape, generator=g) for _ in range(2)]
     offsets = [torch.randn(shape, generator=g) for _ in range(2)]
-    activations = {0: lambda y: y, 1: lambda y: y.clamp(min=0), 2: lambda y: 0.5 * y * (1 + torch.tanh(
-        math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3))), 4: lambda y: y / (1 + torch.exp(-1.702 * y)),
-        5: lambda y: y / (1 + torch.exp(-y))}
+    activations = {
+        0: lambda y: y,
+        1: lambda y: y.clamp(min=0),
+        2: lambda y: 0.5 * y * (1 + torch.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y**3))),
+        4: lambda y: y / (1 + torch.exp(-1.702 * y)),
+        5: lambda y: y / (1 + torch.exp(-y)),
+    }
     for act_type, act in activations.items():
-        outs = torch_npu.npu_grouped_matmul([x.npu() for x in xs], [w.npu() for w in ws],
-                                            antiquant_scale=[s.npu() for s in scales],
-                                            antiquant_offset=[o.npu() for o in offsets], act_type=act_type)
+        outs = torch_npu.npu_grouped_matmul(
+            [x.npu() for x in xs],
+            [w.npu() for w in ws],
+            antiquant_scale=[s.npu() for s in scales],
+            antiquant_offset=[o.npu() for o in offsets],
+            act_type=act_type,
+        )
         for out, x, w, sc, of in zip(outs, xs, ws, scales, offsets):
             rows_per_group = 8 // groups
-            wf = torch.stack([(w[k].float() + of.reshape(groups, 5)[k // rows_per_group])
-                              * sc.reshape(groups, 5)[k // rows_per_group] for k in range(8)])
+            wf = torch.stack(
+                [
+                    (w[k].float() + of.reshape(groups, 5)[k // rows_per_group])
+                    * sc.reshape(groups, 5)[k // rows_per_group]
+                    for k in range(8)
+                ]
+            )
             torch.testing.assert_close(out.cpu(), act(x @ wf), atol=1e-4, rtol=1e-4)
     with pytest.raises(RuntimeError, match="act_type must be one of"):
         torch_npu.npu_grouped_matmul([xs[0].npu()], [xs[0].t().contiguous().npu()], act_type=3)
@@ -339,8 +416,11 @@ def test_box_operators_fake_and_compile():
     rois = torch.tensor([[0, 1.0, 1.0, 6.0, 5.0], [0, 0.0, 2.0, 7.0, 7.0]])
     from torch_npu.ops.boxes import roi_align_reference
 
-    check_op(lambda f, r: torch_npu.npu_roi_align(f, r, 0.5, 2, 3, 2, 0), (feat, rois),
-             lambda f, r: roi_align_reference(f, r, (2, 3), 0.5, 2, aligned=False))
+    check_op(
+        lambda f, r: torch_npu.npu_roi_align(f, r, 0.5, 2, 3, 2, 0),
+        (feat, rois),
+        lambda f, r: roi_align_reference(f, r, (2, 3), 0.5, 2, aligned=False),
+    )
     anchors, deltas = rand_boxes(5, 7), torch.randn(5, 4) * 0.1
 
     def dec_ref(a, d):
@@ -350,12 +430,23 @@ def test_box_operators_fake_and_compile():
         gw, gh = pw * d[:, 2].exp(), ph * d[:, 3].exp()
         return torch.stack([gx - gw / 2, gy - gh / 2, gx + gw / 2, gy + gh / 2], 1).clamp(0, 100)
 
-    check_op(lambda a, d: torch_npu.npu_bounding_box_decode(a, d, 0, 0, 0, 0, 1, 1, 1, 1, [100], 16 / 1000),
-             (anchors, deltas), dec_ref, atol=1e-5, rtol=1e-5)
+    check_op(
+        lambda a, d: torch_npu.npu_bounding_box_decode(a, d, 0, 0, 0, 0, 1, 1, 1, 1, [100], 16 / 1000),
+        (anchors, deltas),
+        dec_ref,
+        atol=1e-5,
+        rtol=1e-5,
+    )
     data = torch.tensor([[0, 0, 10, 10, 0.6], [1, 1, 11, 11, 0.9], [20, 20, 30, 30, 0.7]])
-    check_op(lambda d: torch_npu.npu_nms_with_mask(d, 0.5), (data,),
-             lambda d: (d[[1, 2, 0]], torch.tensor([1, 2, 0], dtype=torch.int32),
-                        torch.tensor([1, 1, 0], dtype=torch.uint8)))
+    check_op(
+        lambda d: torch_npu.npu_nms_with_mask(d, 0.5),
+        (data,),
+        lambda d: (
+            d[[1, 2, 0]],
+            torch.tensor([1, 2, 0], dtype=torch.int32),
+            torch.tensor([1, 1, 0], dtype=torch.uint8),
+        ),
+    )
 
 
 @pytest.mark.parametrize("amsgrad,maximize", [(False, False), (True, False), (False, True)])
@@ -364,20 +455,27 @@ def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
     p0 = torch.randn(10, generator=g)
     grads = [torch.randn(10, generator=g) for _ in range(3)]
     ref = torch.nn.Parameter(p0.clone())
-    opt = torch.optim.AdamW([ref], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01, amsgrad=amsgrad,
-                            maximize=maximize)
-    var, m, v, max_norm = p0.clone().npu(), torch.zeros(10, device="npu"), torch.zeros(10, device="npu"), \
-        torch.zeros(10, device="npu")
+    opt = torch.optim.AdamW(
+        [ref], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01, amsgrad=amsgrad, maximize=maximize
+    )
+    var, m, v, max_norm = (
+        p0.clone().npu(),
+        torch.zeros(10, device="npu"),
+        torch.zeros(10, device="npu"),
+        torch.zeros(10, device="npu"),
+    )
     for t, grad in enumerate(grads, 1):
         ref.grad = grad.clone()
         opt.step()
-        torch_npu.npu_apply_adam_w(0.9 ** t, 0.99 ** t, 0.1, 0.01, 0.9, 0.99, 1e-8, grad.npu(), max_norm, amsgrad,
-                                   maximize, var=var, m=m, v=v)
+        torch_npu.npu_apply_adam_w(
+            0.9**t, 0.99**t, 0.1, 0.01, 0.9, 0.99, 1e-8, grad.npu(), max_norm, amsgrad, maximize, var=var, m=m, v=v
+        )
     torch.testing.assert_close(var.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
     # functional form: one step from zero state
     nv, nm, nvv = torch_npu.npu_apply_adam_w(0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, grads[0].npu(), None, False, False)
-    torch.testing.assert_close(nv.cpu(), -0.1 * grads[0].sign() * (1 / (1 + 1e-8 / grads[0].abs())), atol=1e-6,
-                               rtol=1e-5)
+    torch.testing.assert_close(
+        nv.cpu(), -0.1 * grads[0].sign() * (1 / (1 + 1e-8 / grads[0].abs())), atol=1e-6, rtol=1e-5
+    )
 
 
 def test_npu_fused_attention_score():

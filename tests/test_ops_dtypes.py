@@ -1,6 +1,5 @@
 """The torch_npu operators in float16 and bfloat16: the result equals the float32 composition computed
 on the CPU and rounded to the low-precision dtype, within that dtype's rounding."""
-import math
 
 import pytest
 import torch
@@ -17,22 +16,37 @@ def rotate_half(x):
 
 
 CASES = {
-    "npu_rms_norm": (lambda x: (x, torch.randn(16)),
-                     lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g, 0),
-    "npu_gemma_rms_norm": (lambda x: (x, torch.randn(16)),
-                           lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1 + g), 0),
-    "npu_add_rms_norm": (lambda x: (x, x.flip(0), torch.randn(16)),
-                         lambda a, b, g: (a + b) * torch.rsqrt((a + b).pow(2).mean(-1, keepdim=True) + 1e-6) * g, 0),
+    "npu_rms_norm": (
+        lambda x: (x, torch.randn(16)),
+        lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g,
+        0,
+    ),
+    "npu_gemma_rms_norm": (
+        lambda x: (x, torch.randn(16)),
+        lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1 + g),
+        0,
+    ),
+    "npu_add_rms_norm": (
+        lambda x: (x, x.flip(0), torch.randn(16)),
+        lambda a, b, g: (a + b) * torch.rsqrt((a + b).pow(2).mean(-1, keepdim=True) + 1e-6) * g,
+        0,
+    ),
     "npu_swiglu": (lambda x: (x,), lambda x: F.silu(x.chunk(2, -1)[0]) * x.chunk(2, -1)[1], None),
     "npu_geglu": (lambda x: (x,), lambda x: x.chunk(2, -1)[0] * F.gelu(x.chunk(2, -1)[1], approximate="tanh"), 0),
     "npu_gelu": (lambda x: (x,), lambda x: F.gelu(x), None),
     "npu_fast_gelu": (lambda x: (x,), lambda x: x / (1 + torch.exp(-1.702 * x)), None),
     "npu_mish": (lambda x: (x,), lambda x: x * torch.tanh(F.softplus(x)), None),
-    "npu_rotary_mul": (lambda x: (x.view(2, 4, 2, 16), torch.randn(1, 4, 1, 16), torch.randn(1, 4, 1, 16)),
-                       lambda x, c, s: x * c + rotate_half(x) * s, None),
+    "npu_rotary_mul": (
+        lambda x: (x.view(2, 4, 2, 16), torch.randn(1, 4, 1, 16), torch.randn(1, 4, 1, 16)),
+        lambda x, c, s: x * c + rotate_half(x) * s,
+        None,
+    ),
     "npu_linear": (lambda x: (x, torch.randn(8, 16) / 4), lambda x, w: x @ w.t(), None),
-    "npu_scaled_masked_softmax": (lambda x: (x.view(2, 2, 4, 4), torch.rand(2, 2, 4, 4) > 0.7),
-                                  lambda x, m: torch.softmax(x.masked_fill(m, -10000.0), -1), None),
+    "npu_scaled_masked_softmax": (
+        lambda x: (x.view(2, 2, 4, 4), torch.rand(2, 2, 4, 4) > 0.7),
+        lambda x, m: torch.softmax(x.masked_fill(m, -10000.0), -1),
+        None,
+    ),
 }
 
 

@@ -1,9 +1,10 @@
 """torch_npu MoE routing operators against loop references written here."""
+
 import pytest
 import torch
+from op_check import check_op
 
 import torch_npu
-from op_check import check_op
 
 
 def test_gating_top_k_softmax():
@@ -26,14 +27,27 @@ def test_gating_top_k_grouped(norm_type, mode):
     g = torch.Generator().manual_seed(0)
     x, bias = torch.randn(4, 16, generator=g), torch.randn(16, generator=g) * 0.1
 
-    def ref(x, k, bias=None, k_group=1, group_count=1, group_select_mode=0, norm_type=0, out_flag=False,
-            routed_scaling_factor=1.0):
+    def ref(
+        x,
+        k,
+        bias=None,
+        k_group=1,
+        group_count=1,
+        group_select_mode=0,
+        norm_type=0,
+        out_flag=False,
+        routed_scaling_factor=1.0,
+    ):
         weights, idxs = [], []
         for row in range(x.shape[0]):
             s = torch.softmax(x[row], -1) if norm_type == 0 else torch.sigmoid(x[row])
             sb = s + bias
             groups = sb.view(group_count, -1)
-            gscore = groups.max(-1).values if group_select_mode == 0 else groups.sort(-1, descending=True).values[:, :2].sum(-1)
+            gscore = (
+                groups.max(-1).values
+                if group_select_mode == 0
+                else groups.sort(-1, descending=True).values[:, :2].sum(-1)
+            )
             kept = set(gscore.argsort(descending=True)[:k_group].tolist())
             candidates = [(float(sb[e]), e) for e in range(16) if e // (16 // group_count) in kept]
             top = [e for _, e in sorted(candidates, key=lambda t: -t[0])[:k]]
@@ -45,9 +59,20 @@ def test_gating_top_k_grouped(norm_type, mode):
         scores = torch.softmax(x, -1) if norm_type == 0 else torch.sigmoid(x)
         return torch.stack(weights), torch.stack(idxs), scores if out_flag else scores.new_empty(0)
 
-    check_op(torch_npu.npu_moe_gating_top_k, (x, 3),
-             ref, kwargs={"bias": bias, "k_group": 2, "group_count": 4, "group_select_mode": mode,
-                          "norm_type": norm_type, "out_flag": True, "routed_scaling_factor": 2.5})
+    check_op(
+        torch_npu.npu_moe_gating_top_k,
+        (x, 3),
+        ref,
+        kwargs={
+            "bias": bias,
+            "k_group": 2,
+            "group_count": 4,
+            "group_select_mode": mode,
+            "norm_type": norm_type,
+            "out_flag": True,
+            "routed_scaling_factor": 2.5,
+        },
+    )
     with pytest.raises(RuntimeError, match="group_count=3 must divide"):
         torch_npu.npu_moe_gating_top_k(x.npu(), 2, group_count=3)
 
@@ -65,12 +90,18 @@ def test_init_routing_compute_tokens_and_finalize_round_trip():
         for pos, src in enumerate(dst2src):
             expanded_row[src] = pos
         active = min(n, active_num) * k
-        return (torch.stack([x[s % n] for s in dst2src[:active]]), expanded_row,
-                torch.tensor([int(expert_idx.view(-1)[r]) for r in routes], dtype=torch.int32))
+        return (
+            torch.stack([x[s % n] for s in dst2src[:active]]),
+            expanded_row,
+            torch.tensor([int(expert_idx.view(-1)[r]) for r in routes], dtype=torch.int32),
+        )
 
     ex, expanded_row, expanded_expert = check_op(torch_npu.npu_moe_init_routing, (x, row_idx, expert_idx, n), ref)
-    counts = check_op(torch_npu.npu_moe_compute_expert_tokens, (expanded_expert.cpu(), experts),
-                      lambda s, e: torch.tensor([int((s <= i).sum()) for i in range(e)], dtype=torch.int32))
+    counts = check_op(
+        torch_npu.npu_moe_compute_expert_tokens,
+        (expanded_expert.cpu(), experts),
+        lambda s, e: torch.tensor([int((s <= i).sum()) for i in range(e)], dtype=torch.int32),
+    )
     assert counts.cpu().tolist()[-1] == n * k
     # experts act as identity: finalize_routing with scales must give sum_j scales * x + skip
     scales = torch.rand(n, k)
@@ -84,8 +115,13 @@ def test_init_routing_compute_tokens_and_finalize_round_trip():
         return out
 
     bias = torch.randn(experts, h)
-    check_op(torch_npu.npu_moe_finalize_routing, (ex.cpu(), skip, None, bias, scales, expanded_row.cpu(),
-                                                  expert_idx), fin_ref, atol=1e-5, rtol=1e-5)
+    check_op(
+        torch_npu.npu_moe_finalize_routing,
+        (ex.cpu(), skip, None, bias, scales, expanded_row.cpu(), expert_idx),
+        fin_ref,
+        atol=1e-5,
+        rtol=1e-5,
+    )
     out = torch_npu.npu_moe_finalize_routing(ex, skip.npu(), None, None, scales.npu(), expanded_row, None)
     torch.testing.assert_close(out.cpu(), skip + scales.sum(1, keepdim=True) * x)
 
@@ -132,8 +168,14 @@ def test_gating_top_k_gradient_matches_composition():
         w = s.gather(1, idx)
         return w / (w.sum(-1, keepdim=True) + 1e-20), idx.to(torch.int32), s.new_empty(0)
 
-    check_op(torch_npu.npu_moe_gating_top_k, (x, 2), ref,
-             kwargs={"bias": bias, "group_count": 4, "k_group": 2, "norm_type": 1}, grad=(0,), compile=False)
+    check_op(
+        torch_npu.npu_moe_gating_top_k,
+        (x, 2),
+        ref,
+        kwargs={"bias": bias, "group_count": 4, "k_group": 2, "norm_type": 1},
+        grad=(0,),
+        compile=False,
+    )
 
 
 def _routes_by_expert(expert_idx, start, end):
@@ -149,13 +191,21 @@ def test_init_routing_v2_dropless(row_idx_type):
     expert_idx = torch.tensor([[0, 2], [1, 2], [3, 0], [2, 1], [0, 3]], dtype=torch.int32)
     scale = torch.rand(n)
     out_x, row_idx, tokens, out_scale = torch_npu.npu_moe_init_routing_v2(
-        x.npu(), expert_idx.npu(), scale=scale.npu(), active_expert_range=[1, 3], expert_num=4,
-        expert_tokens_num_flag=True, expert_tokens_num_type=1, row_idx_type=row_idx_type)
+        x.npu(),
+        expert_idx.npu(),
+        scale=scale.npu(),
+        active_expert_range=[1, 3],
+        expert_num=4,
+        expert_tokens_num_flag=True,
+        expert_tokens_num_type=1,
+        row_idx_type=row_idx_type,
+    )
     routes, flat = _routes_by_expert(expert_idx, 1, 3)
     pad = n * k - len(routes)  # rows the routing does not fill are zero
     torch.testing.assert_close(out_x.cpu(), torch.cat([torch.stack([x[r // k] for r in routes]), torch.zeros(pad, h)]))
-    torch.testing.assert_close(out_scale.cpu(), torch.cat([torch.stack([scale[r // k] for r in routes]),
-                                                           torch.zeros(pad)]))
+    torch.testing.assert_close(
+        out_scale.cpu(), torch.cat([torch.stack([scale[r // k] for r in routes]), torch.zeros(pad)])
+    )
     assert tokens.cpu().tolist() == [sum(1 for r in routes if flat[r] == e) for e in (1, 2)]
     if row_idx_type == 1:
         assert row_idx.cpu().tolist()[: len(routes)] == routes and sorted(row_idx.cpu().tolist()) == list(range(n * k))
@@ -164,11 +214,13 @@ def test_init_routing_v2_dropless(row_idx_type):
         for pos, r in enumerate(routes):
             expected[r] = pos
         assert row_idx.cpu().tolist() == expected
-    out_x, _, cum, _ = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True,
-                                                         active_num=6)
+    out_x, _, cum, _ = torch_npu.npu_moe_init_routing_v2(
+        x.npu(), expert_idx.npu(), expert_tokens_num_flag=True, active_num=6
+    )
     assert out_x.shape == (6, h) and cum.cpu().tolist() == [3, 5, 8, 10]  # Cumsum(Histogram(all sorted routes))
-    pairs = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_tokens_num_flag=True,
-                                              expert_tokens_num_type=2, expert_num=5)[2]
+    pairs = torch_npu.npu_moe_init_routing_v2(
+        x.npu(), expert_idx.npu(), expert_tokens_num_flag=True, expert_tokens_num_type=2, expert_num=5
+    )[2]
     assert pairs.cpu().tolist() == [[0, 3], [1, 2], [2, 3], [3, 2], [4, 0]]
     no_tokens = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), expert_num=4)[2]
     assert no_tokens.shape == ()
@@ -179,8 +231,14 @@ def test_init_routing_v2_drop_pad_fills_each_expert_up_to_its_capacity():
     x = torch.randn(n, h)
     expert_idx = torch.tensor([[0, 1], [0, 2], [0, 1], [2, 0], [1, 3], [2, 2]], dtype=torch.int32)
     out_x, row_idx, tokens, _ = torch_npu.npu_moe_init_routing_v2(
-        x.npu(), expert_idx.npu(), expert_capacity=capacity, expert_num=4, drop_pad_mode=1,
-        expert_tokens_num_flag=True, expert_tokens_num_type=1)
+        x.npu(),
+        expert_idx.npu(),
+        expert_capacity=capacity,
+        expert_num=4,
+        drop_pad_mode=1,
+        expert_tokens_num_flag=True,
+        expert_tokens_num_type=1,
+    )
     routes, flat = _routes_by_expert(expert_idx, 0, 4)
     expected_x, expected_idx = torch.zeros(4, capacity, h), [-1] * (n * k)
     for e in range(4):
@@ -200,16 +258,22 @@ def test_init_routing_v2_static_and_dynamic_quantisation():
     expert_idx = torch.randint(0, 3, (n, k), generator=g, dtype=torch.int32)
     routes, flat = _routes_by_expert(expert_idx, 0, 3)
     scale, offset = torch.tensor([20.0]), torch.tensor([0.5])
-    out_x, _, _, out_scale = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), scale=scale.npu(),
-                                                               offset=offset.npu(), expert_num=3, quant_mode=0)
-    want = torch.stack([(x[r // k].half() * scale.half() + offset.half()).float().round().clamp(-128, 127)
-                        for r in routes]).to(torch.int8)
+    out_x, _, _, out_scale = torch_npu.npu_moe_init_routing_v2(
+        x.npu(), expert_idx.npu(), scale=scale.npu(), offset=offset.npu(), expert_num=3, quant_mode=0
+    )
+    want = torch.stack(
+        [(x[r // k].half() * scale.half() + offset.half()).float().round().clamp(-128, 127) for r in routes]
+    ).to(torch.int8)
     assert out_x.dtype == torch.int8 and torch.equal(out_x.cpu(), want) and out_scale.shape == ()
     smooth = torch.rand(3, h, generator=g) + 0.5
     for smooth_scale in (None, smooth):
         out_x, _, _, out_scale = torch_npu.npu_moe_init_routing_v2(
-            x.npu(), expert_idx.npu(), scale=None if smooth_scale is None else smooth_scale.npu(), expert_num=3,
-            quant_mode=1)
+            x.npu(),
+            expert_idx.npu(),
+            scale=None if smooth_scale is None else smooth_scale.npu(),
+            expert_num=3,
+            quant_mode=1,
+        )
         rows = [x[r // k] * (1.0 if smooth_scale is None else smooth_scale[flat[r]]) for r in routes]
         row_scales = torch.stack([row.abs().max() / 127 for row in rows])
         torch.testing.assert_close(out_scale.cpu(), row_scales)
@@ -219,21 +283,34 @@ def test_init_routing_v2_static_and_dynamic_quantisation():
 
 def test_init_routing_v2_fake_shapes_and_compile():
     x, expert_idx = torch.randn(5, 3), torch.tensor([[0, 2], [1, 2], [3, 0], [2, 1], [0, 3]], dtype=torch.int32)
-    cases = [dict(expert_num=4, active_num=7, expert_tokens_num_flag=True),
-             dict(expert_num=4, drop_pad_mode=1, expert_capacity=2, quant_mode=1),
-             dict(active_expert_range=[1, 3], expert_num=4, expert_tokens_num_flag=True, expert_tokens_num_type=2,
-                  scale=torch.tensor([1.5]), quant_mode=0)]
+    cases = [
+        dict(expert_num=4, active_num=7, expert_tokens_num_flag=True),
+        dict(expert_num=4, drop_pad_mode=1, expert_capacity=2, quant_mode=1),
+        dict(
+            active_expert_range=[1, 3],
+            expert_num=4,
+            expert_tokens_num_flag=True,
+            expert_tokens_num_type=2,
+            scale=torch.tensor([1.5]),
+            quant_mode=0,
+        ),
+    ]
     for kwargs in cases:
         kwargs_npu = {key: (v.npu() if isinstance(v, torch.Tensor) else v) for key, v in kwargs.items()}
         real = torch_npu.npu_moe_init_routing_v2(x.npu(), expert_idx.npu(), **kwargs_npu)
         mode = torch._subclasses.fake_tensor.FakeTensorMode()
         fake_args = [mode.from_tensor(t) for t in (x.npu(), expert_idx.npu())]
-        fake_kwargs = {key: (mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for key, v in kwargs_npu.items()}
+        fake_kwargs = {
+            key: (mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for key, v in kwargs_npu.items()
+        }
         with mode:
             fake = torch_npu.npu_moe_init_routing_v2(*fake_args, **fake_kwargs)
         assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
-        compiled = torch.compile(lambda a, b: torch_npu.npu_moe_init_routing_v2(a, b, **kwargs_npu), backend="aot_eager",
-                                 fullgraph=True)
+        compiled = torch.compile(
+            lambda a, b, kw=kwargs_npu: torch_npu.npu_moe_init_routing_v2(a, b, **kw),
+            backend="aot_eager",
+            fullgraph=True,
+        )
         for got, want in zip(compiled(x.npu(), expert_idx.npu()), real):
             assert torch.equal(got.cpu(), want.cpu())
 
@@ -245,7 +322,7 @@ def test_moe_and_box_operators_in_low_precision(dtype):
     want_y, want_idx = torch.softmax(x.to(dtype).float(), -1).topk(2, -1)
     assert y.dtype == dtype and torch.equal(idx.cpu().long(), want_idx)
     torch.testing.assert_close(y.cpu().float(), want_y.to(dtype).float())
-    boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5.]])
+    boxes = torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5.0]])
     iou = torch_npu.npu_iou(boxes.to(dtype).npu(), boxes.to(dtype).npu())
     assert iou.dtype == dtype
     torch.testing.assert_close(iou.cpu().float(), torch.tensor([[1.0, 9 / 23], [9 / 23, 1.0]]), atol=2e-2, rtol=2e-2)

@@ -1,13 +1,14 @@
 """torch_npu operators: normalisations, activations, softmax variants, rotary embeddings, layout
 operators — each against an independent composition written here."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from op_check import check_op
 
 import torch_npu
-from op_check import check_op
 
 torch.manual_seed(0)
 
@@ -75,8 +76,15 @@ def test_npu_add_layer_norm(additional_output):
         rstd = 1 / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + epsilon)
         return F.layer_norm(x, (16,), g, b, epsilon), mean, rstd, (x if additional_output else x.new_empty(0))
 
-    check_op(torch_npu.npu_add_layer_norm, (x1, x2, g, b), ref, kwargs={"additional_output": additional_output},
-             grad=(0, 1, 2, 3), atol=1e-5, rtol=1e-4)
+    check_op(
+        torch_npu.npu_add_layer_norm,
+        (x1, x2, g, b),
+        ref,
+        kwargs={"additional_output": additional_output},
+        grad=(0, 1, 2, 3),
+        atol=1e-5,
+        rtol=1e-4,
+    )
 
 
 def test_npu_group_norm_silu():
@@ -84,8 +92,7 @@ def test_npu_group_norm_silu():
 
     def ref(x, w, b, group, eps=1e-5):
         g = x.reshape(2, group, -1)
-        return (F.silu(F.group_norm(x, group, w, b, eps)), g.mean(-1),
-                1 / torch.sqrt(g.var(-1, unbiased=False) + eps))
+        return (F.silu(F.group_norm(x, group, w, b, eps)), g.mean(-1), 1 / torch.sqrt(g.var(-1, unbiased=False) + eps))
 
     check_op(torch_npu.npu_group_norm_silu, (x, w, b, 4), ref, atol=1e-5, rtol=1e-4)
     with pytest.raises(RuntimeError, match="group=3 must divide"):
@@ -111,22 +118,30 @@ def test_npu_geglu(approximate, activate_left):
 
     def ref(x, dim=-1, approximate=1, activate_left=False):
         a, b = x.chunk(2, -1)
-        if approximate == 1:
-            gelu_fn = lambda t: 0.5 * t * (1 + torch.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
-        else:
-            gelu_fn = lambda t: 0.5 * t * (1 + torch.erf(t / math.sqrt(2)))
+
+        def gelu_fn(t):
+            if approximate == 1:
+                return 0.5 * t * (1 + torch.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t**3)))
+            return 0.5 * t * (1 + torch.erf(t / math.sqrt(2)))
+
         gelu = gelu_fn(a) if activate_left else gelu_fn(b)
         return (gelu * b, gelu) if activate_left else (a * gelu, gelu)
 
-    check_op(torch_npu.npu_geglu, (x,), ref, kwargs={"approximate": approximate, "activate_left": activate_left},
-             grad=(0,))
+    check_op(
+        torch_npu.npu_geglu, (x,), ref, kwargs={"approximate": approximate, "activate_left": activate_left}, grad=(0,)
+    )
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_npu_gelu(approximate):
     x = torch.randn(50)
-    check_op(torch_npu.npu_gelu, (x,), lambda x, approximate: F.gelu(x, approximate=approximate),
-             kwargs={"approximate": approximate}, grad=(0,))
+    check_op(
+        torch_npu.npu_gelu,
+        (x,),
+        lambda x, approximate: F.gelu(x, approximate=approximate),
+        kwargs={"approximate": approximate},
+        grad=(0,),
+    )
 
 
 @pytest.mark.parametrize("op", ["fast_gelu", "npu_fast_gelu"])
@@ -150,8 +165,13 @@ def test_npu_scaled_masked_softmax(fixed_triu_mask):
             mask = torch.ones(8, 8, dtype=torch.bool).triu(1)
         return torch.softmax((x * scale).masked_fill(mask, -10000.0), -1)
 
-    check_op(torch_npu.npu_scaled_masked_softmax, (x, mask), ref,
-             kwargs={"scale": 0.5, "fixed_triu_mask": fixed_triu_mask}, grad=(0,))
+    check_op(
+        torch_npu.npu_scaled_masked_softmax,
+        (x, mask),
+        ref,
+        kwargs={"scale": 0.5, "fixed_triu_mask": fixed_triu_mask},
+        grad=(0,),
+    )
 
 
 def test_npu_dropout_with_add_softmax_statistics_and_gradients():
@@ -188,15 +208,21 @@ def rotate_interleave(x):
 def test_npu_rotary_mul(mode):
     x, r1, r2 = torch.randn(2, 6, 4, 16), torch.randn(1, 6, 1, 16), torch.randn(1, 6, 1, 16)
     rot = rotate_half if mode == "half" else rotate_interleave
-    check_op(torch_npu.npu_rotary_mul, (x, r1, r2), lambda x, r1, r2, rotary_mode: x * r1 + rot(x) * r2,
-             kwargs={"rotary_mode": mode}, grad=(0, 1, 2))
+    check_op(
+        torch_npu.npu_rotary_mul,
+        (x, r1, r2),
+        lambda x, r1, r2, rotary_mode: x * r1 + rot(x) * r2,
+        kwargs={"rotary_mode": mode},
+        grad=(0, 1, 2),
+    )
     with pytest.raises(RuntimeError, match="rotary_mode must be"):
         torch_npu.npu_rotary_mul(x.npu(), r1.npu(), r2.npu(), "quarter")
 
 
-@pytest.mark.parametrize("layout,shape,cshape", [("BSND", (2, 5, 4, 8), (2, 5, 1, 8)),
-                                                 ("BNSD", (2, 4, 5, 8), (2, 1, 5, 8)),
-                                                 ("TND", (7, 4, 8), (7, 1, 8))])
+@pytest.mark.parametrize(
+    "layout,shape,cshape",
+    [("BSND", (2, 5, 4, 8), (2, 5, 1, 8)), ("BNSD", (2, 4, 5, 8), (2, 1, 5, 8)), ("TND", (7, 4, 8), (7, 1, 8))],
+)
 def test_npu_apply_rotary_pos_emb_writes_in_place(layout, shape, cshape):
     q, k = torch.randn(shape), torch.randn(shape)
     cos, sin = torch.randn(cshape), torch.randn(cshape)
@@ -237,8 +263,10 @@ def test_npu_mrope_vllm_rotary(mode):
             r, rest = h[..., :rot], h[..., rot:]
             c, s = cos[:, None], sin[:, None]
             if rotary_mode == "half":
-                out = torch.cat([r[..., :rot // 2] * c - r[..., rot // 2:] * s,
-                                 r[..., rot // 2:] * c + r[..., :rot // 2] * s], -1)
+                out = torch.cat(
+                    [r[..., : rot // 2] * c - r[..., rot // 2 :] * s, r[..., rot // 2 :] * c + r[..., : rot // 2] * s],
+                    -1,
+                )
             else:
                 out = torch.empty_like(r)
                 out[..., 0::2] = r[..., 0::2] * c - r[..., 1::2] * s
@@ -247,8 +275,12 @@ def test_npu_mrope_vllm_rotary(mode):
 
         return apply(q), apply(k)
 
-    check_op(lambda *a, rotary_mode: torch_npu.npu_mrope(*a, rotary_mode=rotary_mode), (positions, q, k, cache, hs),
-             ref, kwargs={"rotary_mode": mode})
+    check_op(
+        lambda *a, rotary_mode: torch_npu.npu_mrope(*a, rotary_mode=rotary_mode),
+        (positions, q, k, cache, hs),
+        ref,
+        kwargs={"rotary_mode": mode},
+    )
 
 
 def test_npu_mrope_multimodal_sections():
@@ -261,8 +293,10 @@ def test_npu_mrope_multimodal_sections():
     cos = torch.cat([cos_all[0, :, :2], cos_all[1, :, 2:3], cos_all[2, :, 3:4]], -1)
     sin = torch.cat([sin_all[0, :, :2], sin_all[1, :, 2:3], sin_all[2, :, 3:4]], -1)
     h = k.view(t, 1, hs)
-    want = torch.cat([h[..., :4] * cos[:, None] - h[..., 4:] * sin[:, None],
-                      h[..., 4:] * cos[:, None] + h[..., :4] * sin[:, None]], -1).reshape(t, hs)
+    want = torch.cat(
+        [h[..., :4] * cos[:, None] - h[..., 4:] * sin[:, None], h[..., 4:] * cos[:, None] + h[..., :4] * sin[:, None]],
+        -1,
+    ).reshape(t, hs)
     torch.testing.assert_close(out_k.cpu(), want)
     with pytest.raises(RuntimeError, match="mrope_section"):
         torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[1, 1, 1])
@@ -280,8 +314,11 @@ def test_npu_one_hot_and_pad():
 
     check_op(torch_npu.npu_one_hot, (idx,), one_hot_ref, kwargs={"depth": 5, "on_value": 3, "off_value": -1})
     x = torch.randn(2, 3)
-    check_op(torch_npu.npu_pad, (x, [1, 0, 2, 3]),
-             lambda x, p: torch.cat([torch.zeros(1, 8), torch.cat([torch.zeros(2, 2), x, torch.zeros(2, 3)], 1)], 0))
+    check_op(
+        torch_npu.npu_pad,
+        (x, [1, 0, 2, 3]),
+        lambda x, p: torch.cat([torch.zeros(1, 8), torch.cat([torch.zeros(2, 2), x, torch.zeros(2, 3)], 1)], 0),
+    )
     with pytest.raises(RuntimeError, match="paddings needs"):
         torch_npu.npu_pad(x.npu(), [1, 1])
 
@@ -336,7 +373,10 @@ def test_npu_linear_and_bmmv2():
 def test_ops_are_npu_only_and_torch_aliases_are_deprecated():
     with pytest.raises(NotImplementedError, match="npu::npu_rms_norm"):
         torch_npu.npu_rms_norm(torch.ones(2, 4), torch.ones(4))
-    with pytest.raises(RuntimeError, match="torch.npu_swiglu is deprecated and will be removed in future version. "
-                                           "Use torch_npu.npu_swiglu instead."):
+    with pytest.raises(
+        RuntimeError,
+        match="torch.npu_swiglu is deprecated and will be removed in future version. "
+        "Use torch_npu.npu_swiglu instead.",
+    ):
         torch.npu_swiglu(torch.ones(2))
     assert torch_npu.npu_rms_norm is torch.ops.npu.npu_rms_norm

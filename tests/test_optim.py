@@ -1,5 +1,6 @@
 """torch_npu.optim: fused optimizers give exactly the results of the matching torch optimizers, and
 really work on combined buffers."""
+
 import copy
 import math
 
@@ -7,9 +8,17 @@ import pytest
 import torch
 import torch.nn as nn
 
-import torch_npu
-from torch_npu.optim import (NpuFusedAdadelta, NpuFusedAdam, NpuFusedAdamP, NpuFusedAdamW, NpuFusedBertAdam,
-                             NpuFusedLamb, NpuFusedRMSprop, NpuFusedRMSpropTF, NpuFusedSGD)
+from torch_npu.optim import (
+    NpuFusedAdadelta,
+    NpuFusedAdam,
+    NpuFusedAdamP,
+    NpuFusedAdamW,
+    NpuFusedBertAdam,
+    NpuFusedLamb,
+    NpuFusedRMSprop,
+    NpuFusedRMSpropTF,
+    NpuFusedSGD,
+)
 from torch_npu.utils import is_combined_tensor_valid
 
 
@@ -29,17 +38,34 @@ def _train(model, opt, steps=5, seed=1):
 
 PAIRS = [
     (NpuFusedSGD, dict(lr=0.1), torch.optim.SGD, dict(lr=0.1)),
-    (NpuFusedSGD, dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01), torch.optim.SGD,
-     dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
-    (NpuFusedSGD, dict(lr=0.1, momentum=0.9, nesterov=True), torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
+    (
+        NpuFusedSGD,
+        dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01),
+        torch.optim.SGD,
+        dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01),
+    ),
+    (
+        NpuFusedSGD,
+        dict(lr=0.1, momentum=0.9, nesterov=True),
+        torch.optim.SGD,
+        dict(lr=0.1, momentum=0.9, nesterov=True),
+    ),
     (NpuFusedAdam, dict(lr=0.01), torch.optim.Adam, dict(lr=0.01)),
-    (NpuFusedAdam, dict(lr=0.01, weight_decay=0.1, amsgrad=True), torch.optim.Adam,
-     dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    (
+        NpuFusedAdam,
+        dict(lr=0.01, weight_decay=0.1, amsgrad=True),
+        torch.optim.Adam,
+        dict(lr=0.01, weight_decay=0.1, amsgrad=True),
+    ),
     (NpuFusedAdamW, dict(lr=0.01), torch.optim.AdamW, dict(lr=0.01)),
     (NpuFusedAdadelta, dict(weight_decay=0.1), torch.optim.Adadelta, dict(weight_decay=0.1)),
     (NpuFusedRMSprop, dict(lr=0.01), torch.optim.RMSprop, dict(lr=0.01)),
-    (NpuFusedRMSprop, dict(momentum=0.5, centered=True, weight_decay=0.1), torch.optim.RMSprop,
-     dict(momentum=0.5, centered=True, weight_decay=0.1)),
+    (
+        NpuFusedRMSprop,
+        dict(momentum=0.5, centered=True, weight_decay=0.1),
+        torch.optim.RMSprop,
+        dict(momentum=0.5, centered=True, weight_decay=0.1),
+    ),
 ]
 
 
@@ -202,9 +228,16 @@ def test_rmsprop_tf_follows_tensorflow_semantics():
     assert torch.allclose(p.detach().cpu(), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("cls,kw", [(NpuFusedAdam, dict(lr=-1)), (NpuFusedSGD, dict(lr=0.1, momentum=-1)),
-                                    (NpuFusedAdadelta, dict(rho=2.0)), (NpuFusedRMSprop, dict(alpha=-1)),
-                                    (NpuFusedLamb, dict(betas=(1.0, 0.9)))])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [
+        (NpuFusedAdam, dict(lr=-1)),
+        (NpuFusedSGD, dict(lr=0.1, momentum=-1)),
+        (NpuFusedAdadelta, dict(rho=2.0)),
+        (NpuFusedRMSprop, dict(alpha=-1)),
+        (NpuFusedLamb, dict(betas=(1.0, 0.9))),
+    ],
+)
 def test_invalid_hyperparameters(cls, kw):
     with pytest.raises(ValueError):
         cls([nn.Parameter(torch.ones(1, device="npu"))], **kw)

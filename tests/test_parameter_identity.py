@@ -3,6 +3,7 @@
 Optimizers, hooks and libraries (accelerate's `prepare` moves the model after the optimizer exists)
 hold the Parameter objects; if a move replaced them, the optimizer would step tensors nobody uses.
 """
+
 import pytest
 import torch
 import torch.nn as nn
@@ -18,10 +19,17 @@ def ids(module):
     return [id(p) for p in module.parameters()]
 
 
-@pytest.mark.parametrize("move", [
-    lambda m: m.to("npu"), lambda m: m.npu(), lambda m: m.to(torch.device("npu", 0)),
-    lambda m: m.to("npu:1"), lambda m: m._apply(lambda t: t.to("npu")),
-], ids=["to_str", "npu", "to_device", "to_npu1", "_apply"])
+@pytest.mark.parametrize(
+    "move",
+    [
+        lambda m: m.to("npu"),
+        lambda m: m.npu(),
+        lambda m: m.to(torch.device("npu", 0)),
+        lambda m: m.to("npu:1"),
+        lambda m: m._apply(lambda t: t.to("npu")),
+    ],
+    ids=["to_str", "npu", "to_device", "to_npu1", "_apply"],
+)
 def test_moving_to_npu_keeps_parameter_objects(move):
     net = small_net()
     before = ids(net)
@@ -153,11 +161,15 @@ def train(device, optimizer, steps=6, amp_dtype=None, move_first=False):
     return losses, [p.detach().cpu() for p in net.parameters()]
 
 
-@pytest.mark.parametrize("optimizer", [
-    lambda ps: torch.optim.AdamW(ps, lr=1e-2),
-    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
-    lambda ps: torch.optim.Adam(ps, lr=1e-2, foreach=False),
-], ids=["adamw", "sgd_momentum", "adam_for_loop"])
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        lambda ps: torch.optim.AdamW(ps, lr=1e-2),
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: torch.optim.Adam(ps, lr=1e-2, foreach=False),
+    ],
+    ids=["adamw", "sgd_momentum", "adam_for_loop"],
+)
 def test_optimizer_built_before_the_move_trains_the_npu_model(optimizer):
     initial = [p.detach().clone() for p in small_net().parameters()]
     npu_losses, npu_params = train("npu", optimizer)

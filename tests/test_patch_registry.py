@@ -1,5 +1,6 @@
 """vnpu's changes to other libraries are declared in one registry and applied when (and only when) the
 library is imported."""
+
 import importlib
 
 from subprocess_helpers import run_python
@@ -17,7 +18,8 @@ def test_every_patch_is_declared_with_its_reason_and_a_function():
 
 
 def test_patches_wait_for_their_library_and_apply_on_its_import():
-    proc = run_python("""
+    proc = run_python(
+        """
         import sys, torch
         import torch_npu
         from torch_npu._patches import applied_patches
@@ -26,7 +28,9 @@ def test_patches_wait_for_their_library_and_apply_on_its_import():
         import torchvision, inspect
         print([p.target for p in applied_patches() if p.module.startswith("torchvision")])
         print("def _has_ops" in inspect.getsource(torchvision.extension))  # the original loader still serves source
-    """, timeout=300)
+    """,
+        timeout=300,
+    )
     before, none, after, source = proc.stdout.strip().splitlines()
     assert before == "[]" and none == "[]"
     assert after == "['torchvision.extension._has_ops']" and source == "True"
@@ -36,10 +40,8 @@ def test_a_module_imported_before_is_patched_at_once_and_one_imported_later_on_i
     (tmp_path / "early_library.py").write_text("value = 1\n")
     (tmp_path / "late_library.py").write_text("value = 1\n")
     (tmp_path / "patch_functions.py").write_text(
-        "import sys\n"
-        "def bump(name):\n"
-        "    sys.modules[name].value += 1\n"
-        "    return True\n")
+        "import sys\n" "def bump(name):\n" "    sys.modules[name].value += 1\n" "    return True\n"
+    )
     proc = run_python(f"""
         import sys
         sys.path.insert(0, {str(tmp_path)!r})

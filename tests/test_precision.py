@@ -3,25 +3,28 @@
 Every case runs in a fresh interpreter: the knobs are process-wide and, once set, keep precision
 emulation on. The HF32 value is computed by hand: float32 keeps 11 of its 23 mantissa bits,
 rounding to nearest with ties to even."""
+
 import pytest
 import torch
-
 from subprocess_helpers import run_python
 
-ONE_ULP11 = 2.0 ** -11
-TIE_ODD = 1.0 + 2.0 ** -11 + 2.0 ** -12      # halfway, kept part odd  -> rounds up to 1 + 2^-10
-TIE_EVEN = 1.0 + 2.0 ** -12                   # halfway, kept part even -> rounds down to 1
-ABOVE = 1.0 + 2.0 ** -12 + 2.0 ** -20         # above halfway           -> 1 + 2^-11
+ONE_ULP11 = 2.0**-11
+TIE_ODD = 1.0 + 2.0**-11 + 2.0**-12  # halfway, kept part odd  -> rounds up to 1 + 2^-10
+TIE_EVEN = 1.0 + 2.0**-12  # halfway, kept part even -> rounds down to 1
+ABOVE = 1.0 + 2.0**-12 + 2.0**-20  # above halfway           -> 1 + 2^-11
 
 
 def _matmul_results(setup, env=None):
-    out = run_python(f"""
+    out = run_python(
+        f"""
         import torch, torch_npu
         {setup}
         x = torch.tensor([[{TIE_ODD!r}, {TIE_EVEN!r}, {ABOVE!r}]], device="npu")
         w = torch.eye(3, device="npu")
         print(*(repr(v) for v in (x @ w).cpu().double().flatten().tolist()))
-    """, env=env)
+    """,
+        env=env,
+    )
     return [float(v) for v in out.stdout.split()]
 
 
@@ -30,7 +33,7 @@ def test_defaults_are_bit_identical_to_cpu():
 
 
 def test_matmul_allow_hf32_rounds_operands_to_hf32():
-    expected = [1.0 + 2.0 ** -10, 1.0, 1.0 + ONE_ULP11]  # computed by hand, see module docstring
+    expected = [1.0 + 2.0**-10, 1.0, 1.0 + ONE_ULP11]  # computed by hand, see module docstring
     assert _matmul_results("torch.npu.matmul.allow_hf32 = True") == expected
 
 
@@ -39,7 +42,7 @@ def test_cube_math_type_use_fp16_and_hf32():
     setup = "torch.npu.matmul.cube_math_type = torch_npu.npu.CubeMathType.USE_FP16"
     assert _matmul_results(setup) == fp16
     setup = "torch.npu.matmul.cube_math_type = torch_npu.npu.CubeMathType.USE_HF32"
-    assert _matmul_results(setup) == [1.0 + 2.0 ** -10, 1.0, 1.0 + ONE_ULP11]
+    assert _matmul_results(setup) == [1.0 + 2.0**-10, 1.0, 1.0 + ONE_ULP11]
 
 
 def test_precision_mode_allow_fp32_to_fp16():
@@ -50,16 +53,19 @@ def test_precision_mode_allow_fp32_to_fp16():
 def test_env_emulation_applies_torch_npu_defaults():
     # Emulation on, torch_npu's defaults: matmul keeps float32, convolutions use HF32.
     assert _matmul_results("pass", env={"VNPU_PRECISION_EMULATION": "1"}) == [TIE_ODD, TIE_EVEN, ABOVE]
-    out = run_python(f"""
+    out = run_python(
+        f"""
         import torch, torch_npu
         x = torch.tensor([{TIE_ODD!r}, {TIE_EVEN!r}, {ABOVE!r}], device="npu").view(1, 1, 3)
         w = torch.ones(1, 1, 1, device="npu")
         print(*(repr(v) for v in torch.nn.functional.conv1d(x, w).cpu().double().flatten().tolist()))
         torch.npu.conv.allow_hf32 = False
         print(*(repr(v) for v in torch.nn.functional.conv1d(x, w).cpu().double().flatten().tolist()))
-    """, env={"VNPU_PRECISION_EMULATION": "1"})
+    """,
+        env={"VNPU_PRECISION_EMULATION": "1"},
+    )
     hf32_line, fp32_line = out.stdout.strip().splitlines()
-    assert [float(v) for v in hf32_line.split()] == [1.0 + 2.0 ** -10, 1.0, 1.0 + ONE_ULP11]
+    assert [float(v) for v in hf32_line.split()] == [1.0 + 2.0**-10, 1.0, 1.0 + ONE_ULP11]
     assert [float(v) for v in fp32_line.split()] == [TIE_ODD, TIE_EVEN, ABOVE]
 
 

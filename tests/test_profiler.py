@@ -1,6 +1,7 @@
 """torch_npu.profiler: a small training loop profiled through a schedule writes torch_npu's directory
 with the exact csv headers; row counts match the operators executed; trace_view.json follows the Chrome
 trace event format (numeric ts, ph, pid/tid, small flow ids)."""
+
 import csv
 import glob
 import json
@@ -40,10 +41,11 @@ def test_a_scheduled_training_loop_writes_the_ascend_files(tmp_path):
     hook = torch_npu._C._add_python_op_hook(lambda name, *a: counted.append(name))
     try:
         with torch_npu.profiler.profile(
-                activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
-                schedule=torch_npu.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
-                on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path), worker_name="w0"),
-                record_shapes=True) as prof:
+            activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
+            schedule=torch_npu.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+            on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path), worker_name="w0"),
+            record_shapes=True,
+        ) as prof:
             for step in range(5):
                 if step in (2, 3):
                     counted.append("--record--")
@@ -87,7 +89,7 @@ def test_a_scheduled_training_loop_writes_the_ascend_files(tmp_path):
         if event["ph"] != "M":
             assert isinstance(event["ts"], float) and event["ts"] >= 0
         if event["ph"] in ("s", "f"):
-            assert 0 < event["id"] < 2 ** 53
+            assert 0 < event["id"] < 2**53
     assert sum(e["ph"] == "X" and e["cat"] == "kernel" for e in trace) == len(recorded_ops)
 
 
@@ -102,8 +104,9 @@ def test_without_a_schedule_every_step_records_and_stop_saves(tmp_path):
 
 
 def test_experimental_config_validates_and_warns_on_use_cuda():
-    cfg = torch_npu.profiler._ExperimentalConfig(profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
-                                                 aic_metrics=torch_npu.profiler.AiCMetrics.Memory)
+    cfg = torch_npu.profiler._ExperimentalConfig(
+        profiler_level=torch_npu.profiler.ProfilerLevel.Level1, aic_metrics=torch_npu.profiler.AiCMetrics.Memory
+    )
     assert cfg.to_dict()["_aic_metrics"] == "ACL_AICORE_MEMORY_BANDWIDTH"
     assert "Level2" in torch_npu.profiler.supported_profiler_level()
     assert torch_npu.profiler.supported_export_type() == {"db", "text"}

@@ -1,6 +1,7 @@
 """torch_npu.profiler beyond the kernel files: host lanes (PyTorch's CPU profiler) with record_function,
 mstx and stacks linked to the npu kernels, profile_memory files from the allocator, analyse() re-parsing,
 dynamic_profile driven by a JSON file, export_stacks."""
+
 import csv
 import glob
 import json
@@ -30,8 +31,9 @@ def _out(session, name):
 
 def test_host_lanes_hold_ranges_and_stacks_and_each_kernel_flows_from_its_operator(tmp_path):
     a = torch.randn(16, 16, device="npu")
-    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
-                                    with_stack=True, record_shapes=True) as prof:
+    with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)), with_stack=True, record_shapes=True
+    ) as prof:
         with torch.profiler.record_function("my_forward"):
             b = a @ a
         with torch_npu.npu.mstx.mstx_range("my_mstx_range"):
@@ -67,8 +69,9 @@ def test_host_lanes_hold_ranges_and_stacks_and_each_kernel_flows_from_its_operat
 
 def test_profile_memory_files_follow_the_allocator(tmp_path):
     torch.npu.synchronize()
-    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
-                                    profile_memory=True) as prof:
+    with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)), profile_memory=True
+    ) as prof:
         x = torch.ones(256, 1024, device="npu")  # 1 MiB
         y = x + 1
         del x
@@ -98,8 +101,10 @@ def test_profile_memory_files_follow_the_allocator(tmp_path):
 def test_analyse_parses_raw_data_again_to_the_same_files(tmp_path):
     model = torch.nn.Linear(8, 4).npu()
     with torch_npu.profiler.profile(
-            on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path), analyse_flag=False),
-            record_shapes=True, profile_memory=True):
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path), analyse_flag=False),
+        record_shapes=True,
+        profile_memory=True,
+    ):
         model(torch.randn(2, 8, device="npu")).sum().backward()
     session = _session(tmp_path)
     assert not os.path.exists(os.path.join(session, "ASCEND_PROFILER_OUTPUT"))
@@ -143,7 +148,7 @@ def test_dynamic_profile_starts_when_the_config_file_changes(tmp_path, monkeypat
     try:
         _step(model, opt)
         per_step = len(counted)
-        for i in range(2):
+        for _ in range(2):
             _step(model, opt)
             dynamic_profile.step()
         assert not out.exists()  # unchanged file: nothing profiled
@@ -151,7 +156,7 @@ def test_dynamic_profile_starts_when_the_config_file_changes(tmp_path, monkeypat
         config_file.write_text(json.dumps(config))
         stamp = os.stat(config_file).st_mtime_ns + 10**9
         os.utime(config_file, ns=(stamp, stamp))
-        for i in range(6):
+        for _ in range(6):
             _step(model, opt)
             dynamic_profile.step()
     finally:
@@ -183,8 +188,10 @@ def test_program_profile_options_are_validated():
     assert parse_options("record_shapes, profile_memory")["profile_memory"] is True
     with pytest.raises(ValueError) as bad:
         parse_options("record_shapes,with_gpu")
-    assert str(bad.value) == ("VNPU_PROFILE_OPTIONS: unknown option(s) with_gpu; choose from record_shapes, "
-                              "profile_memory, with_stack, with_modules, with_flops")
+    assert str(bad.value) == (
+        "VNPU_PROFILE_OPTIONS: unknown option(s) with_gpu; choose from record_shapes, "
+        "profile_memory, with_stack, with_modules, with_flops"
+    )
 
 
 def test_results_before_any_saved_session_are_refused(tmp_path):
@@ -196,8 +203,9 @@ def test_results_before_any_saved_session_are_refused(tmp_path):
 
 
 def test_activities_and_handler_arguments_are_checked():
-    prof = torch_npu.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                  torch.profiler.ProfilerActivity.PrivateUse1])
+    prof = torch_npu.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
+    )
     assert prof.activities == torch_npu.profiler.supported_activities()
     with pytest.raises(TypeError) as bad:
         torch_npu.profiler.profile(activities=["NPU"])
@@ -209,9 +217,13 @@ def test_activities_and_handler_arguments_are_checked():
 
 def test_a_full_trace_view_follows_the_chrome_trace_event_rules(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).npu()
-    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
-                                    schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=1),
-                                    record_shapes=True, profile_memory=True, with_stack=True) as prof:
+    with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=1),
+        record_shapes=True,
+        profile_memory=True,
+        with_stack=True,
+    ) as prof:
         for _ in range(2):
             with torch_npu.npu.mstx.mstx_range("step"):
                 model(torch.randn(4, 8, device="npu")).sum().backward()
@@ -231,7 +243,7 @@ def test_a_full_trace_view_follows_the_chrome_trace_event_rules(tmp_path):
         elif event["ph"] == "C":
             assert all(isinstance(v, float) for v in event["args"].values())
         else:
-            assert 0 < event["id"] < 2 ** 53 and event["cat"] == "async_npu"
+            assert 0 < event["id"] < 2**53 and event["cat"] == "async_npu"
             flows[event["ph"]].append(event["id"])
     assert sorted(flows["s"]) == sorted(flows["f"]) == list(range(1, len(flows["s"]) + 1))
     steps = [e["name"] for e in trace if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
@@ -257,5 +269,7 @@ def test_db_export_is_announced_as_not_written():
     config = torch_npu.profiler._ExperimentalConfig(export_type=torch_npu.profiler.ExportType.Db)
     with pytest.warns(UserWarning) as warned:
         torch_npu.profiler.profile(experimental_config=config)
-    assert str(warned[0].message) == ("torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not "
-                                      "written; the text files of ExportType.Text are written instead")
+    assert str(warned[0].message) == (
+        "torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not "
+        "written; the text files of ExportType.Text are written instead"
+    )

@@ -1,8 +1,8 @@
 """npu random numbers: per-device generators, reproducible per seed, independent of CPU draws."""
+
 import pytest
 import torch
 import torch.utils.checkpoint
-
 from subprocess_helpers import last_line, run_python
 
 
@@ -89,19 +89,23 @@ def test_fork_rng_restores_npu_state():
     assert torch.equal(torch.npu.get_rng_state(), before)
 
 
-@pytest.mark.parametrize("make", [
-    lambda d: torch.rand(50, device=d),
-    lambda d: torch.randint(0, 100, (50,), device=d),
-    lambda d: torch.randperm(50, device=d),
-    lambda d: torch.nn.functional.dropout(torch.ones(200, device=d), 0.3),
-    lambda d: torch.bernoulli(torch.full((50,), 0.5, device=d)),
-    lambda d: torch.multinomial(torch.ones(10, device=d), 5),
-    lambda d: torch.empty(50, device=d).normal_(2.0, 3.0),
-    lambda d: torch.empty(50, device=d).uniform_(),
-    lambda d: torch.randn_like(torch.ones(50, device=d)),
-    lambda d: torch.nn.functional.scaled_dot_product_attention(*(torch.ones(1, 2, 4, 8, device=d),) * 3,
-                                                                dropout_p=0.5),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: torch.rand(50, device=d),
+        lambda d: torch.randint(0, 100, (50,), device=d),
+        lambda d: torch.randperm(50, device=d),
+        lambda d: torch.nn.functional.dropout(torch.ones(200, device=d), 0.3),
+        lambda d: torch.bernoulli(torch.full((50,), 0.5, device=d)),
+        lambda d: torch.multinomial(torch.ones(10, device=d), 5),
+        lambda d: torch.empty(50, device=d).normal_(2.0, 3.0),
+        lambda d: torch.empty(50, device=d).uniform_(),
+        lambda d: torch.randn_like(torch.ones(50, device=d)),
+        lambda d: torch.nn.functional.scaled_dot_product_attention(
+            *(torch.ones(1, 2, 4, 8, device=d),) * 3, dropout_p=0.5
+        ),
+    ],
+)
 def test_random_ops_are_reproducible_per_seed(make):
     torch.manual_seed(7)
     a = make("npu").cpu()

@@ -1,16 +1,18 @@
 """What an attacker tried: every defect found is fixed here, each against the CPU's own behaviour
 (the CPU raising the same error, or npu giving the CPU's bits)."""
+
 import textwrap
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
 from subprocess_helpers import run_python
 
-OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
-           "memory location. Please clone() the tensor before performing the operation.")
+OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
 
 
 def _overlapping_copy(device):
@@ -43,8 +45,17 @@ def _index_select_out(device):
     torch.index_select(f[:4], 0, torch.tensor([0, 1], device=device), out=f[1:3])
 
 
-@pytest.mark.parametrize("program", [_overlapping_copy, _transposed_copy, _overlapping_add_, _overlapping_mul_,
-                                     _out_overlapping_input, _index_select_out])
+@pytest.mark.parametrize(
+    "program",
+    [
+        _overlapping_copy,
+        _transposed_copy,
+        _overlapping_add_,
+        _overlapping_mul_,
+        _out_overlapping_input,
+        _index_select_out,
+    ],
+)
 def test_overlapping_writes_raise_as_on_the_cpu(program):
     for device in ("cpu", "npu"):
         with pytest.raises(RuntimeError) as info:
@@ -67,8 +78,9 @@ def test_full_overlap_in_place_still_works_and_lists_of_one_storage_alias():
 
 
 def test_indexing_a_cpu_tensor_with_npu_indices_raises_like_pytorch():
-    with pytest.raises(RuntimeError, match=r"^indices should be either on cpu or on the same device as the indexed "
-                                           r"tensor \(cpu\)"):
+    with pytest.raises(
+        RuntimeError, match=r"^indices should be either on cpu or on the same device as the indexed " r"tensor \(cpu\)"
+    ):
         torch.arange(4.0)[torch.tensor([1], device="npu")]
     assert torch.arange(4.0, device="npu")[torch.tensor([1])].device.type == "npu"  # CPU indices are allowed
 
@@ -79,15 +91,23 @@ def test_pin_memory_refuses_npu_tensors_in_pytorchs_words():
     assert torch.ones(2).pin_memory().is_pinned()
 
 
-@pytest.mark.parametrize("call", [lambda: torch.npu.memory_allocated(99), lambda: torch.npu.memory_reserved(99),
-                                  lambda: torch.npu.mem_get_info(99), lambda: torch.npu.max_memory_allocated(99)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: torch.npu.memory_allocated(99),
+        lambda: torch.npu.memory_reserved(99),
+        lambda: torch.npu.mem_get_info(99),
+        lambda: torch.npu.max_memory_allocated(99),
+    ],
+)
 def test_memory_queries_on_an_invalid_device_raise(call):
     with pytest.raises(RuntimeError, match=r"^Invalid device npu:99"):
         call()
 
 
 def test_a_view_of_a_storage_resized_to_nothing_raises_instead_of_crashing():
-    proc = run_python("""
+    proc = run_python(
+        """
         import torch, torch_npu
         a = torch.arange(100.0, device="npu")
         v = a[50:60]
@@ -99,12 +119,16 @@ def test_a_view_of_a_storage_resized_to_nothing_raises_instead_of_crashing():
                 print("no error")
             except RuntimeError as e:
                 print(str(e).splitlines()[0])
-    """, timeout=120)
+    """,
+        timeout=120,
+    )
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and len(lines) == 5
-    assert set(lines) == {"npu tensor with sizes [10], strides [1], storage offset 50, and itemsize 4 requiring a "
-                          "storage size of 240 is out of bounds for storage of size 0 (its storage was resized or "
-                          "freed under it)"}
+    assert set(lines) == {
+        "npu tensor with sizes [10], strides [1], storage offset 50, and itemsize 4 requiring a "
+        "storage size of 240 is out of bounds for storage of size 0 (its storage was resized or "
+        "freed under it)"
+    }
 
 
 def test_dtype_errors_name_the_npu_operator_not_the_cpu_kernel():
@@ -132,9 +156,22 @@ def test_dropout_takes_the_cpus_path_bit_for_bit_with_nan_inf_and_zeros(dtype, p
     assert torch.equal(xc.grad.view(bits), xn.grad.cpu().view(bits))
 
 
-@pytest.mark.parametrize("optimizer", [torch.optim.ASGD, torch.optim.NAdam, torch.optim.Adam, torch.optim.AdamW,
-                                       torch.optim.RAdam, torch.optim.Adamax, torch.optim.RMSprop, torch.optim.Rprop,
-                                       torch.optim.Adagrad, torch.optim.Adadelta, torch.optim.SGD])
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        torch.optim.ASGD,
+        torch.optim.NAdam,
+        torch.optim.Adam,
+        torch.optim.AdamW,
+        torch.optim.RAdam,
+        torch.optim.Adamax,
+        torch.optim.RMSprop,
+        torch.optim.Rprop,
+        torch.optim.Adagrad,
+        torch.optim.Adadelta,
+        torch.optim.SGD,
+    ],
+)
 def test_optimizer_defaults_are_the_cpus_and_give_its_bits(optimizer):
     torch.manual_seed(0)
     model = nn.Linear(8, 4)
@@ -201,7 +238,8 @@ def test_multihead_attention_eval_fast_path_equals_cpu(need_weights):
 
 
 def test_thread_stress_mixed_allocations_streams_events():
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         import threading, torch, torch_npu
         errors = []
         def work(seed):
@@ -228,7 +266,9 @@ def test_thread_stress_mixed_allocations_streams_events():
         [t.join(timeout=240) for t in threads]
         print("alive", sum(t.is_alive() for t in threads), "errors", errors[:3])
         print("allocated", torch.npu.memory_allocated())
-    """), timeout=300)
+    """),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "alive 0 errors []"

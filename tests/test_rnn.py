@@ -1,6 +1,7 @@
 """Recurrent layers on npu compute what the CPU computes, bit for bit: ATen's RNN composites branch on
 the device (all-steps input projection or oneDNN on the CPU, a fused cell per step elsewhere), and
 npu takes the CPU's branch (torch_npu/csrc/aten/HostRecurrent.cpp), backward included."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -71,7 +72,9 @@ def test_pack_sequence_and_the_device_rule_for_lengths():
     packed = pack_sequence(seqs)
     packed_n = pack_sequence([s.npu() for s in seqs])
     assert torch.equal(packed_n.data.cpu(), packed.data) and torch.equal(packed_n.batch_sizes, packed.batch_sizes)
-    with pytest.raises(RuntimeError, match=r"'lengths' argument should be a 1D CPU int64 tensor, but got 1D npu:0 Long"):
+    with pytest.raises(
+        RuntimeError, match=r"'lengths' argument should be a 1D CPU int64 tensor, but got 1D npu:0 Long"
+    ):
         pack_padded_sequence(torch.randn(2, 4, 2, device="npu"), torch.tensor([4, 2], device="npu"), batch_first=True)
 
 

@@ -1,11 +1,10 @@
 """The code samples of the seed documents run on vnpu (see examples/seed_000/README.md for the
 samples that are not code). Each runs in a fresh interpreter, as a user would run it."""
+
 import os
-import runpy
 import sys
 
 import pytest
-
 from subprocess_helpers import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,16 +14,20 @@ SEED0 = os.path.join(EXAMPLES, "seed_000")
 
 def run_sample(name, env=None, prelude=""):
     path = os.path.join(SEED0, name)
-    return run_python(f"""
+    return run_python(
+        f"""
         import sys, runpy
         sys.path.insert(0, {HERE!r})
         {prelude}
         runpy.run_path({path!r}, run_name="__main__")
-    """, env=env, timeout=300)
+    """,
+        env=env,
+        timeout=300,
+    )
 
 
 def extension_warnings(proc):
-    return [l for l in proc.stderr.splitlines() if "is a vnpu extension absent from torch_npu" in l]
+    return [line for line in proc.stderr.splitlines() if "is a vnpu extension absent from torch_npu" in line]
 
 
 def test_s01_verify():
@@ -34,10 +37,12 @@ def test_s01_verify():
 
 def test_s02_resnet50_with_apex_style_amp_o2():
     pytest.importorskip("torchvision", reason="torchvision is not installed (make test installs it)")
-    proc = run_sample("s02_resnet50_amp.py", prelude="from torchvision_models import use_initialised_weights; "
-                                                     "use_initialised_weights()")
+    proc = run_sample(
+        "s02_resnet50_amp.py",
+        prelude="from torchvision_models import use_initialised_weights; " "use_initialised_weights()",
+    )
     assert "Selected optimization level O2" in proc.stdout and "loss=" in proc.stdout
-    assert any("torch_npu.contrib.amp" in l for l in extension_warnings(proc))
+    assert any("torch_npu.contrib.amp" in line for line in extension_warnings(proc))
 
 
 def test_s03_dataloader_with_workers_and_pinned_memory():
@@ -48,11 +53,14 @@ def test_s04_compile_mode_and_internal_format():
     assert run_sample("s04_fusion_config.py").stdout.split() == ["False", "True"]
 
 
-@pytest.mark.parametrize("name,names", [
-    ("s05_memory_config.py", ["enable_auto_memory_optimize", "max_workspace_size"]),
-    ("s08_bn_config.py", ["bn_folding", "bn_impl_mode"]),
-    ("s10_kv_cache.py", ["enable_kv_cache", "kv_cache_size"]),
-])
+@pytest.mark.parametrize(
+    "name,names",
+    [
+        ("s05_memory_config.py", ["enable_auto_memory_optimize", "max_workspace_size"]),
+        ("s08_bn_config.py", ["bn_folding", "bn_impl_mode"]),
+        ("s10_kv_cache.py", ["enable_kv_cache", "kv_cache_size"]),
+    ],
+)
 def test_config_names_of_the_article_warn_once_each(name, names):
     warnings_ = extension_warnings(run_sample(name))
     assert len(warnings_) == len(names)
@@ -78,8 +86,12 @@ def test_s09_fused_attention():
 
 
 def test_s11_precompile_and_the_dockerfile_environment():
-    env = {"NPU_COMPILE_MODE": "O2", "NPU_AUTO_MEMORY_OPTIMIZE": "1", "NPU_COMPILER_CACHE_SIZE": "1073741824",
-           "NPU_FORCE_FP16": "1"}
+    env = {
+        "NPU_COMPILE_MODE": "O2",
+        "NPU_AUTO_MEMORY_OPTIMIZE": "1",
+        "NPU_COMPILER_CACHE_SIZE": "1073741824",
+        "NPU_FORCE_FP16": "1",
+    }
     proc = run_sample("s11_docker_precompile.py", env=env)
     warned = " ".join(extension_warnings(proc))
     for name in ("torch_npu.npu.precompile", *env):
@@ -87,15 +99,16 @@ def test_s11_precompile_and_the_dockerfile_environment():
 
 
 def test_ci_yaml_one_liner():
-    proc = run_python('import torch; import torch_npu; print(torch_npu.npu.is_available())')
+    proc = run_python("import torch; import torch_npu; print(torch_npu.npu.is_available())")
     assert proc.stdout.strip() == "True"
 
 
 def test_seed_003_install_check_and_training_example():
     proc = run_python("import torch, torch_npu; print(torch.npu.is_available(), torch.npu.device_count())")
     assert proc.stdout.split() == ["True", "8"]
-    out = run_python(f"import runpy; runpy.run_path({os.path.join(EXAMPLES, 'seed_003_tinynet.py')!r}, "
-                     "run_name='__main__')").stdout
+    out = run_python(
+        f"import runpy; runpy.run_path({os.path.join(EXAMPLES, 'seed_003_tinynet.py')!r}, " "run_name='__main__')"
+    ).stdout
     assert out.count("step=") == 2
 
 
@@ -110,12 +123,11 @@ def test_s12_msprof_lines_run_as_written(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for name, command in (("python", sys.executable), ("msprof", f"{sys.executable} -m vnpu.msprof")):
-        (bindir / name).write_text(f"#!/bin/sh\nexec {command} \"$@\"\n")
+        (bindir / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
         (bindir / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VNPU_PROFILE")}
     env.update(PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", VNPU_OPS_PROFILE="none")
-    proc = subprocess.run(["bash", "s12_msprof.sh"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(["bash", "s12_msprof.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("step=") == 8
     (page,) = glob.glob(str(tmp_path / "prof_data" / "*_ascend_pt" / "report.html"))

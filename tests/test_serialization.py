@@ -1,4 +1,5 @@
 """torch.save / torch.load of npu tensors and state_dicts, with every map_location form."""
+
 import io
 
 import pytest
@@ -28,14 +29,17 @@ def test_round_trip_keeps_devices_and_values(checkpoint):
     assert torch.equal(loaded["sd"]["bias"].cpu(), checkpoint["sd"]["bias"].cpu())
 
 
-@pytest.mark.parametrize("map_location,expected", [
-    ("cpu", {"t": "cpu", "w": "cpu"}),
-    ("npu:3", {"t": "npu:3", "w": "npu:3"}),
-    (torch.device("npu", 0), {"t": "npu:0", "w": "npu:0"}),
-    ({"npu:2": "npu:0", "npu:1": "cpu"}, {"t": "npu:0", "w": "cpu"}),
-    (lambda storage, location: storage, {"t": "cpu", "w": "cpu"}),
-    (lambda storage, location: storage.npu(5), {"t": "npu:5", "w": "npu:5"}),
-])
+@pytest.mark.parametrize(
+    "map_location,expected",
+    [
+        ("cpu", {"t": "cpu", "w": "cpu"}),
+        ("npu:3", {"t": "npu:3", "w": "npu:3"}),
+        (torch.device("npu", 0), {"t": "npu:0", "w": "npu:0"}),
+        ({"npu:2": "npu:0", "npu:1": "cpu"}, {"t": "npu:0", "w": "cpu"}),
+        (lambda storage, location: storage, {"t": "cpu", "w": "cpu"}),
+        (lambda storage, location: storage.npu(5), {"t": "npu:5", "w": "npu:5"}),
+    ],
+)
 def test_map_location_forms(checkpoint, map_location, expected):
     loaded = torch.load(saved(checkpoint), map_location=map_location)
     assert str(loaded["t"].device) == expected["t"]
@@ -69,5 +73,7 @@ def test_weights_only_load_and_legacy_storage():
 def test_loading_onto_a_missing_device_is_a_clear_error(checkpoint):
     with pytest.raises(RuntimeError) as info:
         torch.load(saved(checkpoint), map_location="npu:9")
-    assert str(info.value) == ("Attempting to deserialize object on NPU device 9 but torch.npu.device_count() is 8. "
-                               "Please use torch.load with map_location to map your storages to an existing device.")
+    assert str(info.value) == (
+        "Attempting to deserialize object on NPU device 9 but torch.npu.device_count() is 8. "
+        "Please use torch.load with map_location to map your storages to an existing device."
+    )

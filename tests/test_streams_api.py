@@ -1,11 +1,10 @@
 """Stream and event kinds beyond the basic pool: sync-launch and external streams, external events,
 event timestamps and IPC handles."""
+
 import time
 
 import pytest
 import torch
-
-import torch_npu
 
 
 def test_sync_launch_stream_has_its_own_id_type():

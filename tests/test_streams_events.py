@@ -1,5 +1,6 @@
 """Streams and events: torch_npu's stream identities, stream contexts, timing events, and the
 generic torch.Stream / torch.Event / torch.accelerator API."""
+
 import time
 
 import pytest
@@ -21,8 +22,9 @@ def test_stream_ids_encode_type_and_pool_index():
     ids = {torch.npu.Stream().stream_id & 31 for _ in range(40)}
     assert ids == set(range(32))  # round robin over the 32-stream pool
     assert normal.npu_stream != 0 and normal.npu_stream != high.npu_stream
-    rebuilt = torch.npu.Stream(stream_id=normal.stream_id, device_index=normal.device_index,
-                               device_type=normal.device_type)
+    rebuilt = torch.npu.Stream(
+        stream_id=normal.stream_id, device_index=normal.device_index, device_type=normal.device_type
+    )
     assert rebuilt == normal and hash(rebuilt) == hash(normal)
     assert repr(normal).startswith("<torch_npu.npu.Stream device=npu:0 npu_stream=0x")
 

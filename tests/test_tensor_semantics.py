@@ -1,5 +1,6 @@
 """Tensor semantics on npu match the CPU's: views share memory, in-place and out= (with resizes)
 behave the same, results never silently mix devices, unsupported layouts fail clearly."""
+
 import pytest
 import torch
 
@@ -28,7 +29,7 @@ def test_views_share_storage_and_writes_reach_the_base():
 def test_views_of_redirected_ops_stay_valid_in_inference_mode():
     with torch.inference_mode():
         x = torch.arange(8.0, device="npu")
-        u = x.unfold(0, 2, 1)                          # a CPU kernel that returns a view
+        u = x.unfold(0, 2, 1)  # a CPU kernel that returns a view
         del x
         assert u[:, 0].cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
 
@@ -101,8 +102,7 @@ def test_storage_round_trip_and_copies_between_devices():
 def test_printing_and_python_values():
     x = torch.tensor([0.0, 1.0, 2.0], device="npu")
     assert repr(x) == "tensor([0., 1., 2.], device='npu:0')"
-    assert repr(torch.ones(2, dtype=torch.complex64, device="npu:2") * 1j) == \
-        "tensor([0.+1.j, 0.+1.j], device='npu:2')"
+    assert repr(torch.ones(2, dtype=torch.complex64, device="npu:2") * 1j) == "tensor([0.+1.j, 0.+1.j], device='npu:2')"
     assert x.tolist() == [0.0, 1.0, 2.0]
     assert torch.tensor(2.5, device="npu").item() == 2.5
     assert bool(torch.tensor(True, device="npu"))
@@ -111,8 +111,9 @@ def test_printing_and_python_values():
 def test_numpy_on_npu_is_refused_with_pytorchs_message():
     with pytest.raises(TypeError) as info:
         torch.ones(2, device="npu").numpy()
-    assert str(info.value) == ("can't convert npu:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
-                               "tensor to host memory first.")
+    assert str(info.value) == (
+        "can't convert npu:0 device type tensor to numpy. Use Tensor.cpu() to copy the " "tensor to host memory first."
+    )
 
 
 def test_mixed_devices_raise_pytorchs_error():
@@ -120,12 +121,14 @@ def test_mixed_devices_raise_pytorchs_error():
         torch.ones(2, device="npu:0") + torch.ones(2, device="npu:1")
     assert str(info.value).splitlines()[0] == (
         "Expected all tensors to be on the same device, but got other is on npu:1, different from other tensors "
-        "on npu:0 (when checking argument in method aten::add.Tensor)")
+        "on npu:0 (when checking argument in method aten::add.Tensor)"
+    )
     with pytest.raises(RuntimeError) as info:
         torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2))
     assert str(info.value).splitlines()[0] == (
         "Expected all tensors to be on the same device, but got mat2 is on cpu, different from other tensors on "
-        "npu:0 (when checking argument in method aten::mm)")
+        "npu:0 (when checking argument in method aten::mm)"
+    )
     with pytest.raises(RuntimeError, match="but got tensors is on cpu"):
         torch.cat([torch.ones(2, device="npu"), torch.ones(2)])
 
@@ -145,13 +148,20 @@ def test_sparse_quantized_and_nested_are_refused_clearly():
         torch.eye(3).to_sparse().to("npu")
     assert str(info.value).splitlines()[0] == (
         "The operator 'aten::_sparse_coo_tensor_with_dims_and_tensors' is not currently supported on the NPU "
-        "backend: sparse (COO) tensors are not supported on npu (only strided, dense tensors are)")
-    with pytest.raises(NotImplementedError, match="This npu operator would return a torch.sparse_coo tensor: "
-                                                  "sparse, quantized and nested tensors are not supported on npu"):
+        "backend: sparse (COO) tensors are not supported on npu (only strided, dense tensors are)"
+    )
+    with pytest.raises(
+        NotImplementedError,
+        match="This npu operator would return a torch.sparse_coo tensor: "
+        "sparse, quantized and nested tensors are not supported on npu",
+    ):
         torch.eye(3, device="npu").to_sparse()
-    with pytest.raises(NotImplementedError, match=r"The operator 'aten::empty.memory_format' is not currently "
-                                                  r"supported on the NPU backend: sparse \(COO\) tensors are not "
-                                                  r"supported on npu"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"The operator 'aten::empty.memory_format' is not currently "
+        r"supported on the NPU backend: sparse \(COO\) tensors are not "
+        r"supported on npu",
+    ):
         torch.empty(2, layout=torch.sparse_coo, device="npu")
     with pytest.raises(NotImplementedError, match="quantized tensors are not supported on npu"):
         torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8).to("npu")
@@ -160,18 +170,36 @@ def test_sparse_quantized_and_nested_are_refused_clearly():
         nested + 1
     assert str(info.value).splitlines()[0] == (
         "The operator 'aten::add.Tensor' is not currently supported on the NPU backend: nested tensors are not "
-        "supported on npu (only strided, dense tensors are)")
+        "supported on npu (only strided, dense tensors are)"
+    )
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int32,
-                                   torch.int64, torch.bool, torch.complex64, torch.uint8])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float16,
+        torch.bfloat16,
+        torch.float64,
+        torch.int8,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+        torch.complex64,
+        torch.uint8,
+    ],
+)
 def test_dtypes_compute_like_cpu(dtype):
     torch.manual_seed(0)
-    base = (torch.randn(64) * 10)
+    base = torch.randn(64) * 10
     a = base.to(dtype) if not dtype.is_complex else torch.complex(base, base.flip(0)).to(dtype)
     b = a.flip(0)
-    ops = [lambda x, y: x + y, lambda x, y: x * y, lambda x, y: torch.maximum(x, y) if not x.is_complex() else x,
-           lambda x, y: x.sum(), lambda x, y: (x == y)]
+    ops = [
+        lambda x, y: x + y,
+        lambda x, y: x * y,
+        lambda x, y: torch.maximum(x, y) if not x.is_complex() else x,
+        lambda x, y: x.sum(),
+        lambda x, y: (x == y),
+    ]
     for op in ops:
         assert torch.equal(op(a.npu(), b.npu()).cpu(), op(a, b))
 

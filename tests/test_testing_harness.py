@@ -1,4 +1,5 @@
 """torch_npu.testing: the harness torch_npu's test files import runs such files unchanged."""
+
 import os
 import re
 import subprocess
@@ -8,8 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from torch_npu.testing.common_utils import (Baseline, create_common_tensor, create_dtype_tensor, freeze_rng_state,
-                                            iter_indices, test_2args_broadcast as broadcasts_like_cpu)
+from torch_npu.testing.common_utils import (
+    Baseline,
+    create_common_tensor,
+    create_dtype_tensor,
+    freeze_rng_state,
+    iter_indices,
+)
+from torch_npu.testing.common_utils import test_2args_broadcast as broadcasts_like_cpu
 from torch_npu.testing.testcase import TestCase
 
 STYLE_FILE = os.path.join(os.path.dirname(__file__), "torch_npu_style", "test_abs_style.py")
@@ -86,8 +93,9 @@ def test_freeze_rng_state_and_helpers():
 
 
 def test_common_distributed_helpers(tmp_path):
-    from torch_npu.testing.common_distributed import TEST_SKIPS, skipIfUnsupportMultiNPU, with_comms
     import torch.distributed as dist
+
+    from torch_npu.testing.common_distributed import TEST_SKIPS, skipIfUnsupportMultiNPU, with_comms
 
     @skipIfUnsupportMultiNPU(64)
     def needs_many():
@@ -111,8 +119,10 @@ def test_common_distributed_helpers(tmp_path):
 
 
 def test_common_methods_invocations_samples():
-    from torch_npu.testing.common_methods_invocations import (sample_inputs_median_custom,
-                                                              sample_inputs_normal_tensor_second)
+    from torch_npu.testing.common_methods_invocations import (
+        sample_inputs_median_custom,
+        sample_inputs_normal_tensor_second,
+    )
 
     samples = list(sample_inputs_median_custom(None, "npu", torch.float32, False))
     assert len(samples) == 3 and all(s.input.device.type == "npu" for s in samples)
@@ -124,8 +134,12 @@ def test_skip_decorators_skip_with_their_reason_and_otherwise_run():
     import unittest
 
     import torch_npu
-    from torch_npu.testing.common_utils import (SkipIfNoLapack, SkipIfNotGteCANNVersion, SkipIfNotRegistered,
-                                                SupportedDevices)
+    from torch_npu.testing.common_utils import (
+        SkipIfNoLapack,
+        SkipIfNotGteCANNVersion,
+        SkipIfNotRegistered,
+        SupportedDevices,
+    )
 
     soc = torch_npu._C._soc_profile()["name"]
 

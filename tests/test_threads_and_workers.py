@@ -1,4 +1,5 @@
 """npu from other threads and alongside forked DataLoader workers."""
+
 import threading
 
 import torch

@@ -1,6 +1,7 @@
 """PyTorch's own profiler on npu: with ProfilerActivity.PrivateUse1 the kineto plugin adds every npu operator
 as a device kernel whose time is attributed to the host operator that issued it; the legacy profiler
 with use_device="npu" gets npu times from the marker stubs."""
+
 import json
 
 import torch

@@ -1,11 +1,12 @@
 """torchair on vnpu: CompilerConfig validates its options as torchair does, get_npu_backend compiles in both
 modes (max-autotune runs the ATen graphs, reduce-overhead replays NPU graphs), and the helpers torchair
 users call work; names vnpu does not provide say so."""
+
 import pytest
 import torch
+from compile_models import MLP, train
 
 import torchair
-from compile_models import MLP, train
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -31,8 +32,7 @@ def test_compiler_config_validates_like_torchair():
 def test_npu_backend_trains_like_eager(mode):
     config = torchair.CompilerConfig()
     config.mode = mode
-    compiled = train(MLP, "npu", compile_kwargs={"backend": torchair.get_npu_backend(compiler_config=config)},
-                     steps=4)
+    compiled = train(MLP, "npu", compile_kwargs={"backend": torchair.get_npu_backend(compiler_config=config)}, steps=4)
     eager = train(MLP, "npu", steps=4)
     assert compiled[0] == pytest.approx(eager[0], rel=1e-5, abs=1e-6)
     for a, b in zip(compiled[1], eager[1], strict=True):
@@ -78,4 +78,4 @@ def test_inference_helpers_ops_and_scopes(capsys):
 
 def test_names_vnpu_does_not_provide_are_refused_clearly():
     with pytest.raises(AttributeError, match="torchair.llm_datadist is not provided by vnpu's torchair"):
-        torchair.llm_datadist
+        _ = torchair.llm_datadist

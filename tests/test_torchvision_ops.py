@@ -6,6 +6,7 @@ torchvision's operators with its own CPU kernels; they are checked here against 
 (torchvision's Python RoIAlign, plain convolution, loops written from the operators' definitions) and
 against their own backwards with gradcheck.
 """
+
 import math
 
 import pytest
@@ -47,6 +48,7 @@ def test_torchvision_imports_and_reports_its_operators():
 
 # --- nms ---------------------------------------------------------------------------------------
 
+
 def reference_nms(boxes, scores, threshold):
     order = sorted(range(len(scores)), key=lambda i: -float(scores[i]))
     keep, removed = [], set()
@@ -54,7 +56,7 @@ def reference_nms(boxes, scores, threshold):
         if i in removed:
             continue
         keep.append(i)
-        for j in order[a + 1:]:
+        for j in order[a + 1 :]:
             if j in removed:
                 continue
             bi, bj = boxes[i].tolist(), boxes[j].tolist()
@@ -98,14 +100,20 @@ def test_nms_edge_cases():
     assert ops.nms(same, torch.tensor([0.1, 0.9, 0.5], device="npu"), 0.5).tolist() == [1]
 
 
-@pytest.mark.parametrize("boxes,scores,message", [
-    (torch.zeros(4), torch.zeros(4), "boxes should be a 2d tensor, got 1D"),
-    (torch.zeros(4, 5), torch.zeros(4), "boxes should have 4 elements in dimension 1, got 5"),
-    (torch.zeros(4, 4), torch.zeros(4, 1), "scores should be a 1d tensor, got 2D"),
-    (torch.zeros(4, 4), torch.zeros(3), "boxes and scores should have same number of elements in dimension 0, "
-                                        "got 4 and 3"),
-    (torch.zeros(4, 4), torch.zeros(4, dtype=torch.float64), "dets should have the same type as scores"),
-])
+@pytest.mark.parametrize(
+    "boxes,scores,message",
+    [
+        (torch.zeros(4), torch.zeros(4), "boxes should be a 2d tensor, got 1D"),
+        (torch.zeros(4, 5), torch.zeros(4), "boxes should have 4 elements in dimension 1, got 5"),
+        (torch.zeros(4, 4), torch.zeros(4, 1), "scores should be a 1d tensor, got 2D"),
+        (
+            torch.zeros(4, 4),
+            torch.zeros(3),
+            "boxes and scores should have same number of elements in dimension 0, " "got 4 and 3",
+        ),
+        (torch.zeros(4, 4), torch.zeros(4, dtype=torch.float64), "dets should have the same type as scores"),
+    ],
+)
 @pytest.mark.parametrize("device", ["cpu", "npu"])
 def test_nms_errors(boxes, scores, message, device):
     with pytest.raises(RuntimeError, match=message):
@@ -113,6 +121,7 @@ def test_nms_errors(boxes, scores, message, device):
 
 
 # --- roi_align / ps_roi_align ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [-1, 0, 2])
@@ -184,6 +193,7 @@ def test_ps_roi_align_reads_one_input_channel_per_bin():
 
 # --- roi_pool / ps_roi_pool --------------------------------------------------------------------
 
+
 def reference_roi_pool(x, rois, pooled, scale):
     out = torch.zeros(len(rois), x.shape[1], pooled, pooled, dtype=x.dtype)
     for n, (b, *box) in enumerate(rois.tolist()):
@@ -232,12 +242,13 @@ def test_ps_roi_pool_averages_each_bin_of_its_channel():
     # box 1..5 (4 pixels, no +1), bins of 2 pixels; channel (ph * 2 + pw) for output channel 0
     for ph in range(2):
         for pw in range(2):
-            patch = x[0, ph * 2 + pw, 1 + 2 * ph:3 + 2 * ph, 1 + 2 * pw:3 + 2 * pw]
+            patch = x[0, ph * 2 + pw, 1 + 2 * ph : 3 + 2 * ph, 1 + 2 * pw : 3 + 2 * pw]
             assert out[0, 0, ph, pw].item() == pytest.approx(patch.mean().item(), abs=1e-15)
     assert torch.equal(ops.ps_roi_pool(x.npu(), rois.npu(), 2, 1.0).cpu(), out)
 
 
 # --- deform_conv2d -----------------------------------------------------------------------------
+
 
 def deform_inputs(batch=3, channels=4, out_channels=6, groups=2, offset_groups=2, seed=17, dtype=torch.float64):
     g = torch.Generator().manual_seed(seed)
@@ -280,7 +291,9 @@ def test_deform_conv2d_gradcheck(use_mask):
 @pytest.mark.parametrize("use_mask", [False, True])
 @pytest.mark.parametrize("batch", [1, 4, 7])
 def test_deform_conv2d_npu_equals_cpu_forward_and_backward(use_mask, batch):
-    x, weight, bias, offset, mask = (t.float().requires_grad_() for t in deform_inputs(batch=batch, dtype=torch.float32))
+    x, weight, bias, offset, mask = (
+        t.float().requires_grad_() for t in deform_inputs(batch=batch, dtype=torch.float32)
+    )
     mask = mask if use_mask else None
     cpu = ops.deform_conv2d(x, offset, weight, bias, stride=(2, 2), padding=(1, 1), mask=mask)
     moved = npu_copy(x, offset, weight, bias, *([mask] if use_mask else []), grad=True)
@@ -309,13 +322,15 @@ def test_quantized_variants_are_refused_clearly():
 
 # --- models ------------------------------------------------------------------------------------
 
+
 def test_detection_model_runs_on_npu_as_on_cpu():
     # Faster R-CNN: nms in the region proposals and box heads, roi_align in MultiScaleRoIAlign.
     from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
 
     torch.manual_seed(0)
-    model = fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None, num_classes=5,
-                                                  box_score_thresh=0.0).eval()
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, num_classes=5, box_score_thresh=0.0
+    ).eval()
     images = [torch.rand(3, 96, 128, generator=torch.Generator().manual_seed(18))]
     with torch.no_grad():
         cpu = model(images)[0]

@@ -1,5 +1,6 @@
 """Whole training loops: seed 003's TinyNet runs as written and is reproducible; with data drawn
 on the CPU, TinyNet and a small CNN give npu losses equal to CPU losses at every step."""
+
 import contextlib
 import io
 import os
@@ -38,8 +39,15 @@ class SmallCNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
         self.head = nn.Sequential(nn.Dropout(0.1), nn.Linear(16, 10))
 
     def forward(self, x):
@@ -49,8 +57,11 @@ class SmallCNN(nn.Module):
 def train(make_model, make_batch, device, steps, optimizer="adam", amp=False):
     torch.manual_seed(0)
     model = make_model().to(device)
-    opt = (torch.optim.Adam(model.parameters(), lr=1e-3) if optimizer == "adam"
-           else torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    opt = (
+        torch.optim.Adam(model.parameters(), lr=1e-3)
+        if optimizer == "adam"
+        else torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    )
     g = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(steps):
@@ -59,8 +70,11 @@ def train(make_model, make_batch, device, steps, optimizer="adam", amp=False):
         torch.manual_seed(len(losses))  # dropout masks: the same seed on both devices
         with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=amp):
             out = model(x)
-            loss = nn.functional.cross_entropy(out.float(), y) if y.dtype == torch.long else \
-                nn.functional.mse_loss(out.float(), y)
+            loss = (
+                nn.functional.cross_entropy(out.float(), y)
+                if y.dtype == torch.long
+                else nn.functional.mse_loss(out.float(), y)
+            )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -76,11 +90,14 @@ def cnn_batch(g):
     return torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
 
 
-@pytest.mark.parametrize("name,make_model,make_batch,optimizer,amp", [
-    ("tinynet", TinyNet, tiny_batch, "adam", False),
-    ("cnn", SmallCNN, cnn_batch, "sgd", False),
-    ("cnn-adam", SmallCNN, cnn_batch, "adam", False),
-])
+@pytest.mark.parametrize(
+    "name,make_model,make_batch,optimizer,amp",
+    [
+        ("tinynet", TinyNet, tiny_batch, "adam", False),
+        ("cnn", SmallCNN, cnn_batch, "sgd", False),
+        ("cnn-adam", SmallCNN, cnn_batch, "adam", False),
+    ],
+)
 def test_npu_losses_equal_cpu_losses_step_for_step(name, make_model, make_batch, optimizer, amp):
     npu_losses, npu_params = train(make_model, make_batch, "npu:0", 8, optimizer, amp)
     cpu_losses, cpu_params = train(make_model, make_batch, "cpu", 8, optimizer, amp)

@@ -1,4 +1,5 @@
 """torch_npu.contrib.transfer_to_npu and `vnpu run` (each in a fresh process: the patches are global)."""
+
 import json
 import os
 import sys
@@ -33,8 +34,17 @@ def test_cuda_apis_and_device_arguments_mean_the_npu():
     assert got["is_cuda"] and got["autocast"] == "torch.float16" and got["available"] and got["count"] >= 1
     assert got["stream"].startswith("torch_npu") and got["scaler"].startswith("torch_npu")
     assert got["generator"] == [True, "npu:0"]
-    for api in ("torch.zeros", "Tensor.cuda", "Module.cuda", "Tensor.to", "Tensor.new_zeros", "torch.Generator",
-                "torch.autocast", "torch.cuda.is_available", "torch.cuda.device_count"):
+    for api in (
+        "torch.zeros",
+        "Tensor.cuda",
+        "Module.cuda",
+        "Tensor.to",
+        "Tensor.new_zeros",
+        "torch.Generator",
+        "torch.autocast",
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+    ):
         assert got["calls"].get(api, 0) >= 1, api
 
 
@@ -62,7 +72,8 @@ def test_the_known_regressions_are_absent(tmp_path):
         "def f(x: torch.Tensor) -> torch.Tensor:\n"
         "    return x * 2 + 1\n"
         "print(type(f).__name__, torch.version.cuda, torch.backends.cudnn.is_available(),\n"
-        "      float(f(torch.ones(1, device='cuda')).cpu()))\n")
+        "      float(f(torch.ones(1, device='cuda')).cpu()))\n"
+    )
     done = run([sys.executable, str(script)], dict(os.environ, VNPU_OPS_PROFILE="none"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "ScriptFunction None False 3.0"
@@ -89,8 +100,7 @@ def test_nccl_becomes_hccl_and_the_profiler_activity_cuda_profiles_the_npu():
 
 
 def test_environment_variable_imports_it():
-    out = run_python("import torch, torch_npu; print(torch.ones(1).cuda().device)",
-                     env={"TORCH_TRANSFER_TO_NPU": "1"})
+    out = run_python("import torch, torch_npu; print(torch.ones(1).cuda().device)", env={"TORCH_TRANSFER_TO_NPU": "1"})
     assert last_line(out) == "npu:0"
 
 
@@ -101,14 +111,17 @@ def _script(tmp_path, body):
 
 
 def test_vnpu_run_reports_devices_operators_patches_and_keeps_the_exit_status(tmp_path):
-    script = _script(tmp_path, "import sys, torch\nx = torch.ones(1000, device='cuda')\ny = (x * 2).sum()\n"
-                               "print('result', float(y))\nsys.exit(int(sys.argv[1]))\n")
+    script = _script(
+        tmp_path,
+        "import sys, torch\nx = torch.ones(1000, device='cuda')\ny = (x * 2).sum()\n"
+        "print('result', float(y))\nsys.exit(int(sys.argv[1]))\n",
+    )
     report = tmp_path / "report.json"
     done = run(VNPU + ["run", "--report", str(report), script, "7"], dict(os.environ, VNPU_OPS_PROFILE="none"))
     assert done.returncode == 7 and "result 2000.0" in done.stdout
     data = json.loads(report.read_text())
     assert data["exit_status"] == 7 and data["devices"][0]["device"] == "npu:0"
-    assert data["devices"][0]["peak_allocated_bytes"] >= 4000 and data["devices"][0]["capacity_bytes"] > 2 ** 30
+    assert data["devices"][0]["peak_allocated_bytes"] >= 4000 and data["devices"][0]["capacity_bytes"] > 2**30
     ops = {o["operator"]: o["calls"] for o in data["operators"]}
     assert ops.get("aten::mul.Tensor") == 1 and ops.get("aten::sum") == 1
     assert data["patched_cuda_calls"] == {"torch.ones": 1}
@@ -123,14 +136,17 @@ def test_vnpu_run_reports_devices_operators_patches_and_keeps_the_exit_status(tm
 
 
 def test_vnpu_run_lists_cpu_fallbacks_with_their_lines(synced, tmp_path):
-    script = _script(tmp_path, "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n"
-                               "    y = torch.fmax(x, x)\nz = x + 1\n")
+    script = _script(
+        tmp_path,
+        "import torch\nx = torch.randn(8, device='cuda')\nfor _ in range(3):\n" "    y = torch.fmax(x, x)\nz = x + 1\n",
+    )
     report = tmp_path / "report.json"
     done = run(VNPU + ["run", "--report", str(report), script], synced)
     assert done.returncode == 0, done.stderr
     data = json.loads(report.read_text())
-    assert data["cpu_fallback"] == [{"operator": "aten::fmax", "calls": 3,
-                                     "sites": [{"line": f"{script}:4", "calls": 3}]}]
+    assert data["cpu_fallback"] == [
+        {"operator": "aten::fmax", "calls": 3, "sites": [{"line": f"{script}:4", "calls": 3}]}
+    ]
     assert data["torch_npu_profile"] is not None
     assert any("will fall back to run on the CPU" in w["warning"] for w in data["warnings"])
 
@@ -164,9 +180,13 @@ def test_only_device_arguments_are_rewritten_never_strings_that_contain_cuda(tmp
     """)
     got = json.loads(last_line(out))
     keys = ["cuda_layer.weight", "note"]
-    assert got["forms"] == {"string": [keys, "trained on cuda:0", "npu:0"], "indexed": [keys, "trained on cuda:0", "npu:0"],
-                            "device": [keys, "trained on cuda:0", "npu:0"], "dict": [keys, "trained on cuda:0", "npu:0"],
-                            "cpu": [keys, "trained on cuda:0", "cpu"]}
+    assert got["forms"] == {
+        "string": [keys, "trained on cuda:0", "npu:0"],
+        "indexed": [keys, "trained on cuda:0", "npu:0"],
+        "device": [keys, "trained on cuda:0", "npu:0"],
+        "dict": [keys, "trained on cuda:0", "npu:0"],
+        "cpu": [keys, "trained on cuda:0", "cpu"],
+    }
     assert got["from_file"] == [0.0, 1.0, 2.0] and got["message"] == "npu"
     assert got["backends"] == ["hccl", "cpu:gloo,npu:hccl", "gloo", "cudax"]
     assert got["load_calls"] == 4  # the four cuda forms; the cpu one is untouched

@@ -1,12 +1,11 @@
 """transformers' Ascend path: with attn_implementation="flash_attention_2" on npu, transformers calls
 torch_npu.npu_fusion_attention (transformers/integrations/npu_flash_attention.py). A small Llama built
 from a config (nothing downloaded) must match its eager attention on the CPU."""
+
 import copy
 
 import pytest
 import torch
-
-import torch_npu
 
 
 @pytest.fixture(scope="module")
@@ -15,8 +14,16 @@ def transformers():
 
 
 def _models(transformers, **config):
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **config)
+    cfg = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        **config,
+    )
     torch.manual_seed(0)
     cpu = transformers.LlamaForCausalLM._from_config(copy.deepcopy(cfg), attn_implementation="eager").eval()
     npu = transformers.LlamaForCausalLM._from_config(copy.deepcopy(cfg), attn_implementation="flash_attention_2")
@@ -67,4 +74,4 @@ def test_training_step_matches_cpu(transformers):
     loss_npu.backward()
     torch.testing.assert_close(loss_npu.detach().cpu(), loss_cpu.detach(), atol=1e-5, rtol=1e-5)
     for (name, p), q in zip(cpu.named_parameters(), npu.parameters()):
-        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=lambda m, name=name: f"{name}: {m}")

@@ -4,6 +4,7 @@ checkpointing and with SDPA; fp16 runs torch_npu's GradScaler; the flash_attenti
 `torchrun --nproc-per-node 2` gives DDP over hccl with the losses of two CPU processes; a run resumed
 from a checkpoint ends where an uninterrupted run ends; torch_compile=True (inductor) trains as compiled
 on the CPU."""
+
 import atexit
 import functools
 import json
@@ -24,7 +25,7 @@ _RUNS = tempfile.mkdtemp(prefix="vnpu-trainer-")
 atexit.register(shutil.rmtree, _RUNS, True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trainer(*args, launcher=(sys.executable,)):
     """The per-rank results of one Trainer run (runs shared by several tests are made once)."""
     out = os.path.join(_RUNS, str(abs(hash((args, launcher)))))
@@ -50,8 +51,11 @@ def test_transformers_sees_torch_npu_and_trainer_picks_npu():
     assert proc.stdout.split() == ["True", "npu:0"]
 
 
-@pytest.mark.parametrize("options", [(), ("--bf16",), ("--gradient-checkpointing",), ("--attn", "sdpa"), ("--compile",)],
-                         ids=["fp32", "bf16", "activation_checkpointing", "sdpa", "torch_compile"])
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--bf16",), ("--gradient-checkpointing",), ("--attn", "sdpa"), ("--compile",)],
+    ids=["fp32", "bf16", "activation_checkpointing", "sdpa", "torch_compile"],
+)
 def test_trainer_on_npu_trains_as_on_cpu(options):
     [npu] = trainer(*options)
     [cpu] = trainer(*options, "--cpu")

@@ -1,16 +1,22 @@
 """torch_npu.utils: combined tensors, flops counting, environment report, CANN version, thread
 affinity, async saving, loading, extension building, SyncBatchNorm function, simple profiler."""
+
 import os
-import sys
-import threading
 
 import pytest
 import torch
+from subprocess_helpers import run_python
 
 import torch_npu
-from torch_npu.utils import (FlopsCounter, get_part_combined_tensor, is_combined_tensor_valid, npu_combine_tensors,
-                             reset_thread_affinity, save_async, set_thread_affinity)
-from subprocess_helpers import run_python
+from torch_npu.utils import (
+    FlopsCounter,
+    get_part_combined_tensor,
+    is_combined_tensor_valid,
+    npu_combine_tensors,
+    reset_thread_affinity,
+    save_async,
+    set_thread_affinity,
+)
 
 
 def test_combine_tensors_makes_views_of_one_buffer():
@@ -60,8 +66,7 @@ def test_flops_counter_counts_matmuls_and_pauses_recording():
 
 
 def test_collect_env_module_prints_vnpu_facts():
-    out = run_python("import runpy; runpy.run_module('torch_npu.utils.collect_env', run_name='__main__')",
-                     timeout=180)
+    out = run_python("import runpy; runpy.run_module('torch_npu.utils.collect_env', run_name='__main__')", timeout=180)
     text = out.stdout
     assert "Torch-npu version: " + torch_npu.__version__ in text
     assert "vnpu's software NPU" in text and "Ascend910B1" in text
@@ -79,7 +84,8 @@ def test_get_cann_version():
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="thread affinity needs Linux sched_setaffinity")
 def test_thread_affinity_binds_the_calling_thread():
-    out = run_python("""
+    out = run_python(
+        """
         import os, threading, torch_npu
         allowed = sorted(os.sched_getaffinity(0))
         torch_npu.utils.set_thread_affinity([allowed[0], allowed[0]])
@@ -89,7 +95,9 @@ def test_thread_affinity_binds_the_calling_thread():
         print(sorted(os.sched_getaffinity(0)) == [allowed[0]], seen[0] == [allowed[0]])
         torch_npu.utils.reset_thread_affinity()
         print(sorted(os.sched_getaffinity(0)) == allowed)
-    """, env={"CPU_AFFINITY_CONF": "1"})
+    """,
+        env={"CPU_AFFINITY_CONF": "1"},
+    )
     assert out.stdout.split() == ["True", "True", "True"]
 
 

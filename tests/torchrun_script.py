@@ -1,4 +1,5 @@
 """Started by torchrun / torch_npu_run in tests/test_distributed.py: npu:LOCAL_RANK, hccl, one all_reduce."""
+
 import os
 
 import torch

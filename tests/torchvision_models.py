@@ -1,5 +1,6 @@
 """torchvision models without the network: pretrained weights cannot be downloaded on this machine,
 so `pretrained=True` / `weights=...` get the freshly initialised weights of the same architecture."""
+
 import importlib.util
 
 

@@ -5,6 +5,7 @@ gives PyTorch an ``npu`` device whose memory is host memory and whose operators 
 kernels on that memory without copying, so programs written for Ascend run anywhere and compute
 exactly what they compute on the CPU.
 """
+
 import os
 import sys
 
@@ -43,7 +44,7 @@ def _refuse_second_accelerator():
 
 _refuse_second_accelerator()
 
-from torch_npu import _C  # noqa: E402
+from torch_npu import _C  # noqa: E402,F401  (loads the C++ core)
 from torch_npu._device_registration import register_npu_device  # noqa: E402
 
 unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8]
@@ -56,8 +57,7 @@ from torch_npu.utils._env import check_environment  # noqa: E402
 _logging.configure()
 check_environment()
 
-from torch_npu import npu  # noqa: E402,F401
-from torch_npu import ops  # noqa: E402,F401
+from torch_npu import npu, ops  # noqa: E402,F401
 from torch_npu.npu._format import Format  # noqa: E402
 from torch_npu.ops.format_cast import (  # noqa: E402
     empty_with_format,
@@ -66,7 +66,6 @@ from torch_npu.ops.format_cast import (  # noqa: E402
     npu_format_cast,
     npu_format_cast_,
 )
-
 from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa: E402
 
 apply_extension_environment()
@@ -104,5 +103,12 @@ if os.environ.get("VNPU_PROFILE_OUTPUT"):  # `msprof --application` / `vnpu prof
 
     _start_program_profile()
 
-__all__ = ["npu", "Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
-           "get_storage_size"]
+__all__ = [
+    "npu",
+    "Format",
+    "npu_format_cast",
+    "npu_format_cast_",
+    "get_npu_format",
+    "empty_with_format",
+    "get_storage_size",
+]

@@ -1,4 +1,5 @@
 """Plugging the npu device into PyTorch: the PrivateUse1 backend renamed ``npu``."""
+
 import torch
 
 from torch_npu import _C, _op_selection, _op_support

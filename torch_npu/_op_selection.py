@@ -24,20 +24,34 @@ except
 
 Operators added by future PyTorch releases are picked up by the same rules.
 """
+
 import torch
 
-NATIVE = frozenset({
-    "empty.memory_format", "empty_strided", "_efficientzerotensor", "native_dropout",
-    "_copy_from", "_copy_from_and_resize", "view", "as_strided", "_reshape_alias", "resize_",
-    "set_.source_Storage", "set_.source_Storage_storage_offset", "set_.source_Tensor", "set_",
-    "record_stream",
-})
+NATIVE = frozenset(
+    {
+        "empty.memory_format",
+        "empty_strided",
+        "_efficientzerotensor",
+        "native_dropout",
+        "_copy_from",
+        "_copy_from_and_resize",
+        "view",
+        "as_strided",
+        "_reshape_alias",
+        "resize_",
+        "set_.source_Storage",
+        "set_.source_Storage_storage_offset",
+        "set_.source_Tensor",
+        "set_",
+        "record_stream",
+    }
+)
 
 DEVICE_RULE_COMPOSITES = frozenset({"_pack_padded_sequence", "_pin_memory"})
 
 
 def _split(qualified):
-    name, _, overload = qualified[len("aten::"):].partition(".")
+    name, _, overload = qualified[len("aten::") :].partition(".")
     return name, overload
 
 
@@ -75,7 +89,7 @@ def redirected_operators():
     for qualified in torch._C._dispatch_get_all_op_names():
         if not qualified.startswith("aten::"):
             continue
-        short = qualified[len("aten::"):]
+        short = qualified[len("aten::") :]
         if short in NATIVE or short in DEVICE_RULE_COMPOSITES or has(qualified, "PrivateUse1"):
             continue
         if has(qualified, "CPU"):
@@ -83,8 +97,9 @@ def redirected_operators():
             continue
         if has(qualified, "CompositeImplicitAutograd"):
             continue
-        if not (has(qualified, "CompositeExplicitAutograd")
-                or has(qualified, "CompositeExplicitAutogradNonFunctional")):
+        if not (
+            has(qualified, "CompositeExplicitAutograd") or has(qualified, "CompositeExplicitAutogradNonFunctional")
+        ):
             continue
         schema = _schema(qualified)
         if schema is None or is_pure_view(schema) or is_unrouted_random(qualified, schema):

@@ -12,6 +12,7 @@ decomposed before reaching the backend (CompositeImplicitAutograd) prints torch_
 once, is counted with the Python line that issued it, and with TORCH_NPU_FALLBACK_CPU_DISABLE=1 raises
 torch_npu's error instead. Membership is decided once per operator in C++ (aten/CpuFallback.h).
 """
+
 import json
 import os
 import platform
@@ -27,11 +28,15 @@ _CODEGEN_YAML = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
 _BASE_YAML = "torch_npu/csrc/aten/npu_native_functions.yaml"
 _OFF = ("none", "off", "0", "")
 
-WARNING = ("CAUTION: The operator '{op}' is not currently supported on the NPU backend and will fall back to "
-           "run on the CPU. This may have performance implications.")
-REFUSAL = ("The operator '{op}' would execute its main computation on CPU through dispatcher backend fallback "
-           "because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is disabled by "
-           "TORCH_NPU_FALLBACK_CPU_DISABLE=1.")
+WARNING = (
+    "CAUTION: The operator '{op}' is not currently supported on the NPU backend and will fall back to "
+    "run on the CPU. This may have performance implications."
+)
+REFUSAL = (
+    "The operator '{op}' would execute its main computation on CPU through dispatcher backend fallback "
+    "because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback is disabled by "
+    "TORCH_NPU_FALLBACK_CPU_DISABLE=1."
+)
 
 
 def cache_dir():
@@ -76,8 +81,9 @@ def profile_from_wheel(wheel_path):
     with zipfile.ZipFile(wheel_path) as wheel:
         names = set(wheel.namelist())
         if _CODEGEN_YAML not in names:
-            raise ValueError(f"{os.path.basename(wheel_path)} has no {_CODEGEN_YAML}: not a torch-npu wheel "
-                             "with operator lists")
+            raise ValueError(
+                f"{os.path.basename(wheel_path)} has no {_CODEGEN_YAML}: not a torch-npu wheel " "with operator lists"
+            )
         codegen = wheel.read(_CODEGEN_YAML).decode()
         base = wheel.read(_BASE_YAML).decode() if _BASE_YAML in names else None
     version = os.path.basename(wheel_path).split("-")[1]
@@ -100,9 +106,25 @@ def download_wheel(requirement, dest):
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     errors = []
     for tag in ("manylinux_2_28", "manylinux2014"):
-        cmd = [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "--only-binary=:all:",
-               "--platform", f"{tag}_{machine}", "--python-version", python, "--implementation", "cp",
-               "-d", dest, "--quiet", "--disable-pip-version-check"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            requirement,
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            f"{tag}_{machine}",
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            "-d",
+            dest,
+            "--quiet",
+            "--disable-pip-version-check",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         wheels = [f for f in os.listdir(dest) if f.endswith(".whl")]
         if done.returncode == 0 and wheels:
@@ -145,8 +167,10 @@ def active_profile():
         if spec.endswith(".json") or os.sep in spec:
             return _read(spec)
         if not os.path.exists(profile_path(spec)):
-            raise RuntimeError(f"vnpu: VNPU_OPS_PROFILE={spec!r}: no profile for torch_npu {spec} "
-                               f"(run `vnpu ops sync --torch-npu {spec}`)")
+            raise RuntimeError(
+                f"vnpu: VNPU_OPS_PROFILE={spec!r}: no profile for torch_npu {spec} "
+                f"(run `vnpu ops sync --torch-npu {spec}`)"
+            )
         return _read(profile_path(spec))
     try:
         with open(os.path.join(cache_dir(), "active")) as f:
@@ -163,7 +187,7 @@ def classify(qualified, npu_kernels):
     import torch
 
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    short = qualified[len("aten::"):]
+    short = qualified[len("aten::") :]
     if short in npu_kernels:
         return "npu"
     if has(qualified, "CompositeImplicitAutograd"):
@@ -180,8 +204,11 @@ def fallback_operators(profile):
     import torch
 
     kernels = set(profile["npu_kernels"])
-    return sorted(q[len("aten::"):] for q in torch._C._dispatch_get_all_op_names()
-                  if q.startswith("aten::") and classify(q, kernels) == "cpu_fallback")
+    return sorted(
+        q[len("aten::") :]
+        for q in torch._C._dispatch_get_all_op_names()
+        if q.startswith("aten::") and classify(q, kernels) == "cpu_fallback"
+    )
 
 
 class FallbackLedger:

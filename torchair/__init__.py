@@ -11,14 +11,25 @@ On Ascend, torchair compiles graphs with GE (max-autotune) or captures them as a
 replays them as NPU graphs; see torchair.configs for what each option does here. Names torchair has
 and vnpu does not provide raise AttributeError saying so.
 """
+
 from torchair import inference, ops, scope
 from torchair._backend import get_compiler, get_npu_backend
-from torchair.configs import CompilerConfig
 from torchair._export import dynamo_export, use_internal_format_weight
 from torchair._logging import logger
+from torchair.configs import CompilerConfig
 
-__all__ = ["CompilerConfig", "get_compiler", "get_npu_backend", "dynamo_export", "use_internal_format_weight",
-           "patch_for_hcom", "inference", "ops", "scope", "logger"]
+__all__ = [
+    "CompilerConfig",
+    "get_compiler",
+    "get_npu_backend",
+    "dynamo_export",
+    "use_internal_format_weight",
+    "patch_for_hcom",
+    "inference",
+    "ops",
+    "scope",
+    "logger",
+]
 
 
 def patch_for_hcom():

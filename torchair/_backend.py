@@ -1,8 +1,7 @@
 """torchair's graph backend on vnpu: the ATen graphs GE would compile, run on npu (or replayed as NPU
 graphs in mode="reduce-overhead")."""
-import os
 
-import torch
+import os
 
 from torchair.configs import CompilerConfig
 
@@ -38,8 +37,12 @@ def get_compiler(compiler_config: CompilerConfig = None):
         if reason is not None:
             report_skip(reason)
             return run
-        return NpuGraphRunner(run, range(fixed) if static is None else static, device_index=_device_index(gm),
-                              name=f"torchair {kind} graph")
+        return NpuGraphRunner(
+            run,
+            range(fixed) if static is None else static,
+            device_index=_device_index(gm),
+            name=f"torchair {kind} graph",
+        )
 
     return compile_graph
 
@@ -62,9 +65,12 @@ def get_npu_backend(*, compiler_config: CompilerConfig = None, custom_decomposit
         def backward(aot_gm, aot_inputs):
             return compile_graph(aot_gm, aot_inputs, kind="backward", fixed=count_tangents(aot_gm))
 
-        return aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions,
-                            keep_inference_input_mutations=bool(
-                                config.experimental_config.keep_inference_input_mutations))(gm, example_inputs)
+        return aot_autograd(
+            fw_compiler=forward,
+            bw_compiler=backward,
+            decompositions=decompositions,
+            keep_inference_input_mutations=bool(config.experimental_config.keep_inference_input_mutations),
+        )(gm, example_inputs)
 
     npu_backend.compiler_config = config
     return npu_backend

@@ -1,4 +1,5 @@
 """torchair.dynamo_export and use_internal_format_weight."""
+
 import os
 
 import torch
@@ -6,8 +7,7 @@ import torch
 from torchair.configs import CompilerConfig
 
 
-def dynamo_export(*args, model, export_path="export_file", export_name="export", dynamic=False,
-                  config=None, **kwargs):
+def dynamo_export(*args, model, export_path="export_file", export_name="export", dynamic=False, config=None, **kwargs):
     """On Ascend: exports the model's graph as an offline GE model (air). On vnpu: exports it with
     torch.export and saves the ExportedProgram as <export_path>/<export_name>.pt2."""
     if config is not None and not isinstance(config, CompilerConfig):
@@ -16,8 +16,9 @@ def dynamo_export(*args, model, export_path="export_file", export_name="export",
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     dynamic_shapes = None
     if dynamic:
-        dynamic_shapes = [{d: torch.export.Dim.AUTO for d in range(a.dim())} if isinstance(a, torch.Tensor) else None
-                          for a in args]
+        dynamic_shapes = [
+            {d: torch.export.Dim.AUTO for d in range(a.dim())} if isinstance(a, torch.Tensor) else None for a in args
+        ]
     program = torch.export.export(model, tuple(args), kwargs=kwargs or None, dynamic_shapes=dynamic_shapes)
     os.makedirs(export_path, exist_ok=True)
     path = os.path.join(export_path, f"{export_name}.pt2")

@@ -1,4 +1,5 @@
 """torchair.logger: a standard logging.Logger named "torchair"."""
+
 import logging
 
 logger = logging.getLogger("torchair")

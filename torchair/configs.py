@@ -9,6 +9,7 @@ On Ascend these options drive GE graph compilation and aclgraph capture. On vnpu
 * every other option is validated and recorded, and changes nothing here (it selects GE passes,
   kernels or runtime features of the card).
 """
+
 from torchair._options import IntRangeValue, NpuBaseConfig, OptionValue
 
 __all__ = ["CompilerConfig"]

@@ -1,19 +1,21 @@
 """torchair.inference: compiled inference helpers."""
+
 import torch
 
 __all__ = ["cache_compile", "readable_cache", "set_dim_gears"]
 
 
-def cache_compile(func, *, config=None, dynamic=True, cache_dir=None, global_rank=None, tp_rank=None,
-                  pp_rank=None, **kwargs):
+def cache_compile(
+    func, *, config=None, dynamic=True, cache_dir=None, global_rank=None, tp_rank=None, pp_rank=None, **kwargs
+):
     """torch.compile(func) with torchair's backend; the compiled function's source and settings are kept
     in cache_dir per rank (see torch_npu.npu.npugraph_ex.inference.cache_compile)."""
     from torch_npu.npu.npugraph_ex.inference import cache_compile as npu_cache_compile
-
     from torchair._backend import get_npu_backend
 
-    compiled = npu_cache_compile(func, dynamic=dynamic, cache_dir=cache_dir, global_rank=global_rank,
-                                 tp_rank=tp_rank, pp_rank=pp_rank)
+    compiled = npu_cache_compile(
+        func, dynamic=dynamic, cache_dir=cache_dir, global_rank=global_rank, tp_rank=tp_rank, pp_rank=pp_rank
+    )
     recompiled = torch.compile(func, backend=get_npu_backend(compiler_config=config), dynamic=dynamic)
     recompiled._npugraph_ex_cache = compiled._npugraph_ex_cache
     return recompiled

@@ -1,4 +1,5 @@
 """torchair.ops: operators used inside graphs."""
+
 import torch
 
 __all__ = ["npu_print"]

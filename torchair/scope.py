@@ -1,4 +1,5 @@
 """torchair.scope: settings for the part of a graph a `with` block covers."""
+
 from contextlib import contextmanager
 
 from torch_npu.npu.npugraph_ex.scope import limit_core_num

@@ -1,4 +1,5 @@
 """``vnpu``: the command line."""
+
 import argparse
 import sys
 
@@ -10,9 +11,11 @@ def _info(args):
 
     props = torch.npu.get_device_properties(0)
     print(f"vnpu {torch_npu.__version__} on torch {torch.__version__}")
-    print(f"{torch.npu.device_count()} x {props.name}: {props.total_memory / 2**30:.0f} GiB, "
-          f"{props.cube_core_num} cube / {props.vector_core_num} vector cores, "
-          f"L2 {props.L2_cache_size // 2**20} MiB, bf16 {'yes' if torch.npu.is_bf16_supported() else 'no'}")
+    print(
+        f"{torch.npu.device_count()} x {props.name}: {props.total_memory / 2**30:.0f} GiB, "
+        f"{props.cube_core_num} cube / {props.vector_core_num} vector cores, "
+        f"L2 {props.L2_cache_size // 2**20} MiB, bf16 {'yes' if torch.npu.is_bf16_supported() else 'no'}"
+    )
     return 0
 
 

@@ -1,5 +1,6 @@
 """The demo: seed 003's TinyNet, then a small CNN with AMP, trained on npu:0; the same programs on
 the CPU must give the same losses (except under AMP, whose op policy is torch_npu's)."""
+
 import torch
 import torch.nn as nn
 
@@ -19,9 +20,16 @@ class SmallCNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-            nn.Linear(32, 2))
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(32, 2),
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -68,8 +76,10 @@ def cnn_amp_losses(device, steps):
 def main(steps=20):
     device = "npu:0" if torch.npu.is_available() else "cpu"
     props = torch.npu.get_device_properties(0)
-    print(f"vnpu {torch_npu.__version__} | torch {torch.__version__} | {torch.npu.device_count()} x {props.name} "
-          f"({props.total_memory / 2**30:.0f} GiB each) | training on {device}")
+    print(
+        f"vnpu {torch_npu.__version__} | torch {torch.__version__} | {torch.npu.device_count()} x {props.name} "
+        f"({props.total_memory / 2**30:.0f} GiB each) | training on {device}"
+    )
 
     npu_losses = tinynet_losses(device, steps)
     print(f"\n[1/2] TinyNet (seed 003), Adam, {steps} steps")
@@ -84,7 +94,9 @@ def main(steps=20):
         print(f"  step={step:<3d} loss={amp_losses[step]:.4f}")
 
     stats = torch.npu.memory_stats(0)
-    print(f"\nmemory on {device}: {stats['allocated_bytes.all.current'] / 2**20:.2f} MiB allocated, "
-          f"peak {stats['allocated_bytes.all.peak'] / 2**20:.2f} MiB, "
-          f"{stats['reserved_bytes.all.current'] / 2**20:.2f} MiB reserved of {props.total_memory / 2**30:.0f} GiB")
+    print(
+        f"\nmemory on {device}: {stats['allocated_bytes.all.current'] / 2**20:.2f} MiB allocated, "
+        f"peak {stats['allocated_bytes.all.peak'] / 2**20:.2f} MiB, "
+        f"{stats['reserved_bytes.all.current'] / 2**20:.2f} MiB reserved of {props.total_memory / 2**30:.0f} GiB"
+    )
     return 0 if same else 1

@@ -5,6 +5,7 @@
 Libraries that detect torch_npu expect CANN's variables (DeepSpeed reads ASCEND_HOME_PATH and the
 toolkit's version file); vnpu needs no CANN, so the directory holds version files only.
 """
+
 import os
 import shlex
 
@@ -31,9 +32,12 @@ def run(args):
 
 
 def add_parser(sub):
-    parser = sub.add_parser("env", help="print the CANN environment (ASCEND_HOME_PATH...) for eval \"$(vnpu env)\"",
-                            description="Print shell commands that set the environment CANN's set_env.sh sets, "
-                                        "pointing at vnpu's toolkit directory (version files only): "
-                                        "eval \"$(vnpu env)\"")
+    parser = sub.add_parser(
+        "env",
+        help='print the CANN environment (ASCEND_HOME_PATH...) for eval "$(vnpu env)"',
+        description="Print shell commands that set the environment CANN's set_env.sh sets, "
+        "pointing at vnpu's toolkit directory (version files only): "
+        'eval "$(vnpu env)"',
+    )
     parser.add_argument("--unset", action="store_true", help="print commands that remove the variables instead")
     parser.set_defaults(func=run)

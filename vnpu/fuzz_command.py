@@ -1,4 +1,5 @@
 """`vnpu fuzz`: a differential fuzz campaign (npu vs CPU, bit for bit, crashes and hangs caught)."""
+
 import json
 import time
 
@@ -22,6 +23,7 @@ def run(args):
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     seeds = range(args.seed, args.seed + args.programs)
     with console.status("fuzzing") as status:
+
         def progress(report):
             status.update(f"{report.programs} programs, {len(report.findings)} findings")
 
@@ -30,11 +32,20 @@ def run(args):
         label = f"expected: {finding.expected}" if finding.expected else "UNEXPECTED"
         console.print(f"seed {finding.seed}: {finding.kind} ({label}): {finding.detail}\n  program: {finding.program}")
     unexpected = report.unexpected()
-    console.print(f"{report.programs} programs (seeds {args.seed}..{args.seed + report.programs - 1}) in "
-                  f"{report.seconds:.0f} s: {len(unexpected)} unexpected findings, "
-                  f"{len(report.findings) - len(unexpected)} expected")
+    console.print(
+        f"{report.programs} programs (seeds {args.seed}..{args.seed + report.programs - 1}) in "
+        f"{report.seconds:.0f} s: {len(unexpected)} unexpected findings, "
+        f"{len(report.findings) - len(unexpected)} expected"
+    )
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({"programs": report.programs, "seconds": round(report.seconds, 1),
-                       "findings": [vars(x) for x in report.findings]}, f, indent=1)
+            json.dump(
+                {
+                    "programs": report.programs,
+                    "seconds": round(report.seconds, 1),
+                    "findings": [vars(x) for x in report.findings],
+                },
+                f,
+                indent=1,
+            )
     return 1 if unexpected else 0

@@ -6,6 +6,7 @@ change_list.csv (file, line, before, after) and unsupported_api.csv (file, line,
 in the output directory (in place: SRC/.vnpu_migration/). Files that do not parse are reported and
 copied unchanged; the rest continue. Rules: vnpu/migrate_rules.py.
 """
+
 import csv
 import difflib
 import os
@@ -42,8 +43,14 @@ def _changed_lines(rel, before, after):
         if tag == "equal":
             continue
         for k in range(max(i2 - i1, j2 - j1)):
-            rows.append((rel, i1 + min(k, max(i2 - i1 - 1, 0)) + 1,
-                         old[i1 + k] if i1 + k < i2 else "", new[j1 + k] if j1 + k < j2 else ""))
+            rows.append(
+                (
+                    rel,
+                    i1 + min(k, max(i2 - i1 - 1, 0)) + 1,
+                    old[i1 + k] if i1 + k < i2 else "",
+                    new[j1 + k] if j1 + k < j2 else "",
+                )
+            )
     return rows
 
 
@@ -87,7 +94,7 @@ def migrate_tree(src, dst=None, in_place=False, progress=False):
     start = time.perf_counter()
     changes, unsupported, failures, changed_files, scanned = [], [], [], 0, 0
     files = list(_files(src))
-    for rel in (track(files, description="migrating") if progress and len(files) > 50 else files):
+    for rel in track(files, description="migrating") if progress and len(files) > 50 else files:
         source_path = os.path.join(src_root, rel)
         target_path = dst if single_file and not in_place else os.path.join(src_root if in_place else dst, rel)
         text = _read(source_path)
@@ -98,8 +105,15 @@ def migrate_tree(src, dst=None, in_place=False, progress=False):
             new, file_changes, file_unsupported, error = migrate_file(rel, text)
         if error is not None:
             failures.append((rel, error))
-            unsupported.append((rel, "", "<syntax error>", f"the file does not parse ({error})",
-                                "fix the syntax and migrate again; the file was copied unchanged"))
+            unsupported.append(
+                (
+                    rel,
+                    "",
+                    "<syntax error>",
+                    f"the file does not parse ({error})",
+                    "fix the syntax and migrate again; the file was copied unchanged",
+                )
+            )
         changes += file_changes
         unsupported += file_unsupported
         changed = text is not None and new != text
@@ -131,10 +145,18 @@ def migrate_tree(src, dst=None, in_place=False, progress=False):
         writer = csv.writer(f)
         writer.writerow(["file", "line", "API", "why", "suggestion"])
         writer.writerows(unsupported)
-    return {"source": src, "output": dst, "files": scanned, "changed_files": changed_files,
-            "changes": len(changes), "unsupported": len(unsupported) - len(failures), "parse_failures": failures,
-            "change_list": change_csv, "unsupported_api": unsupported_csv,
-            "seconds": round(time.perf_counter() - start, 2)}
+    return {
+        "source": src,
+        "output": dst,
+        "files": scanned,
+        "changed_files": changed_files,
+        "changes": len(changes),
+        "unsupported": len(unsupported) - len(failures),
+        "parse_failures": failures,
+        "change_list": change_csv,
+        "unsupported_api": unsupported_csv,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
 def run(args):
@@ -153,8 +175,12 @@ def run(args):
     table = Table(title=f"vnpu migrate: {summary['source']} -> {summary['output']}")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for label, key in (("files", "files"), ("files changed", "changed_files"), ("lines changed", "changes"),
-                       ("unsupported CUDA APIs (see the CSV)", "unsupported")):
+    for label, key in (
+        ("files", "files"),
+        ("files changed", "changed_files"),
+        ("lines changed", "changes"),
+        ("unsupported CUDA APIs (see the CSV)", "unsupported"),
+    ):
         table.add_row(label, str(summary[key]))
     table.add_row("files that do not parse (copied unchanged)", str(len(summary["parse_failures"])))
     table.add_row("seconds", str(summary["seconds"]))

@@ -9,6 +9,7 @@ fused layers and optimizers, cupy, pycuda, triton kernels, bitsandbytes), CUDA C
 settings, NVTX, torch.version.cuda probes. Every rule leaves already-migrated code unchanged, so
 migrating twice changes nothing more.
 """
+
 import re
 
 import libcst as cst
@@ -20,19 +21,28 @@ _EXACT_STRINGS = {"nccl": "hccl", "CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEV
 
 # module prefix -> (why, suggestion)
 UNSUPPORTED_MODULES = {
-    "flash_attn": ("FlashAttention's CUDA kernels", "torch_npu.npu_fusion_attention (layouts BSH/BSND/BNSD/TND; "
-                                                    "transformers' attn_implementation='flash_attention_2' uses it)"),
-    "xformers": ("CUDA attention kernels", "torch_npu.npu_fusion_attention or torch.nn.functional."
-                                           "scaled_dot_product_attention"),
+    "flash_attn": (
+        "FlashAttention's CUDA kernels",
+        "torch_npu.npu_fusion_attention (layouts BSH/BSND/BNSD/TND; "
+        "transformers' attn_implementation='flash_attention_2' uses it)",
+    ),
+    "xformers": (
+        "CUDA attention kernels",
+        "torch_npu.npu_fusion_attention or torch.nn.functional." "scaled_dot_product_attention",
+    ),
     "apex.normalization": ("apex's fused CUDA layer norms", "torch.nn.LayerNorm / torch_npu.npu_rms_norm"),
-    "apex.optimizers": ("apex's fused CUDA optimizers", "torch_npu.optim.NpuFusedAdamW / NpuFusedAdam / "
-                                                       "NpuFusedSGD"),
+    "apex.optimizers": (
+        "apex's fused CUDA optimizers",
+        "torch_npu.optim.NpuFusedAdamW / NpuFusedAdam / " "NpuFusedSGD",
+    ),
     "apex.contrib": ("apex's CUDA extensions", "the torch_npu.npu_* fused operators"),
     "apex.parallel": ("apex's CUDA data parallelism", "torch.nn.parallel.DistributedDataParallel with hccl"),
     "cupy": ("a CUDA array library", "torch tensors on npu (or numpy on the host)"),
     "pycuda": ("CUDA driver bindings", "torch.npu streams, events and memory APIs"),
-    "triton": ("Triton GPU kernels", "torch operations or torch_npu.npu_* fused operators (or Ascend C kernels "
-                                     "through NpuExtension)"),
+    "triton": (
+        "Triton GPU kernels",
+        "torch operations or torch_npu.npu_* fused operators (or Ascend C kernels " "through NpuExtension)",
+    ),
     "bitsandbytes": ("CUDA quantisation kernels", "torch_npu.npu_quant_matmul / npu_weight_quant_batchmatmul"),
     "torch.cuda.nvtx": ("NVTX ranges", "torch_npu.npu.mstx.range_start / range_end / mark"),
 }
@@ -43,8 +53,10 @@ UNSUPPORTED_CALLS = {
     "triton.autotune": ("a Triton GPU kernel", "torch operations or torch_npu.npu_* fused operators"),
 }
 UNSUPPORTED_ATTRIBUTES = {
-    "torch.backends.cudnn": ("cuDNN settings have no effect on Ascend",
-                             "drop them; for determinism use torch.use_deterministic_algorithms(True)"),
+    "torch.backends.cudnn": (
+        "cuDNN settings have no effect on Ascend",
+        "drop them; for determinism use torch.use_deterministic_algorithms(True)",
+    ),
     "torch.version.cuda": ("probes the CUDA toolkit version", "test torch.npu.is_available() instead"),
 }
 
@@ -88,9 +100,13 @@ class MigrationTransformer(cst.CSTTransformer):
 
     def leave_FormattedString(self, original, updated):
         parts = list(updated.parts)
-        if parts and isinstance(parts[0], cst.FormattedStringText) and parts[0].value.startswith("cuda:") \
-                and len(parts) > 1:
-            parts[0] = parts[0].with_changes(value="npu:" + parts[0].value[len("cuda:"):])
+        if (
+            parts
+            and isinstance(parts[0], cst.FormattedStringText)
+            and parts[0].value.startswith("cuda:")
+            and len(parts) > 1
+        ):
+            parts[0] = parts[0].with_changes(value="npu:" + parts[0].value[len("cuda:") :])
             return updated.with_changes(parts=parts)
         return updated
 
@@ -116,8 +132,11 @@ class MigrationTransformer(cst.CSTTransformer):
 
     def leave_Call(self, original, updated):
         func = updated.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not (
-                isinstance(func.value, cst.Name) and func.value.value == "torch"):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "cuda"
+            and not (isinstance(func.value, cst.Name) and func.value.value == "torch")
+        ):
             return updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
         return updated
 
@@ -149,7 +168,7 @@ class MigrationTransformer(cst.CSTTransformer):
         for alias in updated.names:
             module = _import_name(alias.name)
             if module.startswith("torch.cuda"):
-                new = "torch_npu.npu" + module[len("torch.cuda"):]
+                new = "torch_npu.npu" + module[len("torch.cuda") :]
                 alias = alias.with_changes(name=cst.parse_expression(new))
             names.append(alias)
         return updated.with_changes(names=names)
@@ -167,9 +186,12 @@ class MigrationTransformer(cst.CSTTransformer):
     def leave_ImportFrom(self, original, updated):
         module = _import_name(updated.module) if updated.module is not None else ""
         if module == "torch.cuda" or module.startswith("torch.cuda."):
-            return updated.with_changes(module=cst.parse_expression("torch_npu.npu" + module[len("torch.cuda"):]))
-        if module == "apex" and not isinstance(updated.names, cst.ImportStar) and \
-                [_import_name(a.name) for a in updated.names] == ["amp"]:
+            return updated.with_changes(module=cst.parse_expression("torch_npu.npu" + module[len("torch.cuda") :]))
+        if (
+            module == "apex"
+            and not isinstance(updated.names, cst.ImportStar)
+            and [_import_name(a.name) for a in updated.names] == ["amp"]
+        ):
             return updated.with_changes(module=cst.parse_expression("torch_npu.contrib"))
         return updated
 
@@ -180,7 +202,8 @@ class MigrationTransformer(cst.CSTTransformer):
         body = list(updated.body)
         for i, statement in enumerate(body):
             if isinstance(statement, cst.SimpleStatementLine) and any(
-                    isinstance(s, (cst.Import, cst.ImportFrom)) and _imports_torch(s) for s in statement.body):
+                isinstance(s, (cst.Import, cst.ImportFrom)) and _imports_torch(s) for s in statement.body
+            ):
                 body.insert(i + 1, cst.parse_statement("import torch_npu\n"))
                 return updated.with_changes(body=body)
         return updated
@@ -188,8 +211,9 @@ class MigrationTransformer(cst.CSTTransformer):
 
 def _imports_torch(statement):
     if isinstance(statement, cst.Import):
-        return any(_import_name(a.name) == "torch" or _import_name(a.name).startswith("torch.")
-                   for a in statement.names)
+        return any(
+            _import_name(a.name) == "torch" or _import_name(a.name).startswith("torch.") for a in statement.names
+        )
     module = _import_name(statement.module) if statement.module is not None else ""
     return module == "torch" or module.startswith("torch.")
 

@@ -1,11 +1,14 @@
 """`vnpu ops`: operator-support profiles of real torch_npu releases (sync, list, check)."""
+
 import os
 
 from rich.console import Console
 from rich.table import Table
 
-NO_PROFILE = ("no operator-support profile is active: run `vnpu ops sync` (the torch-npu release matching your "
-              "torch) or `vnpu ops sync --torch-npu VERSION` to fetch one from PyPI")
+NO_PROFILE = (
+    "no operator-support profile is active: run `vnpu ops sync` (the torch-npu release matching your "
+    "torch) or `vnpu ops sync --torch-npu VERSION` to fetch one from PyPI"
+)
 
 
 def _support():
@@ -25,9 +28,11 @@ def sync(args):
             console.print(f"[red]vnpu ops sync: {err}[/red]")
             return 1
     fallback = support.fallback_operators(profile)
-    console.print(f"torch_npu {profile['torch_npu']} ({profile['wheel']}): {len(profile['npu_kernels'])} operators "
-                  f"with NPU kernels; {len(fallback)} ATen operators of torch on this machine would fall back to "
-                  f"the CPU.\nProfile: {support.profile_path(profile['torch_npu'])} (now active)")
+    console.print(
+        f"torch_npu {profile['torch_npu']} ({profile['wheel']}): {len(profile['npu_kernels'])} operators "
+        f"with NPU kernels; {len(fallback)} ATen operators of torch on this machine would fall back to "
+        f"the CPU.\nProfile: {support.profile_path(profile['torch_npu'])} (now active)"
+    )
     return 0
 
 
@@ -61,7 +66,7 @@ _VERDICTS = {
     "decomposed": "decomposed into other operators before reaching the NPU (CompositeImplicitAutograd)",
     "composite": "device-generic kernel: runs on the NPU",
     "cpu_fallback": "no NPU kernel: falls back to the CPU (torch_npu warns; TORCH_NPU_FALLBACK_CPU_DISABLE=1 "
-                    "makes it an error)",
+    "makes it an error)",
     "none": "no kernel for any device",
 }
 

@@ -8,6 +8,7 @@ training steps), writes `<DIR>/<host>_<pid>_<timestamp>_ascend_pt/` and, unless 
 in each new session. The exit status is the program's. `msprof` (vnpu/msprof.py) is the same with the
 seed's msprof options.
 """
+
 import argparse
 import os
 import subprocess
@@ -46,8 +47,10 @@ def profile_program(command, output, options, report=True, prog="vnpu profile"):
         return 127
     sessions = [s for s in find_sessions(output) if s not in before]
     if not sessions:
-        console.print(f"{prog}: the program wrote no profiling data (it never imported torch, or exited through "
-                      "os._exit / a signal)")
+        console.print(
+            f"{prog}: the program wrote no profiling data (it never imported torch, or exited through "
+            "os._exit / a signal)"
+        )
         return status or 1
     for session in sessions:
         console.print(f"{prog}: profiling data in {session}")
@@ -77,8 +80,10 @@ def report_sessions(directory, output=None, prog="vnpu profile report"):
         console.print(f"{prog}: no profiling sessions (<worker>_<timestamp>_ascend_pt directories) in {directory}")
         return 2
     if output and len(sessions) > 1:
-        console.print(f"{prog}: {len(sessions)} sessions in {directory}; -o names one file, so omit it to write "
-                      "report.html into each session")
+        console.print(
+            f"{prog}: {len(sessions)} sessions in {directory}; -o names one file, so omit it to write "
+            "report.html into each session"
+        )
         return 2
     for session in sessions:
         if not os.path.isdir(os.path.join(session, "ASCEND_PROFILER_OUTPUT")):
@@ -90,8 +95,13 @@ def report_sessions(directory, output=None, prog="vnpu profile report"):
 
 
 def _options(args):
-    return {"record_shapes": args.record_shapes, "profile_memory": args.profile_memory,
-            "with_stack": args.with_stack, "with_modules": False, "with_flops": False}
+    return {
+        "record_shapes": args.record_shapes,
+        "profile_memory": args.profile_memory,
+        "with_stack": args.with_stack,
+        "with_modules": False,
+        "with_flops": False,
+    }
 
 
 def run(args):
@@ -102,16 +112,19 @@ def run(args):
         p.add_argument("-o", "--output", help="the HTML file (one session only; default <session>/report.html)")
         ns = p.parse_args(argv[1:])
         return report_sessions(ns.directory, ns.output)
-    p = argparse.ArgumentParser(prog="vnpu profile", description="profile a program: vnpu profile [options] -- "
-                                "python train.py ...")
+    p = argparse.ArgumentParser(
+        prog="vnpu profile", description="profile a program: vnpu profile [options] -- " "python train.py ..."
+    )
     p.add_argument("-o", "--output", default="./prof_data", help="directory for the sessions (default ./prof_data)")
-    p.add_argument("--record-shapes", action="store_true", help="record input shapes (also enables the Ascend estimate)")
+    p.add_argument(
+        "--record-shapes", action="store_true", help="record input shapes (also enables the Ascend estimate)"
+    )
     p.add_argument("--profile-memory", action="store_true", help="record device memory events")
     p.add_argument("--with-stack", action="store_true", help="record the Python call stacks of operators")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
     if "--" in argv:
         split = argv.index("--")
-        own, command = argv[:split], argv[split + 1:]
+        own, command = argv[:split], argv[split + 1 :]
     elif argv[:1] and argv[0].startswith("-"):  # options only (--help), no program
         own, command = argv, []
     else:
@@ -121,8 +134,9 @@ def run(args):
 
 
 def add_parser(sub):
-    p = sub.add_parser("profile", help="profile a program (-- python train.py) or write reports (report DIR)",
-                       add_help=False)
+    p = sub.add_parser(
+        "profile", help="profile a program (-- python train.py) or write reports (report DIR)", add_help=False
+    )
     p.add_argument("argv", nargs=argparse.REMAINDER)
     p.set_defaults(func=run)
 

@@ -1,6 +1,7 @@
 """`vnpu run SCRIPT [args]`: run an unmodified CUDA (or NPU) PyTorch script on the virtual NPU with
 transfer_to_npu active, then print an Ascend readiness report; `--report FILE.md|.json` also writes it.
 The exit status is the script's."""
+
 import collections
 import json
 import os
@@ -24,6 +25,7 @@ class _Recorder:
         def show(message, category, filename, lineno, file=None, line=None):
             self.warnings[f"{category.__name__}: {str(message).splitlines()[0]}"] += 1
             original(message, category, filename, lineno, file, line)
+
         return show
 
 
@@ -36,7 +38,7 @@ def _run_script(path, argv):
     except SystemExit as done:
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except BaseException:  # the script's own failure: shown as Python would, then reported
+    except BaseException:  # noqa: BLE001 - the script's own failure: shown as Python would, then reported
         traceback.print_exc()
         return 1
     return 0
@@ -54,22 +56,40 @@ def _report(script, status, recorder):
         peak = torch.npu.max_memory_allocated(i)
         if peak or (torch.npu.is_initialized() and i == torch.npu.current_device()):
             props = torch.npu.get_device_properties(i)
-            devices.append({"device": f"npu:{i}", "soc": props.name, "peak_allocated_bytes": peak,
-                            "peak_reserved_bytes": torch.npu.max_memory_reserved(i),
-                            "capacity_bytes": props.total_memory,
-                            "peak_fraction": round(torch.npu.max_memory_reserved(i) / props.total_memory, 6)})
-    ops = sorted(({"operator": k, "calls": v[0], "host_ms": round(v[1] / 1e6, 3)}
-                  for k, v in recorder.ops.items()), key=lambda r: -r["host_ms"])
+            devices.append(
+                {
+                    "device": f"npu:{i}",
+                    "soc": props.name,
+                    "peak_allocated_bytes": peak,
+                    "peak_reserved_bytes": torch.npu.max_memory_reserved(i),
+                    "capacity_bytes": props.total_memory,
+                    "peak_fraction": round(torch.npu.max_memory_reserved(i) / props.total_memory, 6),
+                }
+            )
+    ops = sorted(
+        ({"operator": k, "calls": v[0], "host_ms": round(v[1] / 1e6, 3)} for k, v in recorder.ops.items()),
+        key=lambda r: -r["host_ms"],
+    )
     ledger = _op_support.ledger()
     fallback = None
     if ledger is not None:
-        fallback = [{"operator": op, "calls": n,
-                     "sites": [{"line": s, "calls": c} for s, c in sorted(ledger.sites.get(op, {}).items())]}
-                    for op, n in sorted(ledger.calls.items(), key=lambda kv: -kv[1])]
+        fallback = [
+            {
+                "operator": op,
+                "calls": n,
+                "sites": [{"line": s, "calls": c} for s, c in sorted(ledger.sites.get(op, {}).items())],
+            }
+            for op, n in sorted(ledger.calls.items(), key=lambda kv: -kv[1])
+        ]
     return {
-        "script": script, "exit_status": status, "vnpu": torch_npu.__version__, "torch": torch.__version__,
+        "script": script,
+        "exit_status": status,
+        "vnpu": torch_npu.__version__,
+        "torch": torch.__version__,
         "torch_npu_profile": ledger.profile["torch_npu"] if ledger is not None else None,
-        "devices": devices, "operators": ops, "cpu_fallback": fallback,
+        "devices": devices,
+        "operators": ops,
+        "cpu_fallback": fallback,
         "patched_cuda_calls": dict(sorted(transfer_to_npu.patched_calls().items(), key=lambda kv: -kv[1])),
         "warnings": [{"warning": w, "count": n} for w, n in recorder.warnings.most_common()],
     }
@@ -82,16 +102,29 @@ def _gib(n):
 def _markdown(report, top=20):
     from vnpu.ops_command import NO_PROFILE
 
-    lines = [f"# Ascend readiness report: {report['script']}", "",
-             f"Exit status {report['exit_status']}; vnpu {report['vnpu']}, torch {report['torch']}.", "",
-             "## Devices", "", "| device | SoC | peak allocated | peak reserved | capacity | reserved / capacity |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Ascend readiness report: {report['script']}",
+        "",
+        f"Exit status {report['exit_status']}; vnpu {report['vnpu']}, torch {report['torch']}.",
+        "",
+        "## Devices",
+        "",
+        "| device | SoC | peak allocated | peak reserved | capacity | reserved / capacity |",
+        "|---|---|---|---|---|---|",
+    ]
     for d in report["devices"]:
-        lines.append(f"| {d['device']} | {d['soc']} | {_gib(d['peak_allocated_bytes'])} | "
-                     f"{_gib(d['peak_reserved_bytes'])} | {_gib(d['capacity_bytes'])} | {100 * d['peak_fraction']:.2f}% |")
+        lines.append(
+            f"| {d['device']} | {d['soc']} | {_gib(d['peak_allocated_bytes'])} | "
+            f"{_gib(d['peak_reserved_bytes'])} | {_gib(d['capacity_bytes'])} | {100 * d['peak_fraction']:.2f}% |"
+        )
     total = sum(o["calls"] for o in report["operators"])
-    lines += ["", f"## Operators ({total} calls, {len(report['operators'])} distinct; top {top} by host time)", "",
-              "| operator | calls | host ms |", "|---|---|---|"]
+    lines += [
+        "",
+        f"## Operators ({total} calls, {len(report['operators'])} distinct; top {top} by host time)",
+        "",
+        "| operator | calls | host ms |",
+        "|---|---|---|",
+    ]
     lines += [f"| {o['operator']} | {o['calls']} | {o['host_ms']} |" for o in report["operators"][:top]]
     lines += ["", "## CPU fallbacks on Ascend", ""]
     if report["cpu_fallback"] is None:
@@ -99,16 +132,21 @@ def _markdown(report, top=20):
     elif not report["cpu_fallback"]:
         lines.append(f"None: every operator has an NPU kernel in torch_npu {report['torch_npu_profile']}.")
     else:
-        lines += [f"Operators without an NPU kernel in torch_npu {report['torch_npu_profile']} (they run on the CPU "
-                  "there, with torch_npu's warning):", "", "| operator | calls | issued at |", "|---|---|---|"]
+        lines += [
+            f"Operators without an NPU kernel in torch_npu {report['torch_npu_profile']} (they run on the CPU "
+            "there, with torch_npu's warning):",
+            "",
+            "| operator | calls | issued at |",
+            "|---|---|---|",
+        ]
         for f in report["cpu_fallback"]:
             sites = ", ".join(f"{s['line']} ({s['calls']})" for s in f["sites"])
             lines.append(f"| {f['operator']} | {f['calls']} | {sites} |")
     lines += ["", "## CUDA-only calls patched by transfer_to_npu", ""]
     patched = report["patched_cuda_calls"]
-    lines += ([f"- `{k}`: {v}" for k, v in patched.items()] if patched else ["None: the script is NPU-ready."])
+    lines += [f"- `{k}`: {v}" for k, v in patched.items()] if patched else ["None: the script is NPU-ready."]
     lines += ["", "## Warnings", ""]
-    lines += ([f"- {w['warning']} (x{w['count']})" for w in report["warnings"]] if report["warnings"] else ["None."])
+    lines += [f"- {w['warning']} (x{w['count']})" for w in report["warnings"]] if report["warnings"] else ["None."]
     return "\n".join(lines) + "\n"
 
 
@@ -117,18 +155,28 @@ def _print(report, console):
     table.add_column("what")
     table.add_column("result")
     for d in report["devices"]:
-        table.add_row(f"{d['device']} ({d['soc']})", f"peak {_gib(d['peak_reserved_bytes'])} of "
-                      f"{_gib(d['capacity_bytes'])} ({100 * d['peak_fraction']:.2f}%)")
-    table.add_row("operators", f"{sum(o['calls'] for o in report['operators'])} calls, "
-                  f"{len(report['operators'])} distinct")
+        table.add_row(
+            f"{d['device']} ({d['soc']})",
+            f"peak {_gib(d['peak_reserved_bytes'])} of "
+            f"{_gib(d['capacity_bytes'])} ({100 * d['peak_fraction']:.2f}%)",
+        )
+    table.add_row(
+        "operators", f"{sum(o['calls'] for o in report['operators'])} calls, " f"{len(report['operators'])} distinct"
+    )
     if report["cpu_fallback"] is None:
         table.add_row("CPU fallbacks", "unknown: no operator-support profile (run `vnpu ops sync`)")
     else:
-        table.add_row(f"CPU fallbacks (torch_npu {report['torch_npu_profile']})",
-                      "\n".join(f"{f['operator']} x{f['calls']} at {f['sites'][0]['line'] if f['sites'] else '?'}"
-                                for f in report["cpu_fallback"]) or "none")
-    table.add_row("CUDA calls patched", "\n".join(f"{k} x{v}" for k, v in report["patched_cuda_calls"].items())
-                  or "none")
+        table.add_row(
+            f"CPU fallbacks (torch_npu {report['torch_npu_profile']})",
+            "\n".join(
+                f"{f['operator']} x{f['calls']} at {f['sites'][0]['line'] if f['sites'] else '?'}"
+                for f in report["cpu_fallback"]
+            )
+            or "none",
+        )
+    table.add_row(
+        "CUDA calls patched", "\n".join(f"{k} x{v}" for k, v in report["patched_cuda_calls"].items()) or "none"
+    )
     table.add_row("warnings", str(sum(w["count"] for w in report["warnings"])))
     console.print(table)
 

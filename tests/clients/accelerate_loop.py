@@ -8,6 +8,7 @@ distributed type, the losses of every step and the final parameters.
 (autocast + GradScaler, the loss divided over the accumulation steps): accelerate itself does not
 use fp16 on the CPU, so this is the CPU program an fp16 run on npu must reproduce.
 """
+
 import argparse
 import json
 import os
@@ -69,13 +70,21 @@ def main():
     if args.save:
         accelerator.save_state(args.save)
     params = [p.detach().float().cpu().flatten().tolist() for p in accelerator.unwrap_model(model).parameters()]
-    write(args.out, accelerator.process_index, {
-        "rank": accelerator.process_index, "device": str(accelerator.device),
-        "distributed_type": str(accelerator.distributed_type), "param_device": str(next(model.parameters()).device),
-        "scaler": type(accelerator.scaler).__module__ + "." + type(accelerator.scaler).__name__
-        if accelerator.scaler is not None else None,
-        "losses": losses, "params": params,
-    })
+    write(
+        args.out,
+        accelerator.process_index,
+        {
+            "rank": accelerator.process_index,
+            "device": str(accelerator.device),
+            "distributed_type": str(accelerator.distributed_type),
+            "param_device": str(next(model.parameters()).device),
+            "scaler": type(accelerator.scaler).__module__ + "." + type(accelerator.scaler).__name__
+            if accelerator.scaler is not None
+            else None,
+            "losses": losses,
+            "params": params,
+        },
+    )
     accelerator.end_training()
 
 

@@ -7,6 +7,7 @@ The runs share one launch (DeepSpeed's import dominates a short run). With DS_AC
 same program runs on the CPU (gloo). Each process writes DIR/rank<N>.json: per run the accelerator,
 device, optimizer class, losses and final parameters (float32).
 """
+
 import argparse
 import json
 import os
@@ -36,9 +37,11 @@ def train(run, device, rank, steps=6):
     if run == "ddp":
         engine = torch.nn.parallel.DistributedDataParallel(model.to(device))
     else:
-        stage, precision, *rest = run[len("zero"):].split("-")
+        stage, precision, *rest = run[len("zero") :].split("-")
         config = {
-            "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "steps_per_print": 1000,
+            "train_micro_batch_size_per_gpu": 4,
+            "gradient_accumulation_steps": 1,
+            "steps_per_print": 1000,
             "zero_optimization": {"stage": int(stage)},
             "bf16": {"enabled": precision == "bf16"},
             "fp16": {"enabled": precision == "fp16", "initial_scale_power": 8},
@@ -84,8 +87,12 @@ def main():
     deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None)
     rank = torch.distributed.get_rank()
     device = torch.device("cpu") if on_cpu else torch.device(accelerator.device_name(), args.local_rank)
-    result = {"accelerator": accelerator.device_name(), "backend": torch.distributed.get_backend(),
-              "world_size": torch.distributed.get_world_size(), "runs": {}}
+    result = {
+        "accelerator": accelerator.device_name(),
+        "backend": torch.distributed.get_backend(),
+        "world_size": torch.distributed.get_world_size(),
+        "runs": {},
+    }
     for run in args.runs:
         result["runs"][run] = train(run, device, rank)
     os.makedirs(args.out, exist_ok=True)

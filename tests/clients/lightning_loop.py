@@ -5,6 +5,7 @@ Usage: python lightning_loop.py --out DIR --accelerator ACC --devices N --precis
 Each process writes DIR/rank<N>.json: strategy, root device, precision plugin, the loss of every
 step and the final parameters. Several devices run DDP (Lightning relaunches this script per rank).
 """
+
 import argparse
 import importlib
 import json
@@ -45,9 +46,16 @@ def main():
     y = (x[:, :4].sum(dim=1) > 0).long() + 2 * (x[:, 4:].sum(dim=1) > 0).long()
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
     model = Classifier()
-    trainer = pl.Trainer(accelerator=args.accelerator, devices=args.devices, precision=args.precision, max_epochs=2,
-                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)
+    trainer = pl.Trainer(
+        accelerator=args.accelerator,
+        devices=args.devices,
+        precision=args.precision,
+        max_epochs=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     seen = {}
 
     class Where(pl.Callback):
@@ -60,14 +68,20 @@ def main():
     plugin = trainer.precision_plugin
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"rank{trainer.global_rank}.json"), "w") as f:
-        json.dump({
-            "strategy": type(trainer.strategy).__name__, "root_device": str(trainer.strategy.root_device),
-            "accelerator": type(trainer.accelerator).__name__, "precision": type(plugin).__name__,
-            "scaler": type(getattr(plugin, "scaler", None)).__module__ if getattr(plugin, "scaler", None) else None,
-            "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
-            **seen, "losses": model.losses,
-            "params": [p.detach().float().cpu().flatten().tolist() for p in model.parameters()],
-        }, f)
+        json.dump(
+            {
+                "strategy": type(trainer.strategy).__name__,
+                "root_device": str(trainer.strategy.root_device),
+                "accelerator": type(trainer.accelerator).__name__,
+                "precision": type(plugin).__name__,
+                "scaler": type(getattr(plugin, "scaler", None)).__module__ if getattr(plugin, "scaler", None) else None,
+                "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
+                **seen,
+                "losses": model.losses,
+                "params": [p.detach().float().cpu().flatten().tolist() for p in model.parameters()],
+            },
+            f,
+        )
 
 
 if __name__ == "__main__":

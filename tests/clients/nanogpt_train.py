@@ -3,6 +3,7 @@ default), written the way nanoGPT's train.py is: configuration by `--key=value` 
 
     python nanogpt_train.py --device=npu --compile=True --dtype=float32 --max_iters=6
 """
+
 import math
 import sys
 from contextlib import nullcontext
@@ -87,8 +88,8 @@ data = torch.randint(0, vocab_size, (10000,), generator=torch.Generator().manual
 
 def get_batch(it):
     ix = torch.randint(len(data) - block_size, (batch_size,), generator=torch.Generator().manual_seed(it))
-    x = torch.stack([data[i:i + block_size] for i in ix])
-    y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix])
+    x = torch.stack([data[i : i + block_size] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + block_size] for i in ix])
     return x.to(device), y.to(device)
 
 

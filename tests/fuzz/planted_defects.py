@@ -1,4 +1,5 @@
 """Operators with planted defects on npu, for testing that the fuzzer finds, minimises and survives them."""
+
 import os
 import time
 

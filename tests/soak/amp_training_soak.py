@@ -1,5 +1,6 @@
 """Soak: N AMP training steps of a small CNN on npu, reporting loss, npu memory and the process's RSS;
 fails when memory keeps growing after the warm-up (a leak). `make soak STEPS=3000`; not part of CI."""
+
 import argparse
 import sys
 
@@ -24,8 +25,14 @@ def main():
     parser.add_argument("--dtype", choices=["float16", "bfloat16"], default="float16")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(16 * 8 * 8, 10)).npu()
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 8 * 8, 10),
+    ).npu()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     scaler = torch.npu.amp.GradScaler(enabled=args.dtype == "float16")
     x, y = torch.randn(32, 3, 16, 16, device="npu"), torch.randint(0, 10, (32,), device="npu")

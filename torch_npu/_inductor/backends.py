@@ -6,6 +6,7 @@ points, so `torch.compile(backend="npugraphs")` finds them without importing any
 * "npugraph_ex": torch_npu's NPU graph backend with FX passes and a compile cache:
   `torch_npu.npu.npugraph_ex.compile_fx`.
 """
+
 import functools
 
 import torch
@@ -58,9 +59,12 @@ def npugraphs(gm, example_inputs, **kwargs):
     def backward(aot_gm, aot_inputs):
         return _graph_compiler(aot_gm, aot_inputs, fixed=count_tangents(aot_gm), kind="backward")
 
-    compiler = aot_autograd(fw_compiler=forward, bw_compiler=backward,
-                            inference_compiler=functools.partial(forward, is_inference=True),
-                            keep_inference_input_mutations=False)
+    compiler = aot_autograd(
+        fw_compiler=forward,
+        bw_compiler=backward,
+        inference_compiler=functools.partial(forward, is_inference=True),
+        keep_inference_input_mutations=False,
+    )
     return compiler(gm, example_inputs)
 
 

@@ -5,6 +5,7 @@
   `TORCHINDUCTOR_NPU_BACKEND` (read when inductor is imported). On vnpu every choice compiles the
   same host C++ kernels; the value is validated so that programs written for Ascend run unchanged.
 """
+
 import os
 
 NPU_BACKENDS = ("default", "mlir", "dvm", "ascendc")

@@ -3,13 +3,14 @@
 The class is built when Dynamo's device_interface module has been imported (this module must not
 import it: its import is what registers the interface).
 """
+
 import functools
 import os
 
 import torch
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def npu_interface():
     from torch._dynamo.device_interface import CpuDeviceProperties, DeviceInterface
 
@@ -54,8 +55,9 @@ def npu_interface():
 
         @staticmethod
         def _set_stream_by_id(stream_id, device_index, device_type):
-            torch.npu.set_stream(torch.npu.Stream(stream_id=stream_id, device_index=device_index,
-                                                  device_type=device_type))
+            torch.npu.set_stream(
+                torch.npu.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+            )
 
         @staticmethod
         def get_raw_stream(device_index):
@@ -76,7 +78,6 @@ def npu_interface():
         @staticmethod
         def is_triton_capable(device=None):
             return False  # kernels are C++ for the host, not Triton
-
 
     return NpuInterface
 

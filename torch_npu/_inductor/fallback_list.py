@@ -7,6 +7,7 @@ generated code calls the ATen kernel instead of a fused loop; CPU graphs and lat
 affected. With "allfallback", view operators keep their lowerings: they only reinterpret memory and
 generate no kernel. Names that do not resolve are ignored with a warning, as torch_npu does.
 """
+
 import contextlib
 import os
 import warnings
@@ -24,8 +25,11 @@ def _overloads(name):
         found = getattr(getattr(torch.ops, namespace), packet)
         return [getattr(found, overload)] if overload else [getattr(found, o) for o in found.overloads()]
     except (AttributeError, RuntimeError):
-        warnings.warn(f"{ENV}: cannot resolve operator {name!r}; it is ignored (expected names such as aten.div "
-                      f"for every overload or aten.add.Tensor, separated by commas, or {ALL!r})", stacklevel=2)
+        warnings.warn(
+            f"{ENV}: cannot resolve operator {name!r}; it is ignored (expected names such as aten.div "
+            f"for every overload or aten.add.Tensor, separated by commas, or {ALL!r})",
+            stacklevel=2,
+        )
         return []
 
 

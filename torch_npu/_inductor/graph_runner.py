@@ -15,6 +15,7 @@ Code that does not go through the dispatcher (inductor's compiled host code, `ho
 joins the graph as one host kernel: the replay runs it again on the graph's input buffers and writes
 its results into the graph's output buffers.
 """
+
 import functools
 
 import torch
@@ -47,8 +48,7 @@ class _Recording:
 class NpuGraphRunner:
     """Calls `fn` (boxed: it takes a list of inputs) through NPU graph capture and replay."""
 
-    def __init__(self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None,
-                 host_kernel=False):
+    def __init__(self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None, host_kernel=False):
         self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
         self.fn = fn
         self.host_kernel = host_kernel
@@ -75,8 +75,11 @@ class NpuGraphRunner:
         if key not in self.warmed_up:
             self.warmed_up.add(key)
             return self.fn(inputs)
-        if self.max_recordings is not None and key not in self.recordings \
-                and len(self.recordings) >= self.max_recordings:
+        if (
+            self.max_recordings is not None
+            and key not in self.recordings
+            and len(self.recordings) >= self.max_recordings
+        ):
             return self.fn(inputs)  # beyond the capture limit: these shapes run without a graph
         return self._record(key, inputs)
 
@@ -88,8 +91,9 @@ class NpuGraphRunner:
         return recording.outputs
 
     def _record(self, key, inputs):
-        buffers = [x.clone() if isinstance(x, torch.Tensor) and i not in self.static else x
-                   for i, x in enumerate(inputs)]
+        buffers = [
+            x.clone() if isinstance(x, torch.Tensor) and i not in self.static else x for i, x in enumerate(inputs)
+        ]
         npu_graph = NPUGraph()
         try:
             with torch.npu.device(self.device_index), graph(npu_graph, pool=_pool(self.device_index)):

@@ -16,6 +16,7 @@ inductor (forward, backward, inference), `host_inner_compile`:
 Compiled npu code therefore computes exactly what compiled CPU code computes. What differs from the
 card: random numbers drawn inside compiled graphs come from inductor's CPU seeds (as on the CPU).
 """
+
 import contextlib
 import functools
 
@@ -62,8 +63,9 @@ def _host_twin(x):
                 twin = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="cpu")
             else:  # keep the offset: inductor's alignment decisions read it
                 extent = x.storage_offset() + 1 + sum((n - 1) * s for n, s in zip(x.size(), x.stride()))
-                twin = torch.empty(extent, dtype=x.dtype, device="cpu").as_strided(x.size(), x.stride(),
-                                                                                    x.storage_offset())
+                twin = torch.empty(extent, dtype=x.dtype, device="cpu").as_strided(
+                    x.size(), x.stride(), x.storage_offset()
+                )
             return twin.requires_grad_(x.requires_grad)
     return _C._cpu_alias(x.detach())
 
@@ -116,8 +118,10 @@ def host_inner_compile(gm, example_inputs, **kwargs):
     if not devices:
         return compile_fx_inner(gm, example_inputs, **kwargs)
     if len(devices) > 1:
-        raise NotImplementedError(f"torch.compile on vnpu compiles graphs on one npu device; this graph uses npu "
-                                  f"devices {sorted(devices)}. Keep a compiled region on one device.")
+        raise NotImplementedError(
+            f"torch.compile on vnpu compiles graphs on one npu device; this graph uses npu "
+            f"devices {sorted(devices)}. Keep a compiled region on one device."
+        )
     from torch_npu._inductor.config import check_npu_backend
     from torch_npu._inductor.fallback_list import eager_fallbacks, listed_operators
 
@@ -132,8 +136,13 @@ def host_inner_compile(gm, example_inputs, **kwargs):
         from torch_npu._inductor.graph_runner import NpuGraphRunner
 
         kind = "backward" if kwargs.get("is_backward") else "forward"
-        run = NpuGraphRunner(run, kwargs.get("static_input_idxs") or (), device_index=device,
-                             name=f"inductor {kind} graph", host_kernel=True)
+        run = NpuGraphRunner(
+            run,
+            kwargs.get("static_input_idxs") or (),
+            device_index=device,
+            name=f"inductor {kind} graph",
+            host_kernel=True,
+        )
     if hasattr(compiled, "current_callable"):
         compiled.current_callable = run
         return compiled

@@ -5,7 +5,8 @@ applies it. `apply_patches()` (called once by ``import torch_npu``) applies the 
 libraries are already imported and arranges for the others to be applied the moment their library
 is imported, so nothing is imported early and nothing is patched silently.
 """
-from torch_npu._patches.registry import Patch, apply_patches, applied_patches
+
+from torch_npu._patches.registry import Patch, applied_patches, apply_patches
 
 PATCHES = (
     Patch(
@@ -25,12 +26,12 @@ PATCHES = (
 PATCHES += (
     Patch(
         target="torch.utils._foreach_utils._get_foreach_kernels_supported_devices (and its imports in "
-               "torch.optim.optimizer, torch.optim.swa_utils)",
+        "torch.optim.optimizer, torch.optim.swa_utils)",
         module="torch.optim.swa_utils",
         why="PyTorch defaults optimizers (and clip_grad_norm_, swa_utils) to foreach kernels on every "
-            "PrivateUse1 backend and to the per-parameter loop on the CPU; the two round differently (ASGD a few "
-            "ulps apart after 3 steps). npu computes with the CPU's kernels and must give the CPU's numbers, so "
-            "its defaults are the CPU's; foreach=True still selects the foreach kernels.",
+        "PrivateUse1 backend and to the per-parameter loop on the CPU; the two round differently (ASGD a few "
+        "ulps apart after 3 steps). npu computes with the CPU's kernels and must give the CPU's numbers, so "
+        "its defaults are the CPU's; foreach=True still selects the foreach kernels.",
         when="at import of torch_npu (torch.optim is imported with torch)",
         apply="torch_npu._patches.cpu_defaults:foreach_defaults_of_the_cpu",
     ),
@@ -42,7 +43,7 @@ PATCHES += (
         target="torch._dynamo.device_interface.device_interfaces['npu']",
         module="torch._dynamo.device_interface",
         why="Dynamo and inductor ask the device interface for streams, events and device properties of "
-            "the npu device; registered through register_interface_for_device, PyTorch's extension point.",
+        "the npu device; registered through register_interface_for_device, PyTorch's extension point.",
         when="on import of torch._dynamo.device_interface",
         apply="torch_npu._inductor.device_interface:register",
     ),
@@ -50,7 +51,7 @@ PATCHES += (
         target=f"{_INDUCTOR_CONFIG}.npu_backend",
         module=_INDUCTOR_CONFIG,
         why="torch_npu adds the npu_backend option to inductor's config (also torch.compile(options="
-            "{'npu_backend': ...}) and TORCHINDUCTOR_NPU_BACKEND); inductor refuses options it does not know.",
+        "{'npu_backend': ...}) and TORCHINDUCTOR_NPU_BACKEND); inductor refuses options it does not know.",
         when="on import of torch._inductor",
         apply="torch_npu._inductor.config:add_npu_backend_option",
     ),
@@ -58,12 +59,12 @@ PATCHES += (
         target="torch._inductor.compile_fx.compile_fx",
         module="torch._inductor.compile_fx",
         why="inductor compiles an npu graph as the CPU graph it computes (npu memory is host memory) and the "
-            "result runs on CPU aliases of the npu tensors, its buffers from the npu pools: npu gets exactly "
-            "the CPU's kernels, speed and results. compile_fx is inductor's entry point (torch.compile's "
-            "default backend calls it); the wrapper hands it the npu-aware per-graph compiler and leaves "
-            "graphs without npu tensors, and callers passing their own inner compiler, unchanged. While an npu "
-            "graph compiles, the operators NPU_INDUCTOR_FALLBACK_LIST names are lowered by inductor's own "
-            "fallback lowering (restored afterwards), as torch_npu's lowering does.",
+        "result runs on CPU aliases of the npu tensors, its buffers from the npu pools: npu gets exactly "
+        "the CPU's kernels, speed and results. compile_fx is inductor's entry point (torch.compile's "
+        "default backend calls it); the wrapper hands it the npu-aware per-graph compiler and leaves "
+        "graphs without npu tensors, and callers passing their own inner compiler, unchanged. While an npu "
+        "graph compiles, the operators NPU_INDUCTOR_FALLBACK_LIST names are lowered by inductor's own "
+        "fallback lowering (restored afterwards), as torch_npu's lowering does.",
         when="on import of torch._inductor.compile_fx",
         apply="torch_npu._inductor.host_compile:wrap_compile_fx",
     ),
@@ -91,18 +92,18 @@ for _package in ("lightning.pytorch", "pytorch_lightning"):
         ),
         Patch(
             target=f"{_package}.trainer.connectors.accelerator_connector._AcceleratorConnector."
-                   "_choose_strategy / _check_and_init_precision",
+            "_choose_strategy / _check_and_init_precision",
             module=f"{_package}.trainer.connectors.accelerator_connector",
             why=_LIGHTNING_CONNECTOR_WHY,
             when=f"on import of {_package}, for accelerator='npu' only",
             apply=f"torch_npu._patches.lightning_npu:choose_npu_strategy_and_precision:"
-                  f"{_package}.trainer.connectors.accelerator_connector",
+            f"{_package}.trainer.connectors.accelerator_connector",
         ),
         Patch(
             target=f"{_package}.strategies.ddp.DDPStrategy._setup_model",
             module=f"{_package}.strategies.ddp",
             why="Lightning wraps the model in DistributedDataParallel inside torch.cuda.stream(torch.cuda.Stream()) "
-                "for every non-CPU device; on npu the side stream is torch.npu's, as on cuda it is cuda's.",
+            "for every non-CPU device; on npu the side stream is torch.npu's, as on cuda it is cuda's.",
             when=f"on import of {_package}, for models on npu only",
             apply=f"torch_npu._patches.lightning_npu:wrap_ddp_on_an_npu_stream:{_package}.strategies.ddp",
         ),

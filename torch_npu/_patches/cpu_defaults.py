@@ -1,5 +1,6 @@
 """Where PyTorch picks an implementation by device type, npu gets the CPU's pick: npu runs the CPU's
 kernels, so the CPU's choice is the one that gives the CPU's numbers."""
+
 import sys
 
 

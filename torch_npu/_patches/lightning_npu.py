@@ -1,4 +1,5 @@
 """Lightning's Trainer learns the npu accelerator (torch_npu.contrib.lightning)."""
+
 import sys
 
 import torch
@@ -42,9 +43,12 @@ def choose_npu_strategy_and_precision(module_name):
 
     def _check_and_init_precision(self):
         # Lightning runs autocast on "cuda" for an accelerator it does not know.
-        if (_uses_npu(self, accelerator) and self._precision_plugin_flag is None
-                and self._precision_flag in ("16-mixed", "bf16-mixed")
-                and not isinstance(self.strategy, (strategies.DeepSpeedStrategy, strategies.FSDPStrategy))):
+        if (
+            _uses_npu(self, accelerator)
+            and self._precision_plugin_flag is None
+            and self._precision_flag in ("16-mixed", "bf16-mixed")
+            and not isinstance(self.strategy, (strategies.DeepSpeedStrategy, strategies.FSDPStrategy))
+        ):
             self._validate_precision_choice()
             return precision_for(package)(self._precision_flag)
         return init_precision(self)

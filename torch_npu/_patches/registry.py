@@ -1,4 +1,5 @@
 """The patch record, and applying patches now or when their module is first imported."""
+
 import importlib
 import importlib.abc
 import importlib.util

@@ -1,4 +1,5 @@
 """torchvision's operators for a torchvision whose C++ extension cannot load beside CPU torch."""
+
 import sys
 
 import torch

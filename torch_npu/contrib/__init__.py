@@ -1,4 +1,5 @@
 """torch_npu.contrib: detection, attention and training helpers of torch_npu's contrib package."""
+
 from torch_npu.contrib.function import *  # noqa: F401,F403
 from torch_npu.contrib.function import __all__ as _function_names
 from torch_npu.contrib.module import *  # noqa: F401,F403

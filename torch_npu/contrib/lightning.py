@@ -11,12 +11,13 @@ strategy on that device, several with DDP over hccl. The classes are built for b
 of Lightning: `lightning.pytorch` (the names below) and the standalone `pytorch_lightning`
 (`accelerator_for("pytorch_lightning")`, `precision_for("pytorch_lightning")`).
 """
+
 import functools
 import importlib
 
 import torch
 
-__all__ = ["NPUAccelerator", "NPUMixedPrecision", "accelerator_for", "precision_for"]
+__all__ = ["NPUAccelerator", "NPUMixedPrecision", "accelerator_for", "precision_for"]  # noqa: F822 (lazy, __getattr__)
 
 
 def _parse_devices(devices):
@@ -40,8 +41,10 @@ def _parse_devices(devices):
         indices = [int(d) for d in devices]
     missing = [i for i in indices if i >= count]
     if missing:
-        raise ValueError(f"You requested npu:{missing} but only {count} npu devices are visible "
-                         f"(ASCEND_RT_VISIBLE_DEVICES selects them)")
+        raise ValueError(
+            f"You requested npu:{missing} but only {count} npu devices are visible "
+            f"(ASCEND_RT_VISIBLE_DEVICES selects them)"
+        )
     return indices
 
 
@@ -55,7 +58,7 @@ def precision_for(package="lightning.pytorch"):
     return _precision_class(package)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _accelerator_class(package):
     accelerators = importlib.import_module(f"{package}.accelerators")
 
@@ -101,7 +104,7 @@ def _accelerator_class(package):
     return NPUAccelerator
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _precision_class(package):
     amp = importlib.import_module(f"{package}.plugins.precision.amp")
 

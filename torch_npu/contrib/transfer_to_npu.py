@@ -24,6 +24,7 @@ Deliberate differences from torch_npu's version (its known regressions):
 - every rewrite and every call through ``torch.cuda`` is counted (``patched_calls()``), which `vnpu run`
   reports as the CUDA-only calls a migration must address.
 """
+
 import collections
 import functools
 import inspect
@@ -41,22 +42,86 @@ _calls = collections.Counter()
 _DEVICE_KWARGS = ("device", "device_type", "map_location", "device_id")
 
 _TORCH_FACTORIES = (
-    "logspace", "randint", "hann_window", "rand", "full_like", "ones_like", "rand_like", "randperm", "arange",
-    "frombuffer", "normal", "_empty_per_channel_affine_quantized", "empty_strided", "empty_like", "scalar_tensor",
-    "tril_indices", "bartlett_window", "ones", "sparse_coo_tensor", "randn", "kaiser_window", "tensor",
-    "triu_indices", "as_tensor", "zeros", "randint_like", "full", "eye", "_sparse_csr_tensor_unsafe", "empty",
-    "_sparse_coo_tensor_unsafe", "blackman_window", "zeros_like", "range", "sparse_csr_tensor", "randn_like",
-    "from_file", "_empty_affine_quantized", "linspace", "hamming_window", "empty_quantized", "_pin_memory", "load",
-    "set_default_device", "get_device_module", "sparse_compressed_tensor",
+    "logspace",
+    "randint",
+    "hann_window",
+    "rand",
+    "full_like",
+    "ones_like",
+    "rand_like",
+    "randperm",
+    "arange",
+    "frombuffer",
+    "normal",
+    "_empty_per_channel_affine_quantized",
+    "empty_strided",
+    "empty_like",
+    "scalar_tensor",
+    "tril_indices",
+    "bartlett_window",
+    "ones",
+    "sparse_coo_tensor",
+    "randn",
+    "kaiser_window",
+    "tensor",
+    "triu_indices",
+    "as_tensor",
+    "zeros",
+    "randint_like",
+    "full",
+    "eye",
+    "_sparse_csr_tensor_unsafe",
+    "empty",
+    "_sparse_coo_tensor_unsafe",
+    "blackman_window",
+    "zeros_like",
+    "range",
+    "sparse_csr_tensor",
+    "randn_like",
+    "from_file",
+    "_empty_affine_quantized",
+    "linspace",
+    "hamming_window",
+    "empty_quantized",
+    "_pin_memory",
+    "load",
+    "set_default_device",
+    "get_device_module",
+    "sparse_compressed_tensor",
 )
-_TENSOR_METHODS = ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros", "to",
-                   "pin_memory")
+_TENSOR_METHODS = (
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_ones",
+    "new_tensor",
+    "new_zeros",
+    "to",
+    "pin_memory",
+)
 _CUDA_FUNCTIONS = (
-    "get_device_properties", "get_device_name", "get_device_capability", "list_gpu_processes", "set_device",
-    "synchronize", "mem_get_info", "memory_stats", "memory_summary", "memory_allocated", "max_memory_allocated",
-    "reset_max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_max_memory_cached",
-    "reset_peak_memory_stats", "default_stream", "can_device_access_peer", "current_stream", "utilization",
-    "set_per_process_memory_fraction", "caching_allocator_alloc",
+    "get_device_properties",
+    "get_device_name",
+    "get_device_capability",
+    "list_gpu_processes",
+    "set_device",
+    "synchronize",
+    "mem_get_info",
+    "memory_stats",
+    "memory_summary",
+    "memory_allocated",
+    "max_memory_allocated",
+    "reset_max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "reset_max_memory_cached",
+    "reset_peak_memory_stats",
+    "default_stream",
+    "can_device_access_peer",
+    "current_stream",
+    "utilization",
+    "set_per_process_memory_fraction",
+    "caching_allocator_alloc",
 )
 
 
@@ -72,7 +137,7 @@ _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 def _npu_device(value, int_means_device):
     """value with CUDA devices replaced by npu ones (or value itself)."""
     if isinstance(value, str) and _CUDA_DEVICE.fullmatch(value):
-        return "npu" + value[len("cuda"):]
+        return "npu" + value[len("cuda") :]
     if isinstance(value, torch.device) and value.type == "cuda":
         return torch.device("npu", value.index) if value.index is not None else torch.device("npu")
     if int_means_device and isinstance(value, int) and not isinstance(value, bool):
@@ -90,8 +155,7 @@ def _rewrite(args, kwargs, int_positional):
             new_kwargs[key] = _npu_device(new_kwargs[key], True)
     if isinstance(new_kwargs.get("device_ids"), (list, tuple)):
         new_kwargs["device_ids"] = [_npu_device(d, False) for d in new_kwargs["device_ids"]]
-    changed = any(a is not b for a, b in zip(new_args, args)) or any(
-        new_kwargs[k] is not kwargs[k] for k in kwargs)
+    changed = any(a is not b for a, b in zip(new_args, args)) or any(new_kwargs[k] is not kwargs[k] for k in kwargs)
     return new_args, new_kwargs, changed
 
 
@@ -195,8 +259,11 @@ def _device_class(original, label):
             _calls[label] += 1
         return original(*args, **kwargs)
 
-    return Meta(original.__name__, (original,), {"__new__": __new__, "__module__": original.__module__,
-                                                 "__doc__": original.__doc__})
+    return Meta(
+        original.__name__,
+        (original,),
+        {"__new__": __new__, "__module__": original.__module__, "__doc__": original.__doc__},
+    )
 
 
 def _hccl_backend(backend):
@@ -221,7 +288,7 @@ def _hccl_instead_of_nccl(fn, label):
         if len(args) > backend_position:
             backend = _hccl_backend(args[backend_position])
             changed = backend != args[backend_position]
-            args = (*args[:backend_position], backend, *args[backend_position + 1:])
+            args = (*args[:backend_position], backend, *args[backend_position + 1 :])
         else:
             backend = _hccl_backend(kwargs.get("backend"))
             changed = backend != kwargs.get("backend")
@@ -293,9 +360,12 @@ def _apply():
     _patch_distributed()
     _patch_profiler()
     if os.environ.get("RANK", "0") == "0":
-        warnings.warn("torch_npu.contrib.transfer_to_npu: torch.cuda, device arguments 'cuda', Tensor/Module.cuda, "
-                      "torch.Generator, autocast, GradScaler, DDP and the nccl backend now mean the npu "
-                      "(torch.jit.script is kept)", ImportWarning)
+        warnings.warn(
+            "torch_npu.contrib.transfer_to_npu: torch.cuda, device arguments 'cuda', Tensor/Module.cuda, "
+            "torch.Generator, autocast, GradScaler, DDP and the nccl backend now mean the npu "
+            "(torch.jit.script is kept)",
+            ImportWarning,
+        )
 
 
 _apply()

@@ -42,7 +42,7 @@ PYBIND11_MODULE(_C, m) {
   c10::SetAllocator(c10::DeviceType::PrivateUse1, vnpu::npu_allocator());
   vnpu::install_cpu_allocator_bridge();
   vnpu::register_kineto_npu_profiler();  // npu kernels in torch.profiler with ProfilerActivity.PrivateUse1
-  vnpu::register_profiler_stubs();        // npu times in the legacy / marker-only profiler
+  vnpu::register_profiler_stubs();       // npu times in the legacy / marker-only profiler
   m.def("_kineto_npu_kernels", [](bool enabled) {
     const bool before = vnpu::kineto_npu_kernels_enabled();
     vnpu::set_kineto_npu_kernels(enabled);
@@ -62,9 +62,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_config_error", [] { return vnpu::device_config_error(); });
   m.def("_current_device", [] { return static_cast<int>(vnpu::current_device()); });
   m.def("_set_device", [](int d) { vnpu::set_device(static_cast<c10::DeviceIndex>(d)); });
-  m.def("_exchange_device", [](int d) {
-    return static_cast<int>(vnpu::exchange_device(static_cast<c10::DeviceIndex>(d)));
-  });
+  m.def("_exchange_device",
+        [](int d) { return static_cast<int>(vnpu::exchange_device(static_cast<c10::DeviceIndex>(d))); });
   m.def("_check_device", [](int d) { vnpu::check_device_index(static_cast<c10::DeviceIndex>(d)); });
   m.def("_physical_device_id", [](int d) { return vnpu::physical_device_id(static_cast<c10::DeviceIndex>(d)); });
   m.def("_soc_profile", [] { return soc_dict(vnpu::soc_profile()); });
@@ -98,9 +97,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_pool_stream", [](int d, int priority) {
     return stream_tuple(vnpu::pool_stream(static_cast<c10::DeviceIndex>(d), priority));
   });
-  m.def("_validate_stream", [](int64_t id, int d) {
-    return stream_tuple(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d)));
-  });
+  m.def("_validate_stream",
+        [](int64_t id, int d) { return stream_tuple(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d))); });
   m.def("_stream_handle", [](int64_t id, int d) {
     return reinterpret_cast<uintptr_t>(
         vnpu::stream_native_handle(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d))));
@@ -114,9 +112,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_typed_stream", [](int d, int type) {
     return stream_tuple(vnpu::typed_pool_stream(static_cast<c10::DeviceIndex>(d), static_cast<vnpu::StreamType>(type)));
   });
-  m.def("_set_device_stopped", [](int d, bool stopped) {
-    vnpu::set_device_stopped(static_cast<c10::DeviceIndex>(d), stopped);
-  });
+  m.def("_set_device_stopped",
+        [](int d, bool stopped) { vnpu::set_device_stopped(static_cast<c10::DeviceIndex>(d), stopped); });
 
   vnpu::python::bind_ops(m);
   vnpu::python::bind_distributed(m);

@@ -10,6 +10,7 @@ Timeouts, as on Ascend: HCCL_CONNECT_TIMEOUT (seconds) bounds link setup, HCCL_E
 each collective (``ProcessGroupHCCL.Options().op_timeout`` passed as ``pg_options`` takes precedence);
 the ``timeout=`` of init_process_group / new_group is used where they are unset.
 """
+
 import datetime
 import functools
 import os
@@ -48,8 +49,10 @@ def _seconds_from_env(name):
     if value is None:
         return None
     if not value.strip().isdigit() or int(value) <= 0:
-        raise ValueError(f"Invalid value {value!r} of environment variable {name}: expected a positive integer "
-                         f"number of seconds" + dist_error(ErrCode.VALUE))
+        raise ValueError(
+            f"Invalid value {value!r} of environment variable {name}: expected a positive integer "
+            f"number of seconds" + dist_error(ErrCode.VALUE)
+        )
     return datetime.timedelta(seconds=int(value))
 
 
@@ -64,8 +67,9 @@ def _timeouts(timeout, options):
     execute = _seconds_from_env("HCCL_EXEC_TIMEOUT") or (_DEFAULT_TIMEOUT if implicit else timeout)
     op_timeout = getattr(options, "op_timeout", None)
     if op_timeout is not None:
-        execute = op_timeout if isinstance(op_timeout, datetime.timedelta) else datetime.timedelta(
-            seconds=float(op_timeout))
+        execute = (
+            op_timeout if isinstance(op_timeout, datetime.timedelta) else datetime.timedelta(seconds=float(op_timeout))
+        )
     return connect, execute
 
 
@@ -77,6 +81,7 @@ def _creator(name):
         if execute != connect:
             transport._set_default_timeout(execute)
         return ProcessGroupHCCL(transport, rank, size, name)
+
     return create
 
 
@@ -114,8 +119,10 @@ def _connect_timeout_bounds_rendezvous(init):
         except Exception as err:  # noqa: BLE001 (re-raised with the setting that bounded it)
             if "timed out" not in str(err).lower() and "timeout" not in str(err).lower():
                 raise
-            raise RuntimeError(f"hccl link setup did not complete within HCCL_CONNECT_TIMEOUT="
-                               f"{int(connect.total_seconds())} s: {err}" + dist_error(ErrCode.TIMEOUT)) from err
+            raise RuntimeError(
+                f"hccl link setup did not complete within HCCL_CONNECT_TIMEOUT="
+                f"{int(connect.total_seconds())} s: {err}" + dist_error(ErrCode.TIMEOUT)
+            ) from err
         finally:
             _rendezvous["bounded_by_connect_timeout"] = False
 

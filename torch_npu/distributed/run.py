@@ -1,5 +1,6 @@
 """`torch_npu_run`: torchrun for npu jobs (the same arguments; each worker gets LOCAL_RANK, RANK, WORLD_SIZE
 and uses npu:LOCAL_RANK with the hccl backend)."""
+
 import sys
 
 from torch.distributed.run import main as torchrun_main

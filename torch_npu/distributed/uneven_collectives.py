@@ -5,6 +5,7 @@ order into `output`; each rank's input is padded to the largest split and all-ga
 copied out. reduce_scatter_tensor_uneven: `input`'s rows split by input_split_sizes; rank r receives the
 reduction of split r, from one all_reduce of the whole input. Without split sizes the splits are even.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -34,13 +35,17 @@ class _DoneWork:
 def _splits(sizes, total, world, what):
     if sizes is None:
         if total % world:
-            raise ValueError(f"{what}: {total} rows do not split evenly over {world} ranks; pass the split sizes"
-                             + dist_error(ErrCode.PARAM))
+            raise ValueError(
+                f"{what}: {total} rows do not split evenly over {world} ranks; pass the split sizes"
+                + dist_error(ErrCode.PARAM)
+            )
         return [total // world] * world
     sizes = [int(s) for s in sizes]
     if len(sizes) != world or sum(sizes) != total or min(sizes) < 0:
-        raise ValueError(f"{what}: split sizes {sizes} must give {world} non-negative parts summing to {total}"
-                         + dist_error(ErrCode.PARAM))
+        raise ValueError(
+            f"{what}: split sizes {sizes} must give {world} non-negative parts summing to {total}"
+            + dist_error(ErrCode.PARAM)
+        )
     return sizes
 
 
@@ -49,8 +54,10 @@ def all_gather_into_tensor_uneven(output, input, output_split_sizes=None, group=
     sizes = _splits(output_split_sizes, output.shape[0], world, "all_gather_into_tensor_uneven")
     rank = dist.get_rank(group)
     if input.shape[0] != sizes[rank] or input.shape[1:] != output.shape[1:]:
-        raise ValueError(f"all_gather_into_tensor_uneven: rank {rank}'s input {tuple(input.shape)} does not match "
-                         f"its split of {sizes[rank]} rows of {tuple(output.shape[1:])}" + dist_error(ErrCode.PARAM))
+        raise ValueError(
+            f"all_gather_into_tensor_uneven: rank {rank}'s input {tuple(input.shape)} does not match "
+            f"its split of {sizes[rank]} rows of {tuple(output.shape[1:])}" + dist_error(ErrCode.PARAM)
+        )
     longest = max(sizes)
     padded = input.new_zeros((longest, *input.shape[1:]))
     padded[: input.shape[0]] = input
@@ -58,21 +65,24 @@ def all_gather_into_tensor_uneven(output, input, output_split_sizes=None, group=
     dist.all_gather_into_tensor(gathered, padded, group=group)
     offset = 0
     for r, n in enumerate(sizes):
-        output[offset:offset + n] = gathered[r * longest:r * longest + n]
+        output[offset : offset + n] = gathered[r * longest : r * longest + n]
         offset += n
     return _DoneWork(output) if async_op else None
 
 
-def reduce_scatter_tensor_uneven(output, input, input_split_sizes=None, op=dist.ReduceOp.SUM, group=None,
-                                 async_op=False):
+def reduce_scatter_tensor_uneven(
+    output, input, input_split_sizes=None, op=dist.ReduceOp.SUM, group=None, async_op=False
+):
     world = dist.get_world_size(group)
     sizes = _splits(input_split_sizes, input.shape[0], world, "reduce_scatter_tensor_uneven")
     rank = dist.get_rank(group)
     if output.shape[0] != sizes[rank] or input.shape[1:] != output.shape[1:]:
-        raise ValueError(f"reduce_scatter_tensor_uneven: rank {rank}'s output {tuple(output.shape)} does not match "
-                         f"its split of {sizes[rank]} rows of {tuple(input.shape[1:])}" + dist_error(ErrCode.PARAM))
+        raise ValueError(
+            f"reduce_scatter_tensor_uneven: rank {rank}'s output {tuple(output.shape)} does not match "
+            f"its split of {sizes[rank]} rows of {tuple(input.shape[1:])}" + dist_error(ErrCode.PARAM)
+        )
     whole = input.clone()
     dist.all_reduce(whole, op=op, group=group)
     start = sum(sizes[:rank])
-    output.copy_(whole[start:start + sizes[rank]])
+    output.copy_(whole[start : start + sizes[rank]])
     return _DoneWork(output) if async_op else None

@@ -3,6 +3,7 @@ each name works (see below) and warns once that it is a vnpu extension.
 
 SyncBatchNorm: torch.nn.SyncBatchNorm. FusedAttention(embed_dim, num_heads, ...): torch.nn.MultiheadAttention.
 """
+
 import torch
 
 from torch_npu.utils._vnpu_extensions import warn_extension

@@ -11,6 +11,7 @@ given) writes its inputs and/or outputs (``dump_mode``: all, input, output) as .
 to ``dump.jsonl`` in the same folder (operator, shapes, dtypes, files). bfloat16 tensors are
 written as float32 (NumPy has no bfloat16).
 """
+
 import json
 import os
 import threading
@@ -33,7 +34,7 @@ def _read_config(path):
         raise ValueError(f"cannot read the dump config {path}: {e}" + pta_error(ErrCode.VALUE)) from e
     dump = cfg.get("dump") if isinstance(cfg, dict) else None
     if not isinstance(dump, dict) or "dump_path" not in dump:
-        raise ValueError(f"dump config {path} needs {{\"dump\": {{\"dump_path\": ...}}}}" + pta_error(ErrCode.VALUE))
+        raise ValueError(f'dump config {path} needs {{"dump": {{"dump_path": ...}}}}' + pta_error(ErrCode.VALUE))
     mode = dump.get("dump_mode", "output")
     if mode not in ("all", "input", "output"):
         raise ValueError(f"dump_mode must be all, input or output, but got {mode}" + pta_error(ErrCode.VALUE))

@@ -1,4 +1,5 @@
 """torch_npu.Format: the private memory formats of the NPU (aclFormat values)."""
+
 import enum
 
 __all__ = ["Format"]

@@ -4,6 +4,7 @@ The returned callable copies its tensor arguments into the captured inputs, repl
 graph and returns the captured outputs; its backward copies the incoming gradients into the
 captured gradient buffers and replays the backward graph.
 """
+
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
@@ -13,8 +14,9 @@ from torch_npu.utils._error_code import ErrCode, graph_error
 def _grad(outputs, inputs, grad_outputs, allow_unused):
     # Backward runs on this thread (not autograd's device threads) so the capture records it.
     with torch.autograd.set_multithreading_enabled(False):
-        return torch.autograd.grad(outputs=outputs, inputs=inputs, grad_outputs=grad_outputs, only_inputs=True,
-                                   allow_unused=allow_unused)
+        return torch.autograd.grad(
+            outputs=outputs, inputs=inputs, grad_outputs=grad_outputs, only_inputs=True, allow_unused=allow_unused
+        )
 
 
 def _graph_one(fn, args, num_warmup_iters, allow_unused_input, pool):
@@ -22,8 +24,10 @@ def _graph_one(fn, args, num_warmup_iters, allow_unused_input, pool):
 
     flat_args, _ = tree_flatten(args)
     if not all(isinstance(a, torch.Tensor) for a in flat_args):
-        raise TypeError("In the beta API, sample_args for each callable must contain only Tensors. Other types "
-                        "are not allowed." + graph_error(ErrCode.TYPE))
+        raise TypeError(
+            "In the beta API, sample_args for each callable must contain only Tensors. Other types "
+            "are not allowed." + graph_error(ErrCode.TYPE)
+        )
     params = tuple(fn.parameters()) if isinstance(fn, torch.nn.Module) else ()
     static_inputs = tuple(flat_args) + params
     wants_grad = [i for i in static_inputs if i.requires_grad]
@@ -45,8 +49,9 @@ def _graph_one(fn, args, num_warmup_iters, allow_unused_input, pool):
     differentiable = [o for o in static_outputs if o.requires_grad]
     if differentiable and wants_grad:
         with graph(backward_graph, pool=pool):
-            grads = _grad(differentiable, wants_grad, [g for g in static_grad_outputs if g is not None],
-                          allow_unused_input)
+            grads = _grad(
+                differentiable, wants_grad, [g for g in static_grad_outputs if g is not None], allow_unused_input
+            )
     grads_iter = iter(grads)
     static_grad_inputs = tuple(next(grads_iter) if i.requires_grad else None for i in static_inputs)
     num_user_args = len(flat_args)
@@ -91,9 +96,11 @@ def make(callables, sample_args, num_warmup_iters=3, allow_unused_input=False, p
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
         if isinstance(fn, torch.nn.Module):
             if fn._backward_hooks or fn._forward_hooks or fn._forward_pre_hooks:
-                raise RuntimeError("Modules must not have hooks registered at the time they are passed. However, "
-                                   "registering hooks on modules after passing them through make_graphed_callables "
-                                   "is allowed." + graph_error(ErrCode.PARAM))
+                raise RuntimeError(
+                    "Modules must not have hooks registered at the time they are passed. However, "
+                    "registering hooks on modules after passing them through make_graphed_callables "
+                    "is allowed." + graph_error(ErrCode.PARAM)
+                )
             graphed = _graph_one(fn, args, num_warmup_iters, allow_unused_input, mempool)
             original_forward, training = fn.forward, fn.training
 

@@ -4,12 +4,20 @@ Tensor types behave like torch.cuda's: ``torch.npu.FloatTensor(2, 3)`` makes an 
 float32 npu tensor, ``torch.npu.FloatTensor([1, 2])`` one from data, and ``isinstance(t,
 torch.npu.FloatTensor)`` checks dtype and device.
 """
+
 import torch
 from torch._utils import classproperty
 
 _TYPES = {
-    "Double": torch.float64, "Float": torch.float32, "Half": torch.float16, "BFloat16": torch.bfloat16,
-    "Long": torch.int64, "Int": torch.int32, "Short": torch.int16, "Char": torch.int8, "Byte": torch.uint8,
+    "Double": torch.float64,
+    "Float": torch.float32,
+    "Half": torch.float16,
+    "BFloat16": torch.bfloat16,
+    "Long": torch.int64,
+    "Int": torch.int32,
+    "Short": torch.int16,
+    "Char": torch.int8,
+    "Byte": torch.uint8,
     "Bool": torch.bool,
 }
 _STORAGE_TYPES = ("Double", "Float", "Half", "Long", "Int", "Short", "Char", "Byte", "Bool", "BFloat16")
@@ -31,8 +39,12 @@ class _NPULegacyStorage(torch.storage._LegacyStorage):
 
 class _LegacyTensorMeta(type):
     def __instancecheck__(cls, obj):
-        return (isinstance(obj, torch.Tensor) and obj.device.type == "npu" and obj.dtype == cls.dtype
-                and obj.layout == torch.strided)
+        return (
+            isinstance(obj, torch.Tensor)
+            and obj.device.type == "npu"
+            and obj.dtype == cls.dtype
+            and obj.layout == torch.strided
+        )
 
     def __repr__(cls):
         return f"<class 'torch.npu.{cls.__name__}'>"
@@ -56,15 +68,21 @@ class _LegacyTensor(metaclass=_LegacyTensorMeta):
 
 def _make_storage(prefix, dtype):
     name = prefix + "Storage"
-    return type(name, (_NPULegacyStorage,), {"dtype": classproperty(lambda self, d=dtype: d),
-                                              "_dtype": classproperty(lambda self, d=dtype: d),
-                                              "__module__": "torch_npu.npu", "__qualname__": name})
+    return type(
+        name,
+        (_NPULegacyStorage,),
+        {
+            "dtype": classproperty(lambda self, d=dtype: d),
+            "_dtype": classproperty(lambda self, d=dtype: d),
+            "__module__": "torch_npu.npu",
+            "__qualname__": name,
+        },
+    )
 
 
 def _make_tensor_type(prefix, dtype):
     name = prefix + "Tensor"
-    return _LegacyTensorMeta(name, (_LegacyTensor,), {"dtype": dtype, "__module__": "torch.npu",
-                                                       "__qualname__": name})
+    return _LegacyTensorMeta(name, (_LegacyTensor,), {"dtype": dtype, "__module__": "torch.npu", "__qualname__": name})
 
 
 storages = {p + "Storage": _make_storage(p, _TYPES[p]) for p in _STORAGE_TYPES}

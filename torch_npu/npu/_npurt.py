@@ -1,4 +1,5 @@
 """torch_npu.npu.npurt: the NPU runtime's own queries (device count, versions, capacities)."""
+
 from torch_npu import _C
 
 

@@ -4,24 +4,38 @@ These APIs talk to the PMCC confidential-computing engine (a TEE service install
 driver). Without it, torch_npu returns error 507018; vnpu has no PMCC engine, so it validates the
 arguments and raises the same way.
 """
+
 import torch
 
 from torch_npu.utils._error_code import ErrCode, pta_error
 
-_NOT_DEPLOYED = ("the PMCC model-obfuscation engine is not deployed on this machine (ACL error 507018); "
-                 "vnpu provides no PMCC service")
+_NOT_DEPLOYED = (
+    "the PMCC model-obfuscation engine is not deployed on this machine (ACL error 507018); "
+    "vnpu provides no PMCC service"
+)
 
 
-def obfuscation_initialize(hidden_size, tp_rank, cmd, *, data_type=None, model_obf_seed_id=0, data_obf_seed_id=0,
-                           thread_num=4, obf_coefficient=1.0):
+def obfuscation_initialize(
+    hidden_size,
+    tp_rank,
+    cmd,
+    *,
+    data_type=None,
+    model_obf_seed_id=0,
+    data_obf_seed_id=0,
+    thread_num=4,
+    obf_coefficient=1.0,
+):
     if cmd in (1, 2) and not (isinstance(hidden_size, int) and 1 <= hidden_size <= 10000):
-        raise ValueError(f"hidden_size must be in [1, 10000] when cmd is {cmd}, but got {hidden_size}"
-                         + pta_error(ErrCode.VALUE))
+        raise ValueError(
+            f"hidden_size must be in [1, 10000] when cmd is {cmd}, but got {hidden_size}" + pta_error(ErrCode.VALUE)
+        )
     if not 0.0 < float(obf_coefficient) <= 1.0:
         raise ValueError(f"obf_coefficient must be in (0.0, 1.0], but got {obf_coefficient}" + pta_error(ErrCode.VALUE))
     if data_type is not None and data_type not in (torch.float16, torch.float32, torch.bfloat16, torch.int8):
-        raise TypeError(f"data_type must be float16, float32, bfloat16 or int8, but got {data_type}"
-                        + pta_error(ErrCode.TYPE))
+        raise TypeError(
+            f"data_type must be float16, float32, bfloat16 or int8, but got {data_type}" + pta_error(ErrCode.TYPE)
+        )
     raise RuntimeError("obfuscation_initialize: " + _NOT_DEPLOYED + pta_error(ErrCode.ACL))
 
 

@@ -6,6 +6,7 @@ saturation-mode SoCs (VNPU_SOC=Ascend910A, Ascend910ProB, Ascend310P3, or INF_NA
 INF_NAN_MODE_FORCE_DISABLE=1) the device keeps a float-status register: vnpu sets it when an npu
 operator produces inf or NaN, from the first clear_npu_overflow_flag() on.
 """
+
 import os
 import threading
 
@@ -25,15 +26,16 @@ def is_support_inf_nan():
     soc = _C._soc_profile()["version"]
     if soc < 220:
         return False  # 910A / 310P: saturation mode only
-    forced_off = (os.environ.get("INF_NAN_MODE_ENABLE") == "0"
-                  and os.environ.get("INF_NAN_MODE_FORCE_DISABLE") == "1")
+    forced_off = os.environ.get("INF_NAN_MODE_ENABLE") == "0" and os.environ.get("INF_NAN_MODE_FORCE_DISABLE") == "1"
     return not forced_off
 
 
 def _refuse_on_inf_nan_socs():
     if is_support_inf_nan():
-        raise RuntimeError("Unsupport api when soc_version >= Ascend910B1, please use npu_check_overflow"
-                           + pta_error(ErrCode.NOT_SUPPORT))
+        raise RuntimeError(
+            "Unsupport api when soc_version >= Ascend910B1, please use npu_check_overflow"
+            + pta_error(ErrCode.NOT_SUPPORT)
+        )
 
 
 def _watch(name, inputs, outputs, device, start_ns, end_ns):

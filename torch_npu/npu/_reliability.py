@@ -1,6 +1,7 @@
 """Reliability APIs of torch_npu: hardware stress tests, memory UCE checks, stopping and restarting
 a device, operator timeouts. vnpu's devices are software: they pass every test and never hit an
 uncorrectable memory error, but stopping a device really stops it."""
+
 import torch_npu
 from torch_npu import _C
 from torch_npu.utils._error_code import ErrCode, pta_error

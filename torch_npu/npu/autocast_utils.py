@@ -1,8 +1,14 @@
 """Autocast state of the npu device (torch.npu.is_autocast_enabled and friends)."""
+
 import torch
 
-__all__ = ["get_amp_supported_dtype", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
-           "set_autocast_dtype"]
+__all__ = [
+    "get_amp_supported_dtype",
+    "is_autocast_enabled",
+    "set_autocast_enabled",
+    "get_autocast_dtype",
+    "set_autocast_dtype",
+]
 
 
 def get_amp_supported_dtype():

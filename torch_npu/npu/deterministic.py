@@ -2,6 +2,7 @@
 
 vnpu runs PyTorch's CPU kernels, which are deterministic for a given input except where PyTorch
 documents otherwise; these controls set PyTorch's own switches accordingly."""
+
 import warnings
 
 import torch

@@ -7,6 +7,7 @@ tensors, exactly like an ACL graph replay. Memory allocated during capture comes
 pool and stays reserved while the graph lives. Synchronising operations (``.item()``, copies to
 the CPU, ``synchronize()``) are refused while capturing.
 """
+
 import gc
 import os
 from typing import Optional
@@ -17,9 +18,21 @@ import torch_npu
 from torch_npu import _C
 from torch_npu.utils._error_code import ErrCode, graph_error
 
-__all__ = ["NPUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
-           "graph_task_group_begin", "graph_task_group_end", "graph_task_update_begin", "graph_task_update_end",
-           "super_kernel_scope_begin", "super_kernel_scope_end", "NpuGraphOpHandler", "register_npu_graph_handler"]
+__all__ = [
+    "NPUGraph",
+    "graph",
+    "graph_pool_handle",
+    "is_current_stream_capturing",
+    "make_graphed_callables",
+    "graph_task_group_begin",
+    "graph_task_group_end",
+    "graph_task_update_begin",
+    "graph_task_update_end",
+    "super_kernel_scope_begin",
+    "super_kernel_scope_end",
+    "NpuGraphOpHandler",
+    "register_npu_graph_handler",
+]
 
 
 def is_current_stream_capturing():
@@ -30,8 +43,6 @@ def is_current_stream_capturing():
 def graph_pool_handle():
     """A memory-pool id that several graphs can share (pass it as ``pool=``)."""
     return (0, _C._create_mem_pool())
-
-
 
 
 _CAPTURE_MODES = ("global", "thread_local", "relaxed")
@@ -67,12 +78,16 @@ class NPUGraph:
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         if capture_error_mode not in _CAPTURE_MODES:
-            raise ValueError(f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
-                             + graph_error(ErrCode.VALUE))
+            raise ValueError(
+                f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
+                + graph_error(ErrCode.VALUE)
+            )
         stream = torch.npu.current_stream()
         if stream == torch.npu.default_stream(stream.device_index):
-            raise RuntimeError("NPU graphs must be captured on a non-default stream. (However, after capture, it's "
-                               "ok to replay them on the default stream.)" + graph_error(ErrCode.NOT_SUPPORT))
+            raise RuntimeError(
+                "NPU graphs must be captured on a non-default stream. (However, after capture, it's "
+                "ok to replay them on the default stream.)" + graph_error(ErrCode.NOT_SUPPORT)
+            )
         self._device = stream.device_index
         if self._pool is not None:
             _drop_pool(self._pool[1])  # a graph captured again gives up its previous pool
@@ -107,7 +122,7 @@ class NPUGraph:
             try:
                 self._recording.reset()
                 _drop_pool(pool[1])
-            except Exception:  # interpreter shutdown
+            except Exception:  # noqa: BLE001 - interpreter shutdown
                 pass
 
     def reset(self):
@@ -136,8 +151,10 @@ class NPUGraph:
             raise TypeError("cpu_update_input must be a list of dicts" + graph_error(ErrCode.TYPE))
         records = sorted(i for name in _graph_handlers for i in self._recording.records_of(name))
         if len(records) != len(cpu_update_input):
-            raise RuntimeError(f"NPUGraph.update got {len(cpu_update_input)} updates for {len(records)} captured "
-                               "operators of registered kinds" + graph_error(ErrCode.PARAM))
+            raise RuntimeError(
+                f"NPUGraph.update got {len(cpu_update_input)} updates for {len(records)} captured "
+                "operators of registered kinds" + graph_error(ErrCode.PARAM)
+            )
         for record, update in zip(records, cpu_update_input):
             for name, value in update.items():
                 if isinstance(value, (list, tuple)):
@@ -147,8 +164,9 @@ class NPUGraph:
                 elif isinstance(value, float):
                     self._recording.update_float(record, name, value)
                 else:
-                    raise TypeError(f"NPUGraph.update: cannot update {name} with {type(value).__name__}"
-                                    + graph_error(ErrCode.TYPE))
+                    raise TypeError(
+                        f"NPUGraph.update: cannot update {name} with {type(value).__name__}" + graph_error(ErrCode.TYPE)
+                    )
 
     def super_kernel_optimize(self, optimize_options=None, debug_options=None):
         """On Ascend, fuse the captured kernels into super kernels (fewer launches, same results).
@@ -163,8 +181,9 @@ class graph:
 
     default_capture_stream: Optional["torch_npu.npu.Stream"] = None
 
-    def __init__(self, npu_graph, pool=None, stream=None, auto_dispatch_capture=False,
-                 capture_error_mode: str = "global"):
+    def __init__(
+        self, npu_graph, pool=None, stream=None, auto_dispatch_capture=False, capture_error_mode: str = "global"
+    ):
         if not isinstance(npu_graph, NPUGraph):
             raise TypeError("torch.npu.graph expects a torch.npu.NPUGraph" + graph_error(ErrCode.TYPE))
         if self.__class__.default_capture_stream is None:
@@ -229,26 +248,29 @@ def graph_task_update_end(stream):
 def _capturing_graph(stream):
     graph_obj = _capturing.get((stream.stream_id, stream.device_index))
     if graph_obj is None:
-        raise RuntimeError("graph_task_group_begin must be called while an NPU graph captures on this stream"
-                           + graph_error(ErrCode.PARAM))
+        raise RuntimeError(
+            "graph_task_group_begin must be called while an NPU graph captures on this stream"
+            + graph_error(ErrCode.PARAM)
+        )
     return graph_obj._recording
 
 
 _super_kernel_scopes = []
 
 
-def super_kernel_scope_begin(scope_name: Optional[str] = None):
+def super_kernel_scope_begin(scope_name: str | None = None):
     """Mark where a super-kernel fusion scope starts (a hint for Ascend's graph compiler)."""
     _super_kernel_scopes.append(scope_name)
 
 
-def super_kernel_scope_end(scope_name: Optional[str] = None):
+def super_kernel_scope_end(scope_name: str | None = None):
     if not _super_kernel_scopes:
         raise RuntimeError("super_kernel_scope_end without super_kernel_scope_begin" + graph_error(ErrCode.PARAM))
     opened = _super_kernel_scopes.pop()
     if scope_name is not None and opened is not None and scope_name != opened:
-        raise RuntimeError(f"super_kernel_scope_end({scope_name!r}) closes scope {opened!r}"
-                           + graph_error(ErrCode.PARAM))
+        raise RuntimeError(
+            f"super_kernel_scope_end({scope_name!r}) closes scope {opened!r}" + graph_error(ErrCode.PARAM)
+        )
 
 
 class NpuGraphOpHandler:
@@ -283,8 +305,9 @@ def register_npu_graph_handler(op_names):
 
     def decorate(cls):
         if not (isinstance(cls, type) and issubclass(cls, NpuGraphOpHandler)):
-            raise TypeError("register_npu_graph_handler decorates NpuGraphOpHandler subclasses"
-                            + graph_error(ErrCode.TYPE))
+            raise TypeError(
+                "register_npu_graph_handler decorates NpuGraphOpHandler subclasses" + graph_error(ErrCode.TYPE)
+            )
         for name in names:
             _graph_handlers[name] = cls
         return cls
@@ -298,4 +321,3 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
     from torch_npu.npu._graphed_callables import make
 
     return make(callables, sample_args, num_warmup_iters, allow_unused_input, pool)
-

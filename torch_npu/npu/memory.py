@@ -3,12 +3,13 @@
 Statistics use CUDA's key names (``allocated_bytes.all.current``...), so tools written for
 ``torch.cuda.memory_stats`` read them unchanged.
 """
+
 import collections
 import contextlib
 import os
 import pickle
 import sys
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any
 
 import torch
 
@@ -17,21 +18,43 @@ from torch_npu import _C
 from torch_npu.npu.utils import _get_device_index
 from torch_npu.utils._error_code import ErrCode, pta_error
 
-_device_t = Union[torch.device, str, int, None]
+_device_t = torch.device | str | int | None
 
 __all__ = [
-    "caching_allocator_alloc", "caching_allocator_delete", "empty_cache", "mem_get_info", "MemPool", "use_mem_pool",
-    "NPUPluggableAllocator", "change_current_allocator", "get_allocator_backend", "empty_virt_addr_cache",
-    "host_empty_cache", "host_memory_stats", "host_memory_stats_as_nested_dict", "reset_accumulated_host_memory_stats",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+    "empty_cache",
+    "mem_get_info",
+    "MemPool",
+    "use_mem_pool",
+    "NPUPluggableAllocator",
+    "change_current_allocator",
+    "get_allocator_backend",
+    "empty_virt_addr_cache",
+    "host_empty_cache",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "reset_accumulated_host_memory_stats",
     "reset_peak_host_memory_stats",
-    "memory_stats", "memory_stats_as_nested_dict", "reset_accumulated_memory_stats",
-    "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
-    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-    "memory_cached", "max_memory_cached", "memory_snapshot", "memory_summary",
-    "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_cached",
+    "max_memory_cached",
+    "memory_snapshot",
+    "memory_summary",
+    "set_per_process_memory_fraction",
+    "get_per_process_memory_fraction",
 ]
 
-_held_allocations: Dict[int, torch.Tensor] = {}
+_held_allocations: dict[int, torch.Tensor] = {}
 
 
 def _index(device: _device_t) -> int:
@@ -44,13 +67,13 @@ def empty_cache() -> None:
         torch._C._accelerator_emptyCache()
 
 
-def memory_stats_as_nested_dict(device: _device_t = None) -> Dict[str, Any]:
+def memory_stats_as_nested_dict(device: _device_t = None) -> dict[str, Any]:
     if not torch_npu.npu.is_initialized():
         return {}
     return torch._C._accelerator_getDeviceStats(_index(device))
 
 
-def memory_stats(device: _device_t = None) -> Dict[str, Any]:
+def memory_stats(device: _device_t = None) -> dict[str, Any]:
     """The caching allocator's statistics for a device, flattened and sorted by key."""
     result = []
 
@@ -110,7 +133,7 @@ def max_memory_cached(device: _device_t = None) -> int:
     return max_memory_reserved(device)
 
 
-def mem_get_info(device: _device_t = None) -> Tuple[int, int]:
+def mem_get_info(device: _device_t = None) -> tuple[int, int]:
     """(free, total) device memory in bytes; total is the SoC's capacity (VNPU_DEVICE_MEMORY
     overrides it) and free is what the caching allocator has not reserved."""
     torch_npu.npu._lazy_init()
@@ -150,8 +173,10 @@ def caching_allocator_alloc(size: int, device: _device_t = None, stream=None) ->
 def caching_allocator_delete(mem_ptr: int) -> None:
     """Free memory obtained from caching_allocator_alloc."""
     if _held_allocations.pop(mem_ptr, None) is None:
-        raise ValueError(f"caching_allocator_delete: {mem_ptr:#x} was not allocated by caching_allocator_alloc"
-                         + pta_error(ErrCode.VALUE))
+        raise ValueError(
+            f"caching_allocator_delete: {mem_ptr:#x} was not allocated by caching_allocator_alloc"
+            + pta_error(ErrCode.VALUE)
+        )
 
 
 def memory_snapshot():
@@ -241,7 +266,7 @@ class MemPool:
     def __del__(self):
         try:
             _C._release_mem_pool(self._id)
-        except Exception:  # interpreter shutdown
+        except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
 
@@ -277,8 +302,9 @@ class NPUPluggableAllocator(_NPUAllocator):
 
     def __init__(self, path_to_so_file: str, alloc_fn_name: str, free_fn_name: str):
         if not os.path.exists(path_to_so_file):
-            raise FileNotFoundError(f"NPUPluggableAllocator: {path_to_so_file} does not exist"
-                                    + pta_error(ErrCode.NOT_FOUND))
+            raise FileNotFoundError(
+                f"NPUPluggableAllocator: {path_to_so_file} does not exist" + pta_error(ErrCode.NOT_FOUND)
+            )
         super().__init__(_C._load_pluggable_allocator(path_to_so_file, alloc_fn_name, free_fn_name))
 
 
@@ -299,8 +325,7 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     if stacks not in ("python", "all", None):
         raise ValueError(f"stacks must be 'python' or 'all', but got {stacks!r}")
     on = enabled not in (None, False)
-    _C._record_memory_history(on, on and context is not None and stacks is not None,
-                              min(int(max_entries), 2**62))
+    _C._record_memory_history(on, on and context is not None and stacks is not None, min(int(max_entries), 2**62))
 
 
 def _snapshot(device=None):
@@ -369,14 +394,23 @@ def memory_summary(device: _device_t = None, abbreviated: bool = False) -> str:
         ("segment", "NPU reserved segments", _format_count),
         ("inactive_split", "Non-releasable allocs", _format_count),
     ]
-    pools = [("all", "")] if abbreviated else [("all", ""), ("large_pool", "      from large pool"),
-                                                ("small_pool", "      from small pool")]
+    pools = (
+        [("all", "")]
+        if abbreviated
+        else [("all", ""), ("large_pool", "      from large pool"), ("small_pool", "      from small pool")]
+    )
     line = "=" * 75
     rule = "-" * 75
-    lines = [line, f" {'PyTorch NPU memory summary, device ID ' + str(index):<73s} ", rule,
-             f" {'NPU OOMs: ' + str(stats.get('num_ooms', 0)):<36s}|"
-             f" {'npuMalloc retries: ' + str(stats.get('num_alloc_retries', 0)):<35s} ",
-             line, "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ", rule]
+    lines = [
+        line,
+        f" {'PyTorch NPU memory summary, device ID ' + str(index):<73s} ",
+        rule,
+        f" {'NPU OOMs: ' + str(stats.get('num_ooms', 0)):<36s}|"
+        f" {'npuMalloc retries: ' + str(stats.get('num_alloc_retries', 0)):<35s} ",
+        line,
+        "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ",
+        rule,
+    ]
     for key, name, formatter in metrics:
         for pool, pool_label in pools:
             prefix = f"{key}.{pool}."
@@ -385,15 +419,19 @@ def memory_summary(device: _device_t = None, abbreviated: bool = False) -> str:
             allocated = stats.get(prefix + "allocated", 0)
             freed = stats.get(prefix + "freed", 0)
             label = name if pool == "all" else pool_label
-            lines.append(f" {label:<21} | {formatter(current, current)} | {formatter(peak, peak)} | "
-                         f"{formatter(allocated, allocated)} | {formatter(freed, freed)} ")
+            lines.append(
+                f" {label:<21} | {formatter(current, current)} | {formatter(peak, peak)} | "
+                f"{formatter(allocated, allocated)} | {formatter(freed, freed)} "
+            )
         lines.append(rule)
     for key, name in (("oversize_allocations", "Oversize allocations"), ("oversize_segments", "Oversize NPU segments")):
         current = stats.get(f"{key}.current", 0)
         peak = stats.get(f"{key}.peak", 0)
         allocated = stats.get(f"{key}.allocated", 0)
         freed = stats.get(f"{key}.freed", 0)
-        lines.append(f" {name:<21} | {_format_count(current, current)} | {_format_count(peak, peak)} | "
-                     f"{_format_count(allocated, allocated)} | {_format_count(freed, freed)} ")
+        lines.append(
+            f" {name:<21} | {_format_count(current, current)} | {_format_count(peak, peak)} | "
+            f"{_format_count(allocated, allocated)} | {_format_count(freed, freed)} "
+        )
     lines.append(line)
     return "|" + "|\n|".join(lines) + "|\n"

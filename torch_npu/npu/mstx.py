@@ -3,6 +3,7 @@
 Marks and ranges are kept in this process (``mstx.records()``) for torch_npu.profiler, and appear in
 torch.profiler traces as record_function events while a profiler runs.
 """
+
 import itertools
 import threading
 import time
@@ -15,7 +16,7 @@ __all__ = ["mstx", "mark", "range_start", "range_end", "range_push", "range_pop"
 _lock = threading.Lock()
 _records = []
 _ids = itertools.count(1)
-_open = {}          # range id -> (message, domain, start_ns, profiler handle)
+_open = {}  # range id -> (message, domain, start_ns, profiler handle)
 _stacks = threading.local()
 _MAX_RECORDS = 100000
 
@@ -48,8 +49,15 @@ class mstx:
     def mark(message: str, stream=None, domain: str = "default"):
         """An instantaneous mark."""
         _check_message(message)
-        _append({"kind": "mark", "message": message, "domain": domain, "ns": time.monotonic_ns(),
-                 "stream": getattr(stream, "stream_id", None)})
+        _append(
+            {
+                "kind": "mark",
+                "message": message,
+                "domain": domain,
+                "ns": time.monotonic_ns(),
+                "stream": getattr(stream, "stream_id", None),
+            }
+        )
         _profiler_exit(_profiler_enter(message))
 
     @staticmethod
@@ -68,8 +76,16 @@ class mstx:
                 raise ValueError(f"mstx.range_end: no open range with id {range_id}")
             message, opened_domain, start, handle = _open.pop(range_id)
         _profiler_exit(handle)
-        _append({"kind": "range", "message": message, "domain": opened_domain, "start_ns": start,
-                 "end_ns": time.monotonic_ns(), "id": range_id})
+        _append(
+            {
+                "kind": "range",
+                "message": message,
+                "domain": opened_domain,
+                "start_ns": start,
+                "end_ns": time.monotonic_ns(),
+                "id": range_id,
+            }
+        )
 
     @staticmethod
     def range_push(message: str, stream=None, domain: str = "default") -> int:

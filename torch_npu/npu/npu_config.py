@@ -5,6 +5,7 @@ The precision knobs change numerics (see torch_npu/csrc/aten/PrecisionEmulation.
 float32 matmul and convolution in full precision, bit-identical to the CPU, until a program sets
 one of these knobs or VNPU_PRECISION_EMULATION=1; from then on they act as on Ascend.
 """
+
 import enum
 import os
 import warnings
@@ -15,10 +16,25 @@ import torch_npu
 from torch_npu import _C
 from torch_npu.utils._error_code import ErrCode, pta_error
 
-__all__ = ["set_option", "set_aoe", "set_compile_mode", "is_jit_compile_false", "set_mm_bmm_format_nd",
-           "get_mm_bmm_format_nd", "init_dump", "set_dump", "finalize_dump", "set_device_limit",
-           "get_device_limit", "set_stream_limit", "get_stream_limit", "reset_stream_limit", "CubeMathType",
-           "use_compatible_impl", "are_compatible_impl_enabled"]
+__all__ = [
+    "set_option",
+    "set_aoe",
+    "set_compile_mode",
+    "is_jit_compile_false",
+    "set_mm_bmm_format_nd",
+    "get_mm_bmm_format_nd",
+    "init_dump",
+    "set_dump",
+    "finalize_dump",
+    "set_device_limit",
+    "get_device_limit",
+    "set_stream_limit",
+    "get_stream_limit",
+    "reset_stream_limit",
+    "CubeMathType",
+    "use_compatible_impl",
+    "are_compatible_impl_enabled",
+]
 
 _OPTION_VALUES = {
     "ACL_PRECISION_MODE": ["allow_fp32_to_fp16", "must_keep_origin_dtype"],
@@ -34,10 +50,21 @@ _OPTION_VALUES = {
 }
 _DEPRECATED_OPTIONS = {"ACL_OP_SELECT_IMPL_MODE", "ACL_OPTYPELIST_FOR_IMPLMODE"}
 # Other names torch_npu's option registry knows (set by its own APIs, accepted by set_option too).
-_REGISTERED_OPTIONS = {"jitCompile", "ALLOW_INTERNAL_FORMAT", "ALLOW_MATMUL_HF32", "ALLOW_CONV_HF32",
-                       "MATMUL_CUBE_MATH_TYPE", "autotune", "autotunegraphdumppath", "mdldumpswitch",
-                       "mdldumpconfigpath", "ACL_AUTO_TUNE_MODE", "NPU_FUZZY_COMPILE_BLACKLIST",
-                       "TORCH_NPU_USE_COMPATIBLE_IMPL", "ACL_OP_COMPILER_CACHE_DIR"}
+_REGISTERED_OPTIONS = {
+    "jitCompile",
+    "ALLOW_INTERNAL_FORMAT",
+    "ALLOW_MATMUL_HF32",
+    "ALLOW_CONV_HF32",
+    "MATMUL_CUBE_MATH_TYPE",
+    "autotune",
+    "autotunegraphdumppath",
+    "mdldumpswitch",
+    "mdldumpconfigpath",
+    "ACL_AUTO_TUNE_MODE",
+    "NPU_FUZZY_COMPILE_BLACKLIST",
+    "TORCH_NPU_USE_COMPATIBLE_IMPL",
+    "ACL_OP_COMPILER_CACHE_DIR",
+}
 
 
 def _option_allowed(name, value):
@@ -56,8 +83,10 @@ def set_option(option):
     values = {}
     for name, value in option.items():
         if name not in _OPTION_VALUES and name not in _REGISTERED_OPTIONS:
-            raise RuntimeError(f"invalid npu option name: {name}; known options: {', '.join(sorted(_OPTION_VALUES))}"
-                               + pta_error(ErrCode.PARAM))
+            raise RuntimeError(
+                f"invalid npu option name: {name}; known options: {', '.join(sorted(_OPTION_VALUES))}"
+                + pta_error(ErrCode.PARAM)
+            )
         text = str(value)
         if not _option_allowed(name, text):
             rule = _OPTION_VALUES[name]
@@ -159,8 +188,9 @@ def set_device_limit(*args, **kwargs):
     cube, vector = values.get("cube_num", -1), values.get("vector_num", -1)
     for name, value, limit in (("cube_num", cube, cube_max), ("vector_num", vector, vector_max)):
         if not isinstance(value, int) or value == 0 or value < -1 or value > limit:
-            raise ValueError(f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}"
-                             + pta_error(ErrCode.VALUE))
+            raise ValueError(
+                f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE)
+            )
     _device_limits[index] = (cube_max if cube == -1 else cube, vector_max if vector == -1 else vector)
 
 
@@ -179,13 +209,18 @@ def _stream_key(stream):
 def set_stream_limit(stream, cube_num=-1, vector_num=-1):
     key = _stream_key(stream)
     limits = get_device_limit(stream.device_index)
-    for name, value, limit in (("cube_num", cube_num, limits["cube_core_num"]),
-                               ("vector_num", vector_num, limits["vector_core_num"])):
+    for name, value, limit in (
+        ("cube_num", cube_num, limits["cube_core_num"]),
+        ("vector_num", vector_num, limits["vector_core_num"]),
+    ):
         if not isinstance(value, int) or value == 0 or value < -1 or value > limit:
-            raise ValueError(f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}"
-                             + pta_error(ErrCode.VALUE))
-    _stream_limits[key] = (limits["cube_core_num"] if cube_num == -1 else cube_num,
-                           limits["vector_core_num"] if vector_num == -1 else vector_num)
+            raise ValueError(
+                f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE)
+            )
+    _stream_limits[key] = (
+        limits["cube_core_num"] if cube_num == -1 else cube_num,
+        limits["vector_core_num"] if vector_num == -1 else vector_num,
+    )
 
 
 def get_stream_limit(stream):
@@ -202,6 +237,7 @@ def reset_stream_limit(stream):
 
 class CubeMathType(enum.IntEnum):
     """How matmul computes float32 on the cube unit (torch.npu.matmul.cube_math_type)."""
+
     KEEP_DTYPE = 0
     ALLOW_FP32_DOWN_PRECISION = 1
     USE_FP16 = 2
@@ -217,9 +253,11 @@ def _announce_precision_emulation(what):
     global _announced
     if not _announced and os.environ.get("VNPU_PRECISION_EMULATION") != "1":
         _announced = True
-        warnings.warn(f"vnpu: {what} turns on Ascend precision emulation: float32 matmul and convolution "
-                      "operands are now rounded as the NPU's cube unit rounds them (convolutions to HF32 unless "
-                      "torch.npu.conv.allow_hf32 = False), so results differ from the CPU's.")
+        warnings.warn(
+            f"vnpu: {what} turns on Ascend precision emulation: float32 matmul and convolution "
+            "operands are now rounded as the NPU's cube unit rounds them (convolutions to HF32 unless "
+            "torch.npu.conv.allow_hf32 = False), so results differ from the CPU's."
+        )
 
 
 def _check_bool(name, value):
@@ -238,9 +276,14 @@ class _MatmulConfig:
     def allow_hf32(self, value):
         _check_bool("allow_hf32", value)
         _announce_precision_emulation(f"torch.npu.matmul.allow_hf32 = {value}")
-        _C._npu_setOption({"ALLOW_MATMUL_HF32": "enable" if value else "disable",
-                           "MATMUL_CUBE_MATH_TYPE": str(int(CubeMathType.ALLOW_FP32_DOWN_PRECISION if value
-                                                            else CubeMathType.KEEP_DTYPE))})
+        _C._npu_setOption(
+            {
+                "ALLOW_MATMUL_HF32": "enable" if value else "disable",
+                "MATMUL_CUBE_MATH_TYPE": str(
+                    int(CubeMathType.ALLOW_FP32_DOWN_PRECISION if value else CubeMathType.KEEP_DTYPE)
+                ),
+            }
+        )
 
     @property
     def cube_math_type(self):
@@ -252,8 +295,10 @@ class _MatmulConfig:
         try:
             value = CubeMathType(value)
         except ValueError as e:
-            raise ValueError(f"cube_math_type must be one of {[m.name for m in CubeMathType]}, but got {value}"
-                             + pta_error(ErrCode.VALUE)) from e
+            raise ValueError(
+                f"cube_math_type must be one of {[m.name for m in CubeMathType]}, but got {value}"
+                + pta_error(ErrCode.VALUE)
+            ) from e
         _announce_precision_emulation(f"torch.npu.matmul.cube_math_type = {value.name}")
         _C._npu_setOption({"MATMUL_CUBE_MATH_TYPE": str(int(value))})
 

@@ -1,5 +1,6 @@
 """NPU random number generation state: one generator per device, seeded lazily like torch.cuda."""
-from typing import Iterable, List, Union
+
+from collections.abc import Iterable
 
 import torch
 
@@ -8,8 +9,15 @@ from torch_npu import _C
 from torch_npu.npu.utils import _get_device_index
 
 __all__ = [
-    "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
-    "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
+    "get_rng_state",
+    "get_rng_state_all",
+    "set_rng_state",
+    "set_rng_state_all",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
 ]
 
 
@@ -17,17 +25,17 @@ def _generator(index: int) -> torch.Generator:
     return torch_npu.npu.default_generators[index]
 
 
-def get_rng_state(device: Union[int, str, torch.device] = "npu") -> torch.Tensor:
+def get_rng_state(device: int | str | torch.device = "npu") -> torch.Tensor:
     """The RNG state of an NPU as a ByteTensor."""
     torch_npu.npu._lazy_init()
     return _generator(_get_device_index(device, optional=True)).get_state()
 
 
-def get_rng_state_all() -> List[torch.Tensor]:
+def get_rng_state_all() -> list[torch.Tensor]:
     return [get_rng_state(i) for i in range(torch_npu.npu.device_count())]
 
 
-def set_rng_state(new_state: torch.Tensor, device: Union[int, str, torch.device] = "npu") -> None:
+def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device = "npu") -> None:
     state = new_state.clone(memory_format=torch.contiguous_format)
     index = _get_device_index(device, optional=True)
     torch_npu.npu._lazy_call(lambda: _generator(index).set_state(state))

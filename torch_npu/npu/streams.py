@@ -6,8 +6,9 @@ work: ``query()`` is True and synchronisation returns at once. Streams keep torc
 thread-local current stream per device; events record host timestamps, so ``elapsed_time`` is the
 real time between two records.
 """
+
 import os
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -68,7 +69,10 @@ class Stream(torch.Stream):
     def __eq__(self, other):
         if isinstance(other, torch.Stream):
             return (self.stream_id, self.device_index, self.device_type) == (
-                other.stream_id, other.device_index, other.device_type)
+                other.stream_id,
+                other.device_index,
+                other.device_type,
+            )
         return False
 
     def __hash__(self):
@@ -82,18 +86,19 @@ class Event(torch.Event):
     """An NPU event: ``torch.npu.Event(enable_timing=False, blocking=False, interprocess=False)``."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        self = super().__new__(cls, device="npu", enable_timing=enable_timing, blocking=blocking,
-                               interprocess=interprocess)
+        self = super().__new__(
+            cls, device="npu", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
         self._interprocess = interprocess
         return self
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         pass
 
-    def record(self, stream: Optional[torch.Stream] = None) -> None:
+    def record(self, stream: torch.Stream | None = None) -> None:
         super().record(current_stream() if stream is None else stream)
 
-    def wait(self, stream: Optional[torch.Stream] = None) -> None:
+    def wait(self, stream: torch.Stream | None = None) -> None:
         super().wait(current_stream() if stream is None else stream)
 
     def query(self) -> bool:
@@ -180,8 +185,9 @@ class ExternalStream(Stream):
         if stream_id is None:
             stream_id, index, _ = _C._typed_stream(index, 5)
             cls._slots[(stream_ptr, index)] = stream_id
-        self = torch.Stream.__new__(cls, stream_id=stream_id, device_index=index,
-                                    device_type=torch.npu.default_stream(index).device_type)
+        self = torch.Stream.__new__(
+            cls, stream_id=stream_id, device_index=index, device_type=torch.npu.default_stream(index).device_type
+        )
         self._stream_ptr = stream_ptr
         return self
 
@@ -207,7 +213,7 @@ def default_stream(device: Any = None) -> Stream:
     return _stream_from_tuple(_C._default_stream(_get_device_index(device, optional=True)))
 
 
-def set_stream(stream: Optional[torch.Stream]) -> None:
+def set_stream(stream: torch.Stream | None) -> None:
     if stream is None:
         return
     torch_npu.npu._lazy_init()
@@ -217,7 +223,7 @@ def set_stream(stream: Optional[torch.Stream]) -> None:
 class StreamContext:
     """Selects a stream (and its device) for the duration of a ``with`` block."""
 
-    def __init__(self, stream_ctx: Optional[torch.Stream]):
+    def __init__(self, stream_ctx: torch.Stream | None):
         stream = stream_ctx
         self.stream = stream
         self.idx = _get_device_index(None, optional=True) if stream is not None else -1
@@ -242,5 +248,5 @@ class StreamContext:
         set_stream(self.src_prev_stream)
 
 
-def stream(stream: Optional[torch.Stream]) -> StreamContext:
+def stream(stream: torch.Stream | None) -> StreamContext:
     return StreamContext(stream)

@@ -1,7 +1,8 @@
 """Device selection and device facts: set_device, device contexts, names and properties."""
+
 import uuid
 import warnings
-from typing import Any, Optional, Union
+from typing import Any
 
 import torch
 
@@ -9,7 +10,7 @@ import torch_npu
 from torch_npu import _C
 from torch_npu.npu._capture_guard import refuse_during_capture
 
-_device_t = Union[torch.device, str, int, None]
+_device_t = torch.device | str | int | None
 
 
 def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
@@ -28,9 +29,7 @@ def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = Fal
     if index is None:
         if optional:
             return current_device()
-        raise ValueError(
-            f"Expected a torch.device with a specified index or an integer, but got:{device}"
-        )
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
     if isinstance(index, bool) or not isinstance(index, int):
         raise TypeError(f"Invalid device {device!r}: expected a torch.device, a string or an int")
     return index
@@ -138,9 +137,16 @@ class _NPUDeviceProperties:
         self.L2_cache_size = soc["L2_cache_size"]
         self.uuid = _CUuuid(uuid.uuid5(uuid.NAMESPACE_URL, f"vnpu://{soc['name']}/{physical}"))
         self.multi_processor_count = self.vector_core_num or self.cube_core_num
-        for cuda_only in ("major", "minor", "is_multi_gpu_board", "is_integrated",
-                          "max_threads_per_multi_processor", "warp_size", "regs_per_multiprocessor",
-                          "gcnArchName"):
+        for cuda_only in (
+            "major",
+            "minor",
+            "is_multi_gpu_board",
+            "is_integrated",
+            "max_threads_per_multi_processor",
+            "warp_size",
+            "regs_per_multiprocessor",
+            "gcnArchName",
+        ):
             setattr(self, cuda_only, None)
 
     def __repr__(self):
@@ -155,7 +161,7 @@ def get_device_properties(device_name=None) -> _NPUDeviceProperties:
     return _NPUDeviceProperties(_checked_index(device_name))
 
 
-def get_device_capability(device: _device_t = None) -> Optional[tuple]:
+def get_device_capability(device: _device_t = None) -> tuple | None:
     """torch_npu returns None (NPUs have no CUDA compute capability) unless
     TORCH_NPU_DEVICE_CAPABILITY="major.minor" is set."""
     import os
@@ -163,14 +169,14 @@ def get_device_capability(device: _device_t = None) -> Optional[tuple]:
     _checked_index(device)
     value = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
     if value is None:
-        warnings.warn("torch.npu.get_device_capability isn't implemented for NPU: it returns None. "
-                      "Set TORCH_NPU_DEVICE_CAPABILITY=\"major.minor\" to return a value.")
+        warnings.warn(
+            "torch.npu.get_device_capability isn't implemented for NPU: it returns None. "
+            'Set TORCH_NPU_DEVICE_CAPABILITY="major.minor" to return a value.'
+        )
         return None
     parts = value.split(".")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(
-            f"TORCH_NPU_DEVICE_CAPABILITY='{value}' is invalid: expected \"major.minor\", e.g. \"8.0\""
-        )
+        raise ValueError(f'TORCH_NPU_DEVICE_CAPABILITY=\'{value}\' is invalid: expected "major.minor", e.g. "8.0"')
     warnings.warn(f"torch.npu.get_device_capability returns {value} from TORCH_NPU_DEVICE_CAPABILITY.")
     return int(parts[0]), int(parts[1])
 

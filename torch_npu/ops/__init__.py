@@ -1,8 +1,21 @@
 """torch_npu's operators (torch.ops.npu.*, re-exported as torch_npu.<name>), defined with
 torch.library: each has an npu kernel composed of ATen operators, a fake kernel, and a backward
 where torch_npu defines one. `npu_op` (registration.py) is the public way to add your own."""
-from torch_npu.ops import (activations, attention_infer, boxes, format_cast, fusion_attention,  # noqa: F401
-                           moe, moe_init_routing_v2, norms, optimizer_ops, quant, rope, tensor_ops)
+
+from torch_npu.ops import (  # noqa: F401
+    activations,
+    attention_infer,
+    boxes,
+    format_cast,
+    fusion_attention,
+    moe,
+    moe_init_routing_v2,
+    norms,
+    optimizer_ops,
+    quant,
+    rope,
+    tensor_ops,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = ["npu_op"]

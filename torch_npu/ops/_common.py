@@ -1,13 +1,27 @@
 """Helpers shared by the operator definitions: argument checks with torch_npu's error suffix, and
 the ScalarType numbers that `int dtype` arguments carry."""
+
 import torch
 
 from torch_npu.utils._error_code import ErrCode, ops_error
 
 # c10::ScalarType numbering (a torch.dtype passed to an `int` argument arrives as this number).
-_SCALAR_TYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
-                 6: torch.float32, 7: torch.float64, 9: torch.complex64, 10: torch.complex128, 11: torch.bool,
-                 15: torch.bfloat16, 23: torch.float8_e5m2, 24: torch.float8_e4m3fn}
+_SCALAR_TYPES = {
+    0: torch.uint8,
+    1: torch.int8,
+    2: torch.int16,
+    3: torch.int32,
+    4: torch.int64,
+    5: torch.float16,
+    6: torch.float32,
+    7: torch.float64,
+    9: torch.complex64,
+    10: torch.complex128,
+    11: torch.bool,
+    15: torch.bfloat16,
+    23: torch.float8_e5m2,
+    24: torch.float8_e4m3fn,
+}
 
 
 def check(condition, op, message):
@@ -20,8 +34,11 @@ def dtype_of(value, op, argument="dtype"):
     """The torch.dtype an `int dtype` argument names."""
     if isinstance(value, torch.dtype):
         return value
-    check(value in _SCALAR_TYPES, op, f"{argument}={value} is not a dtype vnpu supports "
-                                      f"({', '.join(str(d) for d in _SCALAR_TYPES.values())})")
+    check(
+        value in _SCALAR_TYPES,
+        op,
+        f"{argument}={value} is not a dtype vnpu supports " f"({', '.join(str(d) for d in _SCALAR_TYPES.values())})",
+    )
     return _SCALAR_TYPES[value]
 
 

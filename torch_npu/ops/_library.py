@@ -1,4 +1,5 @@
 """The `npu` operator namespace (torch.ops.npu), shared by every torch_npu operator definition."""
+
 import torch
 
 npu_lib = torch.library.Library("npu", "DEF")  # noqa: TOR901  (definitions live for the process)

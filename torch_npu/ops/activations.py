@@ -1,5 +1,6 @@
 """Activation and softmax operators: npu_swiglu, npu_geglu, npu_gelu, fast_gelu / npu_fast_gelu,
 npu_mish, npu_scaled_masked_softmax, npu_dropout_with_add_softmax."""
+
 import torch
 import torch.nn.functional as F
 
@@ -16,17 +17,21 @@ def _halves(x, dim, op):
     return x.chunk(2, dim)
 
 
-@npu_op("npu_swiglu(Tensor self, int dim=-1) -> Tensor", differentiable=True,
-        dtypes={"self": FLOATS}, api="aclnnSwiGlu")
+@npu_op(
+    "npu_swiglu(Tensor self, int dim=-1) -> Tensor", differentiable=True, dtypes={"self": FLOATS}, api="aclnnSwiGlu"
+)
 def npu_swiglu(x, dim=-1):
     """a, b = x.chunk(2, dim); silu(a) * b (the size of `dim` halves)."""
     a, b = _halves(x, dim, "npu_swiglu")
     return F.silu(a) * b
 
 
-@npu_op("npu_geglu(Tensor self, int dim=-1, int approximate=1, bool activate_left=False) -> (Tensor, Tensor)",
-        differentiable=True,
-        dtypes={"self": FLOATS}, api="aclnnGeGlu")
+@npu_op(
+    "npu_geglu(Tensor self, int dim=-1, int approximate=1, bool activate_left=False) -> (Tensor, Tensor)",
+    differentiable=True,
+    dtypes={"self": FLOATS},
+    api="aclnnGeGlu",
+)
 def npu_geglu(x, dim=-1, approximate=1, activate_left=False):
     """a, b = x.chunk(2, dim); with activate_left gelu = GELU(a), y = gelu * b, otherwise gelu = GELU(b),
     y = a * gelu. approximate 1 = tanh, 0 = erf. Returns (y, gelu)."""
@@ -40,8 +45,12 @@ def npu_geglu(x, dim=-1, approximate=1, activate_left=False):
     return a * gelu, gelu
 
 
-@npu_op("npu_gelu(Tensor self, *, str approximate='none') -> Tensor", differentiable=True,
-        dtypes={"self": FLOATS}, api="aclnnGeluV2")
+@npu_op(
+    "npu_gelu(Tensor self, *, str approximate='none') -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS},
+    api="aclnnGeluV2",
+)
 def npu_gelu(x, *, approximate="none"):
     check(approximate in ("none", "tanh"), "npu_gelu", f"approximate must be 'none' or 'tanh', got {approximate!r}")
     return F.gelu(x, approximate=approximate)
@@ -63,15 +72,17 @@ npu_op("fast_gelu(Tensor self) -> Tensor", differentiable=True)(_fast_gelu)
 npu_op("npu_fast_gelu(Tensor self) -> Tensor", differentiable=True)(_fast_gelu)
 
 
-@npu_op("npu_mish(Tensor self) -> Tensor", differentiable=True,
-        dtypes={"self": FLOATS}, api="aclnnMish")
+@npu_op("npu_mish(Tensor self) -> Tensor", differentiable=True, dtypes={"self": FLOATS}, api="aclnnMish")
 def npu_mish(x):
     return F.mish(x)
 
 
-@npu_op("npu_scaled_masked_softmax(Tensor x, Tensor mask, Scalar scale=1, bool fixed_triu_mask=False) -> Tensor",
-        differentiable=True,
-        dtypes={"x": FLOATS, "mask": (torch.bool,)}, api="aclnnScaledMaskedSoftmax")
+@npu_op(
+    "npu_scaled_masked_softmax(Tensor x, Tensor mask, Scalar scale=1, bool fixed_triu_mask=False) -> Tensor",
+    differentiable=True,
+    dtypes={"x": FLOATS, "mask": (torch.bool,)},
+    api="aclnnScaledMaskedSoftmax",
+)
 def npu_scaled_masked_softmax(x, mask, scale=1, fixed_triu_mask=False):
     """softmax((x * scale).masked_fill(mask, -10000), dim=-1) computed in float32; mask True = masked,
     broadcast to x. fixed_triu_mask=True ignores `mask` and masks the upper triangle (j > i)."""
@@ -106,8 +117,11 @@ def npu_dropout_with_add_softmax(self, x1, alpha, prob, dim):
     """y = x1 + alpha * self; softmax_out = softmax(y, dim); dropout_out = softmax_out * mask / (1 - prob)
     with mask uint8 (1 = kept, drawn with probability 1 - prob). Returns (mask, softmax_out, dropout_out)."""
     check(0.0 <= prob < 1.0, "npu_dropout_with_add_softmax", f"prob must be in [0, 1), got {prob}")
-    check(self.shape == x1.shape, "npu_dropout_with_add_softmax",
-          f"self {tuple(self.shape)} and x1 {tuple(x1.shape)} differ")
+    check(
+        self.shape == x1.shape,
+        "npu_dropout_with_add_softmax",
+        f"self {tuple(self.shape)} and x1 {tuple(x1.shape)} differ",
+    )
     softmax_out = torch.softmax(x1 + alpha * self, dim=dim)
     mask = torch.empty_like(softmax_out, dtype=torch.uint8).bernoulli_(1.0 - prob)
     return mask, softmax_out, softmax_out * mask / (1.0 - prob)
@@ -117,6 +131,10 @@ def _dropout_add_softmax_fake(self, x1, alpha, prob, dim):
     return torch.empty_like(self, dtype=torch.uint8), torch.empty_like(self), torch.empty_like(self)
 
 
-npu_op("npu_dropout_with_add_softmax(Tensor self, Tensor x1, Scalar alpha, float prob, int dim) "
-       "-> (Tensor, Tensor, Tensor)", fake=_dropout_add_softmax_fake, backward=_dropout_add_softmax_backward,
-       setup_context=_dropout_add_softmax_setup)(npu_dropout_with_add_softmax)
+npu_op(
+    "npu_dropout_with_add_softmax(Tensor self, Tensor x1, Scalar alpha, float prob, int dim) "
+    "-> (Tensor, Tensor, Tensor)",
+    fake=_dropout_add_softmax_fake,
+    backward=_dropout_add_softmax_backward,
+    setup_context=_dropout_add_softmax_setup,
+)(npu_dropout_with_add_softmax)

@@ -6,6 +6,7 @@ Tensors are brought to [B, N, S, D]; scores are accumulated in float32 as
 attend returns the softmax statistic logsumexp(s); attend_with_stats returns torch_npu's (row max, row sum).
 Masks are boolean, True = masked (not attended), as torch_npu's atten_mask.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -42,8 +43,11 @@ def from_bnsd(t, layout):
 def expand_kv(k, v, heads, op):
     """Grouped-query attention: repeat key/value heads to the query's head count."""
     kv_heads = k.shape[1]
-    check(kv_heads > 0 and heads % kv_heads == 0, op,
-          f"the query's {heads} heads must be a multiple of the key/value heads ({kv_heads})")
+    check(
+        kv_heads > 0 and heads % kv_heads == 0,
+        op,
+        f"the query's {heads} heads must be a multiple of the key/value heads ({kv_heads})",
+    )
     if kv_heads != heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
@@ -81,8 +85,9 @@ def attend(q, k, v, *, scale, mask=None, pse=None):
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
     if bias is None or not bias.requires_grad:
         attn_mask = None if bias is None else bias.to(q.dtype)
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False,
-                                                                              attn_mask=attn_mask, scale=scale)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale
+        )
         return out, lse.unsqueeze(-1)
     out, row_max, row_sum = attend_with_stats(q, k, v, scale=scale, mask=mask, pse=pse)
     return out, row_max + torch.log(row_sum)
@@ -122,8 +127,17 @@ def attend_backward(dout, q, k, v, out, lse, *, scale, mask=None, pse=None):
     """(dq, dk, dv) of attend without dropout, from its saved output and lse (the fused CPU kernel)."""
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-        dout, q, k, v, out, lse.squeeze(-1), 0.0, False, attn_mask=None if bias is None else bias.to(q.dtype),
-        scale=scale)
+        dout,
+        q,
+        k,
+        v,
+        out,
+        lse.squeeze(-1),
+        0.0,
+        False,
+        attn_mask=None if bias is None else bias.to(q.dtype),
+        scale=scale,
+    )
 
 
 def dropout_keep_mask(shape, keep_prob, seed, device):

@@ -9,6 +9,7 @@ Paged KV: key/value [blocks, block_size, H] with block_table [B, max_blocks] (bl
 Quantisation (int8 KV caches, int8 attention, int8 output): attention_quant.py. Not supported: KV shared
 prefixes, key_rope antiquant, and int8 attention with layout TND.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -22,18 +23,28 @@ _BIG = 2147483647
 
 
 def _split_layout(layout, op):
-    check(layout in ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD", "TND_NTD",
-                     "NTD_TND"), op, f"input_layout {layout!r} is not supported")
+    check(
+        layout
+        in ("BSH", "BSND", "BNSD", "BNSD_BSND", "TND", "BSH_NBSD", "BSND_NBSD", "BNSD_NBSD", "TND_NTD", "NTD_TND"),
+        op,
+        f"input_layout {layout!r} is not supported",
+    )
     if "_" in layout:
         return layout.split("_")
     return layout, layout
 
 
 def _paged(cache, block_table, block_size, batch, op):
-    check(block_table.dim() == 2 and block_table.shape[0] == batch, op,
-          f"block_table must be [B={batch}, max_blocks], got {tuple(block_table.shape)}")
-    check(cache.dim() >= 3 and cache.shape[1] == block_size, op,
-          f"paged key/value must be [blocks, block_size={block_size}, ...], got {tuple(cache.shape)}")
+    check(
+        block_table.dim() == 2 and block_table.shape[0] == batch,
+        op,
+        f"block_table must be [B={batch}, max_blocks], got {tuple(block_table.shape)}",
+    )
+    check(
+        cache.dim() >= 3 and cache.shape[1] == block_size,
+        op,
+        f"paged key/value must be [blocks, block_size={block_size}, ...], got {tuple(cache.shape)}",
+    )
     gathered = cache[block_table.long()]  # [B, max_blocks, block_size, ...]
     return gathered.reshape(batch, -1, *cache.shape[2:])
 
@@ -47,8 +58,11 @@ def _int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2):
     """The int8-attention scales, or None when the attention is not int8."""
     if dequant_scale1 is None and quant_scale1 is None and dequant_scale2 is None:
         return None
-    check(dequant_scale1 is not None and quant_scale1 is not None and dequant_scale2 is not None, op,
-          "int8 attention needs dequant_scale1, quant_scale1 and dequant_scale2 together")
+    check(
+        dequant_scale1 is not None and quant_scale1 is not None and dequant_scale2 is not None,
+        op,
+        "int8 attention needs dequant_scale1, quant_scale1 and dequant_scale2 together",
+    )
     return dequant_scale1, quant_scale1, dequant_scale2
 
 
@@ -69,17 +83,47 @@ def _quantised_output(op, out, input_layout, quant_scale2, quant_offset2):
     return requantised_output(out, _split_layout(input_layout, op)[1], quant_scale2, quant_offset2, op)
 
 
-def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq_lengths, actual_seq_lengths_kv,
-                     block_table, num_heads, scale, pre_tokens, next_tokens, input_layout, num_key_value_heads,
-                     sparse_mode, block_size, int8_scales=None):
+def _infer_attention(
+    op,
+    query,
+    key,
+    value,
+    *,
+    pse_shift,
+    atten_mask,
+    actual_seq_lengths,
+    actual_seq_lengths_kv,
+    block_table,
+    num_heads,
+    scale,
+    pre_tokens,
+    next_tokens,
+    input_layout,
+    num_key_value_heads,
+    sparse_mode,
+    block_size,
+    int8_scales=None,
+):
     in_layout, out_layout = _split_layout(input_layout, op)
     check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
     kv_heads = num_key_value_heads or num_heads
     check(num_heads % kv_heads == 0, op, f"num_key_value_heads={kv_heads} must divide num_heads={num_heads}")
     if in_layout == "TND":
         check(int8_scales is None, op, "int8 attention (dequant_scale1) with layout TND is not supported by vnpu")
-        return _infer_tnd(op, query, key, value, atten_mask, actual_seq_lengths, actual_seq_lengths_kv, num_heads,
-                          kv_heads, scale, sparse_mode, out_layout)
+        return _infer_tnd(
+            op,
+            query,
+            key,
+            value,
+            atten_mask,
+            actual_seq_lengths,
+            actual_seq_lengths_kv,
+            num_heads,
+            kv_heads,
+            scale,
+            sparse_mode,
+            out_layout,
+        )
     q = to_bnsd(query, in_layout, num_heads, op, "query")
     batch = q.shape[0]
     if block_table is not None:
@@ -110,8 +154,18 @@ def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq
     if int8_scales is None:
         out, lse = attend(q, k, v, scale=scale, mask=mask, pse=pse_shift)
     else:
-        out, lse = int8_attend(q, k, v, scale=scale, mask=mask, pse=pse_shift, dequant_scale1=int8_scales[0],
-                               quant_scale1=int8_scales[1], dequant_scale2=int8_scales[2], op=op)
+        out, lse = int8_attend(
+            q,
+            k,
+            v,
+            scale=scale,
+            mask=mask,
+            pse=pse_shift,
+            dequant_scale1=int8_scales[0],
+            quant_scale1=int8_scales[1],
+            dequant_scale2=int8_scales[2],
+            op=op,
+        )
     if actual_seq_lengths is not None:
         q_len = torch.tensor(list(actual_seq_lengths), device=q.device).view(-1, 1, 1, 1)
         out = out.masked_fill(torch.arange(s1, device=q.device).view(1, 1, s1, 1) >= q_len, 0)
@@ -120,8 +174,7 @@ def _infer_attention(op, query, key, value, *, pse_shift, atten_mask, actual_seq
     return from_bnsd(out, out_layout), lse
 
 
-def _infer_tnd(op, query, key, value, atten_mask, q_cum, kv_cum, num_heads, kv_heads, scale, sparse_mode,
-               out_layout):
+def _infer_tnd(op, query, key, value, atten_mask, q_cum, kv_cum, num_heads, kv_heads, scale, sparse_mode, out_layout):
     check(q_cum is not None and kv_cum is not None, op, "layout TND needs actual_seq_lengths and actual_seq_lengths_kv")
     outs, lses = [], []
     q0 = k0 = 0
@@ -139,36 +192,89 @@ def _infer_tnd(op, query, key, value, atten_mask, q_cum, kv_cum, num_heads, kv_h
     return (out.transpose(0, 1).contiguous() if out_layout == "NTD" else out), lse
 
 
-def npu_prompt_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
-                               actual_seq_lengths=None, deq_scale1=None, quant_scale1=None, deq_scale2=None,
-                               quant_scale2=None, quant_offset2=None, num_heads=1, scale_value=1.0,
-                               pre_tokens=_BIG, next_tokens=0, input_layout="BSH", num_key_value_heads=0,
-                               actual_seq_lengths_kv=None, sparse_mode=0):
+def npu_prompt_flash_attention(
+    query,
+    key,
+    value,
+    *,
+    padding_mask=None,
+    atten_mask=None,
+    pse_shift=None,
+    actual_seq_lengths=None,
+    deq_scale1=None,
+    quant_scale1=None,
+    deq_scale2=None,
+    quant_scale2=None,
+    quant_offset2=None,
+    num_heads=1,
+    scale_value=1.0,
+    pre_tokens=_BIG,
+    next_tokens=0,
+    input_layout="BSH",
+    num_key_value_heads=0,
+    actual_seq_lengths_kv=None,
+    sparse_mode=0,
+):
     """Prefill attention; int8 attention with deq_scale1 / quant_scale1 / deq_scale2, int8 output with
     quant_scale2 (+ quant_offset2): see attention_quant.py."""
     op = "npu_prompt_flash_attention"
-    out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
-                              actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
-                              block_table=None, num_heads=num_heads, scale=scale_value, pre_tokens=pre_tokens,
-                              next_tokens=next_tokens, input_layout=input_layout,
-                              num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode, block_size=0,
-                              int8_scales=_int8_scales(op, deq_scale1, quant_scale1, deq_scale2))
+    out, _ = _infer_attention(
+        op,
+        query,
+        key,
+        value,
+        pse_shift=pse_shift,
+        atten_mask=atten_mask,
+        actual_seq_lengths=actual_seq_lengths,
+        actual_seq_lengths_kv=actual_seq_lengths_kv,
+        block_table=None,
+        num_heads=num_heads,
+        scale=scale_value,
+        pre_tokens=pre_tokens,
+        next_tokens=next_tokens,
+        input_layout=input_layout,
+        num_key_value_heads=num_key_value_heads,
+        sparse_mode=sparse_mode,
+        block_size=0,
+        int8_scales=_int8_scales(op, deq_scale1, quant_scale1, deq_scale2),
+    )
     return _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
 
 
-npu_op("npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
-       "Tensor? atten_mask=None, Tensor? pse_shift=None, int[]? actual_seq_lengths=None, Tensor? deq_scale1=None, "
-       "Tensor? quant_scale1=None, Tensor? deq_scale2=None, Tensor? quant_scale2=None, Tensor? quant_offset2=None, "
-       "int num_heads=1, float scale_value=1.0, int pre_tokens=2147483647, int next_tokens=0, str input_layout=\"BSH\", "
-       "int num_key_value_heads=0, int[]? actual_seq_lengths_kv=None, int sparse_mode=0) -> Tensor",
-       )(npu_prompt_flash_attention)
+npu_op(
+    "npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
+    "Tensor? atten_mask=None, Tensor? pse_shift=None, int[]? actual_seq_lengths=None, Tensor? deq_scale1=None, "
+    "Tensor? quant_scale1=None, Tensor? deq_scale2=None, Tensor? quant_scale2=None, Tensor? quant_offset2=None, "
+    'int num_heads=1, float scale_value=1.0, int pre_tokens=2147483647, int next_tokens=0, str input_layout="BSH", '
+    "int num_key_value_heads=0, int[]? actual_seq_lengths_kv=None, int sparse_mode=0) -> Tensor",
+)(npu_prompt_flash_attention)
 
 
-def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
-                              actual_seq_lengths=None, antiquant_scale=None, antiquant_offset=None, block_table=None,
-                              dequant_scale1=None, quant_scale1=None, dequant_scale2=None, quant_scale2=None,
-                              quant_offset2=None, kv_padding_size=None, num_heads=1, scale_value=1.0,
-                              input_layout="BSH", num_key_value_heads=0, block_size=0, inner_precise=1):
+def npu_incre_flash_attention(
+    query,
+    key,
+    value,
+    *,
+    padding_mask=None,
+    atten_mask=None,
+    pse_shift=None,
+    actual_seq_lengths=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    block_table=None,
+    dequant_scale1=None,
+    quant_scale1=None,
+    dequant_scale2=None,
+    quant_scale2=None,
+    quant_offset2=None,
+    kv_padding_size=None,
+    num_heads=1,
+    scale_value=1.0,
+    input_layout="BSH",
+    num_key_value_heads=0,
+    block_size=0,
+    inner_precise=1,
+):
     """Decode attention: one query token per batch; actual_seq_lengths are the valid KV lengths. An int8 KV
     cache is dequantised with antiquant_scale/offset [2, ...] (key, value): per channel, or per token when
     shaped [2, B, S_kv]; int8 attention and output as npu_prompt_flash_attention (attention_quant.py)."""
@@ -178,87 +284,173 @@ def npu_incre_flash_attention(query, key, value, *, padding_mask=None, atten_mas
         kv_tokens = key.shape[:2] if input_layout != "BNSD" else (key.shape[0], key.shape[2])
         mode = 1 if antiquant_scale.dim() == 3 and tuple(antiquant_scale.shape[1:]) == tuple(kv_tokens) else 0
         key, value = _dequantised(op, key, value, input_layout, query.dtype, key_params, value_params, mode, mode)
-    out, _ = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
-                              actual_seq_lengths=None, actual_seq_lengths_kv=actual_seq_lengths,
-                              block_table=block_table, num_heads=num_heads, scale=scale_value, pre_tokens=_BIG,
-                              next_tokens=_BIG, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
-                              sparse_mode=0, block_size=block_size,
-                              int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2))
+    out, _ = _infer_attention(
+        op,
+        query,
+        key,
+        value,
+        pse_shift=pse_shift,
+        atten_mask=atten_mask,
+        actual_seq_lengths=None,
+        actual_seq_lengths_kv=actual_seq_lengths,
+        block_table=block_table,
+        num_heads=num_heads,
+        scale=scale_value,
+        pre_tokens=_BIG,
+        next_tokens=_BIG,
+        input_layout=input_layout,
+        num_key_value_heads=num_key_value_heads,
+        sparse_mode=0,
+        block_size=block_size,
+        int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2),
+    )
     return _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
 
 
-npu_op("npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
-       "Tensor? atten_mask=None, Tensor? pse_shift=None, SymInt[]? actual_seq_lengths=None, "
-       "Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, Tensor? block_table=None, "
-       "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
-       "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? kv_padding_size=None, int num_heads=1, "
-       "float scale_value=1.0, str input_layout=\"BSH\", int num_key_value_heads=0, int block_size=0, "
-       "int inner_precise=1) -> Tensor", fake=lambda query, key, value, *, quant_scale2=None, dequant_scale1=None, **kw: torch.empty_like(
-           query, dtype=torch.int8 if quant_scale2 is not None else
-           torch.float16 if dequant_scale1 is not None else query.dtype))(
-    npu_incre_flash_attention)
+npu_op(
+    "npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
+    "Tensor? atten_mask=None, Tensor? pse_shift=None, SymInt[]? actual_seq_lengths=None, "
+    "Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, Tensor? block_table=None, "
+    "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+    "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? kv_padding_size=None, int num_heads=1, "
+    'float scale_value=1.0, str input_layout="BSH", int num_key_value_heads=0, int block_size=0, '
+    "int inner_precise=1) -> Tensor",
+    fake=lambda query, key, value, *, quant_scale2=None, dequant_scale1=None, **kw: torch.empty_like(
+        query,
+        dtype=torch.int8 if quant_scale2 is not None else torch.float16 if dequant_scale1 is not None else query.dtype,
+    ),
+)(npu_incre_flash_attention)
 
 
-def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_mask=None, actual_seq_lengths=None,
-                                    actual_seq_lengths_kv=None, dequant_scale1=None, quant_scale1=None,
-                                    dequant_scale2=None, quant_scale2=None, quant_offset2=None, antiquant_scale=None,
-                                    antiquant_offset=None, key_antiquant_scale=None, key_antiquant_offset=None,
-                                    value_antiquant_scale=None, value_antiquant_offset=None, block_table=None,
-                                    query_padding_size=None, kv_padding_size=None, key_shared_prefix=None,
-                                    value_shared_prefix=None, actual_shared_prefix_len=None, query_rope=None,
-                                    key_rope=None, key_rope_antiquant_scale=None, num_heads=1, scale=1.0,
-                                    pre_tokens=_BIG, next_tokens=_BIG, input_layout="BSH", num_key_value_heads=0,
-                                    sparse_mode=0, inner_precise=0, block_size=0, antiquant_mode=0,
-                                    key_antiquant_mode=0, value_antiquant_mode=0, softmax_lse_flag=False):
+def npu_fused_infer_attention_score(
+    query,
+    key,
+    value,
+    *,
+    pse_shift=None,
+    atten_mask=None,
+    actual_seq_lengths=None,
+    actual_seq_lengths_kv=None,
+    dequant_scale1=None,
+    quant_scale1=None,
+    dequant_scale2=None,
+    quant_scale2=None,
+    quant_offset2=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    key_antiquant_scale=None,
+    key_antiquant_offset=None,
+    value_antiquant_scale=None,
+    value_antiquant_offset=None,
+    block_table=None,
+    query_padding_size=None,
+    kv_padding_size=None,
+    key_shared_prefix=None,
+    value_shared_prefix=None,
+    actual_shared_prefix_len=None,
+    query_rope=None,
+    key_rope=None,
+    key_rope_antiquant_scale=None,
+    num_heads=1,
+    scale=1.0,
+    pre_tokens=_BIG,
+    next_tokens=_BIG,
+    input_layout="BSH",
+    num_key_value_heads=0,
+    sparse_mode=0,
+    inner_precise=0,
+    block_size=0,
+    antiquant_mode=0,
+    key_antiquant_mode=0,
+    value_antiquant_mode=0,
+    softmax_lse_flag=False,
+):
     """Prefill (query length > 1) or decode attention in one operator; returns (attention_out,
     softmax_lse), softmax_lse float32 [B, N, S1, 1] (TND: [T, N, 1]) when softmax_lse_flag, else empty.
     query_rope/key_rope (MLA): their dot products are added to the scores. Quantisation (attention_quant.py):
     antiquant_scale/offset [2, ...] with antiquant_mode, or key_/value_antiquant_scale/offset with their own
     modes (0 per channel, 1 per token); int8 attention and output as npu_prompt_flash_attention."""
     op = "npu_fused_infer_attention_score"
-    _unsupported(op, key_shared_prefix=key_shared_prefix, value_shared_prefix=value_shared_prefix,
-                 key_rope_antiquant_scale=key_rope_antiquant_scale)
+    _unsupported(
+        op,
+        key_shared_prefix=key_shared_prefix,
+        value_shared_prefix=value_shared_prefix,
+        key_rope_antiquant_scale=key_rope_antiquant_scale,
+    )
     if antiquant_scale is not None:
         key_params, value_params = split_antiquant(antiquant_scale, antiquant_offset, op)
-        key, value = _dequantised(op, key, value, input_layout, query.dtype, key_params, value_params,
-                                  antiquant_mode, antiquant_mode)
+        key, value = _dequantised(
+            op, key, value, input_layout, query.dtype, key_params, value_params, antiquant_mode, antiquant_mode
+        )
     elif key_antiquant_scale is not None or value_antiquant_scale is not None:
-        key, value = _dequantised(op, key, value, input_layout, query.dtype,
-                                  (key_antiquant_scale, key_antiquant_offset),
-                                  (value_antiquant_scale, value_antiquant_offset), key_antiquant_mode,
-                                  value_antiquant_mode)
+        key, value = _dequantised(
+            op,
+            key,
+            value,
+            input_layout,
+            query.dtype,
+            (key_antiquant_scale, key_antiquant_offset),
+            (value_antiquant_scale, value_antiquant_offset),
+            key_antiquant_mode,
+            value_antiquant_mode,
+        )
     if query_rope is not None:
         check(key_rope is not None, op, "query_rope needs key_rope")
         query, key = torch.cat([query, query_rope], -1), torch.cat([key, key_rope], -1)
-    out, lse = _infer_attention(op, query, key, value, pse_shift=pse_shift, atten_mask=atten_mask,
-                                actual_seq_lengths=actual_seq_lengths, actual_seq_lengths_kv=actual_seq_lengths_kv,
-                                block_table=block_table, num_heads=num_heads, scale=scale, pre_tokens=pre_tokens,
-                                next_tokens=next_tokens, input_layout=input_layout,
-                                num_key_value_heads=num_key_value_heads, sparse_mode=sparse_mode,
-                                block_size=block_size,
-                                int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2))
+    out, lse = _infer_attention(
+        op,
+        query,
+        key,
+        value,
+        pse_shift=pse_shift,
+        atten_mask=atten_mask,
+        actual_seq_lengths=actual_seq_lengths,
+        actual_seq_lengths_kv=actual_seq_lengths_kv,
+        block_table=block_table,
+        num_heads=num_heads,
+        scale=scale,
+        pre_tokens=pre_tokens,
+        next_tokens=next_tokens,
+        input_layout=input_layout,
+        num_key_value_heads=num_key_value_heads,
+        sparse_mode=sparse_mode,
+        block_size=block_size,
+        int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2),
+    )
     out = _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
     return out, (lse if softmax_lse_flag else out.new_empty(0, dtype=torch.float32))
 
 
-npu_op("npu_fused_infer_attention_score(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, "
-       "Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, "
-       "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
-       "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? antiquant_scale=None, "
-       "Tensor? antiquant_offset=None, Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
-       "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, Tensor? block_table=None, "
-       "Tensor? query_padding_size=None, Tensor? kv_padding_size=None, Tensor? key_shared_prefix=None, "
-       "Tensor? value_shared_prefix=None, SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, "
-       "Tensor? key_rope=None, Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
-       "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", int num_key_value_heads=0, "
-       "int sparse_mode=0, int inner_precise=0, int block_size=0, int antiquant_mode=0, int key_antiquant_mode=0, "
-       "int value_antiquant_mode=0, bool softmax_lse_flag=False) -> (Tensor, Tensor)",
-       )(npu_fused_infer_attention_score)
+npu_op(
+    "npu_fused_infer_attention_score(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, "
+    "Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, "
+    "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+    "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? antiquant_scale=None, "
+    "Tensor? antiquant_offset=None, Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
+    "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, Tensor? block_table=None, "
+    "Tensor? query_padding_size=None, Tensor? kv_padding_size=None, Tensor? key_shared_prefix=None, "
+    "Tensor? value_shared_prefix=None, SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, "
+    "Tensor? key_rope=None, Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
+    'int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout="BSH", int num_key_value_heads=0, '
+    "int sparse_mode=0, int inner_precise=0, int block_size=0, int antiquant_mode=0, int key_antiquant_mode=0, "
+    "int value_antiquant_mode=0, bool softmax_lse_flag=False) -> (Tensor, Tensor)",
+)(npu_fused_infer_attention_score)
 
 
-def npu_fused_attention_score(query_layer, key_layer, value_layer, attention_mask, scale, keep_prob,
-                              query_transpose=False, key_transpose=False, bmm_score_transpose_a=False,
-                              bmm_score_transpose_b=False, value_transpose=False, dx_transpose=False):
+def npu_fused_attention_score(
+    query_layer,
+    key_layer,
+    value_layer,
+    attention_mask,
+    scale,
+    keep_prob,
+    query_transpose=False,
+    key_transpose=False,
+    bmm_score_transpose_a=False,
+    bmm_score_transpose_b=False,
+    value_transpose=False,
+    dx_transpose=False,
+):
     """BERT's fused attention block: q/k/v [B, N, S, D]; softmax(q @ k^T * scale + attention_mask)
     (an additive mask), dropout keeping keep_prob, @ v, heads merged: [B * S, N * D]. key_transpose:
     key_layer is given as [B, N, D, S]."""
@@ -276,7 +468,9 @@ def npu_fused_attention_score(query_layer, key_layer, value_layer, attention_mas
     return context.permute(0, 2, 1, 3).reshape(b * s, n * d)
 
 
-npu_op("npu_fused_attention_score(Tensor query_layer, Tensor key_layer, Tensor value_layer, Tensor attention_mask, "
-       "Scalar scale, float keep_prob, bool query_transpose=False, bool key_transpose=False, "
-       "bool bmm_score_transpose_a=False, bool bmm_score_transpose_b=False, bool value_transpose=False, "
-       "bool dx_transpose=False) -> Tensor")(npu_fused_attention_score)
+npu_op(
+    "npu_fused_attention_score(Tensor query_layer, Tensor key_layer, Tensor value_layer, Tensor attention_mask, "
+    "Scalar scale, float keep_prob, bool query_transpose=False, bool key_transpose=False, "
+    "bool bmm_score_transpose_a=False, bool bmm_score_transpose_b=False, bool value_transpose=False, "
+    "bool dx_transpose=False) -> Tensor"
+)(npu_fused_attention_score)

@@ -13,6 +13,7 @@ Three independent pieces, as the operators document them:
 Scales may arrive as float32 or as the int64 form torch_npu.npu_trans_quant_param produces (the float32 bits
 in the low 32 bits). Rounding is half to even, as the quantisation operators.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -25,8 +26,8 @@ __all__ = []
 def scale_values(scale):
     """float32 scale values; int64 scales carry float32 bits in their low 32 bits (npu_trans_quant_param)."""
     if scale.dtype in (torch.int64, torch.uint64):
-        low = (scale.to(torch.int64) & 0xFFFFFFFF)
-        return torch.where(low >= 2 ** 31, low - 2 ** 32, low).to(torch.int32).view(torch.float32)
+        low = scale.to(torch.int64) & 0xFFFFFFFF
+        return torch.where(low >= 2**31, low - 2**32, low).to(torch.int32).view(torch.float32)
     return scale.float()
 
 
@@ -48,8 +49,11 @@ def _per_channel(param, t, layout, op, name):
     if param.numel() == 1:
         return scale_values(param).reshape(())
     shape = _channel_shape(t, layout, param.numel(), op, name)
-    check(param.numel() == torch.Size(shape).numel(), op,
-          f"{name} must be per tensor or per channel {list(shape)}, got {tuple(param.shape)}")
+    check(
+        param.numel() == torch.Size(shape).numel(),
+        op,
+        f"{name} must be per tensor or per channel {list(shape)}, got {tuple(param.shape)}",
+    )
     return scale_values(param).reshape(shape)
 
 
@@ -78,8 +82,11 @@ def split_antiquant(antiquant_scale, antiquant_offset, op):
     for name, t in (("antiquant_scale", antiquant_scale), ("antiquant_offset", antiquant_offset)):
         if t is None:
             continue
-        check(t.dim() >= 2 and t.shape[0] == 2, op,
-              f"{name} must stack the key's and the value's parameters as [2, ...], got {tuple(t.shape)}")
+        check(
+            t.dim() >= 2 and t.shape[0] == 2,
+            op,
+            f"{name} must stack the key's and the value's parameters as [2, ...], got {tuple(t.shape)}",
+        )
     offsets = (None, None) if antiquant_offset is None else (antiquant_offset[0], antiquant_offset[1])
     return (antiquant_scale[0], offsets[0]), (antiquant_scale[1], offsets[1])
 
@@ -94,10 +101,16 @@ def requantised_output(out, layout, quant_scale2, quant_offset2, op):
 
 def int8_attend(q, k, v, *, scale, mask, pse, dequant_scale1, quant_scale1, dequant_scale2, op):
     """(out float16, lse) of int8 q/k/v [B, N, S, D] with per-tensor dequant/quant scales."""
-    check(q.dtype == k.dtype == v.dtype == torch.int8, op,
-          f"dequant_scale1 (int8 attention) needs int8 query, key and value, got {q.dtype}, {k.dtype}, {v.dtype}")
-    check(quant_scale1 is not None and dequant_scale2 is not None, op,
-          "int8 attention needs dequant_scale1, quant_scale1 and dequant_scale2")
+    check(
+        q.dtype == k.dtype == v.dtype == torch.int8,
+        op,
+        f"dequant_scale1 (int8 attention) needs int8 query, key and value, got {q.dtype}, {k.dtype}, {v.dtype}",
+    )
+    check(
+        quant_scale1 is not None and dequant_scale2 is not None,
+        op,
+        "int8 attention needs dequant_scale1, quant_scale1 and dequant_scale2",
+    )
     scores = torch.matmul(q.float(), k.float().transpose(-2, -1)) * (scale_values(dequant_scale1).reshape(()) * scale)
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
     if bias is not None:

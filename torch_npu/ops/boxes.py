@@ -2,6 +2,7 @@
 
 Boxes are (x1, y1, x2, y2) unless a `trans` flag says (cx, cy, w, h); areas have no +1 pixel.
 """
+
 import math
 
 import torch
@@ -30,8 +31,11 @@ def pairwise_iou(boxes, gt):
     return inter / (_area(gt)[:, None] + _area(boxes)[None, :] - inter)
 
 
-@npu_op("npu_iou(Tensor bboxes, Tensor gtboxes, int mode=0) -> Tensor",
-        dtypes={"bboxes": FLOATS, "gtboxes": FLOATS}, api="aclnnIou")
+@npu_op(
+    "npu_iou(Tensor bboxes, Tensor gtboxes, int mode=0) -> Tensor",
+    dtypes={"bboxes": FLOATS, "gtboxes": FLOATS},
+    api="aclnnIou",
+)
 def npu_iou(bboxes, gtboxes, mode=0):
     """[M, N] overlaps of gtboxes [M, 4] with bboxes [N, 4]: mode 0 IoU, mode 1 IoF (inter / gt area)."""
     check(mode in (0, 1), "npu_iou", f"mode must be 0 (iou) or 1 (iof), got {mode}")
@@ -48,8 +52,11 @@ def _iou_terms(boxes, gt, trans, is_cross, mode, op):
     pairwise (aligned: [N]; cross: [M, N]). overlap is the IoU (mode 0) or the IoF, inter / gt area (mode 1,
     as npu_iou's mode 1)."""
     check(mode in (0, 1), op, f"mode must be 0 (iou) or 1 (iof), got {mode}")
-    check(boxes.dim() == 2 and boxes.shape[0] == 4 and gt.dim() == 2 and gt.shape[0] == 4, op,
-          f"self and gtboxes must be [4, N] and [4, M], got {tuple(boxes.shape)} and {tuple(gt.shape)}")
+    check(
+        boxes.dim() == 2 and boxes.shape[0] == 4 and gt.dim() == 2 and gt.shape[0] == 4,
+        op,
+        f"self and gtboxes must be [4, N] and [4, M], got {tuple(boxes.shape)} and {tuple(gt.shape)}",
+    )
     b, g = boxes.float().t(), gt.float().t()
     if trans:
         b = torch.cat([b[:, :2] - b[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2], 1)
@@ -57,8 +64,11 @@ def _iou_terms(boxes, gt, trans, is_cross, mode, op):
     if is_cross:
         b, g = b[None, :, :], g[:, None, :]
     else:
-        check(b.shape == g.shape, op, f"with is_cross=False self and gtboxes must hold as many boxes "
-                                      f"({b.shape[0]} vs {g.shape[0]})")
+        check(
+            b.shape == g.shape,
+            op,
+            f"with is_cross=False self and gtboxes must hold as many boxes " f"({b.shape[0]} vs {g.shape[0]})",
+        )
     inter = _intersection(b, g)
     union = _area(b) + _area(g) - inter
     enclose_lt = torch.minimum(b[..., :2], g[..., :2])
@@ -71,9 +81,12 @@ def _shape_result(value, is_cross, like):
     return (value if is_cross else value[:, None]).to(like.dtype)
 
 
-@npu_op("npu_giou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
-        differentiable=True,
-        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnGIoU")
+@npu_op(
+    "npu_giou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS, "gtboxes": FLOATS},
+    api="aclnnGIoU",
+)
 def npu_giou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
     """GIoU = IoU - (C - U) / C (C: enclosing box area). Boxes [4, N]; is_cross=False pairs box i with gt i
     and returns [N, 1]; is_cross=True returns [M, N]. mode 1 puts the IoF (inter / gt area) in place of the
@@ -89,18 +102,25 @@ def _diou_penalty(b, g, lt, rb):
     return centre / diagonal
 
 
-@npu_op("npu_diou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
-        differentiable=True,
-        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnDIoU")
+@npu_op(
+    "npu_diou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=False, int mode=0) -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS, "gtboxes": FLOATS},
+    api="aclnnDIoU",
+)
 def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
     """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); shapes and modes as npu_giou."""
     b, g, overlap, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_diou")
     return _shape_result(overlap - _diou_penalty(b, g, lt, rb), is_cross, boxes)
 
 
-@npu_op("npu_ciou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=True, int mode=0, "
-        "bool atan_sub_flag=False) -> Tensor", differentiable=True,
-        dtypes={"self": FLOATS, "gtboxes": FLOATS}, api="aclnnCIoU")
+@npu_op(
+    "npu_ciou(Tensor self, Tensor gtboxes, bool trans=False, bool is_cross=True, int mode=0, "
+    "bool atan_sub_flag=False) -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS, "gtboxes": FLOATS},
+    api="aclnnCIoU",
+)
 def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=False):
     """CIoU = DIoU - a v, v = 4/pi^2 (atan(wg/hg) - atan(w/h))^2, a = v / (1 - IoU + v); shapes and modes as
     npu_giou (mode 1: the IoF stands for the IoU in both places)."""
@@ -108,7 +128,7 @@ def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=F
     penalty = _diou_penalty(b, g, lt, rb)
     wb, hb = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
     wg, hg = g[..., 2] - g[..., 0], g[..., 3] - g[..., 1]
-    v = (4 / math.pi ** 2) * (torch.atan(wg / hg) - torch.atan(wb / hb)).pow(2)
+    v = (4 / math.pi**2) * (torch.atan(wg / hg) - torch.atan(wb / hb)).pow(2)
     alpha = v / (1 - iou + v + 1e-10)
     return _shape_result(iou - penalty - alpha * v, is_cross, boxes)
 
@@ -122,7 +142,7 @@ def greedy_nms(boxes, scores, iou_threshold):
         keep.append(i)
         if order.numel() == 1:
             break
-        ious = pairwise_iou(boxes[order[1:]].float(), boxes[i:i + 1].float())[0]
+        ious = pairwise_iou(boxes[order[1:]].float(), boxes[i : i + 1].float())[0]
         order = order[1:][ious <= iou_threshold]
     return torch.tensor(keep, dtype=torch.long, device=boxes.device)
 
@@ -135,9 +155,13 @@ def _nms_v4_fake(boxes, scores, max_output_size, iou_threshold, scores_threshold
     return boxes.new_empty(size, dtype=torch.int32), boxes.new_empty((), dtype=torch.int32)
 
 
-@npu_op("npu_nms_v4(Tensor self, Tensor scores, Scalar max_output_size, Tensor iou_threshold, "
-        "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)", fake=_nms_v4_fake,
-        dtypes={"self": FLOATS, "scores": FLOATS}, api="aclnnNmsV4")
+@npu_op(
+    "npu_nms_v4(Tensor self, Tensor scores, Scalar max_output_size, Tensor iou_threshold, "
+    "Tensor scores_threshold, bool pad_to_max_output_size=False) -> (Tensor, Tensor)",
+    fake=_nms_v4_fake,
+    dtypes={"self": FLOATS, "scores": FLOATS},
+    api="aclnnNmsV4",
+)
 def npu_nms_v4(boxes, scores, max_output_size, iou_threshold, scores_threshold, pad_to_max_output_size=False):
     """TensorFlow's NonMaxSuppressionV4: boxes scoring above scores_threshold, greedy NMS, at most
     max_output_size. Returns (selected_indices int32, valid_count int32 0-d); with
@@ -145,8 +169,11 @@ def npu_nms_v4(boxes, scores, max_output_size, iou_threshold, scores_threshold, 
     check(boxes.dim() == 2 and boxes.shape[1] == 4, "npu_nms_v4", f"self must be [N, 4], got {tuple(boxes.shape)}")
     check(scores.shape == boxes.shape[:1], "npu_nms_v4", f"scores must be [N], got {tuple(scores.shape)}")
     candidates = torch.nonzero(scores > float(scores_threshold)).flatten()
-    kept = candidates[greedy_nms(boxes[candidates], scores[candidates], float(iou_threshold))] \
-        if candidates.numel() else candidates
+    kept = (
+        candidates[greedy_nms(boxes[candidates], scores[candidates], float(iou_threshold))]
+        if candidates.numel()
+        else candidates
+    )
     kept = kept[: int(max_output_size)].to(torch.int32)
     count = torch.tensor(kept.numel(), dtype=torch.int32, device=boxes.device)
     if pad_to_max_output_size:
@@ -156,18 +183,27 @@ def npu_nms_v4(boxes, scores, max_output_size, iou_threshold, scores_threshold, 
 
 def _nms_with_mask_fake(boxes_scores, iou_threshold):
     n = boxes_scores.shape[0]
-    return (boxes_scores.new_empty(n, 5), boxes_scores.new_empty(n, dtype=torch.int32),
-            boxes_scores.new_empty(n, dtype=torch.uint8))
+    return (
+        boxes_scores.new_empty(n, 5),
+        boxes_scores.new_empty(n, dtype=torch.int32),
+        boxes_scores.new_empty(n, dtype=torch.uint8),
+    )
 
 
-@npu_op("npu_nms_with_mask(Tensor input, Scalar iou_threshold) -> (Tensor, Tensor, Tensor)",
-        fake=_nms_with_mask_fake,
-        dtypes={"input": FLOATS}, api="aclnnNMSWithMask")
+@npu_op(
+    "npu_nms_with_mask(Tensor input, Scalar iou_threshold) -> (Tensor, Tensor, Tensor)",
+    fake=_nms_with_mask_fake,
+    dtypes={"input": FLOATS},
+    api="aclnnNMSWithMask",
+)
 def npu_nms_with_mask(boxes_scores, iou_threshold):
     """input [N, 5] (x1, y1, x2, y2, score): returns the boxes sorted by score (descending), their original
     indices (int32) and a uint8 mask of the boxes greedy NMS keeps (IoU > iou_threshold suppresses)."""
-    check(boxes_scores.dim() == 2 and boxes_scores.shape[1] >= 5, "npu_nms_with_mask",
-          f"input must be [N, 5] (x1, y1, x2, y2, score), got {tuple(boxes_scores.shape)}")
+    check(
+        boxes_scores.dim() == 2 and boxes_scores.shape[1] >= 5,
+        "npu_nms_with_mask",
+        f"input must be [N, 5] (x1, y1, x2, y2, score), got {tuple(boxes_scores.shape)}",
+    )
     order = torch.argsort(boxes_scores[:, 4], descending=True, stable=True)
     sorted_boxes = boxes_scores[order, :5]
     kept = greedy_nms(sorted_boxes[:, :4], sorted_boxes[:, 4], float(iou_threshold))
@@ -176,21 +212,38 @@ def npu_nms_with_mask(boxes_scores, iou_threshold):
     return sorted_boxes, order.to(torch.int32), mask
 
 
-@npu_op("npu_batch_nms(Tensor self, Tensor scores, float score_threshold, float iou_threshold, "
-        "int max_size_per_class, int max_total_size, bool change_coordinate_frame=False, "
-        "bool transpose_box=False) -> (Tensor, Tensor, Tensor, Tensor)", fake=lambda boxes, scores, st, it, per_class,
-        total, ccf=False, tb=False: (boxes.new_empty(boxes.shape[0], total, 4), scores.new_empty(scores.shape[0], total),
-                                     scores.new_empty(scores.shape[0], total),
-                                     scores.new_empty(scores.shape[0], dtype=torch.int32)),
-        dtypes={"self": FLOATS, "scores": FLOATS}, api="aclnnBatchNms")
-def npu_batch_nms(boxes, scores, score_threshold, iou_threshold, max_size_per_class, max_total_size,
-                  change_coordinate_frame=False, transpose_box=False):
+@npu_op(
+    "npu_batch_nms(Tensor self, Tensor scores, float score_threshold, float iou_threshold, "
+    "int max_size_per_class, int max_total_size, bool change_coordinate_frame=False, "
+    "bool transpose_box=False) -> (Tensor, Tensor, Tensor, Tensor)",
+    fake=lambda boxes, scores, st, it, per_class, total, ccf=False, tb=False: (
+        boxes.new_empty(boxes.shape[0], total, 4),
+        scores.new_empty(scores.shape[0], total),
+        scores.new_empty(scores.shape[0], total),
+        scores.new_empty(scores.shape[0], dtype=torch.int32),
+    ),
+    dtypes={"self": FLOATS, "scores": FLOATS},
+    api="aclnnBatchNms",
+)
+def npu_batch_nms(
+    boxes,
+    scores,
+    score_threshold,
+    iou_threshold,
+    max_size_per_class,
+    max_total_size,
+    change_coordinate_frame=False,
+    transpose_box=False,
+):
     """Per image and class: boxes scoring above score_threshold, greedy NMS, at most max_size_per_class;
     then the best max_total_size over the classes, zero-padded. boxes [B, A, q, 4] (q = 1 or C),
     scores [B, A, C]. Returns (boxes [B, T, 4], scores [B, T], classes [B, T], valid counts [B] int32).
     transpose_box: boxes given as [B, A, 4, q]."""
-    check(boxes.dim() == 4 and scores.dim() == 3, "npu_batch_nms",
-          f"self must be [B, A, q, 4] and scores [B, A, C], got {tuple(boxes.shape)} and {tuple(scores.shape)}")
+    check(
+        boxes.dim() == 4 and scores.dim() == 3,
+        "npu_batch_nms",
+        f"self must be [B, A, q, 4] and scores [B, A, C], got {tuple(boxes.shape)} and {tuple(scores.shape)}",
+    )
     if transpose_box:
         boxes = boxes.transpose(2, 3)
     batch, _, classes = scores.shape
@@ -254,10 +307,14 @@ def roi_align_reference(features, rois, output_size, spatial_scale, sampling_rat
         grid_h = sampling_ratio if sampling_ratio > 0 else max(math.ceil(roi_h / ph), 1)
         grid_w = sampling_ratio if sampling_ratio > 0 else max(math.ceil(roi_w / pw), 1)
         dtype, device = features.dtype, features.device
-        ys = y1 + (torch.arange(ph, dtype=dtype, device=device)[:, None] * bin_h
-                   + (torch.arange(grid_h, dtype=dtype, device=device)[None, :] + 0.5) * bin_h / grid_h)
-        xs = x1 + (torch.arange(pw, dtype=dtype, device=device)[:, None] * bin_w
-                   + (torch.arange(grid_w, dtype=dtype, device=device)[None, :] + 0.5) * bin_w / grid_w)
+        ys = y1 + (
+            torch.arange(ph, dtype=dtype, device=device)[:, None] * bin_h
+            + (torch.arange(grid_h, dtype=dtype, device=device)[None, :] + 0.5) * bin_h / grid_h
+        )
+        xs = x1 + (
+            torch.arange(pw, dtype=dtype, device=device)[:, None] * bin_w
+            + (torch.arange(grid_w, dtype=dtype, device=device)[None, :] + 0.5) * bin_w / grid_w
+        )
         samples = _interp_weights(ys.reshape(-1), height) @ features[batch] @ _interp_weights(xs.reshape(-1), width).t()
         out[k] = samples.view(channels, ph, grid_h, pw, grid_w).sum(dim=(2, 4)) / (grid_h * grid_w)
     return out
@@ -267,30 +324,47 @@ def _roi_align_fake(features, rois, spatial_scale, pooled_height, pooled_width, 
     return features.new_empty(rois.shape[0], features.shape[1], pooled_height, pooled_width)
 
 
-@npu_op("npu_roi_align(Tensor self, Tensor rois, float spatial_scale, int pooled_height, int pooled_width, "
-        "int sample_num, int roi_end_mode) -> Tensor", fake=_roi_align_fake,
-        dtypes={"self": FLOATS, "rois": FLOATS}, api="aclnnRoiAlign")
+@npu_op(
+    "npu_roi_align(Tensor self, Tensor rois, float spatial_scale, int pooled_height, int pooled_width, "
+    "int sample_num, int roi_end_mode) -> Tensor",
+    fake=_roi_align_fake,
+    dtypes={"self": FLOATS, "rois": FLOATS},
+    api="aclnnRoiAlign",
+)
 def npu_roi_align(features, rois, spatial_scale, pooled_height, pooled_width, sample_num, roi_end_mode):
     """RoIAlign of features [N, C, H, W] over rois [K, 5] (batch index, x1, y1, x2, y2) -> [K, C, ph, pw].
     roi_end_mode 0: roi size max(x2 - x1, 1) (torchvision aligned=False); 1: Caffe's inclusive end
     (x2 + 1); 3: half-pixel aligned coordinates (torchvision aligned=True)."""
     check(roi_end_mode in (0, 1, 3), "npu_roi_align", f"roi_end_mode must be 0, 1 or 3, got {roi_end_mode}")
     check(rois.dim() == 2 and rois.shape[1] == 5, "npu_roi_align", f"rois must be [K, 5], got {tuple(rois.shape)}")
-    return roi_align_reference(features, rois, (pooled_height, pooled_width), spatial_scale, sample_num,
-                               aligned=roi_end_mode == 3, end_offset=1.0 if roi_end_mode == 1 else 0.0)
+    return roi_align_reference(
+        features,
+        rois,
+        (pooled_height, pooled_width),
+        spatial_scale,
+        sample_num,
+        aligned=roi_end_mode == 3,
+        end_offset=1.0 if roi_end_mode == 1 else 0.0,
+    )
 
 
 def _centre_size(b):
     return (b[..., 0] + b[..., 2]) * 0.5, (b[..., 1] + b[..., 3]) * 0.5, b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
 
 
-@npu_op("npu_bounding_box_encode(Tensor anchor_box, Tensor ground_truth_box, float means0, float means1, "
-        "float means2, float means3, float stds0, float stds1, float stds2, float stds3) -> Tensor",
-        dtypes={"anchor_box": FLOATS, "ground_truth_box": FLOATS}, api="aclnnBoundingBoxEncode")
+@npu_op(
+    "npu_bounding_box_encode(Tensor anchor_box, Tensor ground_truth_box, float means0, float means1, "
+    "float means2, float means3, float stds0, float stds1, float stds2, float stds3) -> Tensor",
+    dtypes={"anchor_box": FLOATS, "ground_truth_box": FLOATS},
+    api="aclnnBoundingBoxEncode",
+)
 def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, stds1, stds2, stds3):
     """Faster R-CNN deltas ((gx-px)/pw, (gy-py)/ph, log(gw/pw), log(gh/ph)), then (d - means) / stds."""
-    check(anchor.shape == gt.shape and anchor.shape[-1] == 4, "npu_bounding_box_encode",
-          f"anchor_box and ground_truth_box must both be [N, 4], got {tuple(anchor.shape)} and {tuple(gt.shape)}")
+    check(
+        anchor.shape == gt.shape and anchor.shape[-1] == 4,
+        "npu_bounding_box_encode",
+        f"anchor_box and ground_truth_box must both be [N, 4], got {tuple(anchor.shape)} and {tuple(gt.shape)}",
+    )
     px, py, pw, ph = _centre_size(anchor.float())
     gx, gy, gw, gh = _centre_size(gt.float())
     deltas = torch.stack([(gx - px) / pw, (gy - py) / ph, torch.log(gw / pw), torch.log(gh / ph)], -1)
@@ -299,16 +373,22 @@ def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, s
     return ((deltas - means) / stds).to(anchor.dtype)
 
 
-@npu_op("npu_bounding_box_decode(Tensor rois, Tensor deltas, float means0, float means1, float means2, "
-        "float means3, float stds0, float stds1, float stds2, float stds3, int[1] max_shape, "
-        "float wh_ratio_clip) -> Tensor",
-        dtypes={"rois": FLOATS, "deltas": FLOATS}, api="aclnnBoundingBoxDecode")
-def npu_bounding_box_decode(rois, deltas, means0, means1, means2, means3, stds0, stds1, stds2, stds3, max_shape,
-                            wh_ratio_clip):
+@npu_op(
+    "npu_bounding_box_decode(Tensor rois, Tensor deltas, float means0, float means1, float means2, "
+    "float means3, float stds0, float stds1, float stds2, float stds3, int[1] max_shape, "
+    "float wh_ratio_clip) -> Tensor",
+    dtypes={"rois": FLOATS, "deltas": FLOATS},
+    api="aclnnBoundingBoxDecode",
+)
+def npu_bounding_box_decode(
+    rois, deltas, means0, means1, means2, means3, stds0, stds1, stds2, stds3, max_shape, wh_ratio_clip
+):
     """Inverse of the encoder: dw, dh clipped to |log(wh_ratio_clip)|, boxes clipped to max_shape (h, w);
     a single value clips both axes."""
-    d = deltas.float() * deltas.new_tensor([stds0, stds1, stds2, stds3]).float() + \
-        deltas.new_tensor([means0, means1, means2, means3]).float()
+    d = (
+        deltas.float() * deltas.new_tensor([stds0, stds1, stds2, stds3]).float()
+        + deltas.new_tensor([means0, means1, means2, means3]).float()
+    )
     dx, dy, dw, dh = d.unbind(-1)
     ratio = abs(math.log(wh_ratio_clip))
     dw, dh = dw.clamp(-ratio, ratio), dh.clamp(-ratio, ratio)

@@ -6,6 +6,7 @@ list [...]"), and torch_npu raises that as "call aclnnXxx failed". npu operators
 lists (`npu_op(..., dtypes={...}, api="aclnnXxx")`) so vnpu refuses the same inputs with the same
 text instead of computing on a dtype the hardware does not take.
 """
+
 import torch
 
 from torch_npu.utils._error_code import ErrCode, ops_error
@@ -16,11 +17,23 @@ INDEX_TYPES = (torch.int32, torch.int64)
 
 # CANN's names of the dtypes (ge::DataType as aclnn prints it).
 _CANN_NAMES = {
-    torch.float16: "DT_FLOAT16", torch.float32: "DT_FLOAT", torch.bfloat16: "DT_BFLOAT16",
-    torch.float64: "DT_DOUBLE", torch.int8: "DT_INT8", torch.uint8: "DT_UINT8", torch.int16: "DT_INT16",
-    torch.int32: "DT_INT32", torch.int64: "DT_INT64", torch.bool: "DT_BOOL", torch.complex64: "DT_COMPLEX64",
-    torch.complex128: "DT_COMPLEX128", torch.uint16: "DT_UINT16", torch.uint32: "DT_UINT32",
-    torch.uint64: "DT_UINT64", torch.float8_e4m3fn: "DT_FLOAT8_E4M3FN", torch.float8_e5m2: "DT_FLOAT8_E5M2",
+    torch.float16: "DT_FLOAT16",
+    torch.float32: "DT_FLOAT",
+    torch.bfloat16: "DT_BFLOAT16",
+    torch.float64: "DT_DOUBLE",
+    torch.int8: "DT_INT8",
+    torch.uint8: "DT_UINT8",
+    torch.int16: "DT_INT16",
+    torch.int32: "DT_INT32",
+    torch.int64: "DT_INT64",
+    torch.bool: "DT_BOOL",
+    torch.complex64: "DT_COMPLEX64",
+    torch.complex128: "DT_COMPLEX128",
+    torch.uint16: "DT_UINT16",
+    torch.uint32: "DT_UINT32",
+    torch.uint64: "DT_UINT64",
+    torch.float8_e4m3fn: "DT_FLOAT8_E4M3FN",
+    torch.float8_e5m2: "DT_FLOAT8_E5M2",
 }
 
 
@@ -30,8 +43,10 @@ def cann_name(dtype):
 
 def unsupported_dtype(api, argument, dtype, supported):
     listed = "".join(cann_name(d) + "," for d in supported)
-    return RuntimeError(f"call {api} failed, detail:EZ1001: Tensor {argument} not implemented for {cann_name(dtype)}, "
-                        f"should be in dtype support list [{listed}]." + ops_error(ErrCode.ACL))
+    return RuntimeError(
+        f"call {api} failed, detail:EZ1001: Tensor {argument} not implemented for {cann_name(dtype)}, "
+        f"should be in dtype support list [{listed}]." + ops_error(ErrCode.ACL)
+    )
 
 
 def dtype_checked(kernel, schema_arguments, dtypes, api):

@@ -4,6 +4,7 @@ A tensor's format lives with its storage (the caching allocator's block). A cast
 physical size the format needs on the NPU (see storage_shapes.py), so memory statistics and OOMs
 match hardware, and keeps the logical shape, strides and values unchanged.
 """
+
 import torch
 
 from torch_npu import _C
@@ -21,8 +22,10 @@ define(f"npu_format_cast.Tensor(Tensor self, Tensor dst, {_OPT}) -> Tensor")
 define(f"npu_format_cast_(Tensor(a!) self, Tensor src, {_OPT}) -> Tensor(a!)")
 define(f"npu_format_cast_.acl_format(Tensor(a!) self, int acl_format, {_OPT}) -> Tensor(a!)")
 define("get_npu_format(Tensor self) -> int")
-define("empty_with_format(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
-       "bool? pin_memory=None, int acl_format=2, int? base_addr_aligned_kb=None) -> Tensor")
+define(
+    "empty_with_format(int[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+    "bool? pin_memory=None, int acl_format=2, int? base_addr_aligned_kb=None) -> Tensor"
+)
 
 
 def _target_format(acl_format, tensor):
@@ -30,19 +33,23 @@ def _target_format(acl_format, tensor):
         fmt = Format(int(acl_format))
     except (ValueError, TypeError):
         known = ", ".join(f"{f.name}={int(f)}" for f in Format if f != Format.UNDEFINED)
-        raise RuntimeError(f"npu_format_cast: {acl_format} is not an NPU format; torch_npu.Format has {known}"
-                           + ops_error(ErrCode.PARAM)) from None
+        raise RuntimeError(
+            f"npu_format_cast: {acl_format} is not an NPU format; torch_npu.Format has {known}"
+            + ops_error(ErrCode.PARAM)
+        ) from None
     if fmt == Format.UNDEFINED:
         raise RuntimeError("npu_format_cast: cannot cast to Format.UNDEFINED" + ops_error(ErrCode.PARAM))
     if fmt in NZ_FORMATS and tensor.dim() < 2:
         npu_warn("Cannot create tensor with NZ format while dim < 2, tensor will be created with ND format.")
         return Format.ND
     if fmt in FIVE_D_FORMATS and tensor.dim() != 5:
-        raise RuntimeError(f"npu_format_cast: format {fmt} needs a 5-D tensor, got {tensor.dim()}-D"
-                           + ops_error(ErrCode.PARAM))
+        raise RuntimeError(
+            f"npu_format_cast: format {fmt} needs a 5-D tensor, got {tensor.dim()}-D" + ops_error(ErrCode.PARAM)
+        )
     if fmt not in NZ_FORMATS and fmt not in FIVE_D_FORMATS and fmt != Format.ND and tensor.dim() > 4:
-        raise RuntimeError(f"npu_format_cast: format {fmt} needs at most 4 dimensions, got {tensor.dim()}"
-                           + ops_error(ErrCode.PARAM))
+        raise RuntimeError(
+            f"npu_format_cast: format {fmt} needs at most 4 dimensions, got {tensor.dim()}" + ops_error(ErrCode.PARAM)
+        )
     return fmt
 
 
@@ -104,8 +111,9 @@ def _cast_inplace_like(self, src, customize_dtype=None, input_dtype=None):
     return _cast_inplace(self, get_npu_format(src))
 
 
-def _empty_with_format(size, dtype=None, layout=None, device=None, pin_memory=None, acl_format=2,
-                       base_addr_aligned_kb=None):
+def _empty_with_format(
+    size, dtype=None, layout=None, device=None, pin_memory=None, acl_format=2, base_addr_aligned_kb=None
+):
     if layout not in (None, torch.strided):
         raise RuntimeError(f"empty_with_format supports torch.strided only, got {layout}" + ops_error(ErrCode.PARAM))
     device = torch.device("npu") if device is None else torch.device(device)
@@ -117,8 +125,11 @@ def _empty_with_format(size, dtype=None, layout=None, device=None, pin_memory=No
 
 
 _KERNELS = {
-    "npu_format_cast": _cast, "npu_format_cast.Tensor": _cast_like, "npu_format_cast_": _cast_inplace_like,
-    "npu_format_cast_.acl_format": _cast_inplace, "get_npu_format": get_npu_format,
+    "npu_format_cast": _cast,
+    "npu_format_cast.Tensor": _cast_like,
+    "npu_format_cast_": _cast_inplace_like,
+    "npu_format_cast_.acl_format": _cast_inplace,
+    "get_npu_format": get_npu_format,
     "empty_with_format": _empty_with_format,
 }
 for _name, _kernel in _KERNELS.items():
@@ -132,8 +143,9 @@ def _cast_backward(ctx, grad):
     return grad, None
 
 
-torch.library.register_autograd("npu::npu_format_cast", _cast_backward,
-                                setup_context=lambda ctx, inputs, output, **kwargs: None)
+torch.library.register_autograd(
+    "npu::npu_format_cast", _cast_backward, setup_context=lambda ctx, inputs, output, **kwargs: None
+)
 
 npu_format_cast = torch.ops.npu.npu_format_cast
 npu_format_cast_ = torch.ops.npu.npu_format_cast_

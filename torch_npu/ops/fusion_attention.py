@@ -19,11 +19,22 @@ the dropout mask is drawn from `seed` (taken from the npu generator) so npu_fusi
 reproduces it. The forward forms the scores in blocks of query rows (attention_core.attend_with_stats);
 without dropout the backward is PyTorch's fused CPU flash-attention backward kernel.
 """
+
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.attention_core import (LAYOUTS, as_bool_mask, attend_backward, attend_with_stats, band_mask,
-                                          cumulative_to_lengths, dropout_keep_mask, expand_kv, from_bnsd, to_bnsd)
+from torch_npu.ops.attention_core import (
+    LAYOUTS,
+    as_bool_mask,
+    attend_backward,
+    attend_with_stats,
+    band_mask,
+    cumulative_to_lengths,
+    dropout_keep_mask,
+    expand_kv,
+    from_bnsd,
+    to_bnsd,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -60,11 +71,15 @@ def _batched_mask(atten_mask, sparse_mode, b, s1, s2, pre, nxt, prefix, device):
     if atten_mask is not None and atten_mask.dim() == 2:
         atten_mask = atten_mask.view(1, 1, *atten_mask.shape)
     if sparse_mode in (5, 6):
-        return torch.stack([_mask_for(None, sparse_mode, s1, s2, pre, nxt, prefix, i, device)
-                            for i in range(b)]).unsqueeze(1)
+        return torch.stack(
+            [_mask_for(None, sparse_mode, s1, s2, pre, nxt, prefix, i, device) for i in range(b)]
+        ).unsqueeze(1)
     if sparse_mode in (0, 1) and atten_mask is not None:
-        check(atten_mask.shape[-2:] == (s1, s2), OP,
-              f"atten_mask must end in [S1, S2] = [{s1}, {s2}], got {tuple(atten_mask.shape)}")
+        check(
+            atten_mask.shape[-2:] == (s1, s2),
+            OP,
+            f"atten_mask must end in [S1, S2] = [{s1}, {s2}], got {tuple(atten_mask.shape)}",
+        )
     return _mask_for(atten_mask, sparse_mode, s1, s2, pre, nxt, prefix, 0, device)
 
 
@@ -89,16 +104,47 @@ def _bnsd_inputs(query, key, value, head_num, input_layout):
     return q, k, v
 
 
-def _forward(query, key, value, head_num, input_layout, pse, atten_mask, scale, keep_prob, pre, nxt, prefix,
-             actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed, dropout_mask):
+def _forward(
+    query,
+    key,
+    value,
+    head_num,
+    input_layout,
+    pse,
+    atten_mask,
+    scale,
+    keep_prob,
+    pre,
+    nxt,
+    prefix,
+    actual_seq_qlen,
+    actual_seq_kvlen,
+    sparse_mode,
+    seed,
+    dropout_mask,
+):
     """attention_out (in input_layout), softmax_max, softmax_sum."""
     _check_layout(input_layout)
     check(head_num > 0, OP, f"head_num must be positive, got {head_num}")
     check(0.0 < keep_prob <= 1.0, OP, f"keep_prob must be in (0, 1], got {keep_prob}")
     mask = as_bool_mask(atten_mask, OP)
     if input_layout == "TND":
-        return _forward_tnd(query, key, value, head_num, mask, scale, keep_prob, pre, nxt, actual_seq_qlen,
-                            actual_seq_kvlen, sparse_mode, seed, dropout_mask)
+        return _forward_tnd(
+            query,
+            key,
+            value,
+            head_num,
+            mask,
+            scale,
+            keep_prob,
+            pre,
+            nxt,
+            actual_seq_qlen,
+            actual_seq_kvlen,
+            sparse_mode,
+            seed,
+            dropout_mask,
+        )
     q, k, v = _bnsd_inputs(query, key, value, head_num, input_layout)
     k, v = expand_kv(k, v, head_num, OP)
     b, _, s1, _ = q.shape
@@ -106,29 +152,53 @@ def _forward(query, key, value, head_num, input_layout, pse, atten_mask, scale, 
     full_mask = _batched_mask(mask, sparse_mode, b, s1, s2, pre, nxt, prefix, q.device)
     drop = None
     if keep_prob < 1.0:
-        drop = dropout_mask.to(torch.bool) if dropout_mask is not None else \
-            dropout_keep_mask((b, head_num, s1, s2), keep_prob, seed, q.device)
-    out, row_max, row_sum = attend_with_stats(q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob,
-                                              dropout_mask=drop)
+        drop = (
+            dropout_mask.to(torch.bool)
+            if dropout_mask is not None
+            else dropout_keep_mask((b, head_num, s1, s2), keep_prob, seed, q.device)
+        )
+    out, row_max, row_sum = attend_with_stats(
+        q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob, dropout_mask=drop
+    )
     return (from_bnsd(out, input_layout), *_stats(row_max, row_sum))
 
 
-def _forward_tnd(query, key, value, head_num, mask, scale, keep_prob, pre, nxt, actual_seq_qlen, actual_seq_kvlen,
-                 sparse_mode, seed, dropout_mask):
-    check(query.dim() == 3 and query.shape[1] == head_num, OP,
-          f"TND query must be [T, {head_num}, D], got {tuple(query.shape)}")
+def _forward_tnd(
+    query,
+    key,
+    value,
+    head_num,
+    mask,
+    scale,
+    keep_prob,
+    pre,
+    nxt,
+    actual_seq_qlen,
+    actual_seq_kvlen,
+    sparse_mode,
+    seed,
+    dropout_mask,
+):
+    check(
+        query.dim() == 3 and query.shape[1] == head_num,
+        OP,
+        f"TND query must be [T, {head_num}, D], got {tuple(query.shape)}",
+    )
     q_lens = cumulative_to_lengths(actual_seq_qlen, OP, "actual_seq_qlen")
     kv_lens = cumulative_to_lengths(actual_seq_kvlen, OP, "actual_seq_kvlen")
     check(len(q_lens) == len(kv_lens), OP, "actual_seq_qlen and actual_seq_kvlen must list as many sequences")
-    check(sum(q_lens) == query.shape[0] and sum(kv_lens) == key.shape[0], OP,
-          f"the sequence lengths cover {sum(q_lens)} / {sum(kv_lens)} tokens, query/key hold "
-          f"{query.shape[0]} / {key.shape[0]}")
+    check(
+        sum(q_lens) == query.shape[0] and sum(kv_lens) == key.shape[0],
+        OP,
+        f"the sequence lengths cover {sum(q_lens)} / {sum(kv_lens)} tokens, query/key hold "
+        f"{query.shape[0]} / {key.shape[0]}",
+    )
     outs, maxima, sums = [], [], []
     q_start = kv_start = 0
     for i, (sq, skv) in enumerate(zip(q_lens, kv_lens)):
-        q = query[q_start:q_start + sq].transpose(0, 1).unsqueeze(0)
-        k = key[kv_start:kv_start + skv].transpose(0, 1).unsqueeze(0)
-        v = value[kv_start:kv_start + skv].transpose(0, 1).unsqueeze(0)
+        q = query[q_start : q_start + sq].transpose(0, 1).unsqueeze(0)
+        k = key[kv_start : kv_start + skv].transpose(0, 1).unsqueeze(0)
+        v = value[kv_start : kv_start + skv].transpose(0, 1).unsqueeze(0)
         k, v = expand_kv(k, v, head_num, OP)
         seq_mask = mask[..., :sq, :skv] if mask is not None and mask.dim() >= 2 else mask
         m = _mask_for(seq_mask, sparse_mode, sq, skv, pre, nxt, None, i, q.device)
@@ -157,20 +227,58 @@ def _dropout_numels(query, key, head_num, layout, actual_seq_qlen, actual_seq_kv
 def _draw_seed(keep_prob, device):
     if keep_prob >= 1.0:
         return 0
-    return int(torch.randint(0, 2 ** 31 - 1, (1,), device=device).item())
+    return int(torch.randint(0, 2**31 - 1, (1,), device=device).item())
 
 
-def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None,
-                         scale=1.0, keep_prob=1.0, pre_tockens=_BIG, next_tockens=_BIG, inner_precise=0,
-                         prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
-                         gen_mask_parallel=True, sync=False, softmax_layout="", sink=None, dropout_mask=None,
-                         seed=0, offset=0):
+def npu_fusion_attention(
+    query,
+    key,
+    value,
+    head_num,
+    input_layout,
+    pse=None,
+    padding_mask=None,
+    atten_mask=None,
+    scale=1.0,
+    keep_prob=1.0,
+    pre_tockens=_BIG,
+    next_tockens=_BIG,
+    inner_precise=0,
+    prefix=None,
+    actual_seq_qlen=None,
+    actual_seq_kvlen=None,
+    sparse_mode=0,
+    gen_mask_parallel=True,
+    sync=False,
+    softmax_layout="",
+    sink=None,
+    dropout_mask=None,
+    seed=0,
+    offset=0,
+):
     seed = seed if seed else _draw_seed(keep_prob, query.device)
-    out, softmax_max, softmax_sum = _forward(query, key, value, head_num, input_layout, pse, atten_mask, scale,
-                                             keep_prob, pre_tockens, next_tockens, prefix, actual_seq_qlen,
-                                             actual_seq_kvlen, sparse_mode, seed, dropout_mask)
-    numels = _dropout_numels(query, key, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) \
-        if keep_prob < 1.0 else 0
+    out, softmax_max, softmax_sum = _forward(
+        query,
+        key,
+        value,
+        head_num,
+        input_layout,
+        pse,
+        atten_mask,
+        scale,
+        keep_prob,
+        pre_tockens,
+        next_tockens,
+        prefix,
+        actual_seq_qlen,
+        actual_seq_kvlen,
+        sparse_mode,
+        seed,
+        dropout_mask,
+    )
+    numels = (
+        _dropout_numels(query, key, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) if keep_prob < 1.0 else 0
+    )
     return out, softmax_max, softmax_sum, query.new_empty(0), seed, offset, numels
 
 
@@ -181,17 +289,49 @@ def _fusion_attention_fake(query, key, value, head_num, input_layout, *args, **k
     else:
         q = to_bnsd(query, input_layout, head_num, OP, "query")
         stats_shape = (q.shape[0], head_num, q.shape[2], 8)
-    out_width = value.shape[-1] if input_layout in ("BNSD", "BSND", "TND") else \
-        value.shape[-1] * head_num // max(key.shape[-1] // (query.shape[-1] // head_num), 1)
+    out_width = (
+        value.shape[-1]
+        if input_layout in ("BNSD", "BSND", "TND")
+        else value.shape[-1] * head_num // max(key.shape[-1] // (query.shape[-1] // head_num), 1)
+    )
     out = query.new_empty(*query.shape[:-1], out_width)
-    return (out, query.new_empty(stats_shape, dtype=torch.float32), query.new_empty(stats_shape, dtype=torch.float32),
-            query.new_empty(0), 0, 0, 0)
+    return (
+        out,
+        query.new_empty(stats_shape, dtype=torch.float32),
+        query.new_empty(stats_shape, dtype=torch.float32),
+        query.new_empty(0),
+        0,
+        0,
+        0,
+    )
 
 
-_ARG_NAMES = ("query", "key", "value", "head_num", "input_layout", "pse", "padding_mask", "atten_mask", "scale",
-              "keep_prob", "pre_tockens", "next_tockens", "inner_precise", "prefix", "actual_seq_qlen",
-              "actual_seq_kvlen", "sparse_mode", "gen_mask_parallel", "sync", "softmax_layout", "sink",
-              "dropout_mask", "seed", "offset")
+_ARG_NAMES = (
+    "query",
+    "key",
+    "value",
+    "head_num",
+    "input_layout",
+    "pse",
+    "padding_mask",
+    "atten_mask",
+    "scale",
+    "keep_prob",
+    "pre_tockens",
+    "next_tockens",
+    "inner_precise",
+    "prefix",
+    "actual_seq_qlen",
+    "actual_seq_kvlen",
+    "sparse_mode",
+    "gen_mask_parallel",
+    "sync",
+    "softmax_layout",
+    "sink",
+    "dropout_mask",
+    "seed",
+    "offset",
+)
 
 
 def _setup(ctx, inputs, output, keyword_only_inputs=None):
@@ -202,11 +342,27 @@ def _setup(ctx, inputs, output, keyword_only_inputs=None):
 def _backward(ctx, dout, *unused):
     a = ctx.args
     dq, dk, dv, dpse, _ = torch.ops.npu.npu_fusion_attention_grad(
-        a["query"], a["key"], a["value"], dout, a["head_num"], a["input_layout"], pse=a["pse"],
-        atten_mask=a["atten_mask"], softmax_max=ctx.softmax_max, softmax_sum=ctx.softmax_sum,
-        attention_in=ctx.out, scale_value=a["scale"], keep_prob=a["keep_prob"], pre_tockens=a["pre_tockens"],
-        next_tockens=a["next_tockens"], seed=ctx.seed, prefix=a["prefix"], actual_seq_qlen=a["actual_seq_qlen"],
-        actual_seq_kvlen=a["actual_seq_kvlen"], sparse_mode=a["sparse_mode"])
+        a["query"],
+        a["key"],
+        a["value"],
+        dout,
+        a["head_num"],
+        a["input_layout"],
+        pse=a["pse"],
+        atten_mask=a["atten_mask"],
+        softmax_max=ctx.softmax_max,
+        softmax_sum=ctx.softmax_sum,
+        attention_in=ctx.out,
+        scale_value=a["scale"],
+        keep_prob=a["keep_prob"],
+        pre_tockens=a["pre_tockens"],
+        next_tockens=a["next_tockens"],
+        seed=ctx.seed,
+        prefix=a["prefix"],
+        actual_seq_qlen=a["actual_seq_qlen"],
+        actual_seq_kvlen=a["actual_seq_kvlen"],
+        sparse_mode=a["sparse_mode"],
+    )
     grads = [None] * len(_ARG_NAMES)
     grads[0], grads[1], grads[2] = dq, dk, dv
     if a["pse"] is not None:
@@ -214,36 +370,101 @@ def _backward(ctx, dout, *unused):
     return tuple(grads)
 
 
-npu_op("npu_fusion_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, "
-       "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., "
-       "int pre_tockens=2147483647, int next_tockens=2147483647, int inner_precise=0, int[]? prefix=None, "
-       "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, "
-       "bool sync=False, str softmax_layout=\"\", Tensor? sink=None, Tensor? dropout_mask=None, int seed=0, "
-       "int offset=0) -> (Tensor, Tensor, Tensor, Tensor, int, int, int)",
-       fake=_fusion_attention_fake, backward=_backward, setup_context=_setup)(npu_fusion_attention)
+npu_op(
+    "npu_fusion_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, "
+    "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., "
+    "int pre_tockens=2147483647, int next_tockens=2147483647, int inner_precise=0, int[]? prefix=None, "
+    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, "
+    'bool sync=False, str softmax_layout="", Tensor? sink=None, Tensor? dropout_mask=None, int seed=0, '
+    "int offset=0) -> (Tensor, Tensor, Tensor, Tensor, int, int, int)",
+    fake=_fusion_attention_fake,
+    backward=_backward,
+    setup_context=_setup,
+)(npu_fusion_attention)
 
 
-def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None,
-                              atten_mask=None, softmax_max=None, softmax_sum=None, softmax_in=None,
-                              attention_in=None, scale_value=1.0, keep_prob=1.0, pre_tockens=_BIG,
-                              next_tockens=_BIG, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
-                              actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True,
-                              sync=False, softmax_layout="", sink=None):
+def npu_fusion_attention_grad(
+    query,
+    key,
+    value,
+    dy,
+    head_num,
+    input_layout,
+    *,
+    pse=None,
+    padding_mask=None,
+    atten_mask=None,
+    softmax_max=None,
+    softmax_sum=None,
+    softmax_in=None,
+    attention_in=None,
+    scale_value=1.0,
+    keep_prob=1.0,
+    pre_tockens=_BIG,
+    next_tockens=_BIG,
+    inner_precise=0,
+    seed=0,
+    offset=0,
+    numels=0,
+    prefix=None,
+    actual_seq_qlen=None,
+    actual_seq_kvlen=None,
+    sparse_mode=0,
+    gen_mask_parallel=True,
+    sync=False,
+    softmax_layout="",
+    sink=None,
+):
     """(dq, dk, dv, dpse, dsink) of npu_fusion_attention for the output gradient dy (the dropout mask is
     regenerated from seed; dpse / dsink are empty when pse / sink are not given). Given the forward's
     attention_in and softmax_max / softmax_sum, without dropout and pse, PyTorch's fused CPU
     flash-attention backward runs; otherwise the forward is recomputed and differentiated."""
-    fast = (attention_in is not None and softmax_max is not None and softmax_sum is not None and keep_prob >= 1.0
-            and pse is None and input_layout != "TND")
+    fast = (
+        attention_in is not None
+        and softmax_max is not None
+        and softmax_sum is not None
+        and keep_prob >= 1.0
+        and pse is None
+        and input_layout != "TND"
+    )
     if fast:
-        return _fast_grad(query, key, value, dy, head_num, input_layout, atten_mask, softmax_max, softmax_sum,
-                          attention_in, scale_value, pre_tockens, next_tockens, prefix, sparse_mode)
+        return _fast_grad(
+            query,
+            key,
+            value,
+            dy,
+            head_num,
+            input_layout,
+            atten_mask,
+            softmax_max,
+            softmax_sum,
+            attention_in,
+            scale_value,
+            pre_tockens,
+            next_tockens,
+            prefix,
+            sparse_mode,
+        )
     leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
     pse_leaf = pse.detach().requires_grad_(True) if pse is not None else None
     with torch.enable_grad():
-        out, _, _ = _forward(*leaves, head_num, input_layout, pse_leaf, atten_mask, scale_value, keep_prob,
-                             pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, seed,
-                             None)
+        out, _, _ = _forward(
+            *leaves,
+            head_num,
+            input_layout,
+            pse_leaf,
+            atten_mask,
+            scale_value,
+            keep_prob,
+            pre_tockens,
+            next_tockens,
+            prefix,
+            actual_seq_qlen,
+            actual_seq_kvlen,
+            sparse_mode,
+            seed,
+            None,
+        )
         wanted = leaves + ([pse_leaf] if pse_leaf is not None else [])
         grads = torch.autograd.grad(out, wanted, dy, allow_unused=True)
     dq, dk, dv = (g if g is not None else torch.zeros_like(t) for g, t in zip(grads[:3], (query, key, value)))
@@ -251,8 +472,23 @@ def npu_fusion_attention_grad(query, key, value, dy, head_num, input_layout, *, 
     return dq, dk, dv, dpse, query.new_empty(0)
 
 
-def _fast_grad(query, key, value, dy, head_num, layout, atten_mask, softmax_max, softmax_sum, attention_in, scale,
-               pre, nxt, prefix, sparse_mode):
+def _fast_grad(
+    query,
+    key,
+    value,
+    dy,
+    head_num,
+    layout,
+    atten_mask,
+    softmax_max,
+    softmax_sum,
+    attention_in,
+    scale,
+    pre,
+    nxt,
+    prefix,
+    sparse_mode,
+):
     q, k, v = _bnsd_inputs(query, key, value, head_num, layout)
     kv_heads = k.shape[1]
     k_e, v_e = expand_kv(k, v, head_num, OP)
@@ -266,20 +502,26 @@ def _fast_grad(query, key, value, dy, head_num, layout, atten_mask, softmax_max,
         group = head_num // kv_heads
         dk = dk.view(b, kv_heads, group, *dk.shape[2:]).sum(2)
         dv = dv.view(b, kv_heads, group, *dv.shape[2:]).sum(2)
-    return (from_bnsd(dq, layout), from_bnsd(dk, layout), from_bnsd(dv, layout), query.new_empty(0),
-            query.new_empty(0))
+    return (from_bnsd(dq, layout), from_bnsd(dk, layout), from_bnsd(dv, layout), query.new_empty(0), query.new_empty(0))
 
 
 def _grad_fake(query, key, value, dy, head_num, input_layout, *, pse=None, **kwargs):
-    return (torch.empty_like(query), torch.empty_like(key), torch.empty_like(value),
-            torch.empty_like(pse) if pse is not None else query.new_empty(0), query.new_empty(0))
+    return (
+        torch.empty_like(query),
+        torch.empty_like(key),
+        torch.empty_like(value),
+        torch.empty_like(pse) if pse is not None else query.new_empty(0),
+        query.new_empty(0),
+    )
 
 
-npu_op("npu_fusion_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, "
-       "str input_layout, *, Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, "
-       "Tensor? softmax_max=None, Tensor? softmax_sum=None, Tensor? softmax_in=None, Tensor? attention_in=None, "
-       "float scale_value=1., float keep_prob=1., int pre_tockens=2147483647, int next_tockens=2147483647, "
-       "int inner_precise=0, int seed=0, int offset=0, int numels=0, int[]? prefix=None, "
-       "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, "
-       "bool sync=False, str softmax_layout=\"\", Tensor? sink=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
-       fake=_grad_fake)(npu_fusion_attention_grad)
+npu_op(
+    "npu_fusion_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, "
+    "str input_layout, *, Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, "
+    "Tensor? softmax_max=None, Tensor? softmax_sum=None, Tensor? softmax_in=None, Tensor? attention_in=None, "
+    "float scale_value=1., float keep_prob=1., int pre_tockens=2147483647, int next_tockens=2147483647, "
+    "int inner_precise=0, int seed=0, int offset=0, int numels=0, int[]? prefix=None, "
+    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, "
+    'bool sync=False, str softmax_layout="", Tensor? sink=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor)',
+    fake=_grad_fake,
+)(npu_fusion_attention_grad)

@@ -1,5 +1,6 @@
 """Mixture-of-experts routing operators: gating (softmax top-k, grouped top-k), routing of tokens to
 experts and back (init/finalize routing, token permute/unpermute), expert token counts."""
+
 import torch
 
 from torch_npu.ops._common import check
@@ -9,8 +10,11 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 
-@npu_op("npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1) -> (Tensor, Tensor, Tensor)",
-        dtypes={"x": FLOATS, "finished": (torch.bool,)}, api="aclnnMoeGatingTopKSoftmax")
+@npu_op(
+    "npu_moe_gating_top_k_softmax(Tensor x, Tensor? finished=None, int k=1) -> (Tensor, Tensor, Tensor)",
+    dtypes={"x": FLOATS, "finished": (torch.bool,)},
+    api="aclnnMoeGatingTopKSoftmax",
+)
 def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     """p = softmax(x, -1) (float32); y, expert_idx (int32) = topk(p, k); row_idx[n, j] = j * N + n (int32).
     Rows marked finished get y = 0 and expert_idx = the number of experts (no expert)."""
@@ -28,9 +32,22 @@ def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     return y.to(x.dtype), idx, row_idx
 
 
-def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_group=1, group_count=1,
-                         group_select_mode=0, renorm=0, norm_type=0, out_flag=False, routed_scaling_factor=1.0,
-                         eps=1e-20):
+def npu_moe_gating_top_k(
+    x,
+    k,
+    *,
+    bias=None,
+    input_ids=None,
+    tid2eid=None,
+    k_group=1,
+    group_count=1,
+    group_select_mode=0,
+    renorm=0,
+    norm_type=0,
+    out_flag=False,
+    routed_scaling_factor=1.0,
+    eps=1e-20,
+):
     """DeepSeek-V3 style grouped routing over x [T, E]: scores = softmax (norm_type 0) or sigmoid (1);
     experts split into group_count groups ranked by their best score (group_select_mode 0) or the sum of
     their two best (1) of scores + bias; the top k_group groups stay; top-k experts by scores + bias;
@@ -59,25 +76,35 @@ def npu_moe_gating_top_k(x, k, *, bias=None, input_ids=None, tid2eid=None, k_gro
     return weights.to(x.dtype), idx.to(torch.int32), out
 
 
-npu_op("npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
-       "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
-       "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)",
-       differentiable=True)(npu_moe_gating_top_k)
+npu_op(
+    "npu_moe_gating_top_k(Tensor x, int k, *, Tensor? bias=None, Tensor? input_ids=None, Tensor? tid2eid=None, "
+    "int k_group=1, int group_count=1, int group_select_mode=0, int renorm=0, int norm_type=0, "
+    "bool out_flag=False, float routed_scaling_factor=1.0, float eps=1e-20) -> (Tensor, Tensor, Tensor)",
+    differentiable=True,
+)(npu_moe_gating_top_k)
 
 
-@npu_op("npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
-        fake=lambda x, row_idx, expert_idx, active_num: (
-            x.new_empty(min(x.shape[0], active_num) * expert_idx.shape[-1], x.shape[-1]),
-            row_idx.new_empty(row_idx.numel()), expert_idx.new_empty(expert_idx.numel())),
-        dtypes={"x": FLOATS, "row_idx": (torch.int32,), "expert_idx": (torch.int32,)}, api="aclnnMoeInitRouting")
+@npu_op(
+    "npu_moe_init_routing(Tensor x, Tensor row_idx, Tensor expert_idx, int active_num) -> (Tensor, Tensor, Tensor)",
+    fake=lambda x, row_idx, expert_idx, active_num: (
+        x.new_empty(min(x.shape[0], active_num) * expert_idx.shape[-1], x.shape[-1]),
+        row_idx.new_empty(row_idx.numel()),
+        expert_idx.new_empty(expert_idx.numel()),
+    ),
+    dtypes={"x": FLOATS, "row_idx": (torch.int32,), "expert_idx": (torch.int32,)},
+    api="aclnnMoeInitRouting",
+)
 def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
     """Sort the (token, k) routes by expert: expanded_expert_idx = the sorted expert ids; dst2src = the
     route (row_idx) at each sorted position; expanded_row_idx[dst2src] = position; expanded_x = the
     token rows of the first min(N, active_num) * k sorted routes."""
     op = "npu_moe_init_routing"
-    check(x.dim() == 2 and expert_idx.dim() == 2 and row_idx.shape == expert_idx.shape, op,
-          f"x [N, H], row_idx and expert_idx [N, k] expected, got {tuple(x.shape)}, {tuple(row_idx.shape)}, "
-          f"{tuple(expert_idx.shape)}")
+    check(
+        x.dim() == 2 and expert_idx.dim() == 2 and row_idx.shape == expert_idx.shape,
+        op,
+        f"x [N, H], row_idx and expert_idx [N, k] expected, got {tuple(x.shape)}, {tuple(row_idx.shape)}, "
+        f"{tuple(expert_idx.shape)}",
+    )
     n, k = expert_idx.shape
     flat = expert_idx.reshape(-1)
     order = torch.argsort(flat, stable=True)
@@ -89,25 +116,51 @@ def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
     return x[dst2src[:active] % n], expanded_row_idx, expanded_expert_idx
 
 
-@npu_op("npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert) -> Tensor",
-        dtypes={"sorted_expert_for_source_row": (torch.int32,)}, api="aclnnMoeComputeExpertTokens")
+@npu_op(
+    "npu_moe_compute_expert_tokens(Tensor sorted_expert_for_source_row, int num_expert) -> Tensor",
+    dtypes={"sorted_expert_for_source_row": (torch.int32,)},
+    api="aclnnMoeComputeExpertTokens",
+)
 def npu_moe_compute_expert_tokens(sorted_experts, num_expert):
     """out[i] = the number of routes whose (sorted) expert id is <= i, as int32 (cumulative counts)."""
     ids = torch.arange(num_expert, device=sorted_experts.device, dtype=sorted_experts.dtype)
     return torch.searchsorted(sorted_experts.contiguous(), ids, right=True).to(torch.int32)
 
 
-@npu_op("npu_moe_finalize_routing(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, "
-        "Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row, int? drop_pad_mode=0, "
-        "int? k=1) -> Tensor",
-        dtypes={"expanded_permuted_rows": FLOATS, "skip1": FLOATS, "skip2": FLOATS, "bias": FLOATS, "scales": FLOATS, "expanded_src_to_dst_row": (torch.int32,), "export_for_source_row": (torch.int32,)}, api="aclnnMoeFinalizeRouting")
-def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
-                             export_for_source_row, drop_pad_mode=0, k=1):
+@npu_op(
+    "npu_moe_finalize_routing(Tensor expanded_permuted_rows, Tensor? skip1, Tensor? skip2, Tensor? bias, "
+    "Tensor? scales, Tensor expanded_src_to_dst_row, Tensor? export_for_source_row, int? drop_pad_mode=0, "
+    "int? k=1) -> Tensor",
+    dtypes={
+        "expanded_permuted_rows": FLOATS,
+        "skip1": FLOATS,
+        "skip2": FLOATS,
+        "bias": FLOATS,
+        "scales": FLOATS,
+        "expanded_src_to_dst_row": (torch.int32,),
+        "export_for_source_row": (torch.int32,),
+    },
+    api="aclnnMoeFinalizeRouting",
+)
+def npu_moe_finalize_routing(
+    expanded_permuted_rows,
+    skip1,
+    skip2,
+    bias,
+    scales,
+    expanded_src_to_dst_row,
+    export_for_source_row,
+    drop_pad_mode=0,
+    k=1,
+):
     """out[i] = skip1[i] + skip2[i] + sum_j scales[i, j] * (rows[src_to_dst[i + j * N]] + bias[expert[i, j]])
     (K = scales.shape[1], or k without scales). drop_pad_mode 0 (no dropping), the only mode torch_npu documents here."""
     op = "npu_moe_finalize_routing"
-    check(drop_pad_mode in (0, None), op,
-          f"drop_pad_mode must be 0 (the only value torch_npu documents for this operator), got {drop_pad_mode}")
+    check(
+        drop_pad_mode in (0, None),
+        op,
+        f"drop_pad_mode must be 0 (the only value torch_npu documents for this operator), got {drop_pad_mode}",
+    )
     topk = scales.shape[1] if scales is not None else (k or 1)
     rows = expanded_src_to_dst_row.numel() // topk
     hidden = expanded_permuted_rows.shape[-1]
@@ -126,12 +179,17 @@ def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales,
 _NO_PADDED_MODE = "padded_mode=True is not supported (CANN's MoeTokenPermute does not support it either)"
 
 
-@npu_op("npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False) "
-        "-> (Tensor, Tensor)", differentiable=True,
-        fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
-            tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
-            indices.new_empty(indices.numel(), dtype=torch.int32)),
-        dtypes={"tokens": FLOATS, "indices": INDEX_TYPES}, api="aclnnMoeTokenPermute")
+@npu_op(
+    "npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False) "
+    "-> (Tensor, Tensor)",
+    differentiable=True,
+    fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
+        tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
+        indices.new_empty(indices.numel(), dtype=torch.int32),
+    ),
+    dtypes={"tokens": FLOATS, "indices": INDEX_TYPES},
+    api="aclnnMoeTokenPermute",
+)
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     """Routes (token t, choice j) sorted by expert: order = stable argsort of the flattened expert ids,
     permuted = tokens[order // topk] truncated to num_out_tokens; sorted_indices (int32) is argsort(order),
@@ -143,9 +201,12 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
     return tokens[order[:count] // topk], torch.argsort(order).to(torch.int32)
 
 
-@npu_op("npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
-        "bool padded_mode=False, int[]? restore_shape=None) -> Tensor",
-        dtypes={"permuted_tokens": FLOATS, "sorted_indices": (torch.int32,), "probs": FLOATS}, api="aclnnMoeTokenUnpermute")
+@npu_op(
+    "npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
+    "bool padded_mode=False, int[]? restore_shape=None) -> Tensor",
+    dtypes={"permuted_tokens": FLOATS, "sorted_indices": (torch.int32,), "probs": FLOATS},
+    api="aclnnMoeTokenUnpermute",
+)
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
     """Inverse of npu_moe_token_permute: out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t * topk + j]]
     (routes whose row num_out_tokens dropped count as zeros)."""

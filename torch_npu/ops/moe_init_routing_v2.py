@@ -20,6 +20,7 @@ max|x * smooth_scale[expert]| / 127. In drop/pad mode a route's slot is (expert 
 rank within the expert, and expert_tokens counts the routes before the capacity drop. quant_mode 2 and 3
 (MX FP8 with float8_e8m0 scales) are refused.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -29,7 +30,7 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 OP = "npu_moe_init_routing_v2"
-_INT32_MAX = 2 ** 31 - 1
+_INT32_MAX = 2**31 - 1
 
 
 def _expert_range(active_expert_range, expert_num, expert_idx):
@@ -43,37 +44,79 @@ def _expert_range(active_expert_range, expert_num, expert_idx):
     return 0, int(expert_idx.max()) + 1
 
 
-def _check_arguments(x, expert_idx, scale, offset, drop_pad_mode, expert_tokens_num_type, quant_mode, row_idx_type,
-                     expert_capacity, expert_num, range_length):
-    check(x.dim() == 2 and expert_idx.dim() == 2 and expert_idx.shape[0] == x.shape[0], OP,
-          f"x [N, H] and expert_idx [N, k] expected, got {tuple(x.shape)} and {tuple(expert_idx.shape)}")
+def _check_arguments(
+    x,
+    expert_idx,
+    scale,
+    offset,
+    drop_pad_mode,
+    expert_tokens_num_type,
+    quant_mode,
+    row_idx_type,
+    expert_capacity,
+    expert_num,
+    range_length,
+):
+    check(
+        x.dim() == 2 and expert_idx.dim() == 2 and expert_idx.shape[0] == x.shape[0],
+        OP,
+        f"x [N, H] and expert_idx [N, k] expected, got {tuple(x.shape)} and {tuple(expert_idx.shape)}",
+    )
     check(drop_pad_mode in (0, 1), OP, f"drop_pad_mode must be 0 (dropless) or 1 (drop/pad), got {drop_pad_mode}")
-    check(expert_tokens_num_type in (0, 1, 2), OP,
-          f"expert_tokens_num_type must be 0, 1 or 2, got {expert_tokens_num_type}")
-    check(quant_mode in (-1, 0, 1), OP, f"quant_mode must be -1 (none), 0 (static) or 1 (dynamic), got {quant_mode}"
-                                        + (" (MX FP8 quantisation is not supported by vnpu)" if quant_mode in (2, 3)
-                                           else ""))
+    check(
+        expert_tokens_num_type in (0, 1, 2),
+        OP,
+        f"expert_tokens_num_type must be 0, 1 or 2, got {expert_tokens_num_type}",
+    )
+    check(
+        quant_mode in (-1, 0, 1),
+        OP,
+        f"quant_mode must be -1 (none), 0 (static) or 1 (dynamic), got {quant_mode}"
+        + (" (MX FP8 quantisation is not supported by vnpu)" if quant_mode in (2, 3) else ""),
+    )
     check(row_idx_type in (0, 1), OP, f"row_idx_type must be 0 or 1, got {row_idx_type}")
     if drop_pad_mode == 1:
-        check(expert_capacity > 0 and expert_num >= range_length, OP,
-              f"drop_pad_mode=1 needs expert_capacity > 0 and expert_num >= the experts in range ({range_length}), "
-              f"got expert_capacity={expert_capacity}, expert_num={expert_num}")
+        check(
+            expert_capacity > 0 and expert_num >= range_length,
+            OP,
+            f"drop_pad_mode=1 needs expert_capacity > 0 and expert_num >= the experts in range ({range_length}), "
+            f"got expert_capacity={expert_capacity}, expert_num={expert_num}",
+        )
     if scale is None:
         check(quant_mode != 0, OP, "quant_mode=0 (static) needs scale")
         return
     if quant_mode == -1:
-        check(scale.dim() == 1 and scale.shape[0] == x.shape[0], OP,
-              f"scale must be [N={x.shape[0]}] without quantisation, got {tuple(scale.shape)}")
+        check(
+            scale.dim() == 1 and scale.shape[0] == x.shape[0],
+            OP,
+            f"scale must be [N={x.shape[0]}] without quantisation, got {tuple(scale.shape)}",
+        )
     elif quant_mode == 0:
-        check(scale.shape == (1,) and (offset is None or offset.shape == (1,)), OP,
-              "static quantisation takes scale and offset of shape [1]")
+        check(
+            scale.shape == (1,) and (offset is None or offset.shape == (1,)),
+            OP,
+            "static quantisation takes scale and offset of shape [1]",
+        )
     else:
-        check(scale.dim() == 2 and scale.shape[0] in (1, range_length) and scale.shape[1] == x.shape[1], OP,
-              f"dynamic quantisation takes scale [1 or {range_length}, H={x.shape[1]}], got {tuple(scale.shape)}")
+        check(
+            scale.dim() == 2 and scale.shape[0] in (1, range_length) and scale.shape[1] == x.shape[1],
+            OP,
+            f"dynamic quantisation takes scale [1 or {range_length}, H={x.shape[1]}], got {tuple(scale.shape)}",
+        )
 
 
-def _shapes(x, expert_idx, active_num, expert_capacity, expert_num, drop_pad_mode, quant_mode, expert_tokens_num_type,
-            expert_tokens_num_flag, range_length):
+def _shapes(
+    x,
+    expert_idx,
+    active_num,
+    expert_capacity,
+    expert_num,
+    drop_pad_mode,
+    quant_mode,
+    expert_tokens_num_type,
+    expert_tokens_num_flag,
+    range_length,
+):
     n, k = expert_idx.shape
     if drop_pad_mode == 1:
         rows = expert_num * expert_capacity
@@ -84,7 +127,9 @@ def _shapes(x, expert_idx, active_num, expert_capacity, expert_num, drop_pad_mod
     if not expert_tokens_num_flag:
         tokens_shape = ()
     else:
-        tokens_shape = (range_length,) if expert_tokens_num_type in (0, 1) else (_pair_rows(expert_num, range_length), 2)
+        tokens_shape = (
+            (range_length,) if expert_tokens_num_type in (0, 1) else (_pair_rows(expert_num, range_length), 2)
+        )
     return x_shape, rows, tokens_shape, (() if quant_mode == 0 else (rows,))
 
 
@@ -117,28 +162,73 @@ def _tokens(counts, start, end, expert_num, kind):
     return pairs
 
 
-def _init_routing_v2_fake(x, expert_idx, *, scale=None, offset=None, active_num=-1, expert_capacity=-1, expert_num=-1,
-                          drop_pad_mode=0, expert_tokens_num_type=0, expert_tokens_num_flag=False, quant_mode=-1,
-                          active_expert_range=(), row_idx_type=0, x_dtype=None):
-    check(len(active_expert_range) == 2 or expert_num > 0, OP,
-          "tracing needs expert_num or active_expert_range (the expert count cannot be read from values)")
+def _init_routing_v2_fake(
+    x,
+    expert_idx,
+    *,
+    scale=None,
+    offset=None,
+    active_num=-1,
+    expert_capacity=-1,
+    expert_num=-1,
+    drop_pad_mode=0,
+    expert_tokens_num_type=0,
+    expert_tokens_num_flag=False,
+    quant_mode=-1,
+    active_expert_range=(),
+    row_idx_type=0,
+    x_dtype=None,
+):
+    check(
+        len(active_expert_range) == 2 or expert_num > 0,
+        OP,
+        "tracing needs expert_num or active_expert_range (the expert count cannot be read from values)",
+    )
     start, end = _expert_range(active_expert_range, expert_num, expert_idx)
-    x_shape, _, tokens_shape, scale_shape = _shapes(x, expert_idx, active_num, expert_capacity, expert_num,
-                                                    drop_pad_mode, quant_mode, expert_tokens_num_type,
-                                                    expert_tokens_num_flag, end - start)
-    return (x.new_empty(x_shape, dtype=torch.int8 if quant_mode in (0, 1) else x.dtype),
-            x.new_empty(expert_idx.numel(), dtype=torch.int32), x.new_empty(tokens_shape, dtype=torch.int64),
-            x.new_empty(scale_shape, dtype=torch.float32))
+    x_shape, _, tokens_shape, scale_shape = _shapes(
+        x,
+        expert_idx,
+        active_num,
+        expert_capacity,
+        expert_num,
+        drop_pad_mode,
+        quant_mode,
+        expert_tokens_num_type,
+        expert_tokens_num_flag,
+        end - start,
+    )
+    return (
+        x.new_empty(x_shape, dtype=torch.int8 if quant_mode in (0, 1) else x.dtype),
+        x.new_empty(expert_idx.numel(), dtype=torch.int32),
+        x.new_empty(tokens_shape, dtype=torch.int64),
+        x.new_empty(scale_shape, dtype=torch.float32),
+    )
 
 
-@npu_op("npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
-        "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
-        "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "
-        "int[2] active_expert_range=[], int row_idx_type=0, int? x_dtype=None) -> (Tensor, Tensor, Tensor, Tensor)",
-        fake=_init_routing_v2_fake)
-def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_num=-1, expert_capacity=-1,
-                            expert_num=-1, drop_pad_mode=0, expert_tokens_num_type=0, expert_tokens_num_flag=False,
-                            quant_mode=-1, active_expert_range=(), row_idx_type=0, x_dtype=None):
+@npu_op(
+    "npu_moe_init_routing_v2(Tensor x, Tensor expert_idx, *, Tensor? scale=None, Tensor? offset=None, "
+    "int active_num=-1, int expert_capacity=-1, int expert_num=-1, int drop_pad_mode=0, "
+    "int expert_tokens_num_type=0, bool expert_tokens_num_flag=False, int quant_mode=-1, "
+    "int[2] active_expert_range=[], int row_idx_type=0, int? x_dtype=None) -> (Tensor, Tensor, Tensor, Tensor)",
+    fake=_init_routing_v2_fake,
+)
+def npu_moe_init_routing_v2(
+    x,
+    expert_idx,
+    *,
+    scale=None,
+    offset=None,
+    active_num=-1,
+    expert_capacity=-1,
+    expert_num=-1,
+    drop_pad_mode=0,
+    expert_tokens_num_type=0,
+    expert_tokens_num_flag=False,
+    quant_mode=-1,
+    active_expert_range=(),
+    row_idx_type=0,
+    x_dtype=None,
+):
     """Routes of x [N, H] by expert_idx [N, k] whose expert lies in active_expert_range [start, end)
     (default all experts), stably sorted by expert. Dropless (drop_pad_mode 0): the first
     min(routes, active_num) sorted routes fill expanded_x's rows in order. Drop/pad (1): expert e's routes
@@ -149,10 +239,31 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
     route's token scale (no quantisation), the dynamic dequantisation scale per row (quant_mode 1).
     Shapes and the choices made where the documentation is silent: see the module docstring."""
     start, end = _expert_range(active_expert_range, expert_num, expert_idx)
-    _check_arguments(x, expert_idx, scale, offset, drop_pad_mode, expert_tokens_num_type, quant_mode, row_idx_type,
-                     expert_capacity, expert_num, end - start)
-    x_shape, rows, _, _ = _shapes(x, expert_idx, active_num, expert_capacity, expert_num, drop_pad_mode, quant_mode,
-                                  expert_tokens_num_type, expert_tokens_num_flag, end - start)
+    _check_arguments(
+        x,
+        expert_idx,
+        scale,
+        offset,
+        drop_pad_mode,
+        expert_tokens_num_type,
+        quant_mode,
+        row_idx_type,
+        expert_capacity,
+        expert_num,
+        end - start,
+    )
+    x_shape, rows, _, _ = _shapes(
+        x,
+        expert_idx,
+        active_num,
+        expert_capacity,
+        expert_num,
+        drop_pad_mode,
+        quant_mode,
+        expert_tokens_num_type,
+        expert_tokens_num_flag,
+        end - start,
+    )
     n, k = expert_idx.shape
     flat = expert_idx.reshape(-1).long()
     in_range = (flat >= start) & (flat < end)

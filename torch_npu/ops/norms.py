@@ -1,6 +1,7 @@
 """Normalisation operators (torch_npu's npu_rms_norm family, npu_add_layer_norm, npu_deep_norm,
 npu_group_norm_silu). Statistics are computed in float32, as on the NPU; outputs take the input's
 dtype; rstd/mean outputs are float32 with the normalised dims kept as size 1."""
+
 import torch
 import torch.nn.functional as F
 
@@ -12,24 +13,34 @@ __all__ = []
 
 
 def _rms(x, gamma, epsilon, op):
-    check(x.shape[x.dim() - gamma.dim():] == gamma.shape, op,
-          f"gamma shape {tuple(gamma.shape)} must match the last dims of x {tuple(x.shape)}")
+    check(
+        x.shape[x.dim() - gamma.dim() :] == gamma.shape,
+        op,
+        f"gamma shape {tuple(gamma.shape)} must match the last dims of x {tuple(x.shape)}",
+    )
     dims = reduced_dims(x, gamma.dim(), op, "gamma")
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(dims, keepdim=True) + epsilon)
     return xf, rstd
 
 
-@npu_op("npu_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)", differentiable=True,
-        dtypes={"self": FLOATS, "gamma": FLOATS}, api="aclnnRmsNorm")
+@npu_op(
+    "npu_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)",
+    differentiable=True,
+    dtypes={"self": FLOATS, "gamma": FLOATS},
+    api="aclnnRmsNorm",
+)
 def npu_rms_norm(x, gamma, epsilon=1e-6):
     """y = x / sqrt(mean(x^2 over gamma's dims) + epsilon) * gamma; returns (y, rstd)."""
     xf, rstd = _rms(x, gamma, epsilon, "npu_rms_norm")
     return (xf * rstd * gamma.float()).to(x.dtype), rstd
 
 
-@npu_op("npu_add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor, Tensor)",
-        dtypes={"x1": FLOATS, "x2": FLOATS, "gamma": FLOATS}, api="aclnnAddRmsNorm")
+@npu_op(
+    "npu_add_rms_norm(Tensor x1, Tensor x2, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor, Tensor)",
+    dtypes={"x1": FLOATS, "x2": FLOATS, "gamma": FLOATS},
+    api="aclnnAddRmsNorm",
+)
 def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6):
     """x = x1 + x2; returns (rms_norm(x) * gamma, rstd, x)."""
     check(x1.shape == x2.shape, "npu_add_rms_norm", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ")
@@ -38,8 +49,11 @@ def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6):
     return (xf * rstd * gamma.float()).to(x1.dtype), rstd, x
 
 
-@npu_op("npu_gemma_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)",
-        dtypes={"self": FLOATS, "gamma": FLOATS}, api="aclnnGemmaRmsNorm")
+@npu_op(
+    "npu_gemma_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)",
+    dtypes={"self": FLOATS, "gamma": FLOATS},
+    api="aclnnGemmaRmsNorm",
+)
 def npu_gemma_rms_norm(x, gamma, epsilon=1e-6):
     """Gemma's RMSNorm: y = x * rstd * (1 + gamma); returns (y, rstd)."""
     xf, rstd = _rms(x, gamma, epsilon, "npu_gemma_rms_norm")
@@ -54,9 +68,13 @@ def _layer_norm_stats(x, trailing, epsilon, op):
     return xf, mean, torch.rsqrt(var + epsilon)
 
 
-@npu_op("npu_deep_norm(Tensor x, Tensor gx, Tensor beta, Tensor gamma, float alpha=0.3, float epsilon=1e-06) "
-        "-> (Tensor, Tensor, Tensor)", differentiable=True,
-        dtypes={"x": FLOATS, "gx": FLOATS, "beta": FLOATS, "gamma": FLOATS}, api="aclnnDeepNorm")
+@npu_op(
+    "npu_deep_norm(Tensor x, Tensor gx, Tensor beta, Tensor gamma, float alpha=0.3, float epsilon=1e-06) "
+    "-> (Tensor, Tensor, Tensor)",
+    differentiable=True,
+    dtypes={"x": FLOATS, "gx": FLOATS, "beta": FLOATS, "gamma": FLOATS},
+    api="aclnnDeepNorm",
+)
 def npu_deep_norm(x, gx, beta, gamma, alpha=0.3, epsilon=1e-6):
     """DeepNorm: z = alpha * x + gx; y = (z - mean) * rstd * gamma + beta; returns (mean, rstd, y)."""
     check(x.shape == gx.shape, "npu_deep_norm", f"x {tuple(x.shape)} and gx {tuple(gx.shape)} differ")
@@ -66,9 +84,13 @@ def npu_deep_norm(x, gx, beta, gamma, alpha=0.3, epsilon=1e-6):
     return mean, rstd, y
 
 
-@npu_op("npu_add_layer_norm(Tensor x1, Tensor x2, Tensor gamma, Tensor beta, float epsilon=1e-05, "
-        "bool additional_output=False) -> (Tensor, Tensor, Tensor, Tensor)", differentiable=True,
-        dtypes={"x1": FLOATS, "x2": FLOATS, "gamma": FLOATS, "beta": FLOATS}, api="aclnnAddLayerNorm")
+@npu_op(
+    "npu_add_layer_norm(Tensor x1, Tensor x2, Tensor gamma, Tensor beta, float epsilon=1e-05, "
+    "bool additional_output=False) -> (Tensor, Tensor, Tensor, Tensor)",
+    differentiable=True,
+    dtypes={"x1": FLOATS, "x2": FLOATS, "gamma": FLOATS, "beta": FLOATS},
+    api="aclnnAddLayerNorm",
+)
 def npu_add_layer_norm(x1, x2, gamma, beta, epsilon=1e-5, additional_output=False):
     """x = x1 + x2; returns (layer_norm(x) * gamma + beta, mean, rstd, x). The sum x is returned when
     additional_output is True; otherwise the fourth output is an empty tensor (it is not computed)."""
@@ -79,17 +101,30 @@ def npu_add_layer_norm(x1, x2, gamma, beta, epsilon=1e-5, additional_output=Fals
     return y, mean, rstd, (x if additional_output else x.new_empty(0))
 
 
-@npu_op("npu_group_norm_silu(Tensor input, Tensor? weight, Tensor? bias, int group, float eps=0.00001) "
-        "-> (Tensor, Tensor, Tensor)",
-        dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS}, api="aclnnGroupNormSilu")
+@npu_op(
+    "npu_group_norm_silu(Tensor input, Tensor? weight, Tensor? bias, int group, float eps=0.00001) "
+    "-> (Tensor, Tensor, Tensor)",
+    dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS},
+    api="aclnnGroupNormSilu",
+)
 def npu_group_norm_silu(input, weight, bias, group, eps=1e-5):  # noqa: A002
     """silu(group_norm(input)); returns (out, mean [N, group], rstd [N, group]) in input's dtype."""
-    check(input.dim() >= 2 and input.shape[1] % group == 0, "npu_group_norm_silu",
-          f"group={group} must divide the channels ({input.shape[1] if input.dim() > 1 else '?'})")
+    check(
+        input.dim() >= 2 and input.shape[1] % group == 0,
+        "npu_group_norm_silu",
+        f"group={group} must divide the channels ({input.shape[1] if input.dim() > 1 else '?'})",
+    )
     n = input.shape[0]
     grouped = input.float().reshape(n, group, -1)
     mean = grouped.mean(-1)
     rstd = torch.rsqrt(grouped.var(-1, unbiased=False) + eps)
-    out = F.silu(F.group_norm(input.float(), group, None if weight is None else weight.float(),
-                              None if bias is None else bias.float(), eps)).to(input.dtype)
+    out = F.silu(
+        F.group_norm(
+            input.float(),
+            group,
+            None if weight is None else weight.float(),
+            None if bias is None else bias.float(),
+            eps,
+        )
+    ).to(input.dtype)
     return out, mean.to(input.dtype), rstd.to(input.dtype)

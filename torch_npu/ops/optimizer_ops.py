@@ -8,6 +8,7 @@ With var, m, v updated in place (the .out form):
 beta1_power / beta2_power are beta1^t and beta2^t of the step t. The functional form starts from
 var = m = v = 0 (the NPU hands back freshly allocated outputs) and returns the three updated tensors.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -15,15 +16,21 @@ from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
-_ARGS = ("Scalar beta1_power, Scalar beta2_power, Scalar lr, Scalar weight_decay, Scalar beta1, Scalar beta2, "
-         "Scalar epsilon, Tensor grad, Tensor? max_grad_norm, bool? amsgrad, bool? maximize")
+_ARGS = (
+    "Scalar beta1_power, Scalar beta2_power, Scalar lr, Scalar weight_decay, Scalar beta1, Scalar beta2, "
+    "Scalar epsilon, Tensor grad, Tensor? max_grad_norm, bool? amsgrad, bool? maximize"
+)
 
 
-def _step(var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm,
-          amsgrad, maximize):
-    check(var.shape == grad.shape == m.shape == v.shape, "npu_apply_adam_w",
-          f"var, m, v and grad must have one shape, got {tuple(var.shape)}, {tuple(m.shape)}, {tuple(v.shape)}, "
-          f"{tuple(grad.shape)}")
+def _step(
+    var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm, amsgrad, maximize
+):
+    check(
+        var.shape == grad.shape == m.shape == v.shape,
+        "npu_apply_adam_w",
+        f"var, m, v and grad must have one shape, got {tuple(var.shape)}, {tuple(m.shape)}, {tuple(v.shape)}, "
+        f"{tuple(grad.shape)}",
+    )
     g = -grad if maximize else grad
     var.mul_(1 - lr * weight_decay)
     m.mul_(beta1).add_(g, alpha=1 - beta1)
@@ -38,21 +45,67 @@ def _step(var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, e
     return var, m, v
 
 
-def _functional(beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm=None,
-                amsgrad=False, maximize=False):
+def _functional(
+    beta1_power,
+    beta2_power,
+    lr,
+    weight_decay,
+    beta1,
+    beta2,
+    epsilon,
+    grad,
+    max_grad_norm=None,
+    amsgrad=False,
+    maximize=False,
+):
     var, m, v = (torch.zeros_like(grad) for _ in range(3))
     max_norm = max_grad_norm.clone() if max_grad_norm is not None else None
-    return _step(var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_norm,
-                 amsgrad, maximize)
+    return _step(
+        var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_norm, amsgrad, maximize
+    )
 
 
-def _out(beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm=None, amsgrad=False,
-         maximize=False, *, var, m, v):
-    return _step(var, m, v, beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm,
-                 amsgrad, maximize)
+def _out(
+    beta1_power,
+    beta2_power,
+    lr,
+    weight_decay,
+    beta1,
+    beta2,
+    epsilon,
+    grad,
+    max_grad_norm=None,
+    amsgrad=False,
+    maximize=False,
+    *,
+    var,
+    m,
+    v,
+):
+    return _step(
+        var,
+        m,
+        v,
+        beta1_power,
+        beta2_power,
+        lr,
+        weight_decay,
+        beta1,
+        beta2,
+        epsilon,
+        grad,
+        max_grad_norm,
+        amsgrad,
+        maximize,
+    )
 
 
-npu_op(f"npu_apply_adam_w({_ARGS}) -> (Tensor, Tensor, Tensor)",
-       fake=lambda *a, **k: tuple(torch.empty_like(a[7]) for _ in range(3)))(_functional)
-npu_op(f"npu_apply_adam_w.out({_ARGS}, *, Tensor(a!) var, Tensor(b!) m, Tensor(c!) v) "
-       "-> (Tensor(a!), Tensor(b!), Tensor(c!))", fake=lambda *a, var, m, v, **k: (var, m, v))(_out)
+npu_op(
+    f"npu_apply_adam_w({_ARGS}) -> (Tensor, Tensor, Tensor)",
+    fake=lambda *a, **k: tuple(torch.empty_like(a[7]) for _ in range(3)),
+)(_functional)
+npu_op(
+    f"npu_apply_adam_w.out({_ARGS}, *, Tensor(a!) var, Tensor(b!) m, Tensor(c!) v) "
+    "-> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    fake=lambda *a, var, m, v, **k: (var, m, v),
+)(_out)

@@ -3,6 +3,7 @@ npu_dynamic_quant, npu_quantize, npu_anti_quant, npu_convert_weight_to_int4pack,
 
 Integer products accumulate exactly (int8 x int8 -> int32 range); int8 outputs round half to even and
 saturate to [-128, 127]."""
+
 import torch
 
 from torch_npu.ops._common import check, dtype_of
@@ -11,7 +12,7 @@ from torch_npu.ops.registration import npu_op
 
 __all__ = ["requantize"]
 
-_INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-2 ** 31, 2 ** 31 - 1)}
+_INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-(2**31), 2**31 - 1)}
 _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
 
 
@@ -23,7 +24,9 @@ def requantize(value, dtype):
 def _out_dtype(output_dtype, op):
     if output_dtype is None:
         return torch.int8
-    return _QUANT_DTYPES.get(output_dtype) if output_dtype in _QUANT_DTYPES else dtype_of(output_dtype, op, "output_dtype")
+    return (
+        _QUANT_DTYPES.get(output_dtype) if output_dtype in _QUANT_DTYPES else dtype_of(output_dtype, op, "output_dtype")
+    )
 
 
 def _int_matmul(a, b):
@@ -31,8 +34,22 @@ def _int_matmul(a, b):
     return torch.matmul(a.to(torch.float64), b.to(torch.float64))
 
 
-def _quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None, x1_dtype=None,
-                  x2_dtype=None, pertoken_scale_dtype=None, scale_dtype=None, group_sizes=None, y_scale=None):
+def _quant_matmul(
+    x1,
+    x2,
+    scale,
+    *,
+    offset=None,
+    pertoken_scale=None,
+    bias=None,
+    output_dtype=None,
+    x1_dtype=None,
+    x2_dtype=None,
+    pertoken_scale_dtype=None,
+    scale_dtype=None,
+    group_sizes=None,
+    y_scale=None,
+):
     op = "npu_quant_matmul"
     check(x1.dtype == torch.int8 and x2.dtype == torch.int8, op, f"x1 and x2 must be int8, got {x1.dtype}, {x2.dtype}")
     check(x1.shape[-1] == x2.shape[-2], op, f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} do not chain")
@@ -52,20 +69,33 @@ def _quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None,
     return value.to(out_dtype)
 
 
-npu_op("npu_quant_matmul(Tensor x1, Tensor x2, Tensor scale, *, Tensor? offset=None, Tensor? pertoken_scale=None, "
-       "Tensor? bias=None, int? output_dtype=None, int? x1_dtype=None, int? x2_dtype=None, "
-       "int? pertoken_scale_dtype=None, int? scale_dtype=None, int[]? group_sizes=None, Tensor? y_scale=None) "
-       "-> Tensor")(_quant_matmul)
+npu_op(
+    "npu_quant_matmul(Tensor x1, Tensor x2, Tensor scale, *, Tensor? offset=None, Tensor? pertoken_scale=None, "
+    "Tensor? bias=None, int? output_dtype=None, int? x1_dtype=None, int? x2_dtype=None, "
+    "int? pertoken_scale_dtype=None, int? scale_dtype=None, int[]? group_sizes=None, Tensor? y_scale=None) "
+    "-> Tensor"
+)(_quant_matmul)
 _quant_matmul.__doc__ = """y = (x1 @ x2 + bias) * scale [* pertoken_scale per row] [+ offset], x1 [.., m, k] and
 x2 [k, n] int8, bias int32; output int8 (default: requantised), int32 (no scaling), float16 or bfloat16."""
 
 
-@npu_op("npu_weight_quant_batchmatmul(Tensor x, Tensor weight, Tensor antiquant_scale, Tensor? antiquant_offset=None, "
-        "Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? bias=None, int antiquant_group_size=0, "
-        "int inner_precise=0, int? weight_dtype=None) -> Tensor")
-def npu_weight_quant_batchmatmul(x, weight, antiquant_scale, antiquant_offset=None, quant_scale=None,
-                                 quant_offset=None, bias=None, antiquant_group_size=0, inner_precise=0,
-                                 weight_dtype=None):
+@npu_op(
+    "npu_weight_quant_batchmatmul(Tensor x, Tensor weight, Tensor antiquant_scale, Tensor? antiquant_offset=None, "
+    "Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? bias=None, int antiquant_group_size=0, "
+    "int inner_precise=0, int? weight_dtype=None) -> Tensor"
+)
+def npu_weight_quant_batchmatmul(
+    x,
+    weight,
+    antiquant_scale,
+    antiquant_offset=None,
+    quant_scale=None,
+    quant_offset=None,
+    bias=None,
+    antiquant_group_size=0,
+    inner_precise=0,
+    weight_dtype=None,
+):
     """y = x @ ((weight + antiquant_offset) * antiquant_scale) + bias in x's dtype (weight [k, n] int8;
     scales per tensor, per channel [n] or, with antiquant_group_size g, per group [ceil(k/g), n]);
     with quant_scale the result is requantised to int8: y * quant_scale + quant_offset."""
@@ -88,14 +118,19 @@ def npu_weight_quant_batchmatmul(x, weight, antiquant_scale, antiquant_offset=No
     return y
 
 
-@npu_op("npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
-        "str quant_mode='pertoken', float dst_type_max=0.0) -> (Tensor, Tensor)")
-def npu_dynamic_quant(x, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
-                      dst_type_max=0.0):
+@npu_op(
+    "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
+    "str quant_mode='pertoken', float dst_type_max=0.0) -> (Tensor, Tensor)"
+)
+def npu_dynamic_quant(
+    x, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken", dst_type_max=0.0
+):
     """Per-row symmetric int8: scale = max|x * smooth| / 127 over the last dim (float32, shape
     x.shape[:-1]); y = round(x * smooth / scale). quant_mode 'pertensor' uses one scale."""
     op = "npu_dynamic_quant"
-    check(quant_mode in ("pertoken", "pertensor"), op, f"quant_mode must be 'pertoken' or 'pertensor', got {quant_mode!r}")
+    check(
+        quant_mode in ("pertoken", "pertensor"), op, f"quant_mode must be 'pertoken' or 'pertensor', got {quant_mode!r}"
+    )
     check(dst_type in (None, 1, torch.int8), op, f"dst_type={dst_type}: vnpu quantises to int8 only")
     xf = x.float()
     if smooth_scales is not None:
@@ -108,9 +143,12 @@ def npu_dynamic_quant(x, *, smooth_scales=None, group_index=None, dst_type=None,
     return requantize(xf / scale.unsqueeze(-1), torch.int8), scale
 
 
-@npu_op("npu_quantize(Tensor self, Tensor scales, Tensor? zero_points, int dtype, int axis=1, bool div_mode=True) "
-        "-> Tensor",
-        dtypes={"self": FLOATS, "scales": FLOATS}, api="aclnnQuantize")
+@npu_op(
+    "npu_quantize(Tensor self, Tensor scales, Tensor? zero_points, int dtype, int axis=1, bool div_mode=True) "
+    "-> Tensor",
+    dtypes={"self": FLOATS, "scales": FLOATS},
+    api="aclnnQuantize",
+)
 def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     """round(x / scales + zero_points) (div_mode) or round(x * scales + zero_points), scales broadcast
     along `axis`, saturated to dtype (torch.qint8 / quint8 / qint32, or int8 / uint8 / int32)."""
@@ -128,8 +166,10 @@ def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     return requantize(value, target)
 
 
-@npu_op("npu_anti_quant(Tensor x, Tensor scale, *, Tensor? offset=None, int? dst_dtype=None, int? src_dtype=None) "
-        "-> Tensor")
+@npu_op(
+    "npu_anti_quant(Tensor x, Tensor scale, *, Tensor? offset=None, int? dst_dtype=None, int? src_dtype=None) "
+    "-> Tensor"
+)
 def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
     """(x + offset) * scale in dst_dtype (float16 by default); scale/offset broadcast over the last dim."""
     out_dtype = torch.float16 if dst_dtype is None else dtype_of(dst_dtype, "npu_anti_quant", "dst_dtype")
@@ -139,8 +179,11 @@ def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
     return (value * scale.float()).to(out_dtype)
 
 
-@npu_op("npu_convert_weight_to_int4pack(Tensor weight, int inner_k_tiles=0) -> Tensor",
-        dtypes={"weight": (torch.int32,)}, api="aclnnConvertWeightToINT4Pack")
+@npu_op(
+    "npu_convert_weight_to_int4pack(Tensor weight, int inner_k_tiles=0) -> Tensor",
+    dtypes={"weight": (torch.int32,)},
+    api="aclnnConvertWeightToINT4Pack",
+)
 def npu_convert_weight_to_int4pack(weight, inner_k_tiles=0):
     """int32 weights holding int4 values [k, n] -> int32 [k, n / 8]: eight 4-bit values per int32, the
     first in the lowest nibble."""
@@ -150,7 +193,7 @@ def npu_convert_weight_to_int4pack(weight, inner_k_tiles=0):
     nibbles = (weight.to(torch.int64) & 0xF).view(weight.shape[0], -1, 8)
     shifts = torch.arange(0, 32, 4, device=weight.device, dtype=torch.int64)
     packed = (nibbles << shifts).sum(-1)
-    return torch.where(packed >= 2 ** 31, packed - 2 ** 32, packed).to(torch.int32)
+    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
 
 
 def _group_sizes(group_list, group_list_type, total, op):
@@ -164,8 +207,13 @@ def _group_sizes(group_list, group_list_type, total, op):
     return sizes
 
 
-_GROUPED_ACTIVATIONS = {0: None, 1: torch.relu, 2: lambda y: torch.nn.functional.gelu(y, approximate="tanh"),
-                        4: lambda y: torch.ops.npu.npu_fast_gelu(y), 5: torch.nn.functional.silu}
+_GROUPED_ACTIVATIONS = {
+    0: None,
+    1: torch.relu,
+    2: lambda y: torch.nn.functional.gelu(y, approximate="tanh"),
+    4: lambda y: torch.ops.npu.npu_fast_gelu(y),
+    5: torch.nn.functional.silu,
+}
 
 
 def _nth(tensors, i):
@@ -184,26 +232,57 @@ def _dequantised_weight(w, scale, offset, dtype, op, i):
     return value * scale.to(dtype)
 
 
-def _group_product(xi, wi, i, *, bias, scale, offset, antiquant_scale, antiquant_offset, per_token_scale,
-                   output_dtype, op):
+def _group_product(
+    xi, wi, i, *, bias, scale, offset, antiquant_scale, antiquant_offset, per_token_scale, output_dtype, op
+):
     check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
     b = _nth(bias, i)
     if scale:
-        check(xi.dtype == torch.int8 and wi.dtype == torch.int8, op,
-              f"with scale (quantised), x and weight must be int8, got {xi.dtype} and {wi.dtype}")
-        return _quant_matmul(xi, wi, _nth(scale, i), offset=_nth(offset, i), pertoken_scale=per_token_scale,
-                             bias=b, output_dtype=output_dtype)
+        check(
+            xi.dtype == torch.int8 and wi.dtype == torch.int8,
+            op,
+            f"with scale (quantised), x and weight must be int8, got {xi.dtype} and {wi.dtype}",
+        )
+        return _quant_matmul(
+            xi,
+            wi,
+            _nth(scale, i),
+            offset=_nth(offset, i),
+            pertoken_scale=per_token_scale,
+            bias=b,
+            output_dtype=output_dtype,
+        )
     if antiquant_scale:
         wi = _dequantised_weight(wi, _nth(antiquant_scale, i), _nth(antiquant_offset, i), xi.dtype, op, i)
     yi = xi @ wi
     return yi if b is None else yi + b.to(yi.dtype)
 
 
-def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
-                    per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
-                    activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
-                    tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
-                    per_token_scale_dtype=None):
+def _grouped_matmul(
+    x,
+    weight,
+    *,
+    bias=None,
+    scale=None,
+    offset=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    per_token_scale=None,
+    group_list=None,
+    activation_input=None,
+    activation_quant_scale=None,
+    activation_quant_offset=None,
+    split_item=0,
+    group_type=None,
+    group_list_type=0,
+    act_type=0,
+    tuning_config=None,
+    output_dtype=None,
+    x_dtype=None,
+    weight_dtype=None,
+    scale_dtype=None,
+    per_token_scale_dtype=None,
+):
     """y_i = act(x_i @ w_i + b_i) per group. Quantised (scale): int8 x and weight, y_i = (x_i @ w_i + b_i) *
     scale_i [* per_token_scale per row] [+ offset_i], output int8 (requantised) unless output_dtype says
     float16 / bfloat16 / int32, as npu_quant_matmul. Weight antiquant (antiquant_scale): w_i = (w_i +
@@ -212,11 +291,19 @@ def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_
     Forms: one x per weight, or one x split along M by group_list (group_type 0); split_item 2/3 return
     one concatenated tensor."""
     op = "npu_grouped_matmul"
-    check(group_type in (None, -1, 0), op, f"group_type={group_type}: only -1 (no grouping) and 0 (split M) are "
-                                           "implemented")
-    check(act_type in _GROUPED_ACTIVATIONS, op, f"act_type must be one of {sorted(_GROUPED_ACTIVATIONS)}, got {act_type}")
-    check(not (scale and antiquant_scale), op, "scale (quantised) and antiquant_scale (weight antiquant) exclude "
-                                               "each other")
+    check(
+        group_type in (None, -1, 0),
+        op,
+        f"group_type={group_type}: only -1 (no grouping) and 0 (split M) are " "implemented",
+    )
+    check(
+        act_type in _GROUPED_ACTIVATIONS, op, f"act_type must be one of {sorted(_GROUPED_ACTIVATIONS)}, got {act_type}"
+    )
+    check(
+        not (scale and antiquant_scale),
+        op,
+        "scale (quantised) and antiquant_scale (weight antiquant) exclude " "each other",
+    )
     if group_list is not None and len(x) == 1 and len(weight) > 1:
         sizes = _group_sizes(group_list, group_list_type, x[0].shape[0], op)
         check(len(sizes) == len(weight), op, f"group_list has {len(sizes)} groups for {len(weight)} weights")
@@ -229,9 +316,19 @@ def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_
     activation = _GROUPED_ACTIVATIONS[act_type]
     outs = []
     for i, (xi, wi) in enumerate(zip(xs, weight)):
-        yi = _group_product(xi, wi, i, bias=bias, scale=scale, offset=offset, antiquant_scale=antiquant_scale,
-                            antiquant_offset=antiquant_offset, per_token_scale=_nth(token_scales, i),
-                            output_dtype=output_dtype, op=op)
+        yi = _group_product(
+            xi,
+            wi,
+            i,
+            bias=bias,
+            scale=scale,
+            offset=offset,
+            antiquant_scale=antiquant_scale,
+            antiquant_offset=antiquant_offset,
+            per_token_scale=_nth(token_scales, i),
+            output_dtype=output_dtype,
+            op=op,
+        )
         outs.append(yi if activation is None else activation(yi))
     if split_item in (2, 3):
         out = torch.cat(outs, 0)
@@ -245,8 +342,12 @@ def _grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_
 def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, **kwargs):
     dtype = _out_dtype(output_dtype, "npu_grouped_matmul") if scale else x[0].dtype
     if group_list is not None and len(x) == 1 and len(weight) > 1:
-        check(split_item in (2, 3), "npu_grouped_matmul", "with group_list and split_item 0/1 the output sizes depend "
-                                                          "on group_list's values (not traceable); use split_item=3")
+        check(
+            split_item in (2, 3),
+            "npu_grouped_matmul",
+            "with group_list and split_item 0/1 the output sizes depend "
+            "on group_list's values (not traceable); use split_item=3",
+        )
         return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1], dtype=dtype)]
     outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1], dtype=dtype) for xi, wi in zip(x, weight)]
     if split_item in (2, 3):
@@ -254,10 +355,13 @@ def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, scale=None
     return outs
 
 
-npu_op("npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=None, Tensor[]? scale=None, "
-       "Tensor[]? offset=None, Tensor[]? antiquant_scale=None, Tensor[]? antiquant_offset=None, "
-       "Tensor[]? per_token_scale=None, Tensor? group_list=None, Tensor[]? activation_input=None, "
-       "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
-       "int? group_type=None, int? group_list_type=0, int? act_type=0, int[]? tuning_config=None, "
-       "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
-       "int? per_token_scale_dtype=None) -> Tensor[]", fake=_grouped_matmul_fake)(_grouped_matmul)
+npu_op(
+    "npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=None, Tensor[]? scale=None, "
+    "Tensor[]? offset=None, Tensor[]? antiquant_scale=None, Tensor[]? antiquant_offset=None, "
+    "Tensor[]? per_token_scale=None, Tensor? group_list=None, Tensor[]? activation_input=None, "
+    "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
+    "int? group_type=None, int? group_list_type=0, int? act_type=0, int[]? tuning_config=None, "
+    "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
+    "int? per_token_scale_dtype=None) -> Tensor[]",
+    fake=_grouped_matmul_fake,
+)(_grouped_matmul)

@@ -26,6 +26,7 @@
 Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<name>`` raises
 torch_npu's deprecation error.
 """
+
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -69,8 +70,9 @@ def _composition_backward(kernel):
         with torch.enable_grad():
             outputs = kernel(*inputs, **ctx.saved_kwargs)
         flat_out, _ = tree_flatten(outputs)
-        pairs = [(o, g) for o, g in zip(flat_out, grads)
-                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+        pairs = [
+            (o, g) for o, g in zip(flat_out, grads) if isinstance(o, torch.Tensor) and o.requires_grad and g is not None
+        ]
         result = [None] * len(inputs)
         if pairs and leaves:
             found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
@@ -107,8 +109,9 @@ def _autograd_kernel(op, backward, setup_context):
             else:
                 setup_context(ctx, args, out)
             flat, _ = tree_flatten(out)
-            ctx.mark_non_differentiable(*[o for o in flat if isinstance(o, torch.Tensor)
-                                          and not (o.is_floating_point() or o.is_complex())])
+            ctx.mark_non_differentiable(
+                *[o for o in flat if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
+            )
             return out
 
         @staticmethod
@@ -148,8 +151,10 @@ def _host_compiled_kernel(kernel, qualname):
 
     def cpu_kernel(*args, **kwargs):
         if not _C._in_host_compiled_region():
-            raise NotImplementedError(f"Could not run '{qualname}' with arguments from the 'CPU' backend: "
-                                      "torch_npu operators take npu tensors (move the inputs with .npu())")
+            raise NotImplementedError(
+                f"Could not run '{qualname}' with arguments from the 'CPU' backend: "
+                "torch_npu operators take npu tensors (move the inputs with .npu())"
+            )
         return kernel(*args, **kwargs)
 
     return cpu_kernel
@@ -157,8 +162,9 @@ def _host_compiled_kernel(kernel, qualname):
 
 def _deprecated_torch_alias(name):
     def deprecated(*args, **kwargs):
-        raise RuntimeError(f"torch.{name} is deprecated and will be removed in future version. "
-                           f"Use torch_npu.{name} instead.")
+        raise RuntimeError(
+            f"torch.{name} is deprecated and will be removed in future version. " f"Use torch_npu.{name} instead."
+        )
 
     deprecated.__name__ = name
     return deprecated
@@ -194,8 +200,17 @@ def _overload(namespace, name):
     return getattr(packet, name.split(".")[1] if "." in name else "default")
 
 
-def npu_op(schema, *, fake="composition", differentiable=False, backward=None, setup_context=None,
-           devices=("npu",), dtypes=None, api=None):
+def npu_op(
+    schema,
+    *,
+    fake="composition",
+    differentiable=False,
+    backward=None,
+    setup_context=None,
+    devices=("npu",),
+    dtypes=None,
+    api=None,
+):
     """Decorator: define `schema` and register the decorated function as its kernel (see module doc)."""
     namespace, local_schema = _split(schema)
     name = local_schema.split("(", 1)[0]

@@ -4,6 +4,7 @@ npu_mrope.
 rotate_half (rotary_mode 'half'): x = [x1, x2] halves of the last dim -> [-x2, x1].
 'interleave': pairs (x[..., 0::2], x[..., 1::2]) -> (-x[..., 1::2], x[..., 0::2]) interleaved back.
 """
+
 import torch
 
 from torch_npu.ops._common import check
@@ -21,9 +22,12 @@ def rotate(x, mode, op):
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
-@npu_op("npu_rotary_mul(Tensor self, Tensor r1, Tensor r2, str rotary_mode='half', Tensor? rotate=None) -> Tensor",
-        differentiable=True,
-        dtypes={"self": FLOATS, "r1": FLOATS, "r2": FLOATS}, api="aclnnRotaryPositionEmbedding")
+@npu_op(
+    "npu_rotary_mul(Tensor self, Tensor r1, Tensor r2, str rotary_mode='half', Tensor? rotate=None) -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS, "r1": FLOATS, "r2": FLOATS},
+    api="aclnnRotaryPositionEmbedding",
+)
 def npu_rotary_mul(x, r1, r2, rotary_mode="half", rotate_matrix=None):
     """x * r1 + rotate(x) * r2 (r1, r2 broadcast to x; `rotate` given: rotate(x) = x @ rotate)."""
     check(x.dim() in (3, 4), "npu_rotary_mul", f"self must be 3-D or 4-D, got {x.dim()}-D")
@@ -39,7 +43,9 @@ def _apply_rope(query, key, cos, sin, layout, rotary_mode):
     check(layout in _LAYOUTS, "npu_apply_rotary_pos_emb", f"layout must be one of {_LAYOUTS}, got {layout!r}")
     rank = 3 if layout == "TND" else 4
     for name, t in (("query", query), ("key", key), ("cos", cos), ("sin", sin)):
-        check(t.dim() == rank, "npu_apply_rotary_pos_emb", f"{name} must be {rank}-D for layout {layout}, got {t.dim()}-D")
+        check(
+            t.dim() == rank, "npu_apply_rotary_pos_emb", f"{name} must be {rank}-D for layout {layout}, got {t.dim()}-D"
+        )
     q = query * cos + rotate(query, rotary_mode, "npu_apply_rotary_pos_emb") * sin
     k = key * cos + rotate(key, rotary_mode, "npu_apply_rotary_pos_emb") * sin
     return q.to(query.dtype), k.to(key.dtype)
@@ -59,12 +65,18 @@ def _apply_rope_fake(query, key, cos, sin, layout="BSND", rotary_mode="half"):
     return _apply_rope(query, key, cos, sin, layout, rotary_mode)
 
 
-npu_op("npu_apply_rotary_pos_emb(Tensor query, Tensor key, Tensor cos, Tensor sin, str layout='BSND', "
-       "str rotary_mode='half') -> (Tensor, Tensor)", fake=_apply_rope_fake)(_apply_rope_kernel)
+npu_op(
+    "npu_apply_rotary_pos_emb(Tensor query, Tensor key, Tensor cos, Tensor sin, str layout='BSND', "
+    "str rotary_mode='half') -> (Tensor, Tensor)",
+    fake=_apply_rope_fake,
+)(_apply_rope_kernel)
 
 
-@npu_op("npu_interleave_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor",
-        dtypes={"x": FLOATS, "cos": FLOATS, "sin": FLOATS}, api="aclnnInterleaveRope")
+@npu_op(
+    "npu_interleave_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor",
+    dtypes={"x": FLOATS, "cos": FLOATS, "sin": FLOATS},
+    api="aclnnInterleaveRope",
+)
 def npu_interleave_rope(x, cos, sin):
     """DeepSeek-style RoPE on x [B, N, S, D]: de-interleave the last dim (x[..., 0::2] then x[..., 1::2]),
     then x * cos + rotate_half(x) * sin (cos, sin [B, 1, S, D])."""
@@ -77,10 +89,16 @@ def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op):
     cos, sin = cos_sin_cache[positions].chunk(2, dim=-1)
     if positions.dim() == 1:
         return cos, sin
-    check(positions.dim() == 2 and positions.shape[0] == 3 and mrope_section is not None, op,
-          "2-D positions must be [3, T] (temporal, height, width) with mrope_section")
-    check(sum(mrope_section) == cos.shape[-1], op,
-          f"mrope_section {list(mrope_section)} must sum to rotary_dim / 2 = {cos.shape[-1]}")
+    check(
+        positions.dim() == 2 and positions.shape[0] == 3 and mrope_section is not None,
+        op,
+        "2-D positions must be [3, T] (temporal, height, width) with mrope_section",
+    )
+    check(
+        sum(mrope_section) == cos.shape[-1],
+        op,
+        f"mrope_section {list(mrope_section)} must sum to rotary_dim / 2 = {cos.shape[-1]}",
+    )
     cos = torch.cat([c[i] for i, c in enumerate(cos.split(list(mrope_section), dim=-1))], dim=-1)
     sin = torch.cat([s[i] for i, s in enumerate(sin.split(list(mrope_section), dim=-1))], dim=-1)
     return cos, sin
@@ -101,20 +119,26 @@ def _rope_tokens(x, cos, sin, head_size, rotary_mode):
     return torch.cat((out, rest), dim=-1).reshape(x.shape).to(x.dtype)
 
 
-@npu_op("npu_mrope(Tensor positions, Tensor query, Tensor key, Tensor cos_sin_cache, int head_size, *, "
-        "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)",
-        dtypes={"positions": INDEX_TYPES, "query": FLOATS, "key": FLOATS, "cos_sin_cache": FLOATS}, api="aclnnRopeWithSinCosCache")
-def npu_mrope(positions, query, key, cos_sin_cache, head_size, *, mrope_section=None, rotary_mode="half",
-              cache_mode="default"):
+@npu_op(
+    "npu_mrope(Tensor positions, Tensor query, Tensor key, Tensor cos_sin_cache, int head_size, *, "
+    "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)",
+    dtypes={"positions": INDEX_TYPES, "query": FLOATS, "key": FLOATS, "cos_sin_cache": FLOATS},
+    api="aclnnRopeWithSinCosCache",
+)
+def npu_mrope(
+    positions, query, key, cos_sin_cache, head_size, *, mrope_section=None, rotary_mode="half", cache_mode="default"
+):
     """vLLM's (multimodal) rotary embedding: cos_sin_cache [max_position, rotary_dim] holds cos then sin;
     positions [T] (or [3, T] with mrope_section for Qwen2-VL); query [T, Nq * head_size], key
     [T, Nk * head_size]; the first rotary_dim channels of each head rotate ('half' = NeoX style,
     'interleave' = GPT-J style), the rest pass through. Returns (query, key)."""
     op = "npu_mrope"
     check(rotary_mode in ("half", "interleave"), op, f"rotary_mode must be 'half' or 'interleave', got {rotary_mode!r}")
-    check(query.shape[-1] % head_size == 0 and key.shape[-1] % head_size == 0, op,
-          f"head_size={head_size} must divide query ({query.shape[-1]}) and key ({key.shape[-1]}) widths")
+    check(
+        query.shape[-1] % head_size == 0 and key.shape[-1] % head_size == 0,
+        op,
+        f"head_size={head_size} must divide query ({query.shape[-1]}) and key ({key.shape[-1]}) widths",
+    )
     check(cos_sin_cache.shape[-1] <= head_size, op, "rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size")
     cos, sin = _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op)
-    return (_rope_tokens(query, cos, sin, head_size, rotary_mode),
-            _rope_tokens(key, cos, sin, head_size, rotary_mode))
+    return (_rope_tokens(query, cos, sin, head_size, rotary_mode), _rope_tokens(key, cos, sin, head_size, rotary_mode))

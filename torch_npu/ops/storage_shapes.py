@@ -14,14 +14,20 @@ how much memory a tensor occupies (`torch_npu.get_storage_size`):
 4-D formats take lower-rank tensors as torch_npu does, padding ``[C]``, ``[N, C]``, ``[N, C, H]`` with
 trailing ones to ``[N, C, H, W]`` (a 1-D ``[C]`` becomes ``[1, C, 1, 1]``).
 """
+
 import math
 
 from torch_npu.npu._format import Format
 
-BASE_FORMATS = {Format.ND, Format.NCHW, Format.NHWC, Format.NCDHW, Format.NDHWC, Format.NC, Format.NCL,
-                Format.HWCN}
-NZ_FORMATS = {Format.FRACTAL_NZ: None, Format.FRACTAL_NZ_C0_16: 16, Format.FRACTAL_NZ_C0_32: 32,
-              Format.FRACTAL_NZ_C0_2: 2, Format.FRACTAL_NZ_C0_4: 4, Format.FRACTAL_NZ_C0_8: 8}
+BASE_FORMATS = {Format.ND, Format.NCHW, Format.NHWC, Format.NCDHW, Format.NDHWC, Format.NC, Format.NCL, Format.HWCN}
+NZ_FORMATS = {
+    Format.FRACTAL_NZ: None,
+    Format.FRACTAL_NZ_C0_16: 16,
+    Format.FRACTAL_NZ_C0_32: 32,
+    Format.FRACTAL_NZ_C0_2: 2,
+    Format.FRACTAL_NZ_C0_4: 4,
+    Format.FRACTAL_NZ_C0_8: 8,
+}
 FIVE_D_FORMATS = {Format.NCDHW, Format.NDHWC, Format.NDC1HWC0, Format.FRACTAL_Z_3D}
 
 

@@ -1,5 +1,6 @@
 """Layout and tensor operators: npu_one_hot, npu_pad, npu_confusion_transpose, npu_transpose,
 npu_scatter_nd_update(_), npu_dtype_cast, npu_linear, npu_bmmV2."""
+
 import torch
 import torch.nn.functional as F
 
@@ -10,8 +11,11 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 
-@npu_op("npu_one_hot(Tensor self, int num_classes=-1, int depth=1, Scalar on_value=1, Scalar off_value=0) -> Tensor",
-        dtypes={"self": (torch.uint8, torch.int32, torch.int64)}, api="aclnnOneHot")
+@npu_op(
+    "npu_one_hot(Tensor self, int num_classes=-1, int depth=1, Scalar on_value=1, Scalar off_value=0) -> Tensor",
+    dtypes={"self": (torch.uint8, torch.int32, torch.int64)},
+    api="aclnnOneHot",
+)
 def npu_one_hot(x, num_classes=-1, depth=1, on_value=1, off_value=0):
     """One-hot of the integer tensor along a new last dim of size `depth` (num_classes, when given, must
     equal depth): on_value where the index matches, off_value elsewhere, as float32. Indices outside
@@ -29,41 +33,58 @@ def npu_one_hot(x, num_classes=-1, depth=1, on_value=1, off_value=0):
 @npu_op("npu_pad(Tensor input, int[] paddings) -> Tensor")
 def npu_pad(x, paddings):
     """Zero padding given per dim from the first: [before_0, after_0, before_1, after_1, ...]."""
-    check(len(paddings) == 2 * x.dim(), "npu_pad",
-          f"paddings needs 2 values per dim ({2 * x.dim()}), got {len(paddings)}")
+    check(
+        len(paddings) == 2 * x.dim(), "npu_pad", f"paddings needs 2 values per dim ({2 * x.dim()}), got {len(paddings)}"
+    )
     pad = []
     for d in reversed(range(x.dim())):
         pad += [paddings[2 * d], paddings[2 * d + 1]]
     return F.pad(x, pad)
 
 
-@npu_op("npu_confusion_transpose(Tensor self, int[] perm, int[] shape, bool transpose_first) -> Tensor",
-        differentiable=True)
+@npu_op(
+    "npu_confusion_transpose(Tensor self, int[] perm, int[] shape, bool transpose_first) -> Tensor", differentiable=True
+)
 def npu_confusion_transpose(x, perm, shape, transpose_first):
     """transpose_first: x.permute(perm).reshape(shape); otherwise x.reshape(shape).permute(perm) (contiguous)."""
     if transpose_first:
         return x.permute(perm).contiguous().view(shape)
-    check(len(perm) == len(shape), "npu_confusion_transpose", f"perm {list(perm)} and shape {list(shape)} differ in rank")
+    check(
+        len(perm) == len(shape), "npu_confusion_transpose", f"perm {list(perm)} and shape {list(shape)} differ in rank"
+    )
     return x.reshape(shape).permute(perm).contiguous()
 
 
 @npu_op("npu_transpose(Tensor self, int[] perm, bool require_contiguous=True) -> Tensor")
 def npu_transpose(x, perm, require_contiguous=True):
-    check(sorted(perm) == list(range(x.dim())), "npu_transpose", f"perm {list(perm)} is not a permutation of {x.dim()} dims")
+    check(
+        sorted(perm) == list(range(x.dim())),
+        "npu_transpose",
+        f"perm {list(perm)} is not a permutation of {x.dim()} dims",
+    )
     return x.permute(perm).contiguous()
 
 
 def _scatter_nd(x, indices, updates):
-    check(indices.shape[-1] <= x.dim(), "npu_scatter_nd_update",
-          f"indices' last dim ({indices.shape[-1]}) exceeds self's rank ({x.dim()})")
-    check(updates.shape == indices.shape[:-1] + x.shape[indices.shape[-1]:], "npu_scatter_nd_update",
-          f"updates {tuple(updates.shape)} must be indices.shape[:-1] + self.shape[K:] = "
-          f"{tuple(indices.shape[:-1] + x.shape[indices.shape[-1]:])}")
+    check(
+        indices.shape[-1] <= x.dim(),
+        "npu_scatter_nd_update",
+        f"indices' last dim ({indices.shape[-1]}) exceeds self's rank ({x.dim()})",
+    )
+    check(
+        updates.shape == indices.shape[:-1] + x.shape[indices.shape[-1] :],
+        "npu_scatter_nd_update",
+        f"updates {tuple(updates.shape)} must be indices.shape[:-1] + self.shape[K:] = "
+        f"{tuple(indices.shape[:-1] + x.shape[indices.shape[-1]:])}",
+    )
     return tuple(indices.long().unbind(-1))
 
 
-@npu_op("npu_scatter_nd_update(Tensor self, Tensor indices, Tensor updates) -> Tensor",
-        dtypes={"indices": INDEX_TYPES}, api="aclnnScatterNdUpdate")
+@npu_op(
+    "npu_scatter_nd_update(Tensor self, Tensor indices, Tensor updates) -> Tensor",
+    dtypes={"indices": INDEX_TYPES},
+    api="aclnnScatterNdUpdate",
+)
 def npu_scatter_nd_update(x, indices, updates):
     """A copy of self with self[indices[..., 0], ..., indices[..., K-1]] = updates (TensorFlow's scatter_nd_update)."""
     out = x.clone()
@@ -76,8 +97,10 @@ def _scatter_nd_inplace(x, indices, updates):
     return x
 
 
-npu_op("npu_scatter_nd_update_(Tensor(a!) self, Tensor indices, Tensor updates) -> Tensor(a!)",
-       fake=lambda x, indices, updates: x)(_scatter_nd_inplace)
+npu_op(
+    "npu_scatter_nd_update_(Tensor(a!) self, Tensor indices, Tensor updates) -> Tensor(a!)",
+    fake=lambda x, indices, updates: x,
+)(_scatter_nd_inplace)
 
 
 @npu_op("npu_dtype_cast(Tensor self, int dtype, int? input_dtype=None) -> Tensor", differentiable=True)
@@ -86,18 +109,31 @@ def npu_dtype_cast(x, dtype, input_dtype=None):
     return x.to(dtype_of(dtype, "npu_dtype_cast"))
 
 
-@npu_op("npu_linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", differentiable=True,
-        dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS}, api="aclnnMatmul")
+@npu_op(
+    "npu_linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+    differentiable=True,
+    dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS},
+    api="aclnnMatmul",
+)
 def npu_linear(x, weight, bias=None):
     """F.linear: x @ weight^T + bias (weight [out, in])."""
-    check(x.shape[-1] == weight.shape[-1], "npu_linear",
-          f"input's last dim ({x.shape[-1]}) must equal weight's in_features ({weight.shape[-1]})")
+    check(
+        x.shape[-1] == weight.shape[-1],
+        "npu_linear",
+        f"input's last dim ({x.shape[-1]}) must equal weight's in_features ({weight.shape[-1]})",
+    )
     return F.linear(x, weight, bias)
 
 
-@npu_op("npu_bmmV2(Tensor self, Tensor mat2, int[] output_sizes) -> Tensor", differentiable=True,
-        dtypes={"self": FLOATS, "mat2": FLOATS}, api="aclnnBatchMatMul")
+@npu_op(
+    "npu_bmmV2(Tensor self, Tensor mat2, int[] output_sizes) -> Tensor",
+    differentiable=True,
+    dtypes={"self": FLOATS, "mat2": FLOATS},
+    api="aclnnBatchMatMul",
+)
 def npu_bmmV2(x, mat2, output_sizes):
     """Batched matrix product torch.matmul(self, mat2) (output_sizes is a layout hint on the NPU)."""
-    check(x.shape[-1] == mat2.shape[-2], "npu_bmmV2", f"self {tuple(x.shape)} and mat2 {tuple(mat2.shape)} do not chain")
+    check(
+        x.shape[-1] == mat2.shape[-2], "npu_bmmV2", f"self {tuple(x.shape)} and mat2 {tuple(mat2.shape)} do not chain"
+    )
     return torch.matmul(x, mat2)

@@ -1,4 +1,5 @@
 """NpuFusedAdadelta: torch.optim.Adadelta's update on combined buffers."""
+
 from torch.optim.adadelta import adadelta
 
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
@@ -18,6 +19,16 @@ class NpuFusedAdadelta(NpuFusedOptimizerBase):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
 
     def _update(self, group, params, grads, states):
-        adadelta(params, grads, [s["square_avg"] for s in states], [s["acc_delta"] for s in states],
-                 [s["step"] for s in states], foreach=False, lr=group["lr"], rho=group["rho"], eps=group["eps"],
-                 weight_decay=group["weight_decay"], maximize=False)
+        adadelta(
+            params,
+            grads,
+            [s["square_avg"] for s in states],
+            [s["acc_delta"] for s in states],
+            [s["step"] for s in states],
+            foreach=False,
+            lr=group["lr"],
+            rho=group["rho"],
+            eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            maximize=False,
+        )

@@ -1,5 +1,5 @@
 """NpuFusedAdam: torch.optim.Adam's update on combined buffers."""
-import torch
+
 from torch.optim.adam import adam
 
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
@@ -20,7 +20,20 @@ class NpuFusedAdam(NpuFusedOptimizerBase):
 
     def _update(self, group, params, grads, states):
         beta1, beta2 = group["betas"]
-        adam(params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
-             [s["max_exp_avg_sq"] for s in states], [s["step"] for s in states], foreach=False,
-             decoupled_weight_decay=self._decoupled_weight_decay, amsgrad=group["amsgrad"], beta1=beta1,
-             beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"], maximize=False)
+        adam(
+            params,
+            grads,
+            [s["exp_avg"] for s in states],
+            [s["exp_avg_sq"] for s in states],
+            [s["max_exp_avg_sq"] for s in states],
+            [s["step"] for s in states],
+            foreach=False,
+            decoupled_weight_decay=self._decoupled_weight_decay,
+            amsgrad=group["amsgrad"],
+            beta1=beta1,
+            beta2=beta2,
+            lr=group["lr"],
+            weight_decay=group["weight_decay"],
+            eps=group["eps"],
+            maximize=False,
+        )

@@ -3,9 +3,9 @@
 Adam with bias correction whose update, for parameters of rank > 1 whose gradient is nearly
 orthogonal to the weight (|cos| < delta / sqrt(dim) per channel, else per layer), is projected onto
 the tangent space of the weight and whose weight decay is then scaled by wd_ratio."""
+
 import math
 
-import torch
 import torch.nn.functional as F
 
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
@@ -25,11 +25,22 @@ class NpuFusedAdamP(NpuFusedOptimizerBase):
     _state_tensors = {"exp_avg": "zeros", "exp_avg_sq": "zeros"}
     _bucket_update = False  # the projection is per parameter
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, delta=0.1, wd_ratio=0.1,
-                 nesterov=False):
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, delta=0.1, wd_ratio=0.1, nesterov=False
+    ):
         check_hyperparameters(lr=lr, eps=eps, betas=betas)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, delta=delta,
-                                      wd_ratio=wd_ratio, nesterov=nesterov))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                delta=delta,
+                wd_ratio=wd_ratio,
+                nesterov=nesterov,
+            ),
+        )
 
     def step(self, closure=None):
         return super().step(closure)
@@ -53,8 +64,8 @@ class NpuFusedAdamP(NpuFusedOptimizerBase):
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = (exp_avg_sq.sqrt() / math.sqrt(1 - beta2 ** step)).add_(group["eps"])
-            step_size = group["lr"] / (1 - beta1 ** step)
+            denom = (exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step)).add_(group["eps"])
+            step_size = group["lr"] / (1 - beta1**step)
             if group["nesterov"]:
                 perturb = (beta1 * exp_avg + (1 - beta1) * grad) / denom
             else:

@@ -1,4 +1,5 @@
 """NpuFusedAdamW: torch.optim.AdamW's update (decoupled weight decay) on combined buffers."""
+
 from torch_npu.optim.npu_fused_adam import NpuFusedAdam
 
 __all__ = ["NpuFusedAdamW"]

@@ -6,6 +6,7 @@ v = b2*v + (1-b2)*g*g; u = m / (sqrt(v) + e) + weight_decay*p; p -= lr * schedul
 (lr unscheduled when t_total == -1). Schedules, x = progress, w = warmup:
 warmup_linear: x/w below w, then max((x-1)/(w-1), 0); warmup_constant: x/w below w, then 1;
 warmup_cosine: x/w below w, then 0.5*(1+cos(pi*x))."""
+
 import math
 
 import torch
@@ -35,8 +36,19 @@ class NpuFusedBertAdam(NpuFusedOptimizerBase):
     _state_tensors = {"next_m": "zeros", "next_v": "zeros"}
     _bucket_update = False  # gradients are clipped per parameter
 
-    def __init__(self, params, lr=required, warmup=-1, t_total=-1, schedule="warmup_linear",
-                 b1=0.9, b2=0.999, e=1e-6, weight_decay=0.01, max_grad_norm=1.0):
+    def __init__(
+        self,
+        params,
+        lr=required,
+        warmup=-1,
+        t_total=-1,
+        schedule="warmup_linear",
+        b1=0.9,
+        b2=0.999,
+        e=1e-6,
+        weight_decay=0.01,
+        max_grad_norm=1.0,
+    ):
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr} - should be >= 0.0")
         if schedule not in SCHEDULES:
@@ -49,8 +61,20 @@ class NpuFusedBertAdam(NpuFusedOptimizerBase):
             raise ValueError(f"Invalid b2 parameter: {b2} - should be in [0.0, 1.0[")
         if e < 0.0:
             raise ValueError(f"Invalid epsilon value: {e} - should be >= 0.0")
-        super().__init__(params, dict(lr=lr, schedule=schedule, warmup=warmup, t_total=t_total, b1=b1, b2=b2, e=e,
-                                      weight_decay=weight_decay, max_grad_norm=max_grad_norm))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                schedule=schedule,
+                warmup=warmup,
+                t_total=t_total,
+                b1=b1,
+                b2=b2,
+                e=e,
+                weight_decay=weight_decay,
+                max_grad_norm=max_grad_norm,
+            ),
+        )
 
     def _scheduled_lr(self, group, step):
         if group["t_total"] == -1:

@@ -6,6 +6,7 @@ gradient norm exceeds 1):
     trust = clamp(|p|, 0, 10) / |u|  (1 when either norm is 0, or when adam=True)
     p -= lr * trust * u
 (no bias correction, as in torch_npu)."""
+
 import torch
 
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
@@ -17,8 +18,9 @@ class NpuFusedLamb(NpuFusedOptimizerBase):
     _state_tensors = {"exp_avg": "zeros", "exp_avg_sq": "zeros"}
     _bucket_update = False  # the trust ratio is per parameter
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0, adam=False,
-                 use_global_grad_norm=False):
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0, adam=False, use_global_grad_norm=False
+    ):
         check_hyperparameters(lr=lr, eps=eps, betas=betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
         self.adam = adam

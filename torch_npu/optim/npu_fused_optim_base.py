@@ -11,6 +11,7 @@ the same views, exactly as torch.optim would.
 Keep gradients in place: ``zero_grad()`` zeroes them (set_to_none defaults to False), and gradients
 that were replaced are copied back into the combined buffer before the step.
 """
+
 from collections import defaultdict
 
 import torch
@@ -23,8 +24,13 @@ __all__ = ["NpuFusedOptimizerBase"]
 
 def check_hyperparameters(lr=None, eps=None, betas=(), momentum=None, weight_decay=None, alpha=None):
     """torch.optim's argument checks, shared by the fused optimizers."""
-    for name, value in (("learning rate", lr), ("epsilon value", eps), ("momentum value", momentum),
-                        ("weight_decay value", weight_decay), ("alpha value", alpha)):
+    for name, value in (
+        ("learning rate", lr),
+        ("epsilon value", eps),
+        ("momentum value", momentum),
+        ("weight_decay value", weight_decay),
+        ("alpha value", alpha),
+    ):
         if value is not None and value is not required and value < 0.0:
             raise ValueError(f"Invalid {name}: {value}")
     for i, beta in enumerate(betas):
@@ -72,8 +78,8 @@ class NpuFusedOptimizerBase(Optimizer):
         for p in bucket.params:
             n = p.numel()
             if p.grad is not None:
-                bucket.grad[offset:offset + n].copy_(p.grad.reshape(-1))
-            p.grad = bucket.grad[offset:offset + n].view_as(p) if p.grad is not None else None
+                bucket.grad[offset : offset + n].copy_(p.grad.reshape(-1))
+            p.grad = bucket.grad[offset : offset + n].view_as(p) if p.grad is not None else None
             offset += n
 
     def _combine_states(self, bucket):
@@ -83,7 +89,7 @@ class NpuFusedOptimizerBase(Optimizer):
             offset = 0
             for p in bucket.params:
                 n = p.numel()
-                self.state[p][name] = flat[offset:offset + n].view_as(p)
+                self.state[p][name] = flat[offset : offset + n].view_as(p)
                 offset += n
         for p in bucket.params:
             self.state[p].setdefault("step", torch.tensor(0.0))
@@ -93,7 +99,7 @@ class NpuFusedOptimizerBase(Optimizer):
         offset = 0
         for p in bucket.params:
             n = p.numel()
-            view = bucket.grad[offset:offset + n]
+            view = bucket.grad[offset : offset + n]
             if p.grad is not None and (p.grad.data_ptr() != view.data_ptr() or p.grad.shape != p.shape):
                 view.copy_(p.grad.reshape(-1))
                 p.grad = view.view_as(p)

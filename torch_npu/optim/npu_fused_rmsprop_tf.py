@@ -3,6 +3,7 @@
 Differs from torch.optim.RMSprop as TensorFlow's does: square_avg starts at ones, eps is added
 inside the square root, optional decoupled weight decay, and lr may be applied inside the momentum
 buffer (lr_in_momentum)."""
+
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
 
 __all__ = ["NpuFusedRMSpropTF"]
@@ -11,12 +12,32 @@ __all__ = ["NpuFusedRMSpropTF"]
 class NpuFusedRMSpropTF(NpuFusedOptimizerBase):
     _state_tensors = {"square_avg": "ones", "grad_avg": "zeros", "momentum_buffer": "zeros"}
 
-    def __init__(self, params, lr=1e-2, alpha=0.9, eps=1e-10, weight_decay=0, momentum=0.0, centered=False,
-                 decoupled_decay=False, lr_in_momentum=True):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.9,
+        eps=1e-10,
+        weight_decay=0,
+        momentum=0.0,
+        centered=False,
+        decoupled_decay=False,
+        lr_in_momentum=True,
+    ):
         check_hyperparameters(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                                      centered=centered, decoupled_decay=decoupled_decay,
-                                      lr_in_momentum=lr_in_momentum))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                alpha=alpha,
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum=momentum,
+                centered=centered,
+                decoupled_decay=decoupled_decay,
+                lr_in_momentum=lr_in_momentum,
+            ),
+        )
 
     def _update(self, group, params, grads, states):
         lr, wd, momentum = group["lr"], group["weight_decay"], group["momentum"]

@@ -1,5 +1,5 @@
 """NpuFusedSGD: torch.optim.SGD's update on combined buffers."""
-import torch
+
 from torch.optim.optimizer import required
 
 from torch_npu.optim.npu_fused_optim_base import NpuFusedOptimizerBase, check_hyperparameters
@@ -12,8 +12,7 @@ class NpuFusedSGD(NpuFusedOptimizerBase):
 
     _state_tensors = {"momentum_buffer": "zeros"}
 
-    def __init__(self, params, lr=required, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False):
+    def __init__(self, params, lr=required, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
         check_hyperparameters(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")

@@ -2,15 +2,37 @@
 ranges from PyTorch's CPU profiler, allocator events with profile_memory, written in torch_npu's
 `..._ascend_pt` layout and files; analyse() for offline parsing and dynamic_profile for profiling a
 running job from a JSON file."""
+
 from torch_npu.profiler import dynamic_profile
 from torch_npu.profiler.analysis import analyse
-from torch_npu.profiler.experimental_config import (AiCMetrics, ExportType, HostSystem, ProfilerLevel,
-                                                    _ExperimentalConfig, supported_ai_core_metrics,
-                                                    supported_export_type, supported_profiler_level)
+from torch_npu.profiler.experimental_config import (
+    AiCMetrics,
+    ExportType,
+    HostSystem,
+    ProfilerLevel,
+    _ExperimentalConfig,
+    supported_ai_core_metrics,
+    supported_export_type,
+    supported_profiler_level,
+)
 from torch_npu.profiler.profiler import ProfilerActivity, profile, supported_activities, tensorboard_trace_handler
 from torch_npu.profiler.scheduler import ProfilerAction, schedule
 
-__all__ = ["profile", "ProfilerActivity", "ProfilerAction", "schedule", "tensorboard_trace_handler",
-           "supported_activities", "supported_profiler_level", "supported_ai_core_metrics", "supported_export_type",
-           "ProfilerLevel", "AiCMetrics", "ExportType", "HostSystem", "_ExperimentalConfig", "analyse",
-           "dynamic_profile"]
+__all__ = [
+    "profile",
+    "ProfilerActivity",
+    "ProfilerAction",
+    "schedule",
+    "tensorboard_trace_handler",
+    "supported_activities",
+    "supported_profiler_level",
+    "supported_ai_core_metrics",
+    "supported_export_type",
+    "ProfilerLevel",
+    "AiCMetrics",
+    "ExportType",
+    "HostSystem",
+    "_ExperimentalConfig",
+    "analyse",
+    "dynamic_profile",
+]

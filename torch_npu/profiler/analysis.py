@@ -3,6 +3,7 @@ collected with `tensorboard_trace_handler(..., analyse_flag=False)` (or to parse
 
 `profiler_path` is one `..._ascend_pt` directory or a directory holding several; each session's
 ASCEND_PROFILER_OUTPUT/ is (re)written from its raw FRAMEWORK data."""
+
 import glob
 import os
 
@@ -19,8 +20,11 @@ def find_sessions(profiler_path):
         raise FileNotFoundError(f"profiler_path does not exist or is not a directory: {profiler_path}")
     if os.path.isfile(os.path.join(profiler_path, session_record.RAW_FILE)):
         return [profiler_path]
-    return sorted(d for d in glob.glob(os.path.join(profiler_path, "*_ascend_pt"))
-                  if os.path.isfile(os.path.join(d, session_record.RAW_FILE)))
+    return sorted(
+        d
+        for d in glob.glob(os.path.join(profiler_path, "*_ascend_pt"))
+        if os.path.isfile(os.path.join(d, session_record.RAW_FILE))
+    )
 
 
 def analyse(profiler_path: str, max_process_number: int = max(1, (os.cpu_count() or 2) // 2), export_type=None):
@@ -33,6 +37,8 @@ def analyse(profiler_path: str, max_process_number: int = max(1, (os.cpu_count()
             raise ValueError(f"export_type must be among {sorted(supported_export_type())}, got {export_type!r}")
     sessions = find_sessions(profiler_path)
     if not sessions:
-        raise FileNotFoundError(f"no profiling data to analyse under {profiler_path}: expected "
-                                f"<worker>_<timestamp>_ascend_pt directories with {session_record.RAW_FILE}")
+        raise FileNotFoundError(
+            f"no profiling data to analyse under {profiler_path}: expected "
+            f"<worker>_<timestamp>_ascend_pt directories with {session_record.RAW_FILE}"
+        )
     return [ascend_output.write_session(path, session_record.load(path)) for path in sessions]

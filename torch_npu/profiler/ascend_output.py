@@ -10,6 +10,7 @@ measured around it. Accelerator Core says where Ascend would run it: AI_CORE for
 AI_VECTOR_CORE otherwise. operator_details.csv has one row per host operator (with CPU activity) with
 the device time of the kernels it issued, directly (self) and through the operators it called (total).
 """
+
 import collections
 import csv
 import datetime
@@ -17,25 +18,70 @@ import json
 import os
 import socket
 
-from torch_npu.profiler.memory_output import (MEMORY_RECORD_HEADER, MODULE_MEM_HEADER, OPERATOR_MEMORY_HEADER,
-                                              memory_tables)
+from torch_npu.profiler.memory_output import (
+    MEMORY_RECORD_HEADER,
+    MODULE_MEM_HEADER,
+    OPERATOR_MEMORY_HEADER,
+    memory_tables,
+)
 from torch_npu.profiler.session import core_of, op_type
 from torch_npu.profiler.timeline import nesting_parents
 from torch_npu.profiler.trace_view import trace_events
 
 __all__ = ["write_session", "write_metadata", "worker_dir", "step_rows"]
 
-KERNEL_HEADER = ["Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
-                 "Block Num"]
-SHAPE_HEADER = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
-                "Output Formats"]
-OPERATOR_HEADER = ["Name", "Input Shapes", "Call Stack", "Host Self Duration(us)", "Host Total Duration(us)",
-                   "Device Self Duration(us)", "Device Total Duration(us)", "Device Self Duration With AICore(us)",
-                   "Device Total Duration With AICore(us)"]
-STATISTIC_HEADER = ["OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
-                    "Ratio(%)"]
-STEP_HEADER = ["Device_id", "Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
-               "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
+KERNEL_HEADER = [
+    "Device_id",
+    "Name",
+    "Type",
+    "Accelerator Core",
+    "Start Time(us)",
+    "Duration(us)",
+    "Wait Time(us)",
+    "Block Num",
+]
+SHAPE_HEADER = [
+    "Input Shapes",
+    "Input Data Types",
+    "Input Formats",
+    "Output Shapes",
+    "Output Data Types",
+    "Output Formats",
+]
+OPERATOR_HEADER = [
+    "Name",
+    "Input Shapes",
+    "Call Stack",
+    "Host Self Duration(us)",
+    "Host Total Duration(us)",
+    "Device Self Duration(us)",
+    "Device Total Duration(us)",
+    "Device Self Duration With AICore(us)",
+    "Device Total Duration With AICore(us)",
+]
+STATISTIC_HEADER = [
+    "OP Type",
+    "Core Type",
+    "Count",
+    "Total Time(us)",
+    "Min Time(us)",
+    "Avg Time(us)",
+    "Max Time(us)",
+    "Ratio(%)",
+]
+STEP_HEADER = [
+    "Device_id",
+    "Step",
+    "Computing",
+    "Communication(Not Overlapped)",
+    "Overlapped",
+    "Communication",
+    "Free",
+    "Stage",
+    "Bubble",
+    "Communication(Not Overlapped and Exclude Receive)",
+    "Preparing",
+]
 
 
 def _join(values, fmt):
@@ -110,8 +156,11 @@ def step_rows(session):
     activities, steps = session["activities"], session["steps"] if session["has_steps"] else []
     if not steps and activities:
         steps = [("", min(a["start_ns"] for a in activities), max(a["end_ns"] for a in activities))]
-    comm_all = [(e["start_ns"], e["end_ns"]) for e in session["host_events"]
-                if e["cat"] == "cpu_op" and _is_communication(e["name"])]
+    comm_all = [
+        (e["start_ns"], e["end_ns"])
+        for e in session["host_events"]
+        if e["cat"] == "cpu_op" and _is_communication(e["name"])
+    ]
     rows = []
     for device in sorted({a["device"] for a in activities}) or [0]:
         kernels = [(a["start_ns"], a["end_ns"]) for a in activities if a["device"] == device]
@@ -121,8 +170,21 @@ def step_rows(session):
             overlapped = _intersection(computing, communication)
             busy = _length(_union(computing + communication))
             comp, comm, over = _length(computing), _length(communication), _length(overlapped)
-            rows.append([device, number, _us(comp - over), _us(comm - over), _us(over), _us(comm),
-                         _us(max(0, end - start - busy)), 0, 0, _us(comm - over), 0])
+            rows.append(
+                [
+                    device,
+                    number,
+                    _us(comp - over),
+                    _us(comm - over),
+                    _us(over),
+                    _us(comm),
+                    _us(max(0, end - start - busy)),
+                    0,
+                    0,
+                    _us(comm - over),
+                    0,
+                ]
+            )
     return rows
 
 
@@ -133,8 +195,19 @@ def _operator_rows(session):
         for a in activities:
             dur = _us(a["end_ns"] - a["start_ns"])
             with_aicore = 0.0 if a["cpu_fallback"] else dur
-            rows.append([a["name"], _join(a["inputs"], lambda t: "[" + _shape(t) + "]"), "", dur, dur, dur, dur,
-                         with_aicore, with_aicore])
+            rows.append(
+                [
+                    a["name"],
+                    _join(a["inputs"], lambda t: "[" + _shape(t) + "]"),
+                    "",
+                    dur,
+                    dur,
+                    dur,
+                    dur,
+                    with_aicore,
+                    with_aicore,
+                ]
+            )
         return rows
     ops = [i for i, e in enumerate(host) if e["cat"] == "cpu_op"]
     parent = {i: (ops[p] if p is not None else None) for i, p in zip(ops, nesting_parents([host[i] for i in ops]))}
@@ -157,8 +230,19 @@ def _operator_rows(session):
         e = host[i]
         total = e["end_ns"] - e["start_ns"]
         shapes = ";".join(str(s) for s in e.get("shapes") or [])
-        rows.append([e["name"], shapes, ";\r\n".join(e.get("stack") or []), _us(total - children_host[i]), _us(total),
-                     _us(device_self[i]), _us(device_total[i]), _us(device_self_aicore[i]), _us(device_total_aicore[i])])
+        rows.append(
+            [
+                e["name"],
+                shapes,
+                ";\r\n".join(e.get("stack") or []),
+                _us(total - children_host[i]),
+                _us(total),
+                _us(device_self[i]),
+                _us(device_total[i]),
+                _us(device_self_aicore[i]),
+                _us(device_total_aicore[i]),
+            ]
+        )
     return rows
 
 
@@ -167,7 +251,11 @@ def write_session(path, session):
     directory. Returns the ASCEND_PROFILER_OUTPUT directory."""
     out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     os.makedirs(out, exist_ok=True)
-    activities, record_shapes, epoch_offset_ns = session["activities"], session["record_shapes"], session["epoch_offset_ns"]
+    activities, record_shapes, epoch_offset_ns = (
+        session["activities"],
+        session["record_shapes"],
+        session["epoch_offset_ns"],
+    )
     steps = session["steps"] if session["has_steps"] else []
 
     def step_of(a):
@@ -183,12 +271,25 @@ def write_session(path, session):
         wait = max(0, a["start_ns"] - previous_end[key]) if key in previous_end else 0
         previous_end[key] = a["end_ns"]
         row = ([step_of(a)] if steps else []) + [
-            a["device"], op_type(a["name"]), op_type(a["name"]), core_of(a), _us(a["start_ns"] + epoch_offset_ns),
-            _us(a["end_ns"] - a["start_ns"]), _us(wait), 1]
+            a["device"],
+            op_type(a["name"]),
+            op_type(a["name"]),
+            core_of(a),
+            _us(a["start_ns"] + epoch_offset_ns),
+            _us(a["end_ns"] - a["start_ns"]),
+            _us(wait),
+            1,
+        ]
         if record_shapes:
             ins, outs = a["inputs"], a["outputs"]
-            row += [_join(ins, _shape), _join(ins, lambda t: t[1]), _join(ins, lambda t: str(t[2])),
-                    _join(outs, _shape), _join(outs, lambda t: t[1]), _join(outs, lambda t: str(t[2]))]
+            row += [
+                _join(ins, _shape),
+                _join(ins, lambda t: t[1]),
+                _join(ins, lambda t: str(t[2])),
+                _join(outs, _shape),
+                _join(outs, lambda t: t[1]),
+                _join(outs, lambda t: str(t[2])),
+            ]
         kernel_rows.append(row)
     _write_csv(os.path.join(out, "kernel_details.csv"), header, kernel_rows)
     _write_csv(os.path.join(out, "operator_details.csv"), OPERATOR_HEADER, _operator_rows(session))
@@ -197,9 +298,22 @@ def write_session(path, session):
     for a in activities:
         groups[(op_type(a["name"]), core_of(a))].append((a["end_ns"] - a["start_ns"]) / 1000.0)
     total = sum(sum(v) for v in groups.values()) or 1.0
-    statistic_rows = sorted(([t, core, len(v), round(sum(v), 3), round(min(v), 3), round(sum(v) / len(v), 3),
-                              round(max(v), 3), round(100.0 * sum(v) / total, 2)]
-                             for (t, core), v in groups.items()), key=lambda r: -r[3])
+    statistic_rows = sorted(
+        (
+            [
+                t,
+                core,
+                len(v),
+                round(sum(v), 3),
+                round(min(v), 3),
+                round(sum(v) / len(v), 3),
+                round(max(v), 3),
+                round(100.0 * sum(v) / total, 2),
+            ]
+            for (t, core), v in groups.items()
+        ),
+        key=lambda r: -r[3],
+    )
     _write_csv(os.path.join(out, "op_statistic.csv"), STATISTIC_HEADER, statistic_rows)
     _write_csv(os.path.join(out, "step_trace_time.csv"), STEP_HEADER, step_rows(session))
 

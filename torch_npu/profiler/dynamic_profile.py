@@ -12,6 +12,7 @@ later with torch_npu.profiler.analyse). Keys as torch_npu's profiler_config.json
 analyse, record_shapes, profile_memory, with_stack, with_flops, with_modules, active, warmup, start_step,
 is_rank, rank_list, experimental_config.
 """
+
 import atexit
 import json
 import os
@@ -20,13 +21,33 @@ import warnings
 __all__ = ["init", "step", "start"]
 
 CONFIG_NAME = "profiler_config.json"
-TEMPLATE = {"activities": ["CPU", "NPU"], "prof_dir": "./", "analyse": False, "record_shapes": False,
-            "profile_memory": False, "with_stack": False, "with_flops": False, "with_modules": False, "active": 1,
-            "warmup": 0, "start_step": 0, "is_rank": False, "rank_list": [],
-            "experimental_config": {"profiler_level": "Level0", "aic_metrics": "AiCoreNone", "l2_cache": False,
-                                    "op_attr": False, "data_simplification": True, "record_op_args": False,
-                                    "gc_detect_threshold": None, "export_type": ["text"], "msprof_tx": False,
-                                    "mstx": False}}
+TEMPLATE = {
+    "activities": ["CPU", "NPU"],
+    "prof_dir": "./",
+    "analyse": False,
+    "record_shapes": False,
+    "profile_memory": False,
+    "with_stack": False,
+    "with_flops": False,
+    "with_modules": False,
+    "active": 1,
+    "warmup": 0,
+    "start_step": 0,
+    "is_rank": False,
+    "rank_list": [],
+    "experimental_config": {
+        "profiler_level": "Level0",
+        "aic_metrics": "AiCoreNone",
+        "l2_cache": False,
+        "op_attr": False,
+        "data_simplification": True,
+        "record_op_args": False,
+        "gc_detect_threshold": None,
+        "export_type": ["text"],
+        "msprof_tx": False,
+        "mstx": False,
+    },
+}
 _BOOLS = ("analyse", "record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules", "is_rank")
 _EXPERIMENTAL_ENUMS = {"profiler_level": "ProfilerLevel", "aic_metrics": "AiCMetrics"}
 
@@ -45,12 +66,20 @@ def _read_config(path):
         if not isinstance(config[key], bool):
             raise ValueError(f"dynamic_profile: {path}: '{key}' must be true or false, got {config[key]!r}")
     for key in ("active", "warmup", "start_step"):
-        if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < (1 if key == "active" else 0):
-            raise ValueError(f"dynamic_profile: {path}: '{key}' must be an integer >= {1 if key == 'active' else 0}, "
-                             f"got {config[key]!r}")
+        if (
+            not isinstance(config[key], int)
+            or isinstance(config[key], bool)
+            or config[key] < (1 if key == "active" else 0)
+        ):
+            raise ValueError(
+                f"dynamic_profile: {path}: '{key}' must be an integer >= {1 if key == 'active' else 0}, "
+                f"got {config[key]!r}"
+            )
     if not set(config["activities"]) <= {"CPU", "NPU"} or not config["activities"]:
-        raise ValueError(f"dynamic_profile: {path}: 'activities' must be a non-empty list of \"CPU\" and \"NPU\", got "
-                         f"{config['activities']!r}")
+        raise ValueError(
+            f"dynamic_profile: {path}: 'activities' must be a non-empty list of \"CPU\" and \"NPU\", got "
+            f"{config['activities']!r}"
+        )
     return config
 
 
@@ -59,12 +88,29 @@ def _experimental(values):
 
     kwargs = {}
     for key, value in (values or {}).items():
-        if key in _EXPERIMENTAL_ENUMS and isinstance(value, str) and hasattr(getattr(profiler, _EXPERIMENTAL_ENUMS[key]),
-                                                                             value):
+        if (
+            key in _EXPERIMENTAL_ENUMS
+            and isinstance(value, str)
+            and hasattr(getattr(profiler, _EXPERIMENTAL_ENUMS[key]), value)
+        ):
             value = getattr(getattr(profiler, _EXPERIMENTAL_ENUMS[key]), value)  # "Level1" / "AiCoreNone" names
-        if key in ("profiler_level", "aic_metrics", "l2_cache", "op_attr", "data_simplification", "record_op_args",
-                   "gc_detect_threshold", "export_type", "msprof_tx", "mstx", "host_sys", "sys_io",
-                   "sys_interconnection", "mstx_domain_include", "mstx_domain_exclude"):
+        if key in (
+            "profiler_level",
+            "aic_metrics",
+            "l2_cache",
+            "op_attr",
+            "data_simplification",
+            "record_op_args",
+            "gc_detect_threshold",
+            "export_type",
+            "msprof_tx",
+            "mstx",
+            "host_sys",
+            "sys_io",
+            "sys_interconnection",
+            "mstx_domain_include",
+            "mstx_domain_exclude",
+        ):
             kwargs[key] = value
     return profiler._ExperimentalConfig(**kwargs)
 
@@ -126,7 +172,9 @@ class _DynamicProfile:
             return
         path = config_path or self.config_path
         if path is None:
-            raise ValueError("dynamic_profile.start: give a profiler_config.json path or call dynamic_profile.init first")
+            raise ValueError(
+                "dynamic_profile.start: give a profiler_config.json path or call dynamic_profile.init first"
+            )
         self._enable(_read_config(path))
 
     def _enable(self, config):
@@ -137,11 +185,16 @@ class _DynamicProfile:
         activities = [getattr(profiler.ProfilerActivity, a) for a in config["activities"]]
         warmup, active = config["warmup"], config["active"]
         self.prof = profiler.profile(
-            activities=activities, schedule=profiler.schedule(wait=0, warmup=warmup, active=active, repeat=1),
+            activities=activities,
+            schedule=profiler.schedule(wait=0, warmup=warmup, active=active, repeat=1),
             on_trace_ready=profiler.tensorboard_trace_handler(config["prof_dir"], analyse_flag=config["analyse"]),
-            record_shapes=config["record_shapes"], profile_memory=config["profile_memory"],
-            with_stack=config["with_stack"], with_flops=config["with_flops"], with_modules=config["with_modules"],
-            experimental_config=_experimental(config.get("experimental_config")))
+            record_shapes=config["record_shapes"],
+            profile_memory=config["profile_memory"],
+            with_stack=config["with_stack"],
+            with_flops=config["with_flops"],
+            with_modules=config["with_modules"],
+            experimental_config=_experimental(config.get("experimental_config")),
+        )
         self.prof.add_metadata_json("dynamic_profile", {"start_step": self.step_num, "config": config})
         self.remaining = warmup + active
         self.prof.start()

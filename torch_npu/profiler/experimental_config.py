@@ -2,8 +2,17 @@
 system metrics (string-valued, as torch_npu's), and the `_ExperimentalConfig` that carries them.
 vnpu records operator-level device activity at every level; the values are validated and written to
 profiler_info.json as torch_npu writes them."""
-__all__ = ["ProfilerLevel", "AiCMetrics", "ExportType", "HostSystem", "_ExperimentalConfig",
-           "supported_profiler_level", "supported_ai_core_metrics", "supported_export_type"]
+
+__all__ = [
+    "ProfilerLevel",
+    "AiCMetrics",
+    "ExportType",
+    "HostSystem",
+    "_ExperimentalConfig",
+    "supported_profiler_level",
+    "supported_ai_core_metrics",
+    "supported_export_type",
+]
 
 
 class ProfilerLevel:
@@ -56,14 +65,28 @@ def supported_export_type():
 
 
 class _ExperimentalConfig:
-    def __init__(self, profiler_level: int = ProfilerLevel.Level0, aic_metrics: int = AiCMetrics.PipeUtilization,
-                 l2_cache: bool = False, msprof_tx: bool = False, mstx: bool = False, data_simplification: bool = True,
-                 record_op_args: bool = False, op_attr: bool = False, gc_detect_threshold=None,
-                 export_type=ExportType.Text, host_sys=None, mstx_domain_include=None, mstx_domain_exclude=None,
-                 sys_io: bool = False, sys_interconnection: bool = False):
+    def __init__(
+        self,
+        profiler_level: int = ProfilerLevel.Level0,
+        aic_metrics: int = AiCMetrics.PipeUtilization,
+        l2_cache: bool = False,
+        msprof_tx: bool = False,
+        mstx: bool = False,
+        data_simplification: bool = True,
+        record_op_args: bool = False,
+        op_attr: bool = False,
+        gc_detect_threshold=None,
+        export_type=ExportType.Text,
+        host_sys=None,
+        mstx_domain_include=None,
+        mstx_domain_exclude=None,
+        sys_io: bool = False,
+        sys_interconnection: bool = False,
+    ):
         if profiler_level not in supported_profiler_level():
-            raise ValueError(f"profiler_level must be one of {sorted(supported_profiler_level())}, got "
-                             f"{profiler_level!r}")
+            raise ValueError(
+                f"profiler_level must be one of {sorted(supported_profiler_level())}, got " f"{profiler_level!r}"
+            )
         if aic_metrics not in supported_ai_core_metrics():
             raise ValueError(f"aic_metrics must be one of {sorted(supported_ai_core_metrics())}, got {aic_metrics!r}")
         export_types = export_type if isinstance(export_type, list) else [export_type]
@@ -86,8 +109,18 @@ class _ExperimentalConfig:
         self.sys_interconnection = sys_interconnection
 
     def to_dict(self):
-        return {"_profiler_level": self.profiler_level, "_aic_metrics": self.aic_metrics, "_l2_cache": self.l2_cache,
-                "_msprof_tx": self.msprof_tx, "_mstx": self.mstx, "_data_simplification": self.data_simplification,
-                "_record_op_args": self.record_op_args, "_op_attr": self.op_attr,
-                "_gc_detect_threshold": self.gc_detect_threshold, "_export_type": self.export_type,
-                "_host_sys": self.host_sys, "_sys_io": self.sys_io, "_sys_interconnection": self.sys_interconnection}
+        return {
+            "_profiler_level": self.profiler_level,
+            "_aic_metrics": self.aic_metrics,
+            "_l2_cache": self.l2_cache,
+            "_msprof_tx": self.msprof_tx,
+            "_mstx": self.mstx,
+            "_data_simplification": self.data_simplification,
+            "_record_op_args": self.record_op_args,
+            "_op_attr": self.op_attr,
+            "_gc_detect_threshold": self.gc_detect_threshold,
+            "_export_type": self.export_type,
+            "_host_sys": self.host_sys,
+            "_sys_io": self.sys_io,
+            "_sys_interconnection": self.sys_interconnection,
+        }

@@ -5,13 +5,20 @@ with_modules) and FLOPs; its events are read once when recording stops.
 Times are converted to the steady clock the C++ core stamps device activity with, so host operators and
 npu "kernels" share one timeline. Thread ids are RecordFunction's, the same the core records.
 """
+
 import time
 import warnings
 
 import torch
-from torch.autograd import (ProfilerActivity, ProfilerConfig, ProfilerState, _disable_profiler, _enable_profiler,
-                            _prepare_profiler)
 from torch._C._profiler import _ExperimentalConfig
+from torch.autograd import (
+    ProfilerActivity,
+    ProfilerConfig,
+    ProfilerState,
+    _disable_profiler,
+    _enable_profiler,
+    _prepare_profiler,
+)
 
 from torch_npu import _C
 from torch_npu.profiler.timeline import innermost_enclosing, nesting_parents
@@ -23,8 +30,9 @@ _CATEGORIES = {"cpu_op", "user_annotation", "python_function"}
 
 class HostRecorder:
     def __init__(self, record_shapes=False, with_stack=False, with_flops=False, with_modules=False):
-        self._config = ProfilerConfig(ProfilerState.KINETO, record_shapes, False, with_stack, with_flops, with_modules,
-                                      _ExperimentalConfig())
+        self._config = ProfilerConfig(
+            ProfilerState.KINETO, record_shapes, False, with_stack, with_flops, with_modules, _ExperimentalConfig()
+        )
         self._on = False
         self._offset_ns = 0
         self._kernels_before = True
@@ -32,8 +40,10 @@ class HostRecorder:
     def start(self):
         """False (with a warning) when another PyTorch profiler already records this thread."""
         if torch.autograd.profiler._is_profiler_enabled:
-            warnings.warn("torch_npu.profiler: another PyTorch profiler is already recording; host (CPU) activity is "
-                          "left to it and only npu activity is recorded")
+            warnings.warn(
+                "torch_npu.profiler: another PyTorch profiler is already recording; host (CPU) activity is "
+                "left to it and only npu activity is recorded"
+            )
             return False
         # PrivateUse1 makes kineto run vnpu's plugin session, which hands PyTorch's correlation ids to the
         # core (device activity and memory events then name their host operator exactly); its own kernels
@@ -67,8 +77,14 @@ class HostRecorder:
             if cat not in _CATEGORIES or e.device_type() != torch.autograd.DeviceType.CPU:
                 continue
             start = e.start_ns() - offset
-            event = {"name": e.name(), "cat": cat, "start_ns": start, "end_ns": start + e.duration_ns(),
-                     "thread": e.start_thread_id(), "correlation": e.correlation_id()}
+            event = {
+                "name": e.name(),
+                "cat": cat,
+                "start_ns": start,
+                "end_ns": start + e.duration_ns(),
+                "thread": e.start_thread_id(),
+                "correlation": e.correlation_id(),
+            }
             if cat == "cpu_op":
                 if e.shapes():
                     event["shapes"] = [list(s) for s in e.shapes()]

@@ -7,16 +7,37 @@ sizes, as torch_npu reports them. Component is PTA (PyTorch adapter) for all of 
 GE/CANN workspaces. A block is attributed to the innermost host operator running on the allocating
 thread (the npu operator when CPU activity was not recorded).
 """
+
 from torch_npu.profiler.timeline import owning_intervals
 
 __all__ = ["MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER", "MODULE_MEM_HEADER", "memory_tables"]
 
-MEMORY_RECORD_HEADER = ["Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)",
-                        "Stream Ptr", "Device Type"]
-OPERATOR_MEMORY_HEADER = ["Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)", "Active Release Time(us)",
-                          "Duration(us)", "Active Duration(us)", "Allocation Total Allocated(MB)",
-                          "Allocation Total Reserved(MB)", "Allocation Total Active(MB)", "Release Total Allocated(MB)",
-                          "Release Total Reserved(MB)", "Release Total Active(MB)", "Stream Ptr", "Device Type"]
+MEMORY_RECORD_HEADER = [
+    "Component",
+    "Timestamp(us)",
+    "Total Allocated(MB)",
+    "Total Reserved(MB)",
+    "Total Active(MB)",
+    "Stream Ptr",
+    "Device Type",
+]
+OPERATOR_MEMORY_HEADER = [
+    "Name",
+    "Size(KB)",
+    "Allocation Time(us)",
+    "Release Time(us)",
+    "Active Release Time(us)",
+    "Duration(us)",
+    "Active Duration(us)",
+    "Allocation Total Allocated(MB)",
+    "Allocation Total Reserved(MB)",
+    "Allocation Total Active(MB)",
+    "Release Total Allocated(MB)",
+    "Release Total Reserved(MB)",
+    "Release Total Active(MB)",
+    "Stream Ptr",
+    "Device Type",
+]
 MODULE_MEM_HEADER = ["Device_id", "Component", "Timestamp(us)", "Total Reserved(MB)", "Device"]
 
 
@@ -48,8 +69,23 @@ def memory_tables(session):
             last_reserved[device] = reserved
             modules.append([device, "PTA", us(time_ns), _mb(reserved), f"NPU:{device}"])
         if size > 0:
-            row = [name, round(size / 1024, 4), us(time_ns), "", "", "", "", _mb(allocated), _mb(reserved),
-                   _mb(active), "", "", "", stream, f"NPU:{device}"]
+            row = [
+                name,
+                round(size / 1024, 4),
+                us(time_ns),
+                "",
+                "",
+                "",
+                "",
+                _mb(allocated),
+                _mb(reserved),
+                _mb(active),
+                "",
+                "",
+                "",
+                stream,
+                f"NPU:{device}",
+            ]
             open_blocks[(device, ptr)] = (row, time_ns)
             blocks.append(row)
         elif size < 0 and (device, ptr) in open_blocks:

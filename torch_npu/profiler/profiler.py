@@ -1,6 +1,7 @@
 """torch_npu.profiler.profile: records npu operators as device activity (from the C++ core, no per-operator
 Python) through torch_npu's schedule, and hands finished sessions to on_trace_ready, usually
 tensorboard_trace_handler, which writes torch_npu's `..._ascend_pt` directory (ascend_output.py)."""
+
 import collections
 import enum
 import json
@@ -15,8 +16,8 @@ from torch_npu import _C
 from torch_npu.profiler import ascend_output, trace_view
 from torch_npu.profiler import session as session_record
 from torch_npu.profiler.analysis import analyse
-from torch_npu.profiler.host_activity import HostRecorder
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
+from torch_npu.profiler.host_activity import HostRecorder
 from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
 
 __all__ = ["profile", "ProfilerActivity", "supported_activities", "tensorboard_trace_handler", "analyse"]
@@ -66,9 +67,21 @@ def tensorboard_trace_handler(dir_name=None, worker_name=None, analyse_flag=True
 
 
 class profile:
-    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
-                 profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
-                 experimental_config=None, custom_trace_id_callback=None, use_cuda=None):
+    def __init__(
+        self,
+        *,
+        activities=None,
+        schedule=None,
+        on_trace_ready=None,
+        record_shapes=False,
+        profile_memory=False,
+        with_stack=False,
+        with_flops=False,
+        with_modules=False,
+        experimental_config=None,
+        custom_trace_id_callback=None,
+        use_cuda=None,
+    ):
         if use_cuda is not None:
             warnings.warn("This is npu environment, use_cuda is invalid")
         self.activities = {_activity(a) for a in activities} if activities else supported_activities()
@@ -80,8 +93,10 @@ class profile:
         self.with_stack, self.with_flops, self.with_modules = with_stack, with_flops, with_modules
         self.experimental_config = experimental_config or _ExperimentalConfig()
         if "db" in self.experimental_config.export_type:
-            warnings.warn("torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not written; "
-                          "the text files of ExportType.Text are written instead")
+            warnings.warn(
+                "torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not written; "
+                "the text files of ExportType.Text are written instead"
+            )
         self.custom_trace_id_callback = custom_trace_id_callback
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
@@ -125,7 +140,8 @@ class profile:
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
         if previous == ProfilerAction.RECORD_AND_SAVE or (
-                previous in _RECORDING and self.current_action not in _RECORDING):
+            previous in _RECORDING and self.current_action not in _RECORDING
+        ):
             self._finish(save=previous != ProfilerAction.WARMUP)
         elif previous == ProfilerAction.WARMUP and self.current_action != ProfilerAction.WARMUP:
             self._collect()  # warm-up activity is discarded
@@ -164,11 +180,19 @@ class profile:
         if save:
             threads = collections.Counter(a["thread"] for a in activities)
             record = {
-                "pid": os.getpid(), "main_thread": threads.most_common(1)[0][0] if threads else 0,
-                "t0_ns": self._t0, "epoch_offset_ns": self._epoch_offset, "record_shapes": self.record_shapes,
-                "profile_memory": self.profile_memory, "has_steps": self._has_schedule, "steps": steps,
-                "activities": activities, "host_events": host, "memory": [tuple(m) for m in memory],
-                "devices": _device_facts(activities, memory)}
+                "pid": os.getpid(),
+                "main_thread": threads.most_common(1)[0][0] if threads else 0,
+                "t0_ns": self._t0,
+                "epoch_offset_ns": self._epoch_offset,
+                "record_shapes": self.record_shapes,
+                "profile_memory": self.profile_memory,
+                "has_steps": self._has_schedule,
+                "steps": steps,
+                "activities": activities,
+                "host_events": host,
+                "memory": [tuple(m) for m in memory],
+                "devices": _device_facts(activities, memory),
+            }
             self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
@@ -183,8 +207,14 @@ class profile:
         self.custom_trace_id_callback = callback
 
     @classmethod
-    def enable_profiler_in_child_thread(cls, record_shapes: bool = False, profile_memory: bool = False,
-                                        with_stack: bool = False, with_flops: bool = False, with_modules: bool = False):
+    def enable_profiler_in_child_thread(
+        cls,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        with_modules: bool = False,
+    ):
         """Child threads' npu operators and allocations are always recorded on vnpu (the core records every
         thread); their host operator lanes are not (PyTorch's CPU profiler follows the starting thread and
         autograd's threads only). Kept for API compatibility; returns whether a session is recording."""
@@ -204,16 +234,29 @@ class profile:
     def _config(self):
         import torch_npu
 
-        return {"config": {"common_config": {"activities": sorted(a.name for a in self.activities),
-                                             "record_shapes": self.record_shapes,
-                                             "profile_memory": self.profile_memory, "with_stack": self.with_stack,
-                                             "with_flops": self.with_flops, "with_modules": self.with_modules},
-                           "experimental_config": self.experimental_config.to_dict()},
-                "start_info": {"syscnt_enable": False, "freq": 1000000000, "start_cnt": self._t0,
-                               "start_monotonic": self._t0},
-                "end_info": {"collectionTimeEnd": time.time_ns(), "MonotonicTimeEnd": time.monotonic_ns()},
-                "torch_npu_version": torch_npu.__version__, "cann_version": torch_npu.utils.get_cann_version(),
-                "rank_id": int(os.environ.get("RANK", "-1"))}
+        return {
+            "config": {
+                "common_config": {
+                    "activities": sorted(a.name for a in self.activities),
+                    "record_shapes": self.record_shapes,
+                    "profile_memory": self.profile_memory,
+                    "with_stack": self.with_stack,
+                    "with_flops": self.with_flops,
+                    "with_modules": self.with_modules,
+                },
+                "experimental_config": self.experimental_config.to_dict(),
+            },
+            "start_info": {
+                "syscnt_enable": False,
+                "freq": 1000000000,
+                "start_cnt": self._t0,
+                "start_monotonic": self._t0,
+            },
+            "end_info": {"collectionTimeEnd": time.time_ns(), "MonotonicTimeEnd": time.monotonic_ns()},
+            "torch_npu_version": torch_npu.__version__,
+            "cann_version": torch_npu.utils.get_cann_version(),
+            "rank_id": int(os.environ.get("RANK", "-1")),
+        }
 
     def _export(self, path, analyse=True):
         metadata = dict(self._metadata)
@@ -254,8 +297,10 @@ class profile:
 
     def _saved(self):
         if self._session is None:
-            raise RuntimeError("torch_npu.profiler: no profiling data has been saved yet; run the profile (and its "
-                               "schedule) through a RECORD_AND_SAVE step or to stop() first")
+            raise RuntimeError(
+                "torch_npu.profiler: no profiling data has been saved yet; run the profile (and its "
+                "schedule) through a RECORD_AND_SAVE step or to stop() first"
+            )
         return self._session
 
     @property

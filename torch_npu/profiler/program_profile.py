@@ -6,6 +6,7 @@ list of record_shapes, profile_memory, with_stack, with_modules, with_flops). Wh
 marks the end of a training step; at exit the session is written with tensorboard_trace_handler into
 the directory, as `<host>_<pid>_<timestamp>_ascend_pt/`.
 """
+
 import atexit
 import os
 import warnings

@@ -15,14 +15,36 @@ Limits: shapes must have been recorded (record_shapes=True); it ignores caches, 
 small shapes, format conversions (TransData), overlap between streams and AI CPU kernels, so treat it
 as a rough lower bound to compare operators against each other, not as a prediction.
 """
+
 import math
 
 __all__ = ["LAUNCH_US", "ITEM_SIZE", "soc_peaks", "estimate_us"]
 
 LAUNCH_US = 2.0
-ITEM_SIZE = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
-             "c10::bfloat16": 2, "c10::half": 2, "int8": 1, "uint8": 1, "char": 1, "byte": 1, "bool": 1, "short": 2,
-             "int16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "complexfloat": 8, "complexdouble": 16}
+ITEM_SIZE = {
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "c10::bfloat16": 2,
+    "c10::half": 2,
+    "int8": 1,
+    "uint8": 1,
+    "char": 1,
+    "byte": 1,
+    "bool": 1,
+    "short": 2,
+    "int16": 2,
+    "int": 4,
+    "int32": 4,
+    "long": 8,
+    "int64": 8,
+    "complexfloat": 8,
+    "complexdouble": 16,
+}
 _RATE = {2: 1.0, 4: 0.25, 1: 2.0, 8: 0.0625}
 _MATMUL = {"mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "addbmm"}
 _CONV = {"convolution", "_convolution", "conv2d", "conv1d", "conv3d"}
@@ -61,8 +83,10 @@ def _flops(op, ins, outs):
     if op == "convolution_backward" and len(ins) >= 3:
         grad_out, weight = ins[0], ins[2]
         return 4 * _numel(grad_out) * _numel(weight[1:])
-    if op in ("_scaled_dot_product_flash_attention_for_cpu", "npu_fusion_attention", "scaled_dot_product_attention") \
-            and len(ins) >= 3:
+    if (
+        op in ("_scaled_dot_product_flash_attention_for_cpu", "npu_fusion_attention", "scaled_dot_product_attention")
+        and len(ins) >= 3
+    ):
         q, k = ins[0], ins[1]
         return 4 * _numel(q[:-1]) * k[-2] * q[-1] if len(q) >= 2 and len(k) >= 2 else 0
     return 0

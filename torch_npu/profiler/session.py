@@ -7,6 +7,7 @@ Activities are dicts from `_C._activity_stop()`; memory events are tuples
 `_C._profiler_memory_stop()`;
 host events are dicts from host_activity.HostRecorder; steps are (number, start_ns, end_ns).
 """
+
 import json
 import os
 
@@ -16,14 +17,29 @@ __all__ = ["RAW_FILE", "save", "load", "prepare", "op_type", "core_of", "CUBE_OP
 
 RAW_FILE = os.path.join("FRAMEWORK", "vnpu_profiler_data.json")
 _VERSION = 1
-CUBE_OPS = ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "convolution", "_convolution",
-            "convolution_backward", "_scaled_dot_product_flash_attention_for_cpu", "npu_fusion_attention",
-            "npu_fusion_attention_grad", "npu_grouped_matmul", "npu_prompt_flash_attention",
-            "npu_incre_flash_attention", "npu_fused_infer_attention_score")
+CUBE_OPS = (
+    "mm",
+    "bmm",
+    "addmm",
+    "baddbmm",
+    "addbmm",
+    "matmul",
+    "linear",
+    "convolution",
+    "_convolution",
+    "convolution_backward",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "npu_fusion_attention",
+    "npu_fusion_attention_grad",
+    "npu_grouped_matmul",
+    "npu_prompt_flash_attention",
+    "npu_incre_flash_attention",
+    "npu_fused_infer_attention_score",
+)
 
 
 def op_type(name):
-    """"aten::add.Tensor" -> "add"."""
+    """ "aten::add.Tensor" -> "add"."""
     return name.split("::")[-1].split(".")[0]
 
 
@@ -64,8 +80,10 @@ def _parents(session):
     """For each activity, the index in host_events of the host operator that issued it, or None."""
     host = session["host_events"]
     cpu_ops = [i for i, e in enumerate(host) if e["cat"] == "cpu_op"]
-    owners = owning_intervals([host[i] for i in cpu_ops],
-                              [(a["thread"], a["start_ns"], a.get("correlation", 0)) for a in session["activities"]])
+    owners = owning_intervals(
+        [host[i] for i in cpu_ops],
+        [(a["thread"], a["start_ns"], a.get("correlation", 0)) for a in session["activities"]],
+    )
     return [cpu_ops[k] if k is not None else None for k in owners]
 
 

@@ -1,6 +1,7 @@
 """Placing points of one thread's timeline inside the host operators that were running there: a npu
 kernel belongs to the host operator that issued it, a memory event to the operator that allocated or
 freed."""
+
 import bisect
 import collections
 

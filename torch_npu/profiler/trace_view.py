@@ -7,6 +7,7 @@ kernels, a lane per stream, each linked from its host operator by a `torch_to_np
 profile_memory, counter tracks show the device's allocated and reserved memory.
 `ts` is numeric, in microseconds from the session start; flow ids count from 1 (far below 2^53).
 """
+
 from torch_npu.profiler.session import core_of, op_type
 
 __all__ = ["trace_events"]
@@ -31,9 +32,11 @@ def _host_args(event):
 def trace_events(session):
     t0, pid = session["t0_ns"], session["pid"]
     activities, host = session["activities"], session["host_events"]
-    events = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Python"}},
-              {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "CPU"}},
-              {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 0}}]
+    events = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Python"}},
+        {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "CPU"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 0}},
+    ]
     threads = {}
 
     def tid_of(thread):
@@ -42,23 +45,53 @@ def trace_events(session):
     if host:
         lanes = host
     else:  # without CPU activity the host lane shows the npu operators as issued
-        lanes = [{"name": a["name"], "cat": "cpu_op", "start_ns": a["start_ns"], "end_ns": a["end_ns"],
-                  "thread": a["thread"], "shapes": [t[0] for t in a["inputs"]] if a["inputs"] else None,
-                  "dtypes": [t[1] for t in a["inputs"]]} for a in activities]
+        lanes = [
+            {
+                "name": a["name"],
+                "cat": "cpu_op",
+                "start_ns": a["start_ns"],
+                "end_ns": a["end_ns"],
+                "thread": a["thread"],
+                "shapes": [t[0] for t in a["inputs"]] if a["inputs"] else None,
+                "dtypes": [t[1] for t in a["inputs"]],
+            }
+            for a in activities
+        ]
     for number, start, end in session["steps"] if session["has_steps"] else ():
-        events.append({"ph": "X", "name": f"ProfilerStep#{number}", "pid": pid, "tid": tid_of(session["main_thread"]),
-                       "ts": _us(start, t0), "dur": round((end - start) / 1000.0, 3), "cat": "user_annotation",
-                       "args": {}})
+        events.append(
+            {
+                "ph": "X",
+                "name": f"ProfilerStep#{number}",
+                "pid": pid,
+                "tid": tid_of(session["main_thread"]),
+                "ts": _us(start, t0),
+                "dur": round((end - start) / 1000.0, 3),
+                "cat": "user_annotation",
+                "args": {},
+            }
+        )
     for e in lanes:
-        events.append({"ph": "X", "name": e["name"], "pid": pid, "tid": tid_of(e["thread"]), "ts": _us(e["start_ns"], t0),
-                       "dur": round((e["end_ns"] - e["start_ns"]) / 1000.0, 3), "cat": e["cat"], "args": _host_args(e)})
+        events.append(
+            {
+                "ph": "X",
+                "name": e["name"],
+                "pid": pid,
+                "tid": tid_of(e["thread"]),
+                "ts": _us(e["start_ns"], t0),
+                "dur": round((e["end_ns"] - e["start_ns"]) / 1000.0, 3),
+                "cat": e["cat"],
+                "args": _host_args(e),
+            }
+        )
 
     devices = sorted({a["device"] for a in activities} | {m[5] for m in session["memory"]})
     device_pid = {d: pid + 1 + i for i, d in enumerate(devices)}
     for d, dpid in device_pid.items():
-        events += [{"ph": "M", "name": "process_name", "pid": dpid, "tid": 0, "args": {"name": f"Ascend Hardware (npu:{d})"}},
-                   {"ph": "M", "name": "process_labels", "pid": dpid, "tid": 0, "args": {"labels": f"NPU {d}"}},
-                   {"ph": "M", "name": "process_sort_index", "pid": dpid, "tid": 0, "args": {"sort_index": 1 + d}}]
+        events += [
+            {"ph": "M", "name": "process_name", "pid": dpid, "tid": 0, "args": {"name": f"Ascend Hardware (npu:{d})"}},
+            {"ph": "M", "name": "process_labels", "pid": dpid, "tid": 0, "args": {"labels": f"NPU {d}"}},
+            {"ph": "M", "name": "process_sort_index", "pid": dpid, "tid": 0, "args": {"sort_index": 1 + d}},
+        ]
     streams = set()
     parents = session["kernel_parents"]
     flow = 0
@@ -66,23 +99,61 @@ def trace_events(session):
         dpid = device_pid[a["device"]]
         streams.add((dpid, a["stream"]))
         ts, dur = _us(a["start_ns"], t0), round((a["end_ns"] - a["start_ns"]) / 1000.0, 3)
-        events.append({"ph": "X", "name": op_type(a["name"]), "pid": dpid, "tid": a["stream"], "ts": ts, "dur": dur,
-                       "cat": "kernel", "args": {"Accelerator Core": core_of(a), "Stream Id": a["stream"],
-                                                 "Op Full Name": a["name"]}})
+        events.append(
+            {
+                "ph": "X",
+                "name": op_type(a["name"]),
+                "pid": dpid,
+                "tid": a["stream"],
+                "ts": ts,
+                "dur": dur,
+                "cat": "kernel",
+                "args": {"Accelerator Core": core_of(a), "Stream Id": a["stream"], "Op Full Name": a["name"]},
+            }
+        )
         source = lanes[parents[i]] if host and parents[i] is not None else (None if host else lanes[i])
         if source is None:
             continue
         flow += 1
-        events.append({"ph": "s", "id": flow, "name": "torch_to_npu", "cat": "async_npu", "pid": pid,
-                       "tid": tid_of(source["thread"]), "ts": _us(source["start_ns"], t0)})
-        events.append({"ph": "f", "id": flow, "name": "torch_to_npu", "cat": "async_npu", "pid": dpid,
-                       "tid": a["stream"], "ts": ts, "bp": "e"})
+        events.append(
+            {
+                "ph": "s",
+                "id": flow,
+                "name": "torch_to_npu",
+                "cat": "async_npu",
+                "pid": pid,
+                "tid": tid_of(source["thread"]),
+                "ts": _us(source["start_ns"], t0),
+            }
+        )
+        events.append(
+            {
+                "ph": "f",
+                "id": flow,
+                "name": "torch_to_npu",
+                "cat": "async_npu",
+                "pid": dpid,
+                "tid": a["stream"],
+                "ts": ts,
+                "bp": "e",
+            }
+        )
     for dpid, stream in sorted(streams):
-        events.append({"ph": "M", "name": "thread_name", "pid": dpid, "tid": stream, "args": {"name": f"Stream {stream}"}})
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": dpid, "tid": stream, "args": {"name": f"Stream {stream}"}}
+        )
     for m in session["memory"]:
         allocated, reserved, device, time_ns = m[2], m[3], m[5], m[7]
-        events.append({"ph": "C", "name": "NPU Memory", "pid": device_pid[device], "tid": 0, "ts": _us(time_ns, t0),
-                       "args": {"Allocated(MB)": round(allocated / 2**20, 4), "Reserved(MB)": round(reserved / 2**20, 4)}})
+        events.append(
+            {
+                "ph": "C",
+                "name": "NPU Memory",
+                "pid": device_pid[device],
+                "tid": 0,
+                "ts": _us(time_ns, t0),
+                "args": {"Allocated(MB)": round(allocated / 2**20, 4), "Reserved(MB)": round(reserved / 2**20, 4)},
+            }
+        )
     for thread, tid in threads.items():
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"Thread {thread}"}})
     return events

@@ -1,4 +1,5 @@
 """Helpers of torch_npu's distributed tests."""
+
 import functools
 import os
 from collections import namedtuple
@@ -26,34 +27,40 @@ def init_pg(backend: str = "hccl", world_size=1, rank=0, file_name="file://") ->
 
 def skipIfUnsupportMultiNPU(npu_number_needed):
     """Skip the test unless at least npu_number_needed devices are visible."""
+
     def decorator(func):
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             if torch.npu.device_count() < npu_number_needed:
                 import unittest
 
-                raise unittest.SkipTest(f"{TEST_SKIPS['skipIfUnsupportMultiNPU'].message}: needs "
-                                        f"{npu_number_needed}, found {torch.npu.device_count()}")
+                raise unittest.SkipTest(
+                    f"{TEST_SKIPS['skipIfUnsupportMultiNPU'].message}: needs "
+                    f"{npu_number_needed}, found {torch.npu.device_count()}"
+                )
             return func(*args, **kwargs)
+
         return wrapper
+
     return decorator
 
 
 def with_comms(func):
     """Run the test method inside a process group (self.backend, self.world_size, self.rank,
     self.file_name; defaults hccl / 1 / 0 / a temp file) and destroy it afterwards."""
+
     @functools.wraps(func)
     def wrapper(self, *args, **kwargs):
         import tempfile
 
         file_name = getattr(self, "file_name", None) or "file://" + tempfile.mktemp(prefix="vnpu_pg_")
-        init_pg(getattr(self, "backend", "hccl"), getattr(self, "world_size", 1), getattr(self, "rank", 0),
-                file_name)
+        init_pg(getattr(self, "backend", "hccl"), getattr(self, "world_size", 1), getattr(self, "rank", 0), file_name)
         try:
             return func(self, *args, **kwargs)
         finally:
             dist.destroy_process_group()
-            path = file_name[len("file://"):]
+            path = file_name[len("file://") :]
             if os.path.exists(path):
                 os.remove(path)
+
     return wrapper

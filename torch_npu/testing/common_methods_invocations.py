@@ -1,4 +1,5 @@
 """Extra OpInfo sample generators of torch_npu's operator tests."""
+
 import torch
 
 __all__ = ["sample_inputs_median_custom", "sample_inputs_normal_tensor_second"]

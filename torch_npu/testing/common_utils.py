@@ -1,4 +1,5 @@
 """Helpers torch_npu's operator tests import: paired cpu/npu inputs, baselines, skips, rng."""
+
 import contextlib
 import json
 import os
@@ -6,15 +7,28 @@ import time
 import unittest
 from functools import wraps
 from itertools import product
-from typing import List
 
 import numpy as np
 import torch
 
-__all__ = ["create_common_tensor", "create_dtype_tensor", "Baseline", "SupportedDevices", "SkipIfNoLapack",
-           "SkipIfNotGteCANNVersion", "SkipIfNotRegistered", "check_operators_in_prof", "dump_baseline",
-           "freeze_rng_state", "get_cycles_per_ms", "get_npu_device", "set_npu_device", "is_iterable",
-           "iter_indices", "test_2args_broadcast"]
+__all__ = [
+    "create_common_tensor",
+    "create_dtype_tensor",
+    "Baseline",
+    "SupportedDevices",
+    "SkipIfNoLapack",
+    "SkipIfNotGteCANNVersion",
+    "SkipIfNotRegistered",
+    "check_operators_in_prof",
+    "dump_baseline",
+    "freeze_rng_state",
+    "get_cycles_per_ms",
+    "get_npu_device",
+    "set_npu_device",
+    "is_iterable",
+    "iter_indices",
+    "test_2args_broadcast",
+]
 
 
 def get_npu_device():
@@ -97,6 +111,7 @@ def _soc_name():
 
 def _skip_unless(reason_to_skip):
     """A test decorator that skips when reason_to_skip() returns a reason (evaluated at call time)."""
+
     def decorator(fn):
         @wraps(fn)
         def wrapper(*args, **kwargs):
@@ -104,16 +119,20 @@ def _skip_unless(reason_to_skip):
             if reason:
                 raise unittest.SkipTest(reason)
             return fn(*args, **kwargs)
+
         return wrapper
+
     return decorator
 
 
-def SupportedDevices(supported_devices: List[str]):
+def SupportedDevices(supported_devices: list[str]):
     """Run the test only on the listed SoCs (prefixes of the SoC name: "Ascend910B", "Ascend910_93")."""
+
     def reason():
         name = _soc_name()
         if not any(name.startswith(d) for d in supported_devices):
             return f"runs on {supported_devices}, this vnpu is {name}"
+
     return _skip_unless(reason)
 
 
@@ -128,18 +147,21 @@ def _version_tuple(text):
 
 def SkipIfNotGteCANNVersion(base_version, module="CANN"):
     """Skip unless the CANN version vnpu follows is at least base_version (e.g. "8.1.RC1")."""
+
     def reason():
         from torch_npu.utils import get_cann_version
 
         if _version_tuple(get_cann_version(module)) < _version_tuple(base_version):
             return f"needs {module} >= {base_version}"
+
     return _skip_unless(reason)
 
 
 def SkipIfNotRegistered():
     """Decorator: skip unless the npu device is registered with PyTorch (torch_npu imported)."""
-    return _skip_unless(lambda: None if torch._C._get_privateuse1_backend_name() == "npu"
-                        else "the npu device is not registered")
+    return _skip_unless(
+        lambda: None if torch._C._get_privateuse1_backend_name() == "npu" else "the npu device is not registered"
+    )
 
 
 def check_operators_in_prof(expected_operators, prof, unexpected_operators=None):

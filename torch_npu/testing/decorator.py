@@ -7,13 +7,21 @@
         def test_add(self, device, dtype, npu_format): ...
 
 makes test_add_npu_float32_0, test_add_npu_float32_3 ... one test per combination."""
+
 import functools
 import itertools
 
 import torch
 
-__all__ = ["Dtypes", "Formats", "instantiate_tests", "instantiate_ops_tests", "feed_data", "gen_op_input",
-           "gen_ops_testcase"]
+__all__ = [
+    "Dtypes",
+    "Formats",
+    "instantiate_tests",
+    "instantiate_ops_tests",
+    "feed_data",
+    "gen_op_input",
+    "gen_ops_testcase",
+]
 
 
 class _Values:
@@ -47,6 +55,7 @@ def _name_of(value):
 
 def feed_data(func, new_name, *args, **kwargs):
     """A copy of test `func` named new_name that is called with the given extra arguments."""
+
     @functools.wraps(func)
     def test(self):
         return func(self, *args, **kwargs)
@@ -59,11 +68,12 @@ def feed_data(func, new_name, *args, **kwargs):
 def instantiate_tests(arg=None, **kwargs):
     """Class decorator (with or without arguments): expand every test_* method that has a
     `device` parameter into one test per device (npu) x Dtypes x Formats combination."""
+
     def expand(cls):
         for name in [n for n in list(vars(cls)) if n.startswith("test_")]:
             func = getattr(cls, name)
             params = getattr(func, "_npu_test_params", {})
-            code = func.__code__.co_varnames[:func.__code__.co_argcount]
+            code = func.__code__.co_varnames[: func.__code__.co_argcount]
             if "device" not in code:
                 continue
             keys = sorted(params, key=["dtype", "npu_format"].index)
@@ -95,10 +105,11 @@ def gen_ops_testcase(cls, func, name, keys, value, op_info):
 def instantiate_ops_tests(op_db):
     """Class decorator: expand every test_* method taking (device, dtype, op) into one test per
     OpInfo of op_db and dtype it supports."""
+
     def expand(cls):
         for name in [n for n in list(vars(cls)) if n.startswith("test_")]:
             func = getattr(cls, name)
-            code = func.__code__.co_varnames[:func.__code__.co_argcount]
+            code = func.__code__.co_varnames[: func.__code__.co_argcount]
             if "op" not in code:
                 continue
             delattr(cls, name)

@@ -5,6 +5,7 @@ absolute error or its relative error (error / max(|x|, |y|)) is within `prec` (`
 and bfloat16); the comparison fails when more than size*prec elements disagree. With vnpu the npu
 result is normally bit-identical to the CPU's, so these checks pass with zero error.
 """
+
 import os
 import random
 import re
@@ -59,7 +60,7 @@ class TestCase(unittest.TestCase):
         return super().run(result)
 
     # --- torch_npu's comparisons -----------------------------------------------------------
-    def assertRtolEqual(self, x, y, prec=1.e-4, prec16=1.e-3, auto_trans_dtype=False, message=None):
+    def assertRtolEqual(self, x, y, prec=1.0e-4, prec16=1.0e-3, auto_trans_dtype=False, message=None):
         x, y = _to_numpy(x), _to_numpy(y)
         if auto_trans_dtype:
             y = y.astype(x.dtype)
@@ -77,8 +78,10 @@ class TestCase(unittest.TestCase):
             self.fail(f"assertRtolEqual does not compare {x.dtype}")
         if x.size == 0:
             return
-        xf, yf = x.astype(np.complex128 if np.iscomplexobj(x) else np.float64), y.astype(
-            np.complex128 if np.iscomplexobj(y) else np.float64)
+        xf, yf = (
+            x.astype(np.complex128 if np.iscomplexobj(x) else np.float64),
+            y.astype(np.complex128 if np.iscomplexobj(y) else np.float64),
+        )
         same_special = (np.isnan(xf) & np.isnan(yf)) | (xf == yf)
         err = np.where(same_special, 0.0, np.abs(xf - yf))
         denom = np.maximum(np.abs(xf), np.abs(yf))
@@ -86,8 +89,10 @@ class TestCase(unittest.TestCase):
         bad = ~((err <= limit) | (rel <= limit))
         if bad.sum() > x.size * limit:
             worst = int(np.argmax(np.where(bad, rel, -1)))
-            self.fail(f"result error: {int(bad.sum())} of {x.size} elements differ beyond {limit}; e.g. "
-                      f"{xf.flat[worst]} vs {yf.flat[worst]}" + (f" ({message})" if message else ""))
+            self.fail(
+                f"result error: {int(bad.sum())} of {x.size} elements differ beyond {limit}; e.g. "
+                f"{xf.flat[worst]} vs {yf.flat[worst]}" + (f" ({message})" if message else "")
+            )
 
     def assertEqual(self, x, y, prec=None, message="", allow_inf=False, exact_dtype=None):
         if isinstance(prec, str) and not message:
@@ -97,8 +102,15 @@ class TestCase(unittest.TestCase):
             y_t = y if isinstance(y, torch.Tensor) else torch.as_tensor(y)
             tol = self.precision if prec is None else prec
             try:
-                torch.testing.assert_close(x_t.cpu(), y_t.cpu(), rtol=0, atol=tol, equal_nan=True,
-                                           check_dtype=bool(exact_dtype), check_device=False)
+                torch.testing.assert_close(
+                    x_t.cpu(),
+                    y_t.cpu(),
+                    rtol=0,
+                    atol=tol,
+                    equal_nan=True,
+                    check_dtype=bool(exact_dtype),
+                    check_device=False,
+                )
             except AssertionError as e:
                 self.fail(f"{message}\n{e}" if message else str(e))
             return

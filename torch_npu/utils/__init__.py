@@ -1,12 +1,21 @@
 """torch_npu.utils: tensor combining, flops counting, environment report, async saving, thread
 affinity, extension building."""
+
 from torch_npu.utils.affinity import reset_thread_affinity, set_thread_affinity
 from torch_npu.utils.combine_tensors import get_part_combined_tensor, is_combined_tensor_valid, npu_combine_tensors
 from torch_npu.utils.flops_count import FlopsCounter
 from torch_npu.utils.serialization import save_async
 
-__all__ = ["npu_combine_tensors", "get_part_combined_tensor", "is_combined_tensor_valid", "FlopsCounter",
-           "save_async", "set_thread_affinity", "reset_thread_affinity", "get_cann_version"]
+__all__ = [
+    "npu_combine_tensors",
+    "get_part_combined_tensor",
+    "is_combined_tensor_valid",
+    "FlopsCounter",
+    "save_async",
+    "set_thread_affinity",
+    "reset_thread_affinity",
+    "get_cann_version",
+]
 
 
 def get_cann_version(module="CANN"):
@@ -17,8 +26,16 @@ def get_cann_version(module="CANN"):
     return cann(module)
 
 
-_LAZY_SUBMODULES = {"collect_env", "cpp_extension", "syncbatchnorm", "profiler", "serialization", "flops_count",
-                    "combine_tensors", "affinity"}
+_LAZY_SUBMODULES = {
+    "collect_env",
+    "cpp_extension",
+    "syncbatchnorm",
+    "profiler",
+    "serialization",
+    "flops_count",
+    "combine_tensors",
+    "affinity",
+}
 
 
 def __getattr__(name):

@@ -3,6 +3,7 @@ or accepted with a one-time note of what they do on Ascend hardware.
 
 An invalid value raises ValueError naming the variable and the values it accepts.
 """
+
 import os
 import re
 
@@ -18,6 +19,7 @@ def _choice(*values):
 def _int_range(lo, hi=None):
     def check(v):
         return re.fullmatch(r"\d+", v) is not None and int(v) >= lo and (hi is None or int(v) <= hi)
+
     return check, f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
 
 
@@ -37,36 +39,51 @@ VARIABLES = {
     "INF_NAN_MODE_ENABLE": (_FLAG, "honoured: 0 (with INF_NAN_MODE_FORCE_DISABLE=1) selects saturation mode"),
     "INF_NAN_MODE_FORCE_DISABLE": (_FLAG, "honoured: forces saturation mode on Atlas A2/A3"),
     "TORCH_NPU_USE_COMPATIBLE_IMPL": (_FLAG, "honoured: the default of torch.npu.are_compatible_impl_enabled()"),
-    "TORCH_NPU_DEVICE_CAPABILITY": (((lambda v: re.fullmatch(r"\d+\.\d+", v) is not None), '"major.minor"'),
-                                    "honoured: the value torch.npu.get_device_capability() returns"),
+    "TORCH_NPU_DEVICE_CAPABILITY": (
+        ((lambda v: re.fullmatch(r"\d+\.\d+", v) is not None), '"major.minor"'),
+        "honoured: the value torch.npu.get_device_capability() returns",
+    ),
     "TORCH_NPUGRAPH_GC": (_FLAG, "honoured: runs the garbage collector before NPU graph capture"),
-    "CPU_AFFINITY_CONF": (((lambda v: v.split(",")[0].strip() in ("0", "1", "2")), "'<mode 0|1|2>[,...]'"),
-                          "honoured: modes 1 and 2 let torch_npu.utils.set_thread_affinity bind threads"),
+    "CPU_AFFINITY_CONF": (
+        ((lambda v: v.split(",")[0].strip() in ("0", "1", "2")), "'<mode 0|1|2>[,...]'"),
+        "honoured: modes 1 and 2 let torch_npu.utils.set_thread_affinity bind threads",
+    ),
     "TORCH_NPU_LOGS": (_ANY, "honoured: module logging"),
     "TORCH_NPU_LOGS_FILTER": (_ANY, "honoured: keyword filter of module logging"),
     "ASCEND_LAUNCH_BLOCKING": (_FLAG, "honoured: vnpu runs every operator synchronously anyway"),
-    "TASK_QUEUE_ENABLE": (_choice("0", "1", "2"),
-                          "on hardware this selects the two-stage operator launch pipeline; vnpu launches "
-                          "synchronously, so only host overheads would differ"),
+    "TASK_QUEUE_ENABLE": (
+        _choice("0", "1", "2"),
+        "on hardware this selects the two-stage operator launch pipeline; vnpu launches "
+        "synchronously, so only host overheads would differ",
+    ),
     "PER_STREAM_QUEUE": (_FLAG, "on hardware this gives every stream its own task queue; no effect on vnpu"),
     "COMBINED_ENABLE": (_FLAG, "on hardware this fuses pairs of non-contiguous copies; vnpu copies on the host"),
-    "TORCH_NPU_FALLBACK_CPU_DISABLE": (_FLAG, "honoured with an operator-support profile (vnpu ops sync): 1 turns "
-                                              "the operators the profile's torch_npu runs through the CPU fallback "
-                                              "into torch_npu's error"),
-    "TORCH_NPU_LEGACY_IMPL_LIST": (((lambda v: all(p.strip() in ("", "randomness") for p in v.split(","))),
-                                    "a comma list of: randomness"),
-                                   "on hardware this selects torch_npu's legacy random-number kernels; vnpu's "
-                                   "random numbers are PyTorch's"),
+    "TORCH_NPU_FALLBACK_CPU_DISABLE": (
+        _FLAG,
+        "honoured with an operator-support profile (vnpu ops sync): 1 turns "
+        "the operators the profile's torch_npu runs through the CPU fallback "
+        "into torch_npu's error",
+    ),
+    "TORCH_NPU_LEGACY_IMPL_LIST": (
+        ((lambda v: all(p.strip() in ("", "randomness") for p in v.split(","))), "a comma list of: randomness"),
+        "on hardware this selects torch_npu's legacy random-number kernels; vnpu's " "random numbers are PyTorch's",
+    ),
     "TORCH_ACL_INIT_CONFIG_PATH": (_ANY, "on hardware this names the aclInit JSON; vnpu has no ACL runtime"),
     "ACL_OP_COMPILER_CACHE_DIR": (_ANY, "on hardware this is the operator compile cache directory"),
-    "ACL_OP_COMPILER_CACHE_MODE": (_choice("enable", "disable", "force"),
-                                   "on hardware this controls the operator compile cache"),
-    "OOM_SNAPSHOT_ENABLE": (_choice("0", "1", "2"), "on hardware an OOM writes a memory snapshot; on vnpu use "
-                                                     "torch.npu.memory._dump_snapshot()"),
+    "ACL_OP_COMPILER_CACHE_MODE": (
+        _choice("enable", "disable", "force"),
+        "on hardware this controls the operator compile cache",
+    ),
+    "OOM_SNAPSHOT_ENABLE": (
+        _choice("0", "1", "2"),
+        "on hardware an OOM writes a memory snapshot; on vnpu use " "torch.npu.memory._dump_snapshot()",
+    ),
     "OOM_SNAPSHOT_PATH": (_ANY, "directory of OOM snapshots on hardware"),
-    "MULTI_STREAM_MEMORY_REUSE": (_choice("0", "1", "2", "3"),
-                                  "on hardware this selects how record_stream delays memory reuse; vnpu streams "
-                                  "never have pending work, so memory is reusable at once"),
+    "MULTI_STREAM_MEMORY_REUSE": (
+        _choice("0", "1", "2", "3"),
+        "on hardware this selects how record_stream delays memory reuse; vnpu streams "
+        "never have pending work, so memory is reusable at once",
+    ),
     "TORCH_HCCL_BLOCKING_WAIT": (_FLAG, "HCCL: wait() blocks the host until the collective finishes"),
     "HCCL_BLOCKING_WAIT": (_FLAG, "HCCL: alias of TORCH_HCCL_BLOCKING_WAIT"),
     "TORCH_HCCL_ASYNC_ERROR_HANDLING": (_choice("0", "1", "2", "3"), "HCCL: asynchronous error handling mode"),
@@ -84,12 +101,17 @@ VARIABLES = {
     "NPU_ASD_CONFIG": (_ANY, "on hardware: silent data corruption detection settings"),
     "PROF_CONFIG_PATH": (_ANY, "directory of dynamic_profile's profiler_config.json"),
     "KINETO_USE_DAEMON": (_FLAG, "dynamic profiling through the msMonitor daemon"),
-    "TORCH_NPU_LAZY_FUSION": (_choice("True", "False", "true", "false", "1", "0"),
-                              "on hardware: eager element-wise fusion (DVM)"),
+    "TORCH_NPU_LAZY_FUSION": (
+        _choice("True", "False", "true", "false", "1", "0"),
+        "on hardware: eager element-wise fusion (DVM)",
+    ),
     "TORCH_TRANSFER_TO_NPU": (_FLAG, "honoured: 1 imports torch_npu.contrib.transfer_to_npu with torch_npu"),
     "TORCHINDUCTOR_NPU_BACKEND": (_choice("default", "mlir", "dvm", "ascendc"), "inductor backend on hardware"),
     "INDUCTOR_ASCEND_CHECK_ACCURACY": (_FLAG, "inductor: compare fused kernels with eager on hardware"),
-    "NPU_INDUCTOR_FALLBACK_LIST": (_ANY, "honoured: inductor leaves these operators to their ATen kernels in npu graphs"),
+    "NPU_INDUCTOR_FALLBACK_LIST": (
+        _ANY,
+        "honoured: inductor leaves these operators to their ATen kernels in npu graphs",
+    ),
     "TORCHINDUCTOR_ENABLE_MFUSION": (_FLAG, "inductor: MFusion graph fusion on hardware"),
     "TORCHINDUCTOR_USE_AKG": (_FLAG, "inductor: the AKG backend of MLIR mode on hardware"),
 }
@@ -104,8 +126,10 @@ def check_environment(environ=None):
         if value is None:
             continue
         if not valid(value):
-            raise ValueError(f"Invalid value {value!r} of environment variable {name}: expected {expected}"
-                             + pta_error(ErrCode.VALUE))
+            raise ValueError(
+                f"Invalid value {value!r} of environment variable {name}: expected {expected}"
+                + pta_error(ErrCode.VALUE)
+            )
         if name in HONOURED:
             get_logger("env").info("%s=%s: %s", name, value, what)
             continue

@@ -2,6 +2,7 @@
 
 ``TORCH_NPU_COMPACT_ERROR_OUTPUT=1`` keeps only ``ERRxxyyy <SUB> <msg>``.
 """
+
 import enum
 import os
 import time
@@ -40,13 +41,22 @@ class ErrCode(enum.IntEnum):
 
 
 _MESSAGES = {
-    ErrCode.SUC: "success", ErrCode.PARAM: "invalid parameter", ErrCode.TYPE: "invalid type",
-    ErrCode.VALUE: "invalid value", ErrCode.PTR: "invalid pointer", ErrCode.INTERNAL: "internal error",
-    ErrCode.MEMORY: "memory error", ErrCode.NOT_SUPPORT: "feature not supported",
-    ErrCode.NOT_FOUND: "resource not found", ErrCode.UNAVAIL: "resource unavailable",
-    ErrCode.SYSCALL: "system call failed", ErrCode.TIMEOUT: "timeout error",
-    ErrCode.PERMISSION: "permission error", ErrCode.ACL: "call acl api failed",
-    ErrCode.HCCL: "call hccl api failed", ErrCode.GE: "call ge api failed",
+    ErrCode.SUC: "success",
+    ErrCode.PARAM: "invalid parameter",
+    ErrCode.TYPE: "invalid type",
+    ErrCode.VALUE: "invalid value",
+    ErrCode.PTR: "invalid pointer",
+    ErrCode.INTERNAL: "internal error",
+    ErrCode.MEMORY: "memory error",
+    ErrCode.NOT_SUPPORT: "feature not supported",
+    ErrCode.NOT_FOUND: "resource not found",
+    ErrCode.UNAVAIL: "resource unavailable",
+    ErrCode.SYSCALL: "system call failed",
+    ErrCode.TIMEOUT: "timeout error",
+    ErrCode.PERMISSION: "permission error",
+    ErrCode.ACL: "call acl api failed",
+    ErrCode.HCCL: "call hccl api failed",
+    ErrCode.GE: "call ge api failed",
     ErrCode.EXCEPT: "exception caught",
 }
 
@@ -62,7 +72,7 @@ def _format(submodule: _SubModule, code: ErrCode) -> str:
 
         if torch_npu.npu.is_initialized():
             device = torch_npu._C._current_device()
-    except Exception:  # error formatting must never raise
+    except Exception:  # noqa: BLE001 - error formatting must never raise
         pass
     stamp = time.strftime("%Y-%m-%d-%H:%M:%S")
     return f"\n[ERROR] {stamp} (PID:{os.getpid()}, Device:{device}, RankID:{rank}) {tag}"

@@ -8,13 +8,13 @@ drops lines containing any "-word". Loggers are named torch_npu.<module> and wri
 dispatch at DEBUG logs every npu operator (name, device, duration) through an operator hook;
 dispatch_time at INFO logs operators slower than 1 ms.
 """
+
 import logging
 import os
 
 from torch_npu.utils._error_code import ErrCode, pta_error
 
-MODULES = ("memory", "dispatch", "dispatch_time", "silent", "recovery", "op_plugin", "shmem", "env", "acl",
-           "aclgraph")
+MODULES = ("memory", "dispatch", "dispatch_time", "silent", "recovery", "op_plugin", "shmem", "env", "acl", "aclgraph")
 _LEVELS = {"": logging.INFO, "+": logging.DEBUG, "-": logging.ERROR}
 _dispatch_hook = None
 
@@ -28,14 +28,16 @@ def parse_spec(spec):
     levels = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         prefix = item[0] if item[0] in "+-" else ""
-        name = item[len(prefix):]
+        name = item[len(prefix) :]
         if name == "all":
             for module in MODULES:
                 levels.setdefault(module, _LEVELS[prefix])
             continue
         if name not in MODULES:
-            raise ValueError(f"TORCH_NPU_LOGS: unknown module {name!r}; known modules: {', '.join(MODULES)}, all"
-                             + pta_error(ErrCode.VALUE))
+            raise ValueError(
+                f"TORCH_NPU_LOGS: unknown module {name!r}; known modules: {', '.join(MODULES)}, all"
+                + pta_error(ErrCode.VALUE)
+            )
         levels[name] = _LEVELS[prefix]
     return levels
 
@@ -79,8 +81,10 @@ def configure():
     root.setLevel(logging.DEBUG)
     for module in MODULES:
         get_logger(module).setLevel(levels.get(module, logging.WARNING))
-    wants_ops = levels.get("dispatch", logging.ERROR) <= logging.DEBUG or \
-        levels.get("dispatch_time", logging.ERROR) <= logging.INFO
+    wants_ops = (
+        levels.get("dispatch", logging.ERROR) <= logging.DEBUG
+        or levels.get("dispatch_time", logging.ERROR) <= logging.INFO
+    )
     if wants_ops and _dispatch_hook is None:
         from torch_npu import _C
 

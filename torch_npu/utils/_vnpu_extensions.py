@@ -4,6 +4,7 @@ Where such a name maps onto a real mechanism vnpu gives it that behaviour; eithe
 that the name is a vnpu extension absent from torch_npu, so code that relies on it is flagged before
 it reaches real hardware.
 """
+
 from torch_npu.utils._warnings import npu_warn_once
 
 __all__ = ["warn_extension", "accept_unknown_config"]
@@ -11,9 +12,12 @@ __all__ = ["warn_extension", "accept_unknown_config"]
 
 def warn_extension(name, effect, stacklevel=4):
     """One warning per name: `name` is not part of torch_npu; `effect` says what vnpu does with it."""
-    npu_warn_once(("vnpu-extension", name),
-                  f"{name} is a vnpu extension absent from torch_npu: {effect}. "
-                  "Code using it will fail on a real Ascend installation.", stacklevel=stacklevel)
+    npu_warn_once(
+        ("vnpu-extension", name),
+        f"{name} is a vnpu extension absent from torch_npu: {effect}. "
+        "Code using it will fail on a real Ascend installation.",
+        stacklevel=stacklevel,
+    )
 
 
 def accept_unknown_config(name, value):
@@ -24,7 +28,7 @@ def accept_unknown_config(name, value):
 # Environment variables some articles set that torch_npu does not read.
 _EXTENSION_ENV = {
     "NPU_FORCE_FP16": "1 computes float32 matmul and convolution in float16, as "
-                      "torch.npu.set_option({'ACL_PRECISION_MODE': 'allow_fp32_to_fp16'}) does",
+    "torch.npu.set_option({'ACL_PRECISION_MODE': 'allow_fp32_to_fp16'}) does",
     "NPU_AUTO_MEMORY_OPTIMIZE": "accepted with no effect (vnpu's caching allocator always reuses memory)",
     "NPU_COMPILE_MODE": "accepted with no effect (see torch.npu.set_compile_mode)",
     "NPU_COMPILER_CACHE_SIZE": "accepted with no effect (operators are not compiled on vnpu)",
@@ -45,8 +49,10 @@ def apply_extension_environment(environ=None):
             if value not in ("0", "1"):
                 from torch_npu.utils._error_code import ErrCode, pta_error
 
-                raise ValueError(f"Invalid value {value!r} of environment variable NPU_FORCE_FP16: expected one of "
-                                 "0, 1" + pta_error(ErrCode.VALUE))
+                raise ValueError(
+                    f"Invalid value {value!r} of environment variable NPU_FORCE_FP16: expected one of "
+                    "0, 1" + pta_error(ErrCode.VALUE)
+                )
             if value == "1":
                 from torch_npu.npu.npu_config import set_option
 

@@ -1,5 +1,6 @@
 """torch_npu's warning gate: TORCH_NPU_WARNING_DISABLE=1 (or the deprecated
 TORCH_NPU_DISABLED_WARNING=1) silences torch_npu's Python warnings, as does a RANK other than 0."""
+
 import os
 import warnings
 

@@ -2,6 +2,7 @@
 
 As in torch_npu this acts when CPU_AFFINITY_CONF selects mode 1 or 2; otherwise it notes once that
 core binding is off. Cores are bound with sched_setaffinity on the calling thread (Linux)."""
+
 import os
 
 from torch_npu.utils._error_code import ErrCode, pta_error
@@ -39,15 +40,19 @@ def set_thread_affinity(core_range=None):
     """Bind this thread to cores [start, end] (or several such ranges); None restores the default."""
     cores = None if core_range is None else _cores(core_range)
     if _affinity_mode() == 0:
-        npu_warn_once("affinity-off", "set_thread_affinity has no effect: CPU_AFFINITY_CONF does not enable core "
-                                      "binding (set it to 1 or 2).")
+        npu_warn_once(
+            "affinity-off",
+            "set_thread_affinity has no effect: CPU_AFFINITY_CONF does not enable core " "binding (set it to 1 or 2).",
+        )
         return
     if _initial is None:
         return
     target = set(_initial) if cores is None else cores & set(_initial)
     if not target:
-        raise ValueError(f"None of the cores {sorted(cores)} is available to this process "
-                         f"(allowed: {sorted(_initial)})" + pta_error(ErrCode.VALUE))
+        raise ValueError(
+            f"None of the cores {sorted(cores)} is available to this process "
+            f"(allowed: {sorted(_initial)})" + pta_error(ErrCode.VALUE)
+        )
     os.sched_setaffinity(0, target)
 
 

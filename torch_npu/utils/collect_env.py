@@ -2,6 +2,7 @@
 
 Like torch.utils.collect_env, plus torch_npu's version, the CANN version (vnpu has no CANN: it
 says so) and the virtual NPU's SoC profile and device count."""
+
 import locale
 import os
 import sys
@@ -9,15 +10,41 @@ from collections import namedtuple
 
 from torch.utils import collect_env as _torch_env
 
-__all__ = ["SystemEnv", "get_env_info", "get_pretty_env_info", "pretty_str", "main", "get_cann_version",
-           "get_torch_npu_version", "get_torch_npu_install_path", "check_directory_path_readable",
-           "check_path_owner_consistent"]
+__all__ = [
+    "SystemEnv",
+    "get_env_info",
+    "get_pretty_env_info",
+    "pretty_str",
+    "main",
+    "get_cann_version",
+    "get_torch_npu_version",
+    "get_torch_npu_install_path",
+    "check_directory_path_readable",
+    "check_path_owner_consistent",
+]
 
-SystemEnv = namedtuple("SystemEnv", [
-    "torch_version", "torch_npu_version", "is_debug_build", "gcc_version", "clang_version", "cmake_version", "os",
-    "libc_version", "python_version", "python_platform", "pip_version", "pip_packages", "conda_packages",
-    "caching_allocator_config", "is_xnnpack_available", "cpu_info", "cann_version",
-])
+SystemEnv = namedtuple(
+    "SystemEnv",
+    [
+        "torch_version",
+        "torch_npu_version",
+        "is_debug_build",
+        "gcc_version",
+        "clang_version",
+        "cmake_version",
+        "os",
+        "libc_version",
+        "python_version",
+        "python_platform",
+        "pip_version",
+        "pip_packages",
+        "conda_packages",
+        "caching_allocator_config",
+        "is_xnnpack_available",
+        "cpu_info",
+        "cann_version",
+    ],
+)
 
 
 def check_path_owner_consistent(path: str):

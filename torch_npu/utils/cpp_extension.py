@@ -3,6 +3,7 @@
 vnpu's npu is PyTorch's PrivateUse1 device, so an extension registers npu kernels with
 ``TORCH_LIBRARY_IMPL(<ns>, PrivateUse1, m)`` against plain ATen; NpuExtension is a CppExtension
 that also sees torch_npu's headers."""
+
 import os
 
 from torch.utils.cpp_extension import CppExtension

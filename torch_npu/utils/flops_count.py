@@ -4,6 +4,7 @@ Counts 2*M*K*N per matrix product (mm, addmm, bmm, baddbmm, addbmm and the matmu
 attention), as torch_npu counts its MM/BMM/FA operators. `traversed` counts every operator while
 started; `recorded` skips operators run while paused (recomputation), giving MFU vs HFU numbers.
 """
+
 import threading
 
 from torch_npu import _C

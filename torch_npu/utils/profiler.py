@@ -2,6 +2,7 @@
 
 ``Profile(start_step, profile_type, ...)`` wraps torch_npu.profiler in one object that a training
 loop calls once per step (``prof.start()`` / ``prof.end()``)."""
+
 import os
 
 __all__ = ["Profile", "Singleton"]
@@ -25,8 +26,14 @@ class Profile:
     """Profile steps [start_step, start_step + steps): ``profile_type`` is "TORCH" (torch.profiler) or
     "NONE"; the trace lands in ``save_path`` (default ./npu_profiling)."""
 
-    def __init__(self, start_step=int(os.getenv("PROFILE_START_STEP", "10")), profile_type=os.getenv("PROFILE_TYPE", "NONE"),
-                 save_path=os.getenv("PROFILE_SAVE_PATH", "./npu_profiling"), steps=1, **kwargs):
+    def __init__(
+        self,
+        start_step=int(os.getenv("PROFILE_START_STEP", "10")),  # noqa: B008 - torch_npu reads them at import
+        profile_type=os.getenv("PROFILE_TYPE", "NONE"),  # noqa: B008
+        save_path=os.getenv("PROFILE_SAVE_PATH", "./npu_profiling"),  # noqa: B008
+        steps=1,
+        **kwargs,
+    ):
         if profile_type not in ("TORCH", "NONE", "CANN", "GE"):
             raise ValueError(f"profile_type must be TORCH, CANN, GE or NONE, but got {profile_type!r}")
         self.step_count = 0

@@ -1,5 +1,6 @@
 """Saving and loading npu tensors: torch.load as torch_npu exposes it, and save_async, which copies
 the tensors to the host at once and writes the file on a background thread."""
+
 import copy
 import pickle
 import threading
@@ -15,18 +16,27 @@ _pending_lock = threading.Lock()
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """torch.load; npu tensors in the file come back on npu (or where map_location says)."""
-    return torch.load(f, map_location=map_location, pickle_module=pickle_module, weights_only=weights_only,
-                      mmap=mmap, **pickle_load_args)
+    return torch.load(
+        f,
+        map_location=map_location,
+        pickle_module=pickle_module,
+        weights_only=weights_only,
+        mmap=mmap,
+        **pickle_load_args,
+    )
 
 
 def _to_host(obj):
     """A copy of obj whose tensors are host copies that keep their device for the file."""
+
     def snapshot(t):
         return t.detach().cpu().clone(), t.device
 
     if isinstance(obj, torch.Tensor):
         return _HostTensor(*snapshot(obj))
-    return _map(obj, _to_host, lambda o: _to_host(o.state_dict()) if isinstance(o, torch.nn.Module) else copy.deepcopy(o))
+    return _map(
+        obj, _to_host, lambda o: _to_host(o.state_dict()) if isinstance(o, torch.nn.Module) else copy.deepcopy(o)
+    )
 
 
 class _HostTensor:
@@ -51,23 +61,35 @@ def _map(obj, fn, leaf):
     return leaf(obj)
 
 
-def save_async(obj: object, f, pickle_module: Any = pickle, pickle_protocol: int = 2,
-               _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False,
-               model: torch.nn.Module = None) -> None:
+def save_async(
+    obj: object,
+    f,
+    pickle_module: Any = pickle,
+    pickle_protocol: int = 2,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+    model: torch.nn.Module = None,
+) -> None:
     """torch.save on a background thread. The values are taken when save_async is called, so the
     caller may keep training; `model` (optional) waits for the write before its next forward."""
     snapshot = _to_host(obj)
 
     def write():
-        torch.save(_restore(snapshot), f, pickle_module=pickle_module, pickle_protocol=pickle_protocol,
-                   _use_new_zipfile_serialization=_use_new_zipfile_serialization,
-                   _disable_byteorder_record=_disable_byteorder_record)
+        torch.save(
+            _restore(snapshot),
+            f,
+            pickle_module=pickle_module,
+            pickle_protocol=pickle_protocol,
+            _use_new_zipfile_serialization=_use_new_zipfile_serialization,
+            _disable_byteorder_record=_disable_byteorder_record,
+        )
 
     thread = threading.Thread(target=write, name="torch_npu-save_async", daemon=False)
     with _pending_lock:
         _pending.append(thread)
     thread.start()
     if model is not None:
+
         def wait_for_save(module, args):
             thread.join()
             handle.remove()

@@ -6,6 +6,7 @@ per seed ({"seed", "status": "ok" | "diverged", "kind", "detail"}), having annou
 before running it; a worker that dies or stays silent longer than the time limit leaves the seed it
 announced last as the crash or hang.
 """
+
 import dataclasses
 import json
 import os
@@ -67,15 +68,24 @@ def worker():
         found = differential(program, by_name)
         answer = {"seed": seed, "status": "ok"}
         if found:
-            answer = {"seed": seed, "status": "diverged", "kind": found[0], "detail": found[1],
-                      "program": program.to_json()}
+            answer = {
+                "seed": seed,
+                "status": "diverged",
+                "kind": found[0],
+                "detail": found[1],
+                "program": program.to_json(),
+            }
         print(json.dumps(answer), flush=True)
 
 
 class _Worker:
     def __init__(self):
-        self.process = subprocess.Popen([sys.executable, "-m", "vnpu.fuzz.campaign", "--worker"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vnpu.fuzz.campaign", "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.process.stdout, selectors.EVENT_READ)
         self.pending = b""  # bytes read past the last complete line
@@ -133,8 +143,13 @@ def run(seeds, *, timeout=60.0, minimise=True, deadline=None, progress=None):
                     code = None
                 worker_process.stop()
                 worker_process = None
-                finding = Finding(seed, kind, f"worker {'exited with ' + str(code) if kind == 'crash' else 'silent'}"
-                                  f"{'' if kind == 'crash' else f' for {timeout:.0f} s'} on this program", program)
+                finding = Finding(
+                    seed,
+                    kind,
+                    f"worker {'exited with ' + str(code) if kind == 'crash' else 'silent'}"
+                    f"{'' if kind == 'crash' else f' for {timeout:.0f} s'} on this program",
+                    program,
+                )
                 break
             if answer["status"] == "diverged":
                 finding = Finding(seed, answer["kind"], answer["detail"], answer["program"])

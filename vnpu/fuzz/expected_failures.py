@@ -1,6 +1,7 @@
 """Divergences the fuzzer can find that vnpu keeps, each with its reason. A finding is expected when
 its kind is the one listed for an operator that its (minimised) program uses; expected findings are
 reported but do not fail a campaign."""
+
 import json
 
 _RECURRENT_GRADIENTS = (

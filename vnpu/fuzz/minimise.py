@@ -5,6 +5,7 @@ step's first argument instead, or are dropped with it), then the
 inputs are simplified (contiguous layout, no special values) while the failure keeps its kind. Value,
 error and gradient divergences are re-checked in this process; crashes and hangs in a child process.
 """
+
 import dataclasses
 import json
 import subprocess
@@ -59,8 +60,13 @@ def without_step(program, index, by_name, bypass=False):
 def _failure_kind(program, by_name, kind, timeout):
     if kind in ("crash", "hang"):
         try:
-            proc = subprocess.run([sys.executable, "-m", "vnpu.fuzz.minimise", "--check"], input=program.to_json(),
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                [sys.executable, "-m", "vnpu.fuzz.minimise", "--check"],
+                input=program.to_json(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return "hang"
         return "crash" if proc.returncode != 0 else None

@@ -5,6 +5,7 @@ steps (fewer when a refused step ends it), each an operator of the catalogue app
 failing program is its own reproducer. Floating inputs are autograd leaves: after the steps, the
 gradients of a weighted sum of the results are part of what both devices must agree on.
 """
+
 import dataclasses
 import json
 import random
@@ -98,10 +99,14 @@ def _random_inputs(rng):
     for _ in range(count):
         same_shape = rng.random() < 0.7
         dtype = rng.choice(catalogue.FLOATS * 6 + catalogue.LOW_PRECISION + catalogue.INTEGERS + ("bool",))
-        inputs.append({
-            "shape": shape if same_shape else [rng.randint(1, 5) for _ in range(rng.choice([1, 2, 3]))],
-            "dtype": dtype, "layout": rng.choice(LAYOUTS), "special": rng.random() < 0.1,
-        })
+        inputs.append(
+            {
+                "shape": shape if same_shape else [rng.randint(1, 5) for _ in range(rng.choice([1, 2, 3]))],
+                "dtype": dtype,
+                "layout": rng.choice(LAYOUTS),
+                "special": rng.random() < 0.1,
+            }
+        )
     return inputs
 
 
@@ -163,8 +168,9 @@ def execute(program, device, ops_by_name=None, with_grad=True):
     if error is None and leaves and differentiable:
         loss = sum((t.float() * (k + 1)).sum() for k, t in enumerate(differentiable))
         try:
-            grads = [None if g is None else g.detach().cpu()
-                     for g in torch.autograd.grad(loss, leaves, allow_unused=True)]
+            grads = [
+                None if g is None else g.detach().cpu() for g in torch.autograd.grad(loss, leaves, allow_unused=True)
+            ]
         except Exception as e:  # noqa: BLE001
             error = ("backward", type(e).__name__, str(e).split("\n")[0])
     return Outcome(values=[t.detach().cpu() for t in produced], error=error, grads=grads)
@@ -190,7 +196,9 @@ def compare(cpu, npu):
         return "value", f"{len(cpu.values)} values on cpu, {len(npu.values)} on npu"
     for k, (a, b) in enumerate(zip(cpu.values, npu.values)):
         if not _same(a, b):
-            return "value", f"value {k}: cpu {a.dtype}{tuple(a.shape)} vs npu {b.dtype}{tuple(b.shape)}" + _max_diff(a, b)
+            return "value", f"value {k}: cpu {a.dtype}{tuple(a.shape)} vs npu {b.dtype}{tuple(b.shape)}" + _max_diff(
+                a, b
+            )
     for k, (a, b) in enumerate(zip(cpu.grads or [], npu.grads or [])):
         if (a is None) != (b is None) or (a is not None and not _same(a, b)):
             return "grad", f"gradient of input {k} differs" + ("" if a is None or b is None else _max_diff(a, b))

@@ -14,6 +14,7 @@ for code written against it and warns once that it is a vnpu extension. Opt leve
 Dynamic loss scaling starts at 2**16, halves on an overflow (and skips that step), doubles after
 2000 clean steps, within [min_loss_scale, max_loss_scale].
 """
+
 from torch_npu.contrib.amp.frontend import initialize, load_state_dict, master_params, scale_loss, state_dict
 
 __all__ = ["initialize", "scale_loss", "master_params", "state_dict", "load_state_dict"]

@@ -1,4 +1,5 @@
 """amp.initialize and amp.scale_loss (see torch_npu.contrib.amp)."""
+
 import contextlib
 import functools
 
@@ -42,7 +43,7 @@ def _cast_model(model, dtype, keep_batchnorm_fp32):
         is_bn = isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
         if is_bn and keep_batchnorm_fp32:
             continue
-        for name, param in module.named_parameters(recurse=False):
+        for param in module.parameters(recurse=False):
             if param.is_floating_point():
                 param.data = param.data.to(dtype)
         for name, buf in module.named_buffers(recurse=False):
@@ -106,9 +107,21 @@ def _add_master_weights(optimizer):
     optimizer.zero_grad = zero_both
 
 
-def initialize(models, optimizers=None, enabled=True, opt_level="O1", cast_model_type=None,
-               keep_batchnorm_fp32=None, master_weights=None, loss_scale=None, min_loss_scale=None,
-               max_loss_scale=2.**24, num_losses=1, verbosity=1, **kwargs):
+def initialize(
+    models,
+    optimizers=None,
+    enabled=True,
+    opt_level="O1",
+    cast_model_type=None,
+    keep_batchnorm_fp32=None,
+    master_weights=None,
+    loss_scale=None,
+    min_loss_scale=None,
+    max_loss_scale=2.0**24,
+    num_losses=1,
+    verbosity=1,
+    **kwargs,
+):
     """Prepare model(s) and optimizer(s) for mixed precision; returns them like apex.amp.initialize."""
     warn_extension("torch_npu.contrib.amp", "apex-style mixed precision (Ascend's apex provides amp on hardware)")
     if opt_level not in _OPT_LEVELS:
@@ -131,8 +144,10 @@ def initialize(models, optimizers=None, enabled=True, opt_level="O1", cast_model
         for optimizer in optim_list:
             _add_master_weights(optimizer)
     _state.opt_level = opt_level
-    _state.scalers = [LossScaler(scale, min_loss_scale=min_loss_scale, max_loss_scale=max_loss_scale,
-                                 verbose=verbosity > 0) for _ in range(num_losses)]
+    _state.scalers = [
+        LossScaler(scale, min_loss_scale=min_loss_scale, max_loss_scale=max_loss_scale, verbose=verbosity > 0)
+        for _ in range(num_losses)
+    ]
     if verbosity > 0:
         print(f"Selected optimization level {opt_level}")
     if optimizers is None:

@@ -1,13 +1,22 @@
 """The loss scaler of torch_npu.contrib.amp: static, or dynamic (x0.5 on overflow, x2 after
 scale_window clean steps)."""
+
 import torch
 
 __all__ = ["LossScaler"]
 
 
 class LossScaler:
-    def __init__(self, loss_scale, init_scale=2.**16, scale_factor=2., scale_window=2000, min_loss_scale=None,
-                 max_loss_scale=2.**24, verbose=True):
+    def __init__(
+        self,
+        loss_scale,
+        init_scale=2.0**16,
+        scale_factor=2.0,
+        scale_window=2000,
+        min_loss_scale=None,
+        max_loss_scale=2.0**24,
+        verbose=True,
+    ):
         self.dynamic = loss_scale == "dynamic"
         self._scale = min(max_loss_scale, init_scale) if self.dynamic else float(loss_scale)
         self._factor = scale_factor

@@ -1,4 +1,5 @@
 """torch_npu.contrib.function: detection and attention helpers from torch_npu's contrib package."""
+
 from torch_npu.contrib.function.anchor_generator import npu_single_level_responsible_flags
 from torch_npu.contrib.function.bbox_coder import (
     npu_bbox_coder_decode_xywh2xyxy,
@@ -13,7 +14,18 @@ from torch_npu.contrib.function.nms import npu_batched_multiclass_nms, npu_multi
 from torch_npu.contrib.function.npu_functional import dropout_with_byte_mask
 from torch_npu.contrib.function.roll import roll
 
-__all__ = ["npu_single_level_responsible_flags", "npu_bbox_coder_decode_xywh2xyxy",
-           "npu_bbox_coder_encode_xyxy2xywh", "npu_bbox_coder_encode_yolo", "fuse_add_softmax_dropout",
-           "npu_fused_attention", "npu_fused_attention_with_layernorm", "npu_fast_condition_index_put",
-           "matmul_transpose", "npu_batched_multiclass_nms", "npu_multiclass_nms", "dropout_with_byte_mask", "roll"]
+__all__ = [
+    "npu_single_level_responsible_flags",
+    "npu_bbox_coder_decode_xywh2xyxy",
+    "npu_bbox_coder_encode_xyxy2xywh",
+    "npu_bbox_coder_encode_yolo",
+    "fuse_add_softmax_dropout",
+    "npu_fused_attention",
+    "npu_fused_attention_with_layernorm",
+    "npu_fast_condition_index_put",
+    "matmul_transpose",
+    "npu_batched_multiclass_nms",
+    "npu_multiclass_nms",
+    "dropout_with_byte_mask",
+    "roll",
+]

@@ -1,4 +1,5 @@
 """Anchor helpers of YOLO-style detectors (mmdetection's responsible flags)."""
+
 import torch
 
 from torch_npu.utils._error_code import ErrCode, ops_error
@@ -9,9 +10,10 @@ __all__ = ["box_dtype_check", "npu_single_level_responsible_flags"]
 def box_dtype_check(box):
     """Boxes must be float16 or float32 tensors; returns them unchanged."""
     if not isinstance(box, torch.Tensor) or box.dtype not in (torch.float16, torch.float32):
-        raise RuntimeError(f"boxes must be a float16 or float32 tensor, got "
-                           f"{box.dtype if isinstance(box, torch.Tensor) else type(box).__name__}"
-                           + ops_error(ErrCode.TYPE))
+        raise RuntimeError(
+            f"boxes must be a float16 or float32 tensor, got "
+            f"{box.dtype if isinstance(box, torch.Tensor) else type(box).__name__}" + ops_error(ErrCode.TYPE)
+        )
     return box
 
 

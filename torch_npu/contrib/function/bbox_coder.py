@@ -4,6 +4,7 @@ encode_xyxy2xywh: deltas ((gx-px)/pw, (gy-py)/ph, log(gw/pw), log(gh/ph)), then 
 decode_xywh2xyxy: the inverse, with dw, dh clipped to |log(wh_ratio_clip)| and boxes clipped to
 max_shape (h, w). encode_yolo: ((gx-px)/stride + 0.5, (gy-py)/stride + 0.5) clamped to
 [eps, 1-eps] and log(gw/pw), log(gh/ph) with eps = 1e-6."""
+
 import math
 
 import torch
@@ -14,8 +15,12 @@ __all__ = ["npu_bbox_coder_encode_yolo", "npu_bbox_coder_encode_xyxy2xywh", "npu
 
 
 def _centre_size(boxes):
-    return ((boxes[..., 0] + boxes[..., 2]) * 0.5, (boxes[..., 1] + boxes[..., 3]) * 0.5,
-            boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1])
+    return (
+        (boxes[..., 0] + boxes[..., 2]) * 0.5,
+        (boxes[..., 1] + boxes[..., 3]) * 0.5,
+        boxes[..., 2] - boxes[..., 0],
+        boxes[..., 3] - boxes[..., 1],
+    )
 
 
 def _stats(values, like):
@@ -36,24 +41,27 @@ def npu_bbox_coder_encode_yolo(bboxes, gt_bboxes, stride):
     return torch.stack([x_target, y_target, w_target, h_target], dim=-1)
 
 
-def npu_bbox_coder_encode_xyxy2xywh(bboxes, gt_bboxes, means=None, stds=None, is_normalized=False,
-                                    normalized_scale=10000.):
+def npu_bbox_coder_encode_xyxy2xywh(
+    bboxes, gt_bboxes, means=None, stds=None, is_normalized=False, normalized_scale=10000.0
+):
     box_dtype_check(bboxes)
     if is_normalized:
         bboxes, gt_bboxes = bboxes * normalized_scale, gt_bboxes * normalized_scale
     px, py, pw, ph = _centre_size(bboxes)
     gx, gy, gw, gh = _centre_size(gt_bboxes)
     deltas = torch.stack([(gx - px) / pw, (gy - py) / ph, torch.log(gw / pw), torch.log(gh / ph)], dim=-1)
-    means = _stats(means or [0., 0., 0., 0.], deltas)
-    stds = _stats(stds or [1., 1., 1., 1.], deltas)
+    means = _stats(means or [0.0, 0.0, 0.0, 0.0], deltas)
+    stds = _stats(stds or [1.0, 1.0, 1.0, 1.0], deltas)
     return (deltas - means) / stds
 
 
-def npu_bbox_coder_decode_xywh2xyxy(bboxes, pred_bboxes, means=None, stds=None, max_shape=None,
-                                    wh_ratio_clip=16 / 1000):
+def npu_bbox_coder_decode_xywh2xyxy(
+    bboxes, pred_bboxes, means=None, stds=None, max_shape=None, wh_ratio_clip=16 / 1000
+):
     box_dtype_check(bboxes)
-    deltas = pred_bboxes * _stats(stds or [1., 1., 1., 1.], pred_bboxes) + _stats(means or [0., 0., 0., 0.],
-                                                                                  pred_bboxes)
+    deltas = pred_bboxes * _stats(stds or [1.0, 1.0, 1.0, 1.0], pred_bboxes) + _stats(
+        means or [0.0, 0.0, 0.0, 0.0], pred_bboxes
+    )
     dx, dy, dw, dh = deltas.unbind(-1)
     max_ratio = abs(math.log(wh_ratio_clip))
     dw, dh = dw.clamp(-max_ratio, max_ratio), dh.clamp(-max_ratio, max_ratio)

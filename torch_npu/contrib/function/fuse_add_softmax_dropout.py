@@ -1,4 +1,5 @@
 """fuse_add_softmax_dropout: BERT's attention-probability block in one call."""
+
 import math
 
 import torch.nn.functional as F

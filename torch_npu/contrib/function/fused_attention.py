@@ -5,6 +5,7 @@ hidden_states [B*S, H] (FRACTAL_NZ), attention_mask [B, 1, S, S] (FRACTAL_NZ), k
 NPU kernel requires; the formats are checked like torch_npu checks them. Result: the context
 layer [B*S, H] = dropout(softmax(q k^T * scale + mask), 1 - keep_prob) v, heads merged.
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -21,17 +22,22 @@ def _check_formats(tensors, expected):
 
     formats = [torch_npu.get_npu_format(t) for t in tensors]
     if formats != expected:
-        raise RuntimeError("fused attention check compatibility failed, format not matches (expected "
-                           f"{expected}, got {formats})" + ops_error(ErrCode.VALUE))
+        raise RuntimeError(
+            "fused attention check compatibility failed, format not matches (expected "
+            f"{expected}, got {formats})" + ops_error(ErrCode.VALUE)
+        )
 
 
-def _attention(hidden, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias, value_bias,
-               scale, keep_prob):
+def _attention(
+    hidden, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias, value_bias, scale, keep_prob
+):
     batch, seq = attention_mask.shape[0], attention_mask.shape[-1]
     hidden_size = hidden.shape[-1]
     if hidden_size % _HEAD_DIM:
-        raise RuntimeError(f"fused attention needs a hidden size divisible by {_HEAD_DIM}, got {hidden_size}"
-                           + ops_error(ErrCode.PARAM))
+        raise RuntimeError(
+            f"fused attention needs a hidden size divisible by {_HEAD_DIM}, got {hidden_size}"
+            + ops_error(ErrCode.PARAM)
+        )
     heads = hidden_size // _HEAD_DIM
 
     def project(kernel, bias):
@@ -45,21 +51,78 @@ def _attention(hidden, attention_mask, query_kernel, key_kernel, value_kernel, q
     return context.permute(0, 2, 1, 3).reshape(batch * seq, hidden_size)
 
 
-def _fused_attention(hidden_states, attention_mask, query_kernel, key_kernel, value_kernel, query_bias,
-                     key_bias, value_bias, scale=1, keep_prob=0):
-    _check_formats([hidden_states, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias,
-                    value_bias], [_NZ] * 5 + [_ND] * 3)
-    return _attention(hidden_states, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias,
-                      value_bias, scale, keep_prob)
+def _fused_attention(
+    hidden_states,
+    attention_mask,
+    query_kernel,
+    key_kernel,
+    value_kernel,
+    query_bias,
+    key_bias,
+    value_bias,
+    scale=1,
+    keep_prob=0,
+):
+    _check_formats(
+        [hidden_states, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias, value_bias],
+        [_NZ] * 5 + [_ND] * 3,
+    )
+    return _attention(
+        hidden_states,
+        attention_mask,
+        query_kernel,
+        key_kernel,
+        value_kernel,
+        query_bias,
+        key_bias,
+        value_bias,
+        scale,
+        keep_prob,
+    )
 
 
-def _fused_attention_with_layernorm(hidden_states, attention_mask, query_kernel, key_kernel, value_kernel,
-                                    query_bias, key_bias, value_bias, gamma, beta, scale=1, keep_prob=0):
-    _check_formats([hidden_states, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias,
-                    value_bias, gamma, beta], [_NZ] * 5 + [_ND] * 5)
+def _fused_attention_with_layernorm(
+    hidden_states,
+    attention_mask,
+    query_kernel,
+    key_kernel,
+    value_kernel,
+    query_bias,
+    key_bias,
+    value_bias,
+    gamma,
+    beta,
+    scale=1,
+    keep_prob=0,
+):
+    _check_formats(
+        [
+            hidden_states,
+            attention_mask,
+            query_kernel,
+            key_kernel,
+            value_kernel,
+            query_bias,
+            key_bias,
+            value_bias,
+            gamma,
+            beta,
+        ],
+        [_NZ] * 5 + [_ND] * 5,
+    )
     normed = F.layer_norm(hidden_states, hidden_states.shape[-1:], gamma, beta, eps=1e-5)
-    return _attention(normed, attention_mask, query_kernel, key_kernel, value_kernel, query_bias, key_bias,
-                      value_bias, scale, keep_prob)
+    return _attention(
+        normed,
+        attention_mask,
+        query_kernel,
+        key_kernel,
+        value_kernel,
+        query_bias,
+        key_bias,
+        value_bias,
+        scale,
+        keep_prob,
+    )
 
 
 def npu_fused_attention(*args, **kwargs):

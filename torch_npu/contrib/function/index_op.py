@@ -1,4 +1,5 @@
 """npu_fast_condition_index_put(x, condition, value): x[condition] = value, in place; returns x."""
+
 __all__ = ["npu_fast_condition_index_put"]
 
 

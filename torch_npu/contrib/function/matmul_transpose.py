@@ -1,4 +1,5 @@
 """matmul_transpose(tensor1, tensor2) = tensor1 @ tensor2^T over the last two dimensions."""
+
 import torch
 
 __all__ = ["matmul_transpose"]

@@ -1,4 +1,5 @@
 """dropout_with_byte_mask: dropout whose mask the NPU keeps as bytes (same distribution as F.dropout)."""
+
 import torch.nn.functional as F
 
 __all__ = ["dropout_with_byte_mask"]

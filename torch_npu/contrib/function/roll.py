@@ -1,4 +1,5 @@
 """roll: torch.roll, which torch_npu implements with index_select on the NPU."""
+
 import torch
 
 __all__ = ["roll"]

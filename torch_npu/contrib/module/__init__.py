@@ -1,4 +1,5 @@
 """torch_npu.contrib.module: layers from torch_npu's contrib package, as plain PyTorch modules."""
+
 from torch_npu.contrib.module.activations import Mish, SiLU, Swish
 from torch_npu.contrib.module.bidirectional_lstm import BiLSTM
 from torch_npu.contrib.module.channel_shuffle import ChannelShuffle
@@ -18,7 +19,26 @@ from torch_npu.contrib.module.ps_roi_pooling import PSROIPool
 from torch_npu.contrib.module.quant_conv2d import QuantConv2d
 from torch_npu.contrib.module.roi_align import ROIAlign
 
-__all__ = ["Mish", "SiLU", "Swish", "BiLSTM", "ChannelShuffle", "LabelSmoothingCrossEntropy", "ModulatedDeformConv",
-           "NpuDropPath", "NpuCachedDropout", "NpuFairseqDropout", "Focus", "FusedColorJitter", "LinearA8W8Quant",
-           "LinearQuant", "LinearWeightQuant", "MultiheadAttention", "DropoutWithByteMask", "Prefetcher", "PSROIPool",
-           "QuantConv2d", "ROIAlign"]
+__all__ = [
+    "Mish",
+    "SiLU",
+    "Swish",
+    "BiLSTM",
+    "ChannelShuffle",
+    "LabelSmoothingCrossEntropy",
+    "ModulatedDeformConv",
+    "NpuDropPath",
+    "NpuCachedDropout",
+    "NpuFairseqDropout",
+    "Focus",
+    "FusedColorJitter",
+    "LinearA8W8Quant",
+    "LinearQuant",
+    "LinearWeightQuant",
+    "MultiheadAttention",
+    "DropoutWithByteMask",
+    "Prefetcher",
+    "PSROIPool",
+    "QuantConv2d",
+    "ROIAlign",
+]

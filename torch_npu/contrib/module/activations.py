@@ -1,4 +1,5 @@
 """Activations of torch_npu's contrib: Mish, SiLU and its alias Swish (same values as PyTorch's)."""
+
 import torch.nn.functional as F
 from torch import nn
 

@@ -1,4 +1,5 @@
 """BiLSTM: a bidirectional LSTM made of a forward and a backward single-direction LSTM."""
+
 import torch
 from torch import nn
 

@@ -1,12 +1,18 @@
 """ChannelShuffle of ShuffleNetV2: concatenate two branches, interleave their channel groups and
 (split_shuffle) split the result in two, using index_select as torch_npu does."""
+
 import torch
 from torch import nn
 
 from torch_npu.utils._error_code import ErrCode, ops_error
 
-__all__ = ["ChannelShuffle", "IndexSelectFullImplementation", "IndexSelectHalfImplementation",
-           "indexselect_full_implementation_forward", "indexselect_half_implementation_forward"]
+__all__ = [
+    "ChannelShuffle",
+    "IndexSelectFullImplementation",
+    "IndexSelectHalfImplementation",
+    "indexselect_full_implementation_forward",
+    "indexselect_half_implementation_forward",
+]
 
 
 def indexselect_full_implementation_forward(x1, x2, fp_index):
@@ -64,12 +70,14 @@ class ChannelShuffle(nn.Module):
         """Raise unless the two branches together have in_channels channels."""
         channels = x[0].size(1) + x[1].size(1) if isinstance(x, (list, tuple)) else x.size(1)
         if channels != self.in_channels:
-            raise RuntimeError(f"ChannelShuffle expects {self.in_channels} channels, got {channels}"
-                               + ops_error(ErrCode.PARAM))
+            raise RuntimeError(
+                f"ChannelShuffle expects {self.in_channels} channels, got {channels}" + ops_error(ErrCode.PARAM)
+            )
 
     def forward(self, x1, x2):
         self.check_self((x1, x2))
         if self.split_shuffle:
-            return IndexSelectHalfImplementation.apply(x1, x2, self.fp_index1, self.fp_index2, self.bp_index1,
-                                                       self.bp_index2)
+            return IndexSelectHalfImplementation.apply(
+                x1, x2, self.fp_index1, self.fp_index2, self.bp_index1, self.bp_index2
+            )
         return IndexSelectFullImplementation.apply(x1, x2, self.fp_index, self.bp_index1, self.bp_index2)

@@ -1,5 +1,6 @@
 """LabelSmoothingCrossEntropy: cross entropy against labels smoothed as torch_npu smooths them
 (the target class gets 1 - smooth_factor, every other class smooth_factor / (num_classes - 1))."""
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -8,7 +9,7 @@ __all__ = ["LabelSmoothingCrossEntropy"]
 
 
 class LabelSmoothingCrossEntropy(nn.Module):
-    def __init__(self, num_classes=1000, smooth_factor=0.):
+    def __init__(self, num_classes=1000, smooth_factor=0.0):
         super().__init__()
         self.num_classes = num_classes
         self.smooth_factor = smooth_factor

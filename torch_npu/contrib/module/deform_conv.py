@@ -6,6 +6,7 @@ Offsets are laid out as mmcv lays them: per deformable group, (dy, dx) pairs in 
 pack=True the module predicts offsets and masks from its input with a zero-initialised convolution
 (so a fresh module equals a plain convolution).
 """
+
 import math
 
 import torch
@@ -29,7 +30,7 @@ def _deform_columns(x, offset, mask, kernel, stride, padding, dilation, deformab
     per_group = channels // deformable_groups
     columns = []
     for g in range(deformable_groups):
-        xg = x[:, g * per_group:(g + 1) * per_group]
+        xg = x[:, g * per_group : (g + 1) * per_group]
         samples = []
         for t in range(taps):
             i, j = divmod(t, kw)
@@ -44,8 +45,9 @@ def _deform_columns(x, offset, mask, kernel, stride, padding, dilation, deformab
 
 def _modulated_deform_conv(x, offset, mask, weight, bias, stride, padding, dilation, groups, deformable_groups):
     out_channels = weight.shape[0]
-    columns, (out_h, out_w) = _deform_columns(x, offset, mask, weight.shape[-2:], stride, padding, dilation,
-                                              deformable_groups)
+    columns, (out_h, out_w) = _deform_columns(
+        x, offset, mask, weight.shape[-2:], stride, padding, dilation, deformable_groups
+    )
     batch = x.shape[0]
     columns = columns.view(batch, groups, -1, out_h * out_w)
     w = weight.view(groups, out_channels // groups, -1)
@@ -57,13 +59,37 @@ class ModulatedDeformConv2dFunction(torch.autograd.Function):
     """The deformable convolution as one autograd node (gradients for input, offset, mask, weight, bias)."""
 
     @staticmethod
-    def forward(ctx, input_tensor, offset_ori, mask, weight, bias=None, with_bias=False, stride=1, padding=0,
-                dilation=1, groups=1, deformable_groups=1, sort_index_for_npu_fp=None, sort_index_for_npu_bp=None):
+    def forward(
+        ctx,
+        input_tensor,
+        offset_ori,
+        mask,
+        weight,
+        bias=None,
+        with_bias=False,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        deformable_groups=1,
+        sort_index_for_npu_fp=None,
+        sort_index_for_npu_bp=None,
+    ):
         ctx.conf = (_pair(stride), _pair(padding), _pair(dilation), groups, deformable_groups, with_bias)
         ctx.save_for_backward(input_tensor, offset_ori, mask, weight, bias if with_bias else None)
         stride, padding, dilation = ctx.conf[:3]
-        return _modulated_deform_conv(input_tensor, offset_ori, mask, weight, bias if with_bias else None, stride,
-                                      padding, dilation, groups, deformable_groups)
+        return _modulated_deform_conv(
+            input_tensor,
+            offset_ori,
+            mask,
+            weight,
+            bias if with_bias else None,
+            stride,
+            padding,
+            dilation,
+            groups,
+            deformable_groups,
+        )
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -79,8 +105,19 @@ class ModulatedDeformConv2dFunction(torch.autograd.Function):
 
 
 class ModulatedDeformConv(nn.Module):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 deformable_groups=1, bias=True, pack=True):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        deformable_groups=1,
+        bias=True,
+        pack=True,
+    ):
         super().__init__()
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _pair(kernel_size)
@@ -90,9 +127,15 @@ class ModulatedDeformConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(out_channels, in_channels // groups, *self.kernel_size))
         self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
         if pack:
-            self.conv_offset_mask = nn.Conv2d(in_channels, deformable_groups * 3 * self.kernel_size[0]
-                                              * self.kernel_size[1], self.kernel_size, self.stride, self.padding,
-                                              self.dilation, bias=True)
+            self.conv_offset_mask = nn.Conv2d(
+                in_channels,
+                deformable_groups * 3 * self.kernel_size[0] * self.kernel_size[1],
+                self.kernel_size,
+                self.stride,
+                self.padding,
+                self.dilation,
+                bias=True,
+            )
         self.init_param()
 
     def init_param(self):
@@ -108,11 +151,23 @@ class ModulatedDeformConv(nn.Module):
 
     def forward(self, x):
         if not self.pack:
-            raise RuntimeError("ModulatedDeformConv(pack=False) takes offset and mask from the caller: call "
-                               "ModulatedDeformConv2dFunction.apply(x, offset, mask, weight, bias, ...) directly")
+            raise RuntimeError(
+                "ModulatedDeformConv(pack=False) takes offset and mask from the caller: call "
+                "ModulatedDeformConv2dFunction.apply(x, offset, mask, weight, bias, ...) directly"
+            )
         out = self.conv_offset_mask(x)
         o1, o2, mask = torch.chunk(out, 3, dim=1)
         offset = torch.cat((o1, o2), dim=1)
-        return ModulatedDeformConv2dFunction.apply(x, offset, torch.sigmoid(mask), self.weight, self.bias,
-                                                   self.with_bias, self.stride, self.padding, self.dilation,
-                                                   self.groups, self.deformable_groups)
+        return ModulatedDeformConv2dFunction.apply(
+            x,
+            offset,
+            torch.sigmoid(mask),
+            self.weight,
+            self.bias,
+            self.with_bias,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+            self.deformable_groups,
+        )

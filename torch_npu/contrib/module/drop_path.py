@@ -1,4 +1,5 @@
 """NpuDropPath: stochastic depth (drop whole residual branches per sample while training)."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """Fairseq-style dropout modules (NpuFairseqDropout, NpuCachedDropout)."""
+
 import torch.nn.functional as F
 from torch import nn
 

@@ -1,4 +1,5 @@
 """YOLOv5's Focus: space-to-depth slicing followed by Conv (conv + batch norm + SiLU)."""
+
 import torch
 from torch import nn
 

@@ -3,6 +3,7 @@
 Input: float image tensors [..., 3, H, W] in [0, 1]. Factors are drawn uniformly from [max(0, 1-v),
 1+v] (hue from [-v, v]); the four adjustments run in a random order, as torchvision's ColorJitter.
 """
+
 import torch
 from torch import nn
 

@@ -5,7 +5,6 @@ tgt_len, s_len, ...) returns ([bsz * tgt_len, embed_dim], weights [bsz, tgt_len,
 heads, or per head [heads, bsz, tgt_len, s_len] with need_head_weights). attn_mask is added to the
 scores; key_padding_mask [bsz, s_len] (True = padding) masks keys. q is scaled by head_dim ** -0.5.
 """
-from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -22,9 +21,21 @@ def Matmul_transpose(tensor1, tensor2):
 
 
 class MultiheadAttention(nn.Module):
-    def __init__(self, embed_dim, num_heads, kdim=None, vdim=None, dropout=0.0, bias=True, add_bias_kv=False,
-                 add_zero_attn=False, self_attention=False, encoder_decoder_attention=False, q_noise=0.0,
-                 qn_block_size=8):
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        kdim=None,
+        vdim=None,
+        dropout=0.0,
+        bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        self_attention=False,
+        encoder_decoder_attention=False,
+        q_noise=0.0,
+        qn_block_size=8,
+    ):
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
@@ -35,7 +46,7 @@ class MultiheadAttention(nn.Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise ValueError("embed_dim must be divisible by num_heads")
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.self_attention = self_attention
         self.encoder_decoder_attention = encoder_decoder_attention
         if self_attention and not self.qkv_same_dim:
@@ -61,7 +72,7 @@ class MultiheadAttention(nn.Module):
         self.tpu = True
 
     def reset_parameters(self):
-        gain = 1 / 2 ** 0.5 if self.qkv_same_dim else 1.0
+        gain = 1 / 2**0.5 if self.qkv_same_dim else 1.0
         for proj in (self.k_proj, self.v_proj, self.q_proj):
             nn.init.xavier_uniform_(proj.weight, gain=gain)
         nn.init.xavier_uniform_(self.out_proj.weight)
@@ -85,14 +96,27 @@ class MultiheadAttention(nn.Module):
             scores = scores.masked_fill(key_padding_mask[:, None, None, :].to(torch.bool), float("-inf"))
         return scores
 
-    def forward(self, query, key: Optional[Tensor], value: Optional[Tensor], bsz, tgt_len, s_len,
-                key_padding_mask: Optional[Tensor] = None,
-                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
-                need_weights: bool = True, static_kv: bool = False, attn_mask: Optional[Tensor] = None,
-                before_softmax: bool = False, need_head_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+    def forward(
+        self,
+        query,
+        key: Tensor | None,
+        value: Tensor | None,
+        bsz,
+        tgt_len,
+        s_len,
+        key_padding_mask: Tensor | None = None,
+        incremental_state: dict[str, dict[str, Tensor | None]] | None = None,
+        need_weights: bool = True,
+        static_kv: bool = False,
+        attn_mask: Tensor | None = None,
+        before_softmax: bool = False,
+        need_head_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         if incremental_state is not None:
-            raise NotImplementedError("torch_npu.contrib.MultiheadAttention: incremental decoding (incremental_state) "
-                                      "is not implemented in vnpu; call it without incremental_state")
+            raise NotImplementedError(
+                "torch_npu.contrib.MultiheadAttention: incremental decoding (incremental_state) "
+                "is not implemented in vnpu; call it without incremental_state"
+            )
         if need_head_weights:
             need_weights = True
         if self.self_attention:

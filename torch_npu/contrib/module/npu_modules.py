@@ -1,4 +1,5 @@
 """DropoutWithByteMask: nn.Dropout whose mask the NPU keeps as bytes."""
+
 from torch import nn
 
 from torch_npu.contrib.function.npu_functional import dropout_with_byte_mask
@@ -7,7 +8,7 @@ __all__ = ["DropoutWithByteMask"]
 
 
 class DropoutWithByteMask(nn.Module):
-    def __init__(self, p=0.5, inplace=False, max_seed=2 ** 10 - 1):
+    def __init__(self, p=0.5, inplace=False, max_seed=2**10 - 1):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")

@@ -1,5 +1,6 @@
 """Prefetcher: moves the next batch of a DataLoader to npu on a side stream while the current one
 is being used."""
+
 import torch
 
 __all__ = ["Prefetcher"]

@@ -5,6 +5,7 @@ corners are rounded to pixels and scaled (the end corner is exclusive: (round(x2
 output bin (i, j) of channel c averages input channel (c * group_size + gi) * group_size + gj over
 the bin's pixels, gi = floor(i * group_size / pooled_height); an empty bin is 0.
 """
+
 import math
 
 import torch

@@ -1,5 +1,4 @@
 """QuantConv2d: int8 convolution (torch_npu.npu_quant_conv2d semantics)."""
-from typing import Union
 
 import torch
 import torch.nn.functional as F
@@ -15,23 +14,39 @@ class QuantConv2d(nn.Module):
     """y = (conv(x, weight) + bias) * scale [+ offset], x and weight int8, bias int32, exact integer
     accumulation, output in output_dtype (float16 on the NPU); round_mode 'rint' applies to int8 output."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, tuple[int, int]],
-                 output_dtype: int, stride: Union[int, tuple[int, int]] = 1, padding: Union[int, tuple[int, int]] = 0,
-                 dilation: Union[int, tuple[int, int]] = 1, groups: int = 1, bias: bool = True, offset: bool = False,
-                 offset_x: int = 0, round_mode: str = "rint", input_dtype: int = None, weight_dtype: int = None,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int | tuple[int, int],
+        output_dtype: int,
+        stride: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
+        dilation: int | tuple[int, int] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        offset: bool = False,
+        offset_x: int = 0,
+        round_mode: str = "rint",
+        input_dtype: int = None,
+        weight_dtype: int = None,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         if round_mode != "rint":
             raise ValueError(f"round_mode must be 'rint', but got {round_mode!r}")
         self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
         self.padding, self.dilation, self.groups = _pair(padding), _pair(dilation), groups
         self.output_dtype, self.offset_x, self.round_mode = output_dtype, offset_x, round_mode
-        self.weight = nn.Parameter(torch.empty(out_channels, in_channels // groups, *self.kernel_size,
-                                               dtype=torch.int8, device=device), False)
+        self.weight = nn.Parameter(
+            torch.empty(out_channels, in_channels // groups, *self.kernel_size, dtype=torch.int8, device=device), False
+        )
         self.scale = nn.Parameter(torch.empty(out_channels, dtype=dtype or torch.float32, device=device), False)
         self.bias = nn.Parameter(torch.empty(out_channels, dtype=torch.int32, device=device), False) if bias else None
-        self.offset = nn.Parameter(torch.empty(out_channels, dtype=torch.float32, device=device), False) \
-            if offset else None
+        self.offset = (
+            nn.Parameter(torch.empty(out_channels, dtype=torch.float32, device=device), False) if offset else None
+        )
 
     def forward(self, quant_conv2d_input: torch.Tensor) -> torch.Tensor:
         x = quant_conv2d_input.to(torch.float64) - self.offset_x

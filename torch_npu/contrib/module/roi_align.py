@@ -5,6 +5,7 @@ aligned=True pixel centres are shifted by -0.5 (torchvision's aligned=True). sam
 samples ceil(roi size / output size) points per bin. A sample outside [-1, size] reads 0; inside,
 coordinates are clamped to the border before interpolating.
 """
+
 from torch import nn
 
 from torch_npu.ops.boxes import roi_align_reference as roi_align
@@ -24,5 +25,7 @@ class ROIAlign(nn.Module):
         return roi_align(input_tensor, rois, self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
-                f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})")
+        return (
+            f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
+            f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})"
+        )

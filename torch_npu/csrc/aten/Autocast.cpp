@@ -27,88 +27,88 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
 namespace at {
 namespace {
 
-#define NPU_LOWER_PRECISION_FP(_)      \
-  _(_convolution, deprecated)          \
-  _(_convolution)                      \
-  _(conv1d)                            \
-  _(conv2d)                            \
-  _(conv3d)                            \
-  _(conv_tbc)                          \
-  _(conv_transpose1d)                  \
-  _(conv_transpose2d, input)           \
-  _(conv_transpose3d, input)           \
-  _(convolution)                       \
-  _(cudnn_convolution)                 \
-  _(cudnn_convolution_transpose)       \
-  _(prelu)                             \
-  _(addmm)                             \
-  _(addmv)                             \
-  _(addr)                              \
-  _(matmul)                            \
-  _(einsum)                            \
-  _(mm)                                \
-  _(mv)                                \
-  _(linear)                            \
-  _(addbmm)                            \
-  _(baddbmm)                           \
-  _(bmm)                               \
-  _(chain_matmul)                      \
-  _(linalg_multi_dot)                  \
-  _(_thnn_fused_lstm_cell)             \
-  _(_thnn_fused_gru_cell)              \
-  _(lstm_cell)                         \
-  _(gru_cell)                          \
-  _(rnn_tanh_cell)                     \
-  _(rnn_relu_cell)                     \
+#define NPU_LOWER_PRECISION_FP(_)        \
+  _(_convolution, deprecated)            \
+  _(_convolution)                        \
+  _(conv1d)                              \
+  _(conv2d)                              \
+  _(conv3d)                              \
+  _(conv_tbc)                            \
+  _(conv_transpose1d)                    \
+  _(conv_transpose2d, input)             \
+  _(conv_transpose3d, input)             \
+  _(convolution)                         \
+  _(cudnn_convolution)                   \
+  _(cudnn_convolution_transpose)         \
+  _(prelu)                               \
+  _(addmm)                               \
+  _(addmv)                               \
+  _(addr)                                \
+  _(matmul)                              \
+  _(einsum)                              \
+  _(mm)                                  \
+  _(mv)                                  \
+  _(linear)                              \
+  _(addbmm)                              \
+  _(baddbmm)                             \
+  _(bmm)                                 \
+  _(chain_matmul)                        \
+  _(linalg_multi_dot)                    \
+  _(_thnn_fused_lstm_cell)               \
+  _(_thnn_fused_gru_cell)                \
+  _(lstm_cell)                           \
+  _(gru_cell)                            \
+  _(rnn_tanh_cell)                       \
+  _(rnn_relu_cell)                       \
   _(_scaled_dot_product_flash_attention) \
   _(scaled_dot_product_attention)
 
-#define NPU_FP32(_)                     \
-  _(acos)                               \
-  _(asin)                               \
-  _(cosh)                               \
-  _(erfinv)                             \
-  _(exp)                                \
-  _(expm1)                              \
-  _(log)                                \
-  _(log10)                              \
-  _(log2)                               \
-  _(log1p)                              \
-  _(reciprocal)                         \
-  _(rsqrt)                              \
-  _(sinh)                               \
-  _(tan)                                \
-  _(pow, Tensor_Scalar)                 \
-  _(pow, Tensor_Tensor)                 \
-  _(pow, Scalar)                        \
-  _(softplus)                           \
-  _(layer_norm)                         \
-  _(native_layer_norm)                  \
-  _(group_norm)                         \
-  _(frobenius_norm, dim)                \
-  _(nuclear_norm)                       \
-  _(nuclear_norm, dim)                  \
-  _(cosine_similarity)                  \
-  _(poisson_nll_loss)                   \
-  _(cosine_embedding_loss)              \
-  _(nll_loss)                           \
-  _(nll_loss2d)                         \
-  _(hinge_embedding_loss)               \
-  _(kl_div)                             \
-  _(l1_loss)                            \
-  _(smooth_l1_loss)                     \
-  _(huber_loss)                         \
-  _(mse_loss)                           \
-  _(margin_ranking_loss)                \
-  _(multilabel_margin_loss)             \
-  _(soft_margin_loss)                   \
-  _(triplet_margin_loss)                \
-  _(multi_margin_loss)                  \
-  _(binary_cross_entropy_with_logits)   \
-  _(dist)                               \
-  _(pdist)                              \
-  _(cdist)                              \
-  _(renorm)                             \
+#define NPU_FP32(_)                   \
+  _(acos)                             \
+  _(asin)                             \
+  _(cosh)                             \
+  _(erfinv)                           \
+  _(exp)                              \
+  _(expm1)                            \
+  _(log)                              \
+  _(log10)                            \
+  _(log2)                             \
+  _(log1p)                            \
+  _(reciprocal)                       \
+  _(rsqrt)                            \
+  _(sinh)                             \
+  _(tan)                              \
+  _(pow, Tensor_Scalar)               \
+  _(pow, Tensor_Tensor)               \
+  _(pow, Scalar)                      \
+  _(softplus)                         \
+  _(layer_norm)                       \
+  _(native_layer_norm)                \
+  _(group_norm)                       \
+  _(frobenius_norm, dim)              \
+  _(nuclear_norm)                     \
+  _(nuclear_norm, dim)                \
+  _(cosine_similarity)                \
+  _(poisson_nll_loss)                 \
+  _(cosine_embedding_loss)            \
+  _(nll_loss)                         \
+  _(nll_loss2d)                       \
+  _(hinge_embedding_loss)             \
+  _(kl_div)                           \
+  _(l1_loss)                          \
+  _(smooth_l1_loss)                   \
+  _(huber_loss)                       \
+  _(mse_loss)                         \
+  _(margin_ranking_loss)              \
+  _(multilabel_margin_loss)           \
+  _(soft_margin_loss)                 \
+  _(triplet_margin_loss)              \
+  _(multi_margin_loss)                \
+  _(binary_cross_entropy_with_logits) \
+  _(dist)                             \
+  _(pdist)                            \
+  _(cdist)                            \
+  _(renorm)                           \
   _(logsumexp)
 
 #define NPU_PROMOTE(_) \

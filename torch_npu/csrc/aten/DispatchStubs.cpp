@@ -26,10 +26,10 @@ at::Tensor for_choice(const at::Tensor& t) {
     return t;
   }
   const auto* impl = t.unsafeGetTensorImpl();
-  at::Tensor view = impl->has_storage() && impl->storage().device_type() == c10::DeviceType::PrivateUse1
-                        ? make_cpu_alias(t, /*owning=*/false)
-                        : at::Tensor(at::detail::empty_strided_symint_meta(t.sym_sizes(), t.sym_strides(),
-                                                                           t.scalar_type()));
+  at::Tensor view =
+      impl->has_storage() && impl->storage().device_type() == c10::DeviceType::PrivateUse1
+          ? make_cpu_alias(t, /*owning=*/false)
+          : at::Tensor(at::detail::empty_strided_symint_meta(t.sym_sizes(), t.sym_strides(), t.scalar_type()));
   if (t.requires_grad()) {
     view.set_requires_grad(true);
   }
@@ -44,8 +44,8 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
     mask = for_choice(*attn_mask);
   }
   // The CPU's implementation of this stub, called directly: no dispatch, no fake-tensor mode.
-  return at::native::_fused_sdp_choice_stub(c10::DeviceType::CPU, for_choice(query), for_choice(key),
-                                            for_choice(value), mask, dropout_p, is_causal, scale, enable_gqa);
+  return at::native::_fused_sdp_choice_stub(c10::DeviceType::CPU, for_choice(query), for_choice(key), for_choice(value),
+                                            mask, dropout_p, is_causal, scale, enable_gqa);
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ void GraphRecording::end() {
 
 bool GraphRecording::captures_current_stream() const {
   return capturing_ && std::this_thread::get_id() == thread_ &&
-      current_stream(stream_.device_index()).id() == stream_.id();
+         current_stream(stream_.device_index()).id() == stream_.id();
 }
 
 bool GraphRecording::records_here() const {

@@ -53,8 +53,8 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
  private:
   struct Record {
     std::optional<c10::OperatorHandle> op;  // unset for a host kernel
-    const OpFacts* facts = nullptr;          // what replay runs (an out= overload writes in place)
-    const OpFacts* issued = nullptr;         // the operator as it was issued
+    const OpFacts* facts = nullptr;         // what replay runs (an out= overload writes in place)
+    const OpFacts* issued = nullptr;        // the operator as it was issued
     std::vector<c10::IValue> inputs;
     std::vector<c10::IValue> outputs;
     std::string host_name;

@@ -1,11 +1,11 @@
 // Recurrent layers (LSTM, GRU, RNN) computed as the CPU computes them.
 //
-// aten::lstm / gru / rnn_tanh / rnn_relu (and their *_cell forms) are composites that branch on the device: on the CPU they
-// project the inputs of all time steps in one matmul (or run oneDNN's RNN), elsewhere they call a
-// fused cell per step. npu runs the CPU's kernels, so it takes the CPU's branch: the layer runs on
-// CPU aliases of the npu tensors, with the CPU's autograd graph recorded on those aliases, and the
-// npu results get one backward node that replays that graph (grads in, grads out, zero-copy).
-// Training with inter-layer dropout keeps the per-step path so dropout draws from the npu generator.
+// aten::lstm / gru / rnn_tanh / rnn_relu (and their *_cell forms) are composites that branch on the device: on the CPU
+// they project the inputs of all time steps in one matmul (or run oneDNN's RNN), elsewhere they call a fused cell per
+// step. npu runs the CPU's kernels, so it takes the CPU's branch: the layer runs on CPU aliases of the npu tensors,
+// with the CPU's autograd graph recorded on those aliases, and the npu results get one backward node that replays that
+// graph (grads in, grads out, zero-copy). Training with inter-layer dropout keeps the per-step path so dropout draws
+// from the npu generator.
 #include "aten/Redirect.h"
 #include "aten/TensorMapping.h"
 #include "runtime/CachingAllocator.h"
@@ -146,8 +146,8 @@ void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, t
 }
 
 constexpr const char* kHostRecurrentOps[] = {
-    "lstm.input", "lstm.data", "gru.input", "gru.data", "rnn_tanh.input", "rnn_tanh.data", "rnn_relu.input",
-    "rnn_relu.data", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "lstm.input",     "lstm.data",     "gru.input", "gru.data", "rnn_tanh.input", "rnn_tanh.data",
+    "rnn_relu.input", "rnn_relu.data", "lstm_cell", "gru_cell", "rnn_tanh_cell",  "rnn_relu_cell",
 };
 
 }  // namespace

@@ -40,9 +40,15 @@ std::shared_ptr<OpHook> g_hook;
 }  // namespace
 
 std::string host_sync_reason(const c10::OperatorHandle& op, const std::vector<c10::IValue>& inputs) {
-  static const std::unordered_set<std::string> host_reads = {
-      "aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero", "aten::nonzero", "aten::_unique2",
-      "aten::unique_dim", "aten::unique_consecutive", "aten::masked_select", "aten::allclose"};
+  static const std::unordered_set<std::string> host_reads = {"aten::_local_scalar_dense",
+                                                             "aten::equal",
+                                                             "aten::is_nonzero",
+                                                             "aten::nonzero",
+                                                             "aten::_unique2",
+                                                             "aten::unique_dim",
+                                                             "aten::unique_consecutive",
+                                                             "aten::masked_select",
+                                                             "aten::allclose"};
   const std::string& name = op.schema().name();
   if (host_reads.count(name) > 0) {
     return "reads device memory on the host";
@@ -51,7 +57,7 @@ std::string host_sync_reason(const c10::OperatorHandle& op, const std::vector<c1
                         return v.isDevice() && v.toDevice().is_cpu();
                       });
   const bool copy_to_cpu = name == "aten::copy_" && inputs.size() >= 2 && is_tensor_on(inputs[0], c10::kCPU) &&
-      is_tensor_on(inputs[1], kNpu);
+                           is_tensor_on(inputs[1], kNpu);
   if (to_cpu || copy_to_cpu) {
     return "copies device memory to the host";
   }

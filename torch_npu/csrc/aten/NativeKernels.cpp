@@ -120,8 +120,8 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage source) {
   return at::native::set_(self, source);
 }
 
-at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, c10::SymInt offset,
-                               c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, c10::SymInt offset, c10::SymIntArrayRef size,
+                               c10::SymIntArrayRef stride) {
   c10::DeviceGuard guard(self.device());
   return at::native::set_storage_cpu_(self, source, offset.expect_int(), C10_AS_INTARRAYREF_SLOW(size),
                                       C10_AS_INTARRAYREF_SLOW(stride));
@@ -142,7 +142,8 @@ at::Tensor& set_empty(at::Tensor& self) {
 // parameters the model trains. Other pairs keep PyTorch's own rule.
 bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
   const auto is_dense = [](c10::DispatchKeySet ks) {
-    constexpr auto backends = c10::DispatchKeySet({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+    constexpr auto backends =
+        c10::DispatchKeySet({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
     return ks.has(c10::DispatchKey::Dense) && ks.has_any(backends);
   };
   if (is_dense(self.key_set()) && is_dense(from.key_set())) {

@@ -29,9 +29,18 @@ bool is_write(const c10::AliasInfo* info) {
 
 OpFacts make_op_facts(const c10::FunctionSchema& schema) {
   static const std::unordered_set<std::string> mixing = {
-      "aten::index",       "aten::index_put_",         "aten::index_put",  "aten::_index_put_impl_",
-      "aten::_unsafe_index", "aten::_unsafe_index_put", "aten::copy_",      "aten::_copy_from",
-      "aten::_copy_from_and_resize", "aten::_to_copy",  "aten::set_",       "aten::copy",
+      "aten::index",
+      "aten::index_put_",
+      "aten::index_put",
+      "aten::_index_put_impl_",
+      "aten::_unsafe_index",
+      "aten::_unsafe_index_put",
+      "aten::copy_",
+      "aten::_copy_from",
+      "aten::_copy_from_and_resize",
+      "aten::_to_copy",
+      "aten::set_",
+      "aten::copy",
   };
   OpFacts f;
   f.name = schema.name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
@@ -51,8 +60,7 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
     if (type->kind() == c10::TypeKind::GeneratorType) {
       f.generator_args.push_back(static_cast<int>(i));
     }
-    if (type->kind() == c10::TypeKind::ListType &&
-        type->containedType(0)->kind() == c10::TypeKind::OptionalType) {
+    if (type->kind() == c10::TypeKind::ListType && type->containedType(0)->kind() == c10::TypeKind::OptionalType) {
       f.optional_tensor_list[i] = 1;
     }
     if (arg.name() == "layout") {
@@ -65,8 +73,8 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
   }
   f.mixes_devices = mixing.count(schema.name()) > 0;
   static const std::unordered_set<std::string> indexing = {
-      "aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_", "aten::_unsafe_index",
-      "aten::_unsafe_index_put",
+      "aten::index",         "aten::index_put_",        "aten::index_put", "aten::_index_put_impl_",
+      "aten::_unsafe_index", "aten::_unsafe_index_put",
   };
   f.indexes_by_tensors = indexing.count(schema.name()) > 0;
   // Operands per operator base name (any overload, out= included).

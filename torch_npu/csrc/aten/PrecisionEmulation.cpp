@@ -42,7 +42,7 @@ void set_precision_settings(const PrecisionSettings& settings) {
   }
   g_settings = settings;
   g_matmul = static_cast<int>(settings.emulate ? matmul_rounding(settings) : CubeRounding::None);
-  g_conv = static_cast<int>(!settings.emulate ? CubeRounding::None
+  g_conv = static_cast<int>(!settings.emulate       ? CubeRounding::None
                             : settings.fp32_to_fp16 ? CubeRounding::Fp16
                             : settings.conv_hf32    ? CubeRounding::Hf32
                                                     : CubeRounding::None);
@@ -73,12 +73,9 @@ PrecisionSettings precision_settings() {
 
 CubeRounding cube_rounding(const OpFacts& facts) {
   switch (facts.cube_class) {
-    case CubeClass::Matmul:
-      return static_cast<CubeRounding>(g_matmul.load(std::memory_order_relaxed));
-    case CubeClass::Convolution:
-      return static_cast<CubeRounding>(g_conv.load(std::memory_order_relaxed));
-    default:
-      return CubeRounding::None;
+    case CubeClass::Matmul: return static_cast<CubeRounding>(g_matmul.load(std::memory_order_relaxed));
+    case CubeClass::Convolution: return static_cast<CubeRounding>(g_conv.load(std::memory_order_relaxed));
+    default: return CubeRounding::None;
   }
 }
 

@@ -23,7 +23,7 @@ struct PrecisionSettings {
   bool emulate = false;
   int matmul_cube_math_type = 0;  // torch_npu.npu.CubeMathType: 0 KEEP_DTYPE ... 4 USE_FP32_ADD
   bool conv_hf32 = true;
-  bool fp32_to_fp16 = false;      // ACL_PRECISION_MODE=allow_fp32_to_fp16
+  bool fp32_to_fp16 = false;  // ACL_PRECISION_MODE=allow_fp32_to_fp16
 };
 
 void set_precision_settings(const PrecisionSettings& settings);

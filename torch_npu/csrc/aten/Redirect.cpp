@@ -142,8 +142,8 @@ int64_t register_redirects(const std::vector<std::string>& names) {
     const std::string base = name.substr(0, dot);
     const std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
     auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(("aten::" + base).c_str(), overload.c_str());
-    library->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                    std::make_unique<RedirectKernel>(handle.schema())));
+    library->impl(name.c_str(),
+                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<RedirectKernel>(handle.schema())));
     ++count;
   }
   return count;

@@ -11,8 +11,8 @@ namespace {
 
 [[noreturn]] void device_mismatch(const OpFacts& facts, int arg, c10::Device got, c10::Device expected) {
   TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ",
-              facts.arg_names[static_cast<size_t>(arg)], " is on ", got, ", different from other tensors on ",
-              expected, " (when checking argument in method ", facts.name, ")");
+              facts.arg_names[static_cast<size_t>(arg)], " is on ", got, ", different from other tensors on ", expected,
+              " (when checking argument in method ", facts.name, ")");
 }
 
 thread_local int64_t tl_calls = 0;
@@ -78,8 +78,7 @@ at::Tensor RedirectCall::tensor(const at::Tensor& t, int arg) {
     cpu_self_ = true;
   }
   map.cpu_inputs.push_back(t.unsafeGetTensorImpl());
-  if (stray_cpu_arg_ < 0 && !facts_.mixes_devices && t.dim() > 0 &&
-      !t.unsafeGetTensorImpl()->is_wrapped_number()) {
+  if (stray_cpu_arg_ < 0 && !facts_.mixes_devices && t.dim() > 0 && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
     stray_cpu_arg_ = arg;
     stray_cpu_device_ = t.device();
   }

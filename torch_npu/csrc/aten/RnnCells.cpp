@@ -23,13 +23,15 @@ namespace {
 
 using OptTensor = std::optional<at::Tensor>;
 
-bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
+bool has(const OptTensor& t) {
+  return t.has_value() && t->defined();
+}
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
                                                          const at::Tensor& cx, const OptTensor& input_bias,
                                                          const OptTensor& hidden_bias) {
-  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(), "_thnn_fused_lstm_cell: gate sizes differ: ",
-              input_gates.sizes(), " vs ", hidden_gates.sizes());
+  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(),
+              "_thnn_fused_lstm_cell: gate sizes differ: ", input_gates.sizes(), " vs ", hidden_gates.sizes());
   at::Tensor gates = input_gates + hidden_gates;
   if (has(input_bias)) {
     gates = gates + *input_bias;
@@ -77,8 +79,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(const OptTenso
 std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
                                             const at::Tensor& hx, const OptTensor& input_bias,
                                             const OptTensor& hidden_bias) {
-  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(), "_thnn_fused_gru_cell: gate sizes differ: ",
-              input_gates.sizes(), " vs ", hidden_gates.sizes());
+  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(),
+              "_thnn_fused_gru_cell: gate sizes differ: ", input_gates.sizes(), " vs ", hidden_gates.sizes());
   auto in = input_gates.chunk(3, 1);
   auto hid = hidden_gates.chunk(3, 1);
   at::Tensor ir = in[0], ii = in[1], inn = in[2];
@@ -102,8 +104,9 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates, const
   return {hy, at::cat({r, z, n, hx, hn}, 1)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_backward(
-    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_backward(const at::Tensor& grad_hy,
+                                                                                         const at::Tensor& workspace,
+                                                                                         bool has_bias) {
   auto chunks = workspace.chunk(5, 1);
   const at::Tensor& r = chunks[0];
   const at::Tensor& z = chunks[1];

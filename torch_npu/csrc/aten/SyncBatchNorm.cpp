@@ -66,17 +66,20 @@ std::tuple<at::Tensor, at::Tensor> gather_stats(const at::Tensor& mean, const at
   return {global_mean, (var + eps).rsqrt()};
 }
 
-std::tuple<at::Tensor, at::Tensor> batch_norm_gather_stats_with_counts(
-    const at::Tensor& /*input*/, const at::Tensor& mean, const at::Tensor& invstd,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, double momentum,
-    double eps, const at::Tensor& counts) {
+std::tuple<at::Tensor, at::Tensor> batch_norm_gather_stats_with_counts(const at::Tensor& /*input*/,
+                                                                       const at::Tensor& mean, const at::Tensor& invstd,
+                                                                       const std::optional<at::Tensor>& running_mean,
+                                                                       const std::optional<at::Tensor>& running_var,
+                                                                       double momentum, double eps,
+                                                                       const at::Tensor& counts) {
   return gather_stats(mean, invstd, running_mean, running_var, momentum, eps, counts);
 }
 
-std::tuple<at::Tensor, at::Tensor> batch_norm_gather_stats(
-    const at::Tensor& /*input*/, const at::Tensor& mean, const at::Tensor& invstd,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, double momentum,
-    double eps, int64_t count) {
+std::tuple<at::Tensor, at::Tensor> batch_norm_gather_stats(const at::Tensor& /*input*/, const at::Tensor& mean,
+                                                           const at::Tensor& invstd,
+                                                           const std::optional<at::Tensor>& running_mean,
+                                                           const std::optional<at::Tensor>& running_var,
+                                                           double momentum, double eps, int64_t count) {
   const at::Tensor counts = at::full({mean.size(0)}, static_cast<double>(count), mean.options());
   return gather_stats(mean, invstd, running_mean, running_var, momentum, eps, counts);
 }
@@ -119,7 +122,8 @@ at::Tensor batch_norm_backward_elemt(const at::Tensor& grad_out, const at::Tenso
     scale = scale * per_channel(weight->to(mean.scalar_type()), input);
   }
   const at::Tensor dx = (grad_out.to(mean.scalar_type()) - per_channel(sum_dy / n, input) -
-                         xmu * inv * inv * per_channel(sum_dy_xmu / n, input)) * scale;
+                         xmu * inv * inv * per_channel(sum_dy_xmu / n, input)) *
+                        scale;
   return dx.to(input.scalar_type());
 }
 

@@ -92,8 +92,8 @@ c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) 
 }
 
 void check_strided(const at::Tensor& cpu) {
-  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(),
-                              "This npu operator would return a ", cpu.is_quantized() ? "quantized" : "",
+  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(), "This npu operator would return a ",
+                              cpu.is_quantized() ? "quantized" : "",
                               cpu.is_quantized() ? "" : layout_name(cpu.layout()),
                               " tensor: sparse, quantized and nested tensors are not supported on npu (only "
                               "strided, dense tensors are)");
@@ -116,7 +116,7 @@ std::string layout_name(c10::Layout layout) {
 
 at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::Device device) {
   const auto keys = c10::DispatchKeySet(device.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::PrivateUse1) |
-      c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+                    c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
   return at::detail::empty_generic(size, zero_allocator(device), keys, dtype, std::nullopt);
 }
 
@@ -148,14 +148,14 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning) {
   check_in_bounds(npu);
   const auto& storage = npu.storage();
   void* data = const_cast<void*>(storage.data());
-  c10::DataPtr data_ptr = owning
-      ? c10::DataPtr(data, new c10::Storage(storage), &release_storage_holder, c10::Device(c10::kCPU))
-      : c10::DataPtr(data, c10::Device(c10::kCPU));
+  c10::DataPtr data_ptr =
+      owning ? c10::DataPtr(data, new c10::Storage(storage), &release_storage_holder, c10::Device(c10::kCPU))
+             : c10::DataPtr(data, c10::Device(c10::kCPU));
   // Resizable, with the CPU allocator: a kernel that grows an out= argument allocates through the
   // bridge, i.e. from the npu pools (sync_written moves that memory to the npu tensor).
-  c10::Storage cpu_storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(),
-                                                                  storage.nbytes(), std::move(data_ptr),
-                                                                  c10::GetCPUAllocator(), /*resizable=*/!owning));
+  c10::Storage cpu_storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
+                                                                 std::move(data_ptr), c10::GetCPUAllocator(),
+                                                                 /*resizable=*/!owning));
   auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(cpu_storage), kCpuKeys, npu.dtype());
   copy_geometry(npu, out);
   return out;
@@ -171,9 +171,8 @@ at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device) {
   auto* storage_impl = storage.unsafeGetStorageImpl();
   // Fast path: a fresh result nobody else references, in a block of this device's pool, becomes
   // the npu tensor itself (same TensorImpl and storage, re-tagged).
-  if (cpu.use_count() == 1 && cpu.weak_use_count() == 1 && storage.use_count() == 1 &&
-      !impl->is_wrapped_number() && impl->allow_tensor_metadata_change() &&
-      claim_pool_block(storage_impl->_mutable_data_ptr_no_checks(), device)) {
+  if (cpu.use_count() == 1 && cpu.weak_use_count() == 1 && storage.use_count() == 1 && !impl->is_wrapped_number() &&
+      impl->allow_tensor_metadata_change() && claim_pool_block(storage_impl->_mutable_data_ptr_no_checks(), device)) {
     storage_impl->set_allocator(npu_allocator());
     impl->set_storage_keep_dtype(c10::Storage(storage));
     impl->_change_backend_component_keys(c10::Device(kNpu, device));

@@ -115,8 +115,7 @@ struct Result<std::tuple<Ts...>> {
   static std::tuple<Ts...> map(RedirectCall& call, const WrittenRefs& written, std::tuple<Ts...>&& r) {
     return std::apply(
         [&](auto&&... xs) {
-          return std::tuple<Ts...>(
-              Result<Ts>::map(call, written, std::forward<decltype(xs)>(xs))...);
+          return std::tuple<Ts...>(Result<Ts>::map(call, written, std::forward<decltype(xs)>(xs))...);
         },
         std::move(r));
   }
@@ -214,57 +213,56 @@ struct Unboxed<Op, Ret(Args...)> {
 
 // Element-wise arithmetic, activations, reductions and matmuls that small-tensor workloads
 // (optimizer steps, attention glue, scalar bookkeeping) call most.
-#define VNPU_UNBOXED_OPS(_)                                         \
-  _(add_Tensor, "add.Tensor")                                       \
-  _(add__Tensor, "add_.Tensor")                                     \
-  _(sub_Tensor, "sub.Tensor")                                       \
-  _(sub__Tensor, "sub_.Tensor")                                     \
-  _(mul_Tensor, "mul.Tensor")                                       \
-  _(mul__Tensor, "mul_.Tensor")                                     \
-  _(div_Tensor, "div.Tensor")                                       \
-  _(div__Tensor, "div_.Tensor")                                     \
-  _(neg, "neg")                                                     \
-  _(exp, "exp")                                                     \
-  _(log, "log")                                                     \
-  _(sqrt, "sqrt")                                                   \
-  _(rsqrt, "rsqrt")                                                 \
-  _(abs, "abs")                                                     \
-  _(sigmoid, "sigmoid")                                             \
-  _(tanh, "tanh")                                                   \
-  _(relu, "relu")                                                   \
-  _(relu_, "relu_")                                                 \
-  _(gelu, "gelu")                                                   \
-  _(silu, "silu")                                                   \
-  _(pow_Tensor_Scalar, "pow.Tensor_Scalar")                         \
-  _(eq_Scalar, "eq.Scalar")                                         \
-  _(eq_Tensor, "eq.Tensor")                                         \
-  _(ne_Scalar, "ne.Scalar")                                         \
-  _(gt_Scalar, "gt.Scalar")                                         \
-  _(lt_Scalar, "lt.Scalar")                                         \
-  _(where_self, "where.self")                                       \
-  _(masked_fill__Scalar, "masked_fill_.Scalar")                     \
-  _(clamp, "clamp")                                                 \
-  _(threshold_backward, "threshold_backward")                       \
-  _(sum, "sum")                                                     \
-  _(sum_dim_IntList, "sum.dim_IntList")                             \
-  _(mean_dim, "mean.dim")                                           \
-  _(mm, "mm")                                                       \
-  _(addmm, "addmm")                                                 \
-  _(bmm, "bmm")                                                     \
-  _(_softmax, "_softmax")                                           \
-  _(_log_softmax, "_log_softmax")                                   \
-  _(fill__Scalar, "fill_.Scalar")                                   \
-  _(zero_, "zero_")                                                 \
-  _(clone, "clone")                                                 \
-  _(copy_, "copy_")                                                 \
-  _(_to_copy, "_to_copy")                                           \
-  _(lerp__Scalar, "lerp_.Scalar")                                   \
-  _(addcmul_, "addcmul_")                                           \
+#define VNPU_UNBOXED_OPS(_)                     \
+  _(add_Tensor, "add.Tensor")                   \
+  _(add__Tensor, "add_.Tensor")                 \
+  _(sub_Tensor, "sub.Tensor")                   \
+  _(sub__Tensor, "sub_.Tensor")                 \
+  _(mul_Tensor, "mul.Tensor")                   \
+  _(mul__Tensor, "mul_.Tensor")                 \
+  _(div_Tensor, "div.Tensor")                   \
+  _(div__Tensor, "div_.Tensor")                 \
+  _(neg, "neg")                                 \
+  _(exp, "exp")                                 \
+  _(log, "log")                                 \
+  _(sqrt, "sqrt")                               \
+  _(rsqrt, "rsqrt")                             \
+  _(abs, "abs")                                 \
+  _(sigmoid, "sigmoid")                         \
+  _(tanh, "tanh")                               \
+  _(relu, "relu")                               \
+  _(relu_, "relu_")                             \
+  _(gelu, "gelu")                               \
+  _(silu, "silu")                               \
+  _(pow_Tensor_Scalar, "pow.Tensor_Scalar")     \
+  _(eq_Scalar, "eq.Scalar")                     \
+  _(eq_Tensor, "eq.Tensor")                     \
+  _(ne_Scalar, "ne.Scalar")                     \
+  _(gt_Scalar, "gt.Scalar")                     \
+  _(lt_Scalar, "lt.Scalar")                     \
+  _(where_self, "where.self")                   \
+  _(masked_fill__Scalar, "masked_fill_.Scalar") \
+  _(clamp, "clamp")                             \
+  _(threshold_backward, "threshold_backward")   \
+  _(sum, "sum")                                 \
+  _(sum_dim_IntList, "sum.dim_IntList")         \
+  _(mean_dim, "mean.dim")                       \
+  _(mm, "mm")                                   \
+  _(addmm, "addmm")                             \
+  _(bmm, "bmm")                                 \
+  _(_softmax, "_softmax")                       \
+  _(_log_softmax, "_log_softmax")               \
+  _(fill__Scalar, "fill_.Scalar")               \
+  _(zero_, "zero_")                             \
+  _(clone, "clone")                             \
+  _(copy_, "copy_")                             \
+  _(_to_copy, "_to_copy")                       \
+  _(lerp__Scalar, "lerp_.Scalar")               \
+  _(addcmul_, "addcmul_")                       \
   _(addcdiv_, "addcdiv_")
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define VNPU_REGISTER_UNBOXED(op, name) \
-  m.impl(name, TORCH_FN((&vnpu::Unboxed<at::_ops::op>::call)));
+#define VNPU_REGISTER_UNBOXED(op, name) m.impl(name, TORCH_FN((&vnpu::Unboxed<at::_ops::op>::call)));
   VNPU_UNBOXED_OPS(VNPU_REGISTER_UNBOXED)
 #undef VNPU_REGISTER_UNBOXED
 }

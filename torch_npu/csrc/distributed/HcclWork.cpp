@@ -3,9 +3,9 @@
 #include <ATen/core/ivalue_inl.h>
 #include <c10/util/StringUtil.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <ctime>
-#include <unistd.h>
 
 namespace vnpu {
 
@@ -39,10 +39,18 @@ void HcclWork::Once::run() {
   });
 }
 
-bool HcclWork::isCompleted() { return inner_->isCompleted(); }
-bool HcclWork::isSuccess() const { return inner_->isSuccess(); }
-std::exception_ptr HcclWork::exception() const { return inner_->exception(); }
-void HcclWork::abort() { inner_->abort(); }
+bool HcclWork::isCompleted() {
+  return inner_->isCompleted();
+}
+bool HcclWork::isSuccess() const {
+  return inner_->isSuccess();
+}
+std::exception_ptr HcclWork::exception() const {
+  return inner_->exception();
+}
+void HcclWork::abort() {
+  inner_->abort();
+}
 
 bool HcclWork::wait(std::chrono::milliseconds timeout) {
   try {

@@ -70,8 +70,8 @@ Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-      TORCH_CHECK(false, "Cannot use ReduceOp.", op_name(op.op_), " with HCCL", dist_error(kDistNotSupport,
-                                                                                            "feature not supported"));
+      TORCH_CHECK(false, "Cannot use ReduceOp.", op_name(op.op_), " with HCCL",
+                  dist_error(kDistNotSupport, "feature not supported"));
     case c10d::ReduceOp::AVG:
       r.average = dtype != at::kBool;
       r.gloo_op = c10d::ReduceOp(dtype == at::kBool ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM);
@@ -92,9 +92,7 @@ Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
     case c10d::ReduceOp::PRODUCT:
       r.gloo_op = c10d::ReduceOp(dtype == at::kBool ? c10d::ReduceOp::MIN : c10d::ReduceOp::PRODUCT);
       return r;
-    default:
-      r.gloo_op = op;
-      return r;
+    default: r.gloo_op = op; return r;
   }
 }
 
@@ -141,17 +139,26 @@ ProcessGroupHCCL::~ProcessGroupHCCL() {
 namespace {
 
 const std::vector<std::string>& collective_names() {
-  static const std::vector<std::string> names = {
-      "broadcast", "allreduce", "reduce", "allgather", "allgather_into_tensor", "gather", "scatter",
-      "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single", "all_to_all", "barrier"};
+  static const std::vector<std::string> names = {"broadcast",
+                                                 "allreduce",
+                                                 "reduce",
+                                                 "allgather",
+                                                 "allgather_into_tensor",
+                                                 "gather",
+                                                 "scatter",
+                                                 "reduce_scatter",
+                                                 "reduce_scatter_tensor",
+                                                 "all_to_all_single",
+                                                 "all_to_all",
+                                                 "barrier"};
   return names;
 }
 
 std::string fingerprint_text(const int64_t* f) {
   const auto& names = collective_names();
   const std::string name = f[1] >= 0 && f[1] < static_cast<int64_t>(names.size()) ? names[f[1]] : "?";
-  std::string text = c10::str(name, "(#", f[0], ", numel=", f[2], ", dtype=",
-                              f[3] >= 0 ? c10::toString(static_cast<at::ScalarType>(f[3])) : "none");
+  std::string text = c10::str(name, "(#", f[0], ", numel=", f[2],
+                              ", dtype=", f[3] >= 0 ? c10::toString(static_cast<at::ScalarType>(f[3])) : "none");
   if (f[4] >= 0) {
     text += c10::str(", op=", f[4]);
   }
@@ -171,10 +178,10 @@ void ProcessGroupHCCL::check_in_step(const char* collective, const std::vector<a
   for (const auto& t : tensors) {
     numel += t.numel();
   }
-  at::Tensor mine = at::tensor({sequence_++, static_cast<int64_t>(found - names.begin()), numel,
-                                tensors.empty() ? int64_t{-1} : static_cast<int64_t>(tensors[0].scalar_type()),
-                                reduce_op},
-                               at::kLong);
+  at::Tensor mine =
+      at::tensor({sequence_++, static_cast<int64_t>(found - names.begin()), numel,
+                  tensors.empty() ? int64_t{-1} : static_cast<int64_t>(tensors[0].scalar_type()), reduce_op},
+                 at::kLong);
   std::vector<std::vector<at::Tensor>> all(1);
   for (int r = 0; r < getSize(); ++r) {
     all[0].push_back(at::empty_like(mine));
@@ -201,8 +208,8 @@ std::string ProcessGroupHCCL::comm_name() const {
 
 std::string ProcessGroupHCCL::describe(const char* collective) const {
   const std::string& group = getGroupUid();
-  return c10::str(name_, " ", collective, " on group ", group.empty() ? "default_pg" : group,
-                  " (rank ", getRank(), " of ", getSize(), ")");
+  return c10::str(name_, " ", collective, " on group ", group.empty() ? "default_pg" : group, " (rank ", getRank(),
+                  " of ", getSize(), ")");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
@@ -274,8 +281,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
   if (r.average && root) {
     after = [tensors, size] { divide(tensors, size); };
   }
-  return c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors,
-                                       std::move(after));
+  return c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors, std::move(after));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -303,8 +309,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
   return named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                                 std::vector<at::Tensor>& inputs,
+                                                                                 const c10d::AllgatherOptions& opts) {
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (size_t i = 0; i < outputs.size(); ++i) {
     works.push_back(_allgather_base(outputs[i], inputs[i], opts));
@@ -364,11 +371,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
   auto work = allreduce(one, all);
   at::Tensor out = output;
   const int64_t rank = getRank();
-  return c10::make_intrusive<HcclWork>(work, describe("reduce_scatter_tensor"), std::vector<at::Tensor>{output},
-                                       [out, whole, rank] {
-                                         out.copy_(whole.reshape({-1}).narrow(0, rank * out.numel(), out.numel())
-                                                       .view(out.sizes()));
-                                       });
+  return c10::make_intrusive<HcclWork>(
+      work, describe("reduce_scatter_tensor"), std::vector<at::Tensor>{output}, [out, whole, rank] {
+        out.copy_(whole.reshape({-1}).narrow(0, rank * out.numel(), out.numel()).view(out.sizes()));
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter_tensor_coalesced(

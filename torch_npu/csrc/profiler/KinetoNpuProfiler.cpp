@@ -54,10 +54,10 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
       status_ = libkineto::TraceStatus::RECORDING;
       return;
     }
-    epoch_offset_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count() -
-                       now_ns();
+    epoch_offset_ns_ =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count() -
+        now_ns();
     recording_.start(false);
     status_ = libkineto::TraceStatus::RECORDING;
   }

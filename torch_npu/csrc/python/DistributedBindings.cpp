@@ -12,14 +12,15 @@ namespace vnpu::python {
 void bind_distributed(py::module& m) {
   auto c10d_module = m.def_submodule("_distributed_c10d", "torch_npu's c10d backends");
   py::class_<ProcessGroupHCCL, c10d::Backend, c10::intrusive_ptr<ProcessGroupHCCL>>(c10d_module, "ProcessGroupHCCL")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size,
-                       const std::string& name) {
-             return c10::make_intrusive<ProcessGroupHCCL>(transport, rank, size, name);
-           }),
-           py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("name") = "hccl",
-           py::call_guard<py::gil_scoped_release>())
-      .def("get_hccl_comm_name", [](const ProcessGroupHCCL& self, int64_t /*rank*/) { return self.comm_name(); },
-           py::arg("rank") = 0);
+      .def(
+          py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size, const std::string& name) {
+            return c10::make_intrusive<ProcessGroupHCCL>(transport, rank, size, name);
+          }),
+          py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("name") = "hccl",
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "get_hccl_comm_name", [](const ProcessGroupHCCL& self, int64_t /*rank*/) { return self.comm_name(); },
+          py::arg("rank") = 0);
 }
 
 }  // namespace vnpu::python

@@ -3,17 +3,17 @@
 #include "python/Bindings.h"
 
 #include "aten/ActivityRecorder.h"
-#include "aten/OperatorTotals.h"
 #include "aten/CpuFallback.h"
 #include "aten/GraphCapture.h"
 #include "aten/HostSync.h"
 #include "aten/OpHooks.h"
+#include "aten/OperatorTotals.h"
 #include "aten/PrecisionEmulation.h"
 #include "aten/Redirect.h"
+#include "compile/HostCompiledCall.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Options.h"
 #include "runtime/Stream.h"
-#include "compile/HostCompiledCall.h"
 #include "vision/VisionKernels.h"
 
 #include <pybind11/stl.h>
@@ -156,9 +156,8 @@ void bind_ops(py::module& m) {
 
   py::class_<GraphRecording, std::shared_ptr<GraphRecording>>(m, "_GraphRecording")
       .def(py::init([] { return std::make_shared<GraphRecording>(); }))
-      .def("begin", [](GraphRecording& g, int64_t stream_id, int device) {
-        g.begin(make_stream(stream_id, static_cast<c10::DeviceIndex>(device)));
-      })
+      .def("begin", [](GraphRecording& g, int64_t stream_id,
+                       int device) { g.begin(make_stream(stream_id, static_cast<c10::DeviceIndex>(device))); })
       .def("end", &GraphRecording::end)
       .def("replay", &GraphRecording::replay, py::call_guard<py::gil_scoped_release>())
       .def("reset", &GraphRecording::reset)
@@ -169,9 +168,8 @@ void bind_ops(py::module& m) {
       .def("splice", &GraphRecording::splice)
       .def("update_int_list", [](GraphRecording& g, size_t record, const std::string& name,
                                  const std::vector<int64_t>& value) { g.update_argument(record, name, value); })
-      .def("update_int", [](GraphRecording& g, size_t record, const std::string& name, int64_t value) {
-        g.update_argument(record, name, value);
-      })
+      .def("update_int", [](GraphRecording& g, size_t record, const std::string& name,
+                            int64_t value) { g.update_argument(record, name, value); })
       .def("update_float", [](GraphRecording& g, size_t record, const std::string& name, double value) {
         g.update_argument(record, name, value);
       });

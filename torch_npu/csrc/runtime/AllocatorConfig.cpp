@@ -118,13 +118,25 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
   c.source = source;
   c.text = text;
   Tokens t(text);
-  static const std::vector<std::string> known = {
-      "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold", "expandable_segments",
-      "roundup_power2_divisions", "large_segment_size_mb", "segment_size_mb", "per_process_memory_fraction",
-      "base_addr_aligned_kb", "page_size", "multi_stream_lazy_reclaim", "pinned_use_background_threads",
-      "pin_memory_expandable_segments", "pinned_mem_register", "release_lock_on_npumalloc",
-      "throw_on_npumalloc_oom", "pinned_max_round_threshold_mb", "pinned_max_cached_size_mb",
-      "pinned_reserve_segment_size_mb"};
+  static const std::vector<std::string> known = {"max_split_size_mb",
+                                                 "max_non_split_rounding_mb",
+                                                 "garbage_collection_threshold",
+                                                 "expandable_segments",
+                                                 "roundup_power2_divisions",
+                                                 "large_segment_size_mb",
+                                                 "segment_size_mb",
+                                                 "per_process_memory_fraction",
+                                                 "base_addr_aligned_kb",
+                                                 "page_size",
+                                                 "multi_stream_lazy_reclaim",
+                                                 "pinned_use_background_threads",
+                                                 "pin_memory_expandable_segments",
+                                                 "pinned_mem_register",
+                                                 "release_lock_on_npumalloc",
+                                                 "throw_on_npumalloc_oom",
+                                                 "pinned_max_round_threshold_mb",
+                                                 "pinned_max_cached_size_mb",
+                                                 "pinned_reserve_segment_size_mb"};
   for (size_t i = 0; i < t.size(); ++i) {
     const std::string key = t[i];
     TORCH_CHECK_VALUE(std::find(known.begin(), known.end(), key) != known.end(), "Unrecognized key '", key,

@@ -15,9 +15,9 @@
 
 namespace vnpu {
 
-constexpr size_t kMinBlockSize = 512;                // every block is a multiple of 512 bytes
-constexpr size_t kSmallSize = size_t(1) << 20;       // small pool holds blocks up to 1 MiB
-constexpr size_t kSmallBuffer = size_t(2) << 20;     // small blocks are packed in 2 MiB segments
+constexpr size_t kMinBlockSize = 512;             // every block is a multiple of 512 bytes
+constexpr size_t kSmallSize = size_t(1) << 20;    // small pool holds blocks up to 1 MiB
+constexpr size_t kSmallBuffer = size_t(2) << 20;  // small blocks are packed in 2 MiB segments
 
 struct Block {
   char* ptr = nullptr;
@@ -31,10 +31,10 @@ struct Block {
   Block* free_prev = nullptr;  // links in a small-pool free list
   Block* free_next = nullptr;
   // torch_npu storage description of the tensor memory in this block (npu_format_cast).
-  uint64_t pool = 0;             // 0: the default pool, else a torch.npu.MemPool id
-  bool pluggable = false;        // memory of a user NPUPluggableAllocator, outside the pools
-  int32_t npu_format = -1;       // -1: the default format for the tensor's rank
-  int64_t storage_numel = -1;    // elements of the physical (possibly padded) storage
+  uint64_t pool = 0;           // 0: the default pool, else a torch.npu.MemPool id
+  bool pluggable = false;      // memory of a user NPUPluggableAllocator, outside the pools
+  int32_t npu_format = -1;     // -1: the default format for the tensor's rank
+  int64_t storage_numel = -1;  // elements of the physical (possibly padded) storage
   bool is_split() const {
     return prev != nullptr || next != nullptr;
   }

@@ -34,7 +34,7 @@ using c10::CachingDeviceAllocator::DeviceStats;
 
 constexpr size_t kMinLargeAlloc = size_t(10) << 20;  // below 10 MiB, large blocks share a segment
 constexpr size_t kRoundLarge = size_t(2) << 20;      // larger segments round up to 2 MiB
-constexpr size_t kPadBytes = 32;  // torch_npu pads every request by 32 bytes on pre-950 SoCs
+constexpr size_t kPadBytes = 32;                     // torch_npu pads every request by 32 bytes on pre-950 SoCs
 constexpr uint64_t kOneEB = uint64_t(1) << 60;
 
 // Allocator events waiting to be logged once the device lock is released (logging a stack may
@@ -52,7 +52,6 @@ void note(const char* action, c10::DeviceIndex device, const void* address, size
     tl_pending.push_back({action, device, reinterpret_cast<uintptr_t>(address), size});
   }
 }
-
 
 std::atomic<bool> g_initialized{false};
 std::atomic<int64_t> g_host_mapped{0};  // bytes of segments mapped for all devices
@@ -98,19 +97,18 @@ size_t segment_size_for(size_t size, const AllocatorConfig& config) {
   const int64_t capacity = device_capacity();
   const int64_t reserved = current(st.stats.reserved_bytes);
   const int64_t allowed = allowed_bytes(st);
-  const std::string allowed_info =
-      allowed < capacity ? format_size(static_cast<uint64_t>(allowed)) + " allowed; " : "";
+  const std::string allowed_info = allowed < capacity ? format_size(static_cast<uint64_t>(allowed)) + " allowed; " : "";
   if (c10::memoryProfilingEnabled()) {
     c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested),
                                      static_cast<size_t>(current(st.stats.allocated_bytes)),
                                      static_cast<size_t>(reserved), c10::Device(kNpu, device));
   }
-  TORCH_CHECK_WITH(OutOfMemoryError, false, "NPU out of memory. Tried to allocate ", format_size(requested),
-                   " (NPU ", static_cast<int>(device), "; ", format_size(static_cast<uint64_t>(capacity)),
-                   " total capacity; ", format_size(static_cast<uint64_t>(current(st.stats.allocated_bytes))),
-                   " already allocated; ", format_size(static_cast<uint64_t>(current(st.stats.active_bytes))),
-                   " current active; ", format_size(static_cast<uint64_t>(std::max<int64_t>(capacity - reserved, 0))),
-                   " free; ", allowed_info, format_size(static_cast<uint64_t>(reserved)),
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "NPU out of memory. Tried to allocate ", format_size(requested), " (NPU ",
+                   static_cast<int>(device), "; ", format_size(static_cast<uint64_t>(capacity)), " total capacity; ",
+                   format_size(static_cast<uint64_t>(current(st.stats.allocated_bytes))), " already allocated; ",
+                   format_size(static_cast<uint64_t>(current(st.stats.active_bytes))), " current active; ",
+                   format_size(static_cast<uint64_t>(std::max<int64_t>(capacity - reserved, 0))), " free; ",
+                   allowed_info, format_size(static_cast<uint64_t>(reserved)),
                    " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
                    "max_split_size_mb to avoid fragmentation.",
                    host_note);
@@ -128,7 +126,7 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
   void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (ptr == MAP_FAILED) {
     host_note = " [vnpu] The host refused to map " + format_size(bytes) +
-        " of memory to back this device allocation (every npu byte lives in host memory).";
+                " of memory to back this device allocation (every npu byte lives in host memory).";
     return nullptr;
   }
   g_host_mapped += static_cast<int64_t>(bytes);
@@ -314,7 +312,6 @@ void release_free_segments(DeviceState& st, bool every_pool) {
   }
 }
 
-
 std::atomic<bool> g_npu_memory_used{false};
 
 void free_block(void* ctx) {
@@ -464,8 +461,8 @@ void free_foreign(void* ctx) {
 }
 
 void for_each_stat_array(DeviceStats& s, void (*fn)(c10::CachingAllocator::Stat&)) {
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                       &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
     for (auto& stat : *a) {
       fn(stat);
     }
@@ -511,8 +508,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     Guard guard(st.lock);
     DeviceStats stats = st.stats;
     const auto max_split = allocator_config().max_split_size;
-    stats.max_split_size =
-        max_split == std::numeric_limits<size_t>::max() ? 0 : static_cast<int64_t>(max_split);
+    stats.max_split_size = max_split == std::numeric_limits<size_t>::max() ? 0 : static_cast<int64_t>(max_split);
     return stats;
   }
   void resetAccumulatedStats(c10::DeviceIndex device) override {

@@ -29,8 +29,8 @@ int parse_physical_count(std::string& error) {
   }
   int n = digits ? std::atoi(s.c_str()) : -1;
   if (n < 0 || n > kMaxDevices) {
-    error = "VNPU_DEVICE_COUNT='" + s + "' is invalid: expected an integer from 0 to " +
-        std::to_string(kMaxDevices) + " (the number of virtual NPUs)";
+    error = "VNPU_DEVICE_COUNT='" + s + "' is invalid: expected an integer from 0 to " + std::to_string(kMaxDevices) +
+            " (the number of virtual NPUs)";
     return 0;
   }
   return n;
@@ -78,15 +78,15 @@ std::vector<int> parse_visible(int physical_count, std::string& error) {
   for (size_t i = 1; i < ids.size(); ++i) {
     if (ids[i] <= ids[i - 1]) {
       error = std::string("ASCEND_RT_VISIBLE_DEVICES='") + env +
-          "' is invalid: device ids must be listed in ascending order without repeats, so no NPU "
-          "is visible (torch_npu behaves the same)";
+              "' is invalid: device ids must be listed in ascending order without repeats, so no NPU "
+              "is visible (torch_npu behaves the same)";
       return {};
     }
   }
   if (ids.empty() && *env != '\0') {
-    error = std::string("ASCEND_RT_VISIBLE_DEVICES='") + env +
-        "' selects no device: the machine has " + std::to_string(physical_count) +
-        " NPUs (ids 0 to " + std::to_string(physical_count - 1) + ", VNPU_DEVICE_COUNT)";
+    error = std::string("ASCEND_RT_VISIBLE_DEVICES='") + env + "' selects no device: the machine has " +
+            std::to_string(physical_count) + " NPUs (ids 0 to " + std::to_string(physical_count - 1) +
+            ", VNPU_DEVICE_COUNT)";
   }
   return ids;
 }

@@ -8,7 +8,7 @@
 namespace vnpu {
 namespace {
 
-constexpr size_t kHeadroom = size_t(512) << 20;      // left to the rest of the process and the OS
+constexpr size_t kHeadroom = size_t(512) << 20;       // left to the rest of the process and the OS
 constexpr size_t kCheckAvailable = size_t(16) << 20;  // segments this large look at MemAvailable
 
 // Reads a "Key:   N kB" line of /proc/meminfo; 0 if unavailable.
@@ -42,15 +42,15 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
   }
   if (mapped + bytes + kHeadroom > total) {
     note = " [vnpu] This host cannot back it: npu memory lives in host memory, the npu pools already hold " +
-        format_size(mapped) + " and the machine has " + format_size(total) +
-        " in total. Lower VNPU_DEVICE_MEMORY (or use a smaller VNPU_SOC) to model a card that fits.";
+           format_size(mapped) + " and the machine has " + format_size(total) +
+           " in total. Lower VNPU_DEVICE_MEMORY (or use a smaller VNPU_SOC) to model a card that fits.";
     return false;
   }
   if (bytes >= kCheckAvailable) {
     const size_t available = meminfo_bytes("MemAvailable");
     if (available != 0 && bytes + kHeadroom > available) {
       note = " [vnpu] This host cannot back it: npu memory lives in host memory and only " + format_size(available) +
-          " of host memory is available now. Free host memory or lower VNPU_DEVICE_MEMORY.";
+             " of host memory is available now. Free host memory or lower VNPU_DEVICE_MEMORY.";
       return false;
     }
   }

@@ -54,9 +54,9 @@ void record_memory_event(const char* action, c10::DeviceIndex device, uintptr_t 
   }
   // Stacks are gathered outside the lock (gathering Python frames may take the GIL).
   std::shared_ptr<c10::GatheredContext> stack = context ? context() : nullptr;
-  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  const auto now =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::lock_guard<std::mutex> guard(h.mu);
   h.entries.push_back(HistoryEntry{action, device, address, size, now, std::move(stack)});
   while (h.entries.size() > h.max_entries) {

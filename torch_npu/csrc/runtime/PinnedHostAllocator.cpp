@@ -18,8 +18,8 @@ constexpr size_t kAlignment = 64;
 
 struct PinnedState {
   std::mutex mu;
-  std::map<uintptr_t, size_t> blocks;                       // every block held, by address
-  std::unordered_map<size_t, std::vector<void*>> cached;    // free blocks by size
+  std::map<uintptr_t, size_t> blocks;                     // every block held, by address
+  std::unordered_map<size_t, std::vector<void*>> cached;  // free blocks by size
   PinnedHostStats stats;
 };
 

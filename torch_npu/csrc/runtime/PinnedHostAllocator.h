@@ -17,7 +17,7 @@ struct PinnedHostStats {
   int64_t num_host_free = 0;   // blocks returned to the OS
   int64_t allocations = 0;     // blocks currently handed out
   int64_t allocations_peak = 0;
-  int64_t allocated_bytes = 0; // bytes currently handed out
+  int64_t allocated_bytes = 0;  // bytes currently handed out
   int64_t allocated_bytes_peak = 0;
   int64_t reserved_bytes = 0;  // bytes held (handed out + cached)
   int64_t reserved_bytes_peak = 0;

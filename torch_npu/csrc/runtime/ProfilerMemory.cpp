@@ -25,8 +25,8 @@ Buffer& buffer() {
 
 }  // namespace
 
-void record_profiler_memory(int64_t ptr, int64_t bytes, int64_t allocated, int64_t reserved, int64_t active,
-                            int device, int64_t stream) {
+void record_profiler_memory(int64_t ptr, int64_t bytes, int64_t allocated, int64_t reserved, int64_t active, int device,
+                            int64_t stream) {
   ProfilerMemoryEvent e;
   e.ptr = ptr;
   e.bytes = bytes;

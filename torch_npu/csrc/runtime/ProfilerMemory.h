@@ -18,8 +18,8 @@ struct ProfilerMemoryEvent {
   int64_t active = 0;
   int device = -1;
   int64_t stream = 0;
-  int64_t time_ns = 0;  // the steady clock of now_ns()
-  uint64_t thread = 0;  // at::RecordFunction::currentThreadId(), as the profiler's host events
+  int64_t time_ns = 0;       // the steady clock of now_ns()
+  uint64_t thread = 0;       // at::RecordFunction::currentThreadId(), as the profiler's host events
   uint64_t correlation = 0;  // the host operator being profiled on this thread (ProfilerCorrelation.h)
 };
 
@@ -29,8 +29,8 @@ inline bool profiler_memory_on() {
   return g_profiler_memory_on.load(std::memory_order_relaxed);
 }
 
-void record_profiler_memory(int64_t ptr, int64_t bytes, int64_t allocated, int64_t reserved, int64_t active,
-                            int device, int64_t stream);
+void record_profiler_memory(int64_t ptr, int64_t bytes, int64_t allocated, int64_t reserved, int64_t active, int device,
+                            int64_t stream);
 void start_profiler_memory();
 std::vector<ProfilerMemoryEvent> stop_profiler_memory();
 

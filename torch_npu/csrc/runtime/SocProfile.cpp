@@ -67,15 +67,19 @@ int64_t parse_memory_override() {
     ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   }
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kb" || unit == "kib" || unit == "k") scale = 1024.0;
-  else if (unit == "mb" || unit == "mib" || unit == "m") scale = 1024.0 * 1024.0;
-  else if (unit == "gb" || unit == "gib" || unit == "g") scale = 1024.0 * 1024.0 * 1024.0;
-  else if (unit == "tb" || unit == "tib" || unit == "t") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kb" || unit == "kib" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "mb" || unit == "mib" || unit == "m")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "gb" || unit == "gib" || unit == "g")
+    scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "tb" || unit == "tib" || unit == "t")
+    scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   char* end = nullptr;
   double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
-  TORCH_CHECK_VALUE(scale > 0 && value > 0 && end != nullptr && *end == '\0',
-                    "VNPU_DEVICE_MEMORY='", s,
+  TORCH_CHECK_VALUE(scale > 0 && value > 0 && end != nullptr && *end == '\0', "VNPU_DEVICE_MEMORY='", s,
                     "' is invalid: expected a positive size such as 16GB, 512MiB or 1073741824");
   return static_cast<int64_t>(value * scale);
 }

@@ -25,11 +25,11 @@ int images_per_block(int batch) {
 }
 
 struct Geometry {
-  int channels, height, width;         // input
-  int kernel_h, kernel_w;              // weight taps
+  int channels, height, width;  // input
+  int kernel_h, kernel_w;       // weight taps
   int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   int out_h, out_w;
-  int block;                           // images per block
+  int block;  // images per block
   int offset_groups;
   bool use_mask;
 };
@@ -63,9 +63,15 @@ struct TapField {
   const T* offset;
   const T* mask;
   int out_h, out_w;
-  T dy(int tap, int y, int x) const { return offset[((2 * tap) * out_h + y) * out_w + x]; }
-  T dx(int tap, int y, int x) const { return offset[((2 * tap + 1) * out_h + y) * out_w + x]; }
-  T scale(int tap, int y, int x) const { return mask != nullptr ? mask[(tap * out_h + y) * out_w + x] : T(1); }
+  T dy(int tap, int y, int x) const {
+    return offset[((2 * tap) * out_h + y) * out_w + x];
+  }
+  T dx(int tap, int y, int x) const {
+    return offset[((2 * tap + 1) * out_h + y) * out_w + x];
+  }
+  T scale(int tap, int y, int x) const {
+    return mask != nullptr ? mask[(tap * out_h + y) * out_w + x] : T(1);
+  }
 };
 
 template <typename T>
@@ -88,8 +94,8 @@ void im2col(const Geometry& g, const T* input, const T* offset, const T* mask, T
       const TapField<T> field = taps_of(g, offset, mask, b, c / per_group);
       for (int y = 0; y < g.out_h; ++y) {
         for (int x = 0; x < g.out_w; ++x) {
-          T* out = columns + static_cast<int64_t>(c) * g.kernel_h * g.kernel_w * row_length + b * plane +
-                   y * g.out_w + x;
+          T* out =
+              columns + static_cast<int64_t>(c) * g.kernel_h * g.kernel_w * row_length + b * plane + y * g.out_w + x;
           for (int i = 0; i < g.kernel_h; ++i) {
             for (int j = 0; j < g.kernel_w; ++j) {
               const int tap = i * g.kernel_w + j;
@@ -175,8 +181,8 @@ void col2im_coordinates(const Geometry& g, const T* columns, const T* input, con
   for (int b = 0; b < g.block; ++b) {
     for (int group = 0; group < g.offset_groups; ++group) {
       const TapField<T> field = taps_of(g, offset, mask, b, group);
-      const T* first_channel = input + (static_cast<int64_t>(b) * g.offset_groups + group) * per_group * g.height *
-                                           g.width;
+      const T* first_channel =
+          input + (static_cast<int64_t>(b) * g.offset_groups + group) * per_group * g.height * g.width;
       const T* group_columns = columns + static_cast<int64_t>(group) * per_group * taps * row_length;
       for (int component = 0; component < 2 * taps; ++component) {
         const int tap = component / 2;
@@ -191,8 +197,8 @@ void col2im_coordinates(const Geometry& g, const T* columns, const T* input, con
             const T at_x = (x * g.stride_w - g.pad_w) + j * g.dilation_w + field.dx(tap, y, x);
             const T* channel = first_channel;
             for (int c = 0; c < per_group; ++c, channel += g.height * g.width) {
-              const T column = group_columns[(static_cast<int64_t>(c) * taps + tap) * row_length + b * plane +
-                                             y * g.out_w + x];
+              const T column =
+                  group_columns[(static_cast<int64_t>(c) * taps + tap) * row_length + b * plane + y * g.out_w + x];
               const T weight = coordinate_weight(channel, g.height, g.width, at_y, at_x, along_y);
               offset_grad += scale * weight * column;
               if (g.use_mask && along_y) {
@@ -244,35 +250,34 @@ void check_arguments(const at::Tensor& input, const at::Tensor& weight, const at
   TORCH_CHECK(g.stride_h > 0 && g.stride_w > 0, "stride_h: ", g.stride_h, " stride_w: ", g.stride_w);
   TORCH_CHECK(g.pad_h >= 0 && g.pad_w >= 0, "pad_h: ", g.pad_h, " pad_w: ", g.pad_w);
   TORCH_CHECK(g.dilation_h > 0 && g.dilation_w > 0, "dilation_h: ", g.dilation_h, " dilation_w: ", g.dilation_w);
-  TORCH_CHECK(weight.size(1) * groups == input.size(1), "deform_conv2d: weight.shape[1] * groups (",
-              weight.size(1), " * ", groups, ") must equal the input channels (", input.size(1), ")");
+  TORCH_CHECK(weight.size(1) * groups == input.size(1), "deform_conv2d: weight.shape[1] * groups (", weight.size(1),
+              " * ", groups, ") must equal the input channels (", input.size(1), ")");
   TORCH_CHECK(weight.size(0) % groups == 0, "deform_conv2d: out channels (", weight.size(0),
               ") must be divisible by groups (", groups, ")");
   const int64_t taps = static_cast<int64_t>(g.kernel_h) * g.kernel_w;
   TORCH_CHECK(offset.size(1) == g.offset_groups * 2 * taps, "offset.shape[1] is not valid: got: ", offset.size(1),
               " expected: ", g.offset_groups * 2 * taps);
-  TORCH_CHECK(!g.use_mask || mask.size(1) == g.offset_groups * taps, "mask.shape[1] is not valid: got: ",
-              mask.size(1), " expected: ", g.offset_groups * taps);
+  TORCH_CHECK(!g.use_mask || mask.size(1) == g.offset_groups * taps, "mask.shape[1] is not valid: got: ", mask.size(1),
+              " expected: ", g.offset_groups * taps);
   TORCH_CHECK(input.size(1) % g.offset_groups == 0, "deform_conv2d: input channels (", input.size(1),
               ") must be divisible by offset groups (", g.offset_groups, ")");
   TORCH_CHECK(offset.size(0) == input.size(0), "invalid batch size of offset");
   TORCH_CHECK(offset.size(2) == g.out_h && offset.size(3) == g.out_w, "offset output dims: (", offset.size(2), ", ",
               offset.size(3), ") - computed output dims: (", g.out_h, ", ", g.out_w, ")");
   TORCH_CHECK(mask.size(0) == input.size(0), "invalid batch size of mask");
-  TORCH_CHECK(!g.use_mask || (mask.size(2) == g.out_h && mask.size(3) == g.out_w), "mask output dims: (",
-              mask.size(2), ", ", mask.size(3), ") - computed output dims: (", g.out_h, ", ", g.out_w, ")");
-  TORCH_CHECK(g.out_h > 0 && g.out_w > 0, "Calculated output size too small - out_h: ", g.out_h,
-              " out_w: ", g.out_w);
+  TORCH_CHECK(!g.use_mask || (mask.size(2) == g.out_h && mask.size(3) == g.out_w), "mask output dims: (", mask.size(2),
+              ", ", mask.size(3), ") - computed output dims: (", g.out_h, ", ", g.out_w, ")");
+  TORCH_CHECK(g.out_h > 0 && g.out_w > 0, "Calculated output size too small - out_h: ", g.out_h, " out_w: ", g.out_w);
 }
 
 Geometry checked_geometry(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& offset,
                           const at::Tensor& mask, int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
                           int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t offset_groups,
                           bool use_mask) {
-  TORCH_CHECK(input.dim() == 4 && weight.dim() == 4, "deform_conv2d: input and weight must be 4D, got ",
-              input.dim(), "D and ", weight.dim(), "D");
-  const Geometry g = geometry_of(input, weight, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-                                 offset_groups, use_mask);
+  TORCH_CHECK(input.dim() == 4 && weight.dim() == 4, "deform_conv2d: input and weight must be 4D, got ", input.dim(),
+              "D and ", weight.dim(), "D");
+  const Geometry g =
+      geometry_of(input, weight, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, offset_groups, use_mask);
   check_arguments(input, weight, offset, mask, g, groups);
   return g;
 }
@@ -313,10 +318,11 @@ at::Tensor deform_conv2d(const at::Tensor& input_, const at::Tensor& weight_, co
   const int64_t blocks = batch / g.block;
   // out_buf[block][group][out channel of the group][image in block * out_h][out_w]
   at::Tensor out_buf = at::zeros({blocks, groups, out_channels / groups, g.block * g.out_h, g.out_w}, out.options());
-  const at::Tensor grouped_weight = weight.view({groups, out_channels / groups, weight.size(1), g.kernel_h, g.kernel_w});
-  at::Tensor columns = at::zeros({static_cast<int64_t>(g.channels) * g.kernel_h * g.kernel_w,
-                                  static_cast<int64_t>(g.block) * g.out_h * g.out_w},
-                                 input.options());
+  const at::Tensor grouped_weight =
+      weight.view({groups, out_channels / groups, weight.size(1), g.kernel_h, g.kernel_w});
+  at::Tensor columns = at::zeros(
+      {static_cast<int64_t>(g.channels) * g.kernel_h * g.kernel_w, static_cast<int64_t>(g.block) * g.out_h * g.out_w},
+      input.options());
   const at::Tensor grouped_columns = columns.view({groups, columns.size(0) / groups, columns.size(1)});
   for (int64_t b = 0; b < blocks; ++b) {
     block_im2col(g, input, offset, mask, b, columns);
@@ -350,7 +356,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> deform_co
   // grad per block and group: [blocks, groups, out channels of the group, images in block, out_h, out_w]
   const at::Tensor grad_blocks =
       grad.reshape({blocks, g.block, groups, out_channels / groups, g.out_h, g.out_w}).permute({0, 2, 3, 1, 4, 5});
-  const at::Tensor grouped_weight = weight.view({groups, out_channels / groups, weight.size(1), g.kernel_h, g.kernel_w});
+  const at::Tensor grouped_weight =
+      weight.view({groups, out_channels / groups, weight.size(1), g.kernel_h, g.kernel_w});
   const int64_t rows = static_cast<int64_t>(g.channels) * g.kernel_h * g.kernel_w;
   const int64_t cols = static_cast<int64_t>(g.block) * g.out_h * g.out_w;
 

@@ -82,8 +82,8 @@ void roi_align_forward(const T* input, const T* rois, T* output, T spatial_scale
             const BilinearCorners<T> c = bilinear_corners(s.height, s.width, y, box.sample_x(pw, ix));
             // Outside points still add 0 * input[0], as torchvision's kernel does.
             samples.push_back(c.inside ? Sample{c.y_low * s.width + c.x_low, c.y_low * s.width + c.x_high,
-                                                c.y_high * s.width + c.x_low, c.y_high * s.width + c.x_high,
-                                                c.w1, c.w2, c.w3, c.w4}
+                                                c.y_high * s.width + c.x_low, c.y_high * s.width + c.x_high, c.w1, c.w2,
+                                                c.w3, c.w4}
                                        : Sample{0, 0, 0, 0, 0, 0, 0, 0});
           }
         }
@@ -108,8 +108,8 @@ void roi_align_forward(const T* input, const T* rois, T* output, T spatial_scale
 }
 
 template <typename T>
-void roi_align_backward_impl(const at::Tensor& grad, const T* rois, T* grad_input, T spatial_scale,
-                             const RoiShape& s, bool aligned) {
+void roi_align_backward_impl(const at::Tensor& grad, const T* rois, T* grad_input, T spatial_scale, const RoiShape& s,
+                             bool aligned) {
   const T* g = grad.const_data_ptr<T>();
   const int64_t n_stride = grad.stride(0), c_stride = grad.stride(1);
   const int64_t h_stride = grad.stride(2), w_stride = grad.stride(3);
@@ -124,8 +124,8 @@ void roi_align_backward_impl(const at::Tensor& grad, const T* rois, T* grad_inpu
           for (int iy = 0; iy < box.grid_h; ++iy) {
             const T y = box.sample_y(ph, iy);
             for (int ix = 0; ix < box.grid_w; ++ix) {
-              bilinear_scatter(plane, s.width, bilinear_corners(s.height, s.width, y, box.sample_x(pw, ix)),
-                               bin_grad, count);
+              bilinear_scatter(plane, s.width, bilinear_corners(s.height, s.width, y, box.sample_x(pw, ix)), bin_grad,
+                               count);
             }
           }
         }

@@ -37,8 +37,12 @@ struct PixelBox {
 
   struct Range {
     int h0, h1, w0, w1;
-    bool empty() const { return h1 <= h0 || w1 <= w0; }
-    T area() const { return (h1 - h0) * (w1 - w0); }
+    bool empty() const {
+      return h1 <= h0 || w1 <= w0;
+    }
+    T area() const {
+      return (h1 - h0) * (w1 - w0);
+    }
   };
   // The bin's pixels, clipped to [0, limit_h) x [0, limit_w).
   Range bin(int ph, int pw, int limit_h, int limit_w) const {
@@ -135,8 +139,8 @@ void ps_roi_pool_forward(const T* input, const T* rois, T* output, int* channel_
 }
 
 template <typename T>
-void ps_roi_pool_backward_impl(const T* grad, const int* channel_mapping, const T* rois, T* grad_input,
-                               T spatial_scale, const RoiShape& s) {
+void ps_roi_pool_backward_impl(const T* grad, const int* channel_mapping, const T* rois, T* grad_input, T spatial_scale,
+                               const RoiShape& s) {
   for (int n = 0; n < s.rois; ++n) {
     const PixelBox<T> box(rois + n * 5, spatial_scale, s, 0, /*round_in_float=*/true);
     for (int ph = 0; ph < s.pooled_height; ++ph) {
@@ -179,8 +183,8 @@ std::tuple<at::Tensor, at::Tensor> roi_pool(const at::Tensor& input, const at::T
 }
 
 at::Tensor roi_pool_backward(const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& argmax,
-                             double /*spatial_scale*/, int64_t pooled_height, int64_t pooled_width,
-                             int64_t batch_size, int64_t channels, int64_t height, int64_t width) {
+                             double /*spatial_scale*/, int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
+                             int64_t channels, int64_t height, int64_t width) {
   check_rois(grad, rois, "grad");
   at::Tensor grad_input = at::zeros({batch_size, channels, height, width}, grad.options());
   if (grad.numel() == 0) {

@@ -35,7 +35,8 @@ struct RoiShape {
   // Position-sensitive pooling: output channel c, bin (ph, pw) reads input channel (c * PH + ph) * PW + pw.
   RoiShape& position_sensitive() {
     const int bins = pooled_height * pooled_width;
-    TORCH_CHECK(bins > 0 && channels % bins == 0, "input channels must be a multiple of pooling height * pooling width");
+    TORCH_CHECK(bins > 0 && channels % bins == 0,
+                "input channels must be a multiple of pooling height * pooling width");
     channels_out = channels / bins;
     return *this;
   }

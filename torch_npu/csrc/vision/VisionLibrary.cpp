@@ -41,7 +41,8 @@ int64_t define_torchvision_operators() {
     return 0;
   }
   schemas = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "torchvision", std::nullopt, __FILE__, __LINE__);
-  cpu = std::make_unique<torch::Library>(torch::Library::IMPL, "torchvision", c10::DispatchKey::CPU, __FILE__, __LINE__);
+  cpu =
+      std::make_unique<torch::Library>(torch::Library::IMPL, "torchvision", c10::DispatchKey::CPU, __FILE__, __LINE__);
   quantized = std::make_unique<torch::Library>(torch::Library::IMPL, "torchvision", c10::DispatchKey::QuantizedCPU,
                                                __FILE__, __LINE__);
   auto& m = *schemas;

@@ -1,4 +1,5 @@
 """torch_npu.npu.aclnn: settings of the aclnn operator library (allow_hf32 for convolutions)."""
+
 import sys
 import types
 

@@ -1,4 +1,5 @@
 """aclnn backend information."""
+
 import warnings
 
 

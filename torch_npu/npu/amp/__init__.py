@@ -1,4 +1,5 @@
 """torch.npu.amp: autocast and GradScaler for the npu device."""
+
 from torch_npu.npu.amp.autocast_mode import autocast, custom_bwd, custom_fwd
 from torch_npu.npu.amp.grad_scaler import GradScaler
 

@@ -1,5 +1,6 @@
 """``torch.npu.amp.autocast`` = ``torch.autocast("npu", ...)`` with torch_npu's op policy
 (registered in C++ for the AutocastPrivateUse1 key)."""
+
 import functools
 
 import torch

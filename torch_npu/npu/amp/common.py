@@ -1,4 +1,5 @@
 """Helpers shared by npu AMP."""
+
 import torch
 
 __all__ = ["amp_definitely_not_available"]

@@ -3,6 +3,7 @@
 Ascend 910B and later SoCs support IEEE inf/nan, so gradients are checked with
 ``torch._amp_foreach_non_finite_check_and_unscale_`` exactly as on CUDA.
 """
+
 from collections import defaultdict
 
 import torch
@@ -21,8 +22,14 @@ class GradScaler(torch.amp.GradScaler):
         dynamic: bool = True,
         enabled: bool = True,
     ) -> None:
-        super().__init__("npu", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+        super().__init__(
+            "npu",
+            init_scale=init_scale,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=growth_interval,
+            enabled=enabled,
+        )
         self._dynamic = dynamic
 
     def update(self, new_scale=None):

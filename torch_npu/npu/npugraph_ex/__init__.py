@@ -7,6 +7,7 @@ Inference only, as on Ascend: a call that needs gradients runs the FX graph with
 write into the captured outputs, so a result is valid until the next call (as with CUDA graph
 trees); each new input shape is captured once.
 """
+
 import torch
 
 from torch_npu.npu.npugraph_ex import inference, scope  # noqa: F401
@@ -16,8 +17,16 @@ __all__ = ["compile_fx", "register_replacement"]
 _replacements = []
 
 
-def register_replacement(search_fn, replace_fn, example_inputs, trace_fn=None, extra_check=None,
-                         search_fn_pattern=None, scalar_workaround=None, skip_duplicates=False):
+def register_replacement(
+    search_fn,
+    replace_fn,
+    example_inputs,
+    trace_fn=None,
+    extra_check=None,
+    search_fn_pattern=None,
+    scalar_workaround=None,
+    skip_duplicates=False,
+):
     """Rewrite every occurrence of search_fn's pattern into replace_fn's in graphs compile_fx
     compiles (a torch.fx subgraph rewrite)."""
     if not callable(search_fn) or not callable(replace_fn):
@@ -113,21 +122,34 @@ def compile_fx(gm, example_inputs=None, options=None):
     if options.get("force_eager"):
         return gm
     inputs = list(example_inputs or ())
-    static = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)
-              and (_is_static(x) or options.get("clone_input", True) is False)]
+    static = [
+        i
+        for i, x in enumerate(inputs)
+        if isinstance(x, torch.Tensor) and (_is_static(x) or options.get("clone_input", True) is False)
+    ]
     devices = [x.device.index for x in inputs if isinstance(x, torch.Tensor) and x.device.type == "npu"]
-    runner = NpuGraphRunner(lambda args: gm(*args), static, device_index=devices[0] if devices else 0,
-                            name="npugraph_ex graph", max_recordings=options.get("capture_limit"))
+    runner = NpuGraphRunner(
+        lambda args: gm(*args),
+        static,
+        device_index=devices[0] if devices else 0,
+        name="npugraph_ex graph",
+        max_recordings=options.get("capture_limit"),
+    )
     parameters = list(gm.parameters()) if isinstance(gm, torch.nn.Module) else []
 
     def run(*args):
-        if torch.is_grad_enabled() and (any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-                                        or any(p.requires_grad for p in parameters)):
+        if torch.is_grad_enabled() and (
+            any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+            or any(p.requires_grad for p in parameters)
+        ):
             return gm(*args)
         out = runner(list(args))
         if options.get("clone_output"):
-            out = type(out)(o.clone() if isinstance(o, torch.Tensor) else o for o in out) \
-                if isinstance(out, (list, tuple)) else out.clone()
+            out = (
+                type(out)(o.clone() if isinstance(o, torch.Tensor) else o for o in out)
+                if isinstance(out, (list, tuple))
+                else out.clone()
+            )
         return out
 
     return run

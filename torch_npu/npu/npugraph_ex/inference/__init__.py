@@ -1,4 +1,5 @@
 """npugraph_ex.inference: compiled inference functions whose compiled form is kept on disk."""
+
 import hashlib
 import inspect
 import os
@@ -9,8 +10,9 @@ import torch
 __all__ = ["cache_compile", "readable_cache"]
 
 
-def cache_compile(func, *, dynamic: bool = True, cache_dir=None, global_rank=None, tp_rank=None, pp_rank=None,
-                  **kwargs):
+def cache_compile(
+    func, *, dynamic: bool = True, cache_dir=None, global_rank=None, tp_rank=None, pp_rank=None, **kwargs
+):
     """torch.compile(func) with the npugraph_ex backend. The compiled function's source and
     settings are written to cache_dir (default ./.npugraph_ex_cache) per rank, for readable_cache."""
     from torch_npu.npu.npugraph_ex import compile_fx

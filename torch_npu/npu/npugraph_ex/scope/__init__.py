@@ -1,4 +1,5 @@
 """npugraph_ex.scope: settings for the operators issued inside a block."""
+
 from contextlib import contextmanager
 
 __all__ = ["deterministic", "limit_core_num"]
