@@ -293,20 +293,20 @@ def case_dtensor():
 
 
 def case_checkpoint():
-    import tempfile
-
     import torch.distributed.checkpoint as dcp
 
     path = os.environ["CHECKPOINT_DIR"]
     model = _model().to(DEV)
     dcp.save({"model": model.state_dict()}, checkpoint_id=path)
     other = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(DEV)
+    assert not torch.equal(other[0].weight.detach().cpu(), model[0].weight.detach().cpu())  # the load must change it
     state = {"model": other.state_dict()}
     dcp.load(state, checkpoint_id=path)
     other.load_state_dict(state["model"])
-    for a, b in zip(model.parameters(), other.parameters()):
+    pairs = list(zip(model.parameters(), other.parameters()))
+    assert len(pairs) == 4
+    for a, b in pairs:
         same(b.detach().cpu(), a.detach().cpu())
-    assert tempfile
 
 
 def case_pipeline():
@@ -322,6 +322,7 @@ def case_pipeline():
     else:
         losses = []
         schedule.step(target=y.to(DEV), losses=losses)
+        assert len(losses) == 2, losses  # one loss per microbatch
         want = [
             torch.nn.functional.mse_loss(_model()(x[i * 4 : (i + 1) * 4]), y[i * 4 : (i + 1) * 4]) for i in range(2)
         ]

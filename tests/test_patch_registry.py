@@ -24,7 +24,7 @@ def test_patches_wait_for_their_library_and_apply_on_its_import():
         import torch_npu
         from torch_npu._patches import applied_patches
         print(sorted(m for m in ("torchvision", "lightning", "pytorch_lightning") if m in sys.modules))
-        print([p.target for p in applied_patches() if not p.module.startswith("torch.")])
+        print([p.target for p in applied_patches() if p.module.split(".")[0] != "torch"])
         import torchvision, inspect
         print([p.target for p in applied_patches() if p.module.startswith("torchvision")])
         print("def _has_ops" in inspect.getsource(torchvision.extension))  # the original loader still serves source
@@ -58,3 +58,60 @@ def test_a_module_imported_before_is_patched_at_once_and_one_imported_later_on_i
     first, second = proc.stdout.strip().splitlines()
     assert first == "2 False"
     assert second == "2 ['early_library', 'late_library']"
+
+
+_SNAPSHOT = """
+    import fnmatch, inspect, json, os, sys
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    import torch, torch.distributed, torch.optim.optimizer, torch.optim.swa_utils, torch.utils._foreach_utils
+    import torch.utils.checkpoint
+
+    SPACES = {"torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.Module": torch.nn.Module,
+              "torch.UntypedStorage": torch.UntypedStorage, "torch.distributed": torch.distributed,
+              "torch.cuda": torch.cuda, "torch.utils.checkpoint": torch.utils.checkpoint,
+              "torch.optim.optimizer": sys.modules["torch.optim.optimizer"],
+              "torch.optim.swa_utils": sys.modules["torch.optim.swa_utils"],
+              "torch.utils._foreach_utils": sys.modules["torch.utils._foreach_utils"],
+              "torch.utils.checkpoint.DefaultDeviceType": torch.utils.checkpoint.DefaultDeviceType,
+              "torch.nn.parameter.UninitializedTensorMixin": torch.nn.parameter.UninitializedTensorMixin}
+    # What PyTorch's own PrivateUse1 extension points create for a backend named "npu"
+    # (rename_privateuse1_backend, generate_methods_for_privateuse1_backend, _register_device_module).
+    EXTENSION_POINTS = ("torch.npu", "torch.Tensor.npu", "torch.Tensor.is_npu", "torch.nn.Module.npu",
+                        "torch.UntypedStorage.npu", "torch.UntypedStorage.is_npu")
+
+    def state(value):  # containers and plain values by content (changed in place), the rest by identity
+        return repr(value) if isinstance(value, (list, tuple, str, int, float, bool)) else id(value)
+
+    def snapshot():
+        return {f"{label}.{name}": state(inspect.getattr_static(space, name)) for label, space in SPACES.items()
+                for name in list(vars(space))}
+
+    def unregistered(before, after):
+        from torch_npu._patches import applied_patches
+        declared = [c for p in applied_patches() for c in p.changes] + list(EXTENSION_POINTS)
+        changed = [k for k in after if k not in before or before[k] != after[k]]
+        return sorted(k for k in changed if not any(fnmatch.fnmatchcase(k, d) for d in declared))
+
+    before = snapshot()
+    import torch_npu
+    after = snapshot()
+    changed = sorted(k for k in after if k not in before or before[k] != after[k])
+    result = {"changed": changed, "unregistered": unregistered(before, after)}
+    torch.Tensor.sneaky_method = lambda self: None  # a change nobody declared
+    torch.distributed.all_reduce = lambda *a, **k: None
+    result["caught"] = unregistered(before, snapshot())
+    print(json.dumps(result))
+"""
+
+
+def test_import_torch_npu_changes_torch_only_where_the_registry_says():
+    import json
+
+    proc = run_python(_SNAPSHOT, timeout=300)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["unregistered"] == [], got["unregistered"]
+    assert "torch.npu" in got["changed"] and "torch.npu_rms_norm" in got["changed"]
+    assert "torch.distributed.init_process_group" in got["changed"]
+    assert "torch.utils.checkpoint.DefaultDeviceType._default_device_type" in got["changed"]
+    assert "torch.nn.parameter.UninitializedTensorMixin._allowed_methods" in got["changed"]
+    assert got["caught"] == ["torch.Tensor.sneaky_method", "torch.distributed.all_reduce"]

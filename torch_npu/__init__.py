@@ -24,7 +24,10 @@ if "torch" not in sys.modules:
 else:
     import torch
 
-__version__ = "2.13.0.vnpu0.1.0"
+from vnpu._version import __version__ as _vnpu_version  # noqa: E402
+
+# torch_npu's version scheme (<torch version>.post<n>), with vnpu's release in place of the post number.
+__version__ = f"2.13.0.vnpu{_vnpu_version}"
 
 
 def _autoload():

@@ -13,14 +13,7 @@ def register_npu_device(unsupported_dtype):
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_storage=True, unsupported_dtype=unsupported_dtype
     )
-    torch.nn.parameter.UninitializedTensorMixin._allowed_methods.append(torch.Tensor.npu)
-    # torch.utils.checkpoint saves and restores the RNG state of this device type.
-    torch.utils.checkpoint.DefaultDeviceType.set_device_type("npu")
     # Before operators are registered or run: an operator-support profile decides, per operator, what
     # real hardware would run through torch_npu's CPU fallback.
     _op_support.activate_from_environment(_C)
     _C._register_redirects(_op_selection.redirected_operators())
-    # The autograd engine runs the backward of non-CPU devices on a worker thread per device;
-    # npu kernels run on the host anyway, so keep backward on the importing (usually main)
-    # thread and save the thread hop. Other threads keep PyTorch's default.
-    torch.autograd.set_multithreading_enabled(False)

@@ -1,3 +1,3 @@
 """vnpu: the command line of the software Ascend NPU (``vnpu info``, ``vnpu demo``)."""
 
-__version__ = "0.1.0"
+from vnpu._version import __version__  # noqa: F401

@@ -34,6 +34,68 @@ PATCHES += (
         "its defaults are the CPU's; foreach=True still selects the foreach kernels.",
         when="at import of torch_npu (torch.optim is imported with torch)",
         apply="torch_npu._patches.cpu_defaults:foreach_defaults_of_the_cpu",
+        changes=(
+            "torch.utils._foreach_utils._get_foreach_kernels_supported_devices",
+            "torch.optim.optimizer._get_foreach_kernels_supported_devices",
+            "torch.optim.swa_utils._get_foreach_kernels_supported_devices",
+        ),
+    ),
+)
+
+PATCHES += (
+    Patch(
+        target="torch.utils.checkpoint.DefaultDeviceType",
+        module="torch.utils.checkpoint",
+        why="activation checkpointing saves and restores the RNG state of one device type; torch_npu makes it npu, "
+        "so dropout inside a checkpointed npu region replays the same mask in the recomputation.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.device_defaults:checkpoint_device_type",
+        changes=("torch.utils.checkpoint.DefaultDeviceType._default_device_type",),
+    ),
+    Patch(
+        target="torch.nn.parameter.UninitializedTensorMixin._allowed_methods",
+        module="torch.nn.parameter",
+        why="lazy modules refuse most methods on uninitialized parameters but allow Tensor.cuda; Tensor.npu is "
+        "allowed the same way, so `LazyLinear(...).npu()` works as `.cuda()` does.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.device_defaults:lazy_modules_allow_npu",
+        changes=("torch.nn.parameter.UninitializedTensorMixin._allowed_methods",),
+    ),
+    Patch(
+        target="torch.autograd.set_multithreading_enabled (the importing thread)",
+        module="torch.autograd",
+        why="the autograd engine hands a non-CPU device's backward to a worker thread; npu kernels run on the "
+        "host, so the hop only costs time. Off for the importing thread only (the setting is thread-local).",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.device_defaults:backward_on_the_importing_thread",
+    ),
+    Patch(
+        target="torch.npu_* (one per torch_npu operator torch does not have)",
+        module="torch",
+        why="torch_npu's operators once lived in the torch namespace; torch_npu keeps torch.npu_* names that "
+        "raise its deprecation error pointing at torch_npu.npu_*, and code written for it expects that error.",
+        when="at import of torch_npu, after its operators are defined",
+        apply="torch_npu._patches.torch_namespace:deprecated_operator_aliases",
+        changes=("torch.npu_*", "torch.fast_gelu"),
+    ),
+    Patch(
+        target="torch.Tensor.npu_format_cast / torch.Tensor.npu_format_cast_",
+        module="torch",
+        why="torch_npu gives tensors npu_format_cast(acl_format, customize_dtype=None) and npu_format_cast_(src, "
+        "customize_dtype=None) methods; code calls them as methods.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.torch_namespace:tensor_format_cast_methods",
+        changes=("torch.Tensor.npu_format_cast", "torch.Tensor.npu_format_cast_"),
+    ),
+    Patch(
+        target="torch.distributed.is_hccl_available / torch.distributed.init_process_group",
+        module="torch.distributed",
+        why="torch_npu adds is_hccl_available to torch.distributed; init_process_group('hccl') without timeout= "
+        "is bounded by HCCL_CONNECT_TIMEOUT during the rendezvous, as torch_npu's link setup is (a rank that "
+        "never arrives fails the others with torch_npu's DIST timeout code). Other backends are untouched.",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.torch_namespace:hccl_in_torch_distributed",
+        changes=("torch.distributed.is_hccl_available", "torch.distributed.init_process_group"),
     ),
 )
 

@@ -15,6 +15,9 @@ class Patch:
     why: str
     when: str
     apply: str  # "package.module:function[:argument]"; the function returns True when it changed something
+    # What the patch adds to or replaces in torch, as "torch.Tensor.name" (fnmatch patterns): the import
+    # snapshot test holds every change `import torch_npu` makes to torch against these.
+    changes: tuple = ()
 
     def run(self):
         module_name, function, *argument = self.apply.split(":")

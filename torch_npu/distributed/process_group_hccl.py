@@ -137,5 +137,3 @@ def register_backends():
     for name in ("hccl", "lccl"):
         if name.upper() not in dist.Backend._plugins:
             dist.Backend.register_backend(name, _creator(name), extended_api=True, devices=["npu"])
-    dist.is_hccl_available = is_hccl_available
-    dist.init_process_group = _connect_timeout_bounds_rendezvous(dist.init_process_group)

@@ -1,7 +1,7 @@
 """NPU configuration: torch_npu's option store (set_option), compile mode, dumps, core limits, and
 the precision knobs (torch.npu.matmul / torch.npu.conv / torch.npu.config).
 
-The precision knobs change numerics (see torch_npu/csrc/aten/PrecisionEmulation.h): vnpu computes
+The precision knobs change numerics (see torch_npu/csrc/precision/PrecisionEmulation.h): vnpu computes
 float32 matmul and convolution in full precision, bit-identical to the CPU, until a program sets
 one of these knobs or VNPU_PRECISION_EMULATION=1; from then on they act as on Ascend.
 """

@@ -150,5 +150,3 @@ torch.library.register_autograd(
 npu_format_cast = torch.ops.npu.npu_format_cast
 npu_format_cast_ = torch.ops.npu.npu_format_cast_
 empty_with_format = torch.ops.npu.empty_with_format
-torch.Tensor.npu_format_cast = lambda self, acl_format, customize_dtype=None: npu_format_cast(self, acl_format)
-torch.Tensor.npu_format_cast_ = lambda self, src, customize_dtype=None: npu_format_cast_(self, src)

@@ -160,14 +160,10 @@ def _host_compiled_kernel(kernel, qualname):
     return cpu_kernel
 
 
-def _deprecated_torch_alias(name):
-    def deprecated(*args, **kwargs):
-        raise RuntimeError(
-            f"torch.{name} is deprecated and will be removed in future version. " f"Use torch_npu.{name} instead."
-        )
-
-    deprecated.__name__ = name
-    return deprecated
+# torch_npu.<name> operators of the npu namespace, in definition order, and what wants to hear of later
+# ones (the patch registry gives each a torch.<name> alias raising torch_npu's deprecation error).
+EXPORTED = []
+EXPORT_LISTENERS = []
 
 
 def _schema_signature(op):
@@ -191,8 +187,9 @@ def _export(name):
     except (AttributeError, TypeError):
         pass
     setattr(torch_npu, name, packet)
-    if not hasattr(torch, name):
-        setattr(torch, name, _deprecated_torch_alias(name))
+    EXPORTED.append(name)
+    for listener in EXPORT_LISTENERS:
+        listener(name)
 
 
 def _overload(namespace, name):

@@ -1,6 +1,7 @@
 // Kernels the npu backend owns instead of redirecting: tensor creation (the npu allocator),
 // metadata-only views, copies between devices, storage changes, ZeroTensors, and dropout (whose
 // CPU kernel would draw from the CPU generator).
+#include "aten/DispatchKeys.h"
 #include "aten/TensorMapping.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
@@ -19,8 +20,6 @@
 
 namespace vnpu {
 namespace {
-
-constexpr c10::DispatchKeySet kNpuKeys(c10::DispatchKey::PrivateUse1);
 
 c10::DeviceIndex target_index(std::optional<c10::Device> device) {
   const auto index = device.has_value() && device->has_index() ? device->index() : current_device();

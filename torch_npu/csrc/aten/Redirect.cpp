@@ -1,10 +1,11 @@
 #include "aten/Redirect.h"
+#include "aten/DispatchKeys.h"
 
 #include "aten/CpuFallback.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
-#include "aten/PrecisionEmulation.h"
 #include "aten/RedirectCall.h"
+#include "precision/PrecisionEmulation.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
@@ -15,11 +16,6 @@
 #include <memory>
 
 namespace vnpu {
-namespace {
-
-constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
-
-}  // namespace
 
 void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (C10_UNLIKELY(facts.cpu_fallback)) {

@@ -33,7 +33,7 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
 // The boxed kernel for operators reached through the PrivateUse1 fallback.
 void redirect_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
 
-// Number of operator calls the redirect has served (all threads), for tests and reports.
+// Number of operator calls the redirect has served on the calling thread, for tests and reports.
 int64_t redirect_calls();
 
 }  // namespace vnpu

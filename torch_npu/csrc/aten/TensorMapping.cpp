@@ -1,4 +1,5 @@
 #include "aten/TensorMapping.h"
+#include "aten/DispatchKeys.h"
 
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
@@ -12,9 +13,6 @@
 
 namespace vnpu {
 namespace {
-
-constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
-constexpr c10::DispatchKeySet kNpuKeys(c10::DispatchKey::PrivateUse1);
 
 void copy_bits(const at::Tensor& from, const at::Tensor& to) {
   if (from.is_conj()) {

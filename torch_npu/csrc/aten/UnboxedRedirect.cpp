@@ -6,6 +6,7 @@
 // steps get a typed kernel generated from ATen's operator structs (at::_ops::*): same rules, same
 // RedirectCall, but arguments stay C++ values and the CPU kernel is called through its typed
 // redispatch.
+#include "aten/DispatchKeys.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
 #include "aten/Redirect.h"
@@ -25,14 +26,22 @@
 namespace vnpu {
 namespace {
 
-constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
-
 // Arguments written by the kernel (in-place self, out=), to return the caller's own tensor.
 using WrittenRefs = c10::SmallVector<std::pair<c10::TensorImpl*, at::Tensor*>, 2>;
+
+// Types that carry tensors: each needs its own mapping below (a tensor passed through unchanged would
+// hand npu memory to a CPU kernel as an npu tensor).
+template <class T>
+inline constexpr bool kCarriesTensors =
+    std::is_same_v<std::decay_t<T>, at::Tensor> || std::is_same_v<std::decay_t<T>, at::TensorList> ||
+    std::is_same_v<std::decay_t<T>, at::ITensorListRef> || std::is_same_v<std::decay_t<T>, std::optional<at::Tensor>> ||
+    std::is_same_v<std::decay_t<T>, c10::List<std::optional<at::Tensor>>> ||
+    std::is_same_v<std::decay_t<T>, at::OptionalTensorRef>;
 
 // What an argument of C++ type T becomes for the CPU kernel.
 template <class T>
 struct CpuArg {
+  static_assert(!kCarriesTensors<T>, "an unboxed npu operator takes a tensor argument type with no CPU mapping");
   using type = T;
   static T convert(RedirectCall&, WrittenRefs&, T value, int) {
     return std::forward<T>(value);

@@ -10,7 +10,7 @@
 // metadata helpers need fmt, which libtorch does not export.)
 #include "profiler/KinetoNpuProfiler.h"
 
-#include "aten/ActivityRecorder.h"
+#include "profiler/ActivityRecorder.h"
 #include "runtime/ProfilerCorrelation.h"
 #include "runtime/Stream.h"
 

@@ -7,7 +7,6 @@
 #include <c10/util/Exception.h>
 
 namespace vnpu {
-namespace {}  // namespace
 
 // Work is complete when its operator returns, so an event only needs the time it was recorded.
 struct Event {

@@ -1,4 +1,4 @@
-#include "aten/ActivityRecorder.h"
+#include "profiler/ActivityRecorder.h"
 
 #include "aten/OpHooks.h"
 #include "runtime/CachingAllocator.h"

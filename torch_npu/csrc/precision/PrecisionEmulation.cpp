@@ -1,4 +1,4 @@
-#include "aten/PrecisionEmulation.h"
+#include "precision/PrecisionEmulation.h"
 
 #include "aten/OpHooks.h"
 #include "runtime/Options.h"

@@ -1,4 +1,4 @@
-#include "aten/OperatorTotals.h"
+#include "profiler/OperatorTotals.h"
 
 #include "aten/OpHooks.h"
 

@@ -1,4 +1,5 @@
-#include "aten/GraphCapture.h"
+#include "graphs/GraphCapture.h"
+#include "aten/DispatchKeys.h"
 
 #include "aten/HostSync.h"
 #include "aten/Redirect.h"
@@ -233,7 +234,6 @@ void GraphRecording::replay() {
   const bool previous = tl_replaying;
   tl_replaying = true;
   try {
-    constexpr c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
     for (const auto& record : records_) {
       if (record.host_kernel) {
         record.host_kernel();

@@ -1,0 +1,59 @@
+"""What vnpu adds to the torch namespace itself, as torch_npu does (applied from the patch registry)."""
+
+import torch
+
+
+def _deprecated_alias(name):
+    def deprecated(*args, **kwargs):
+        raise RuntimeError(
+            f"torch.{name} is deprecated and will be removed in future version. Use torch_npu.{name} instead."
+        )
+
+    deprecated.__name__ = name
+    return deprecated
+
+
+def _add_alias(name):
+    if not hasattr(torch, name):
+        setattr(torch, name, _deprecated_alias(name))
+
+
+def deprecated_operator_aliases():
+    """torch.npu_* (for each operator of the npu namespace torch lacks, torch_npu's and those defined later
+    with npu_op) raising torch_npu's deprecation error."""
+    from torch_npu.ops.registration import EXPORT_LISTENERS, EXPORTED
+
+    for name in EXPORTED:
+        _add_alias(name)
+    EXPORT_LISTENERS.append(_add_alias)
+    return True
+
+
+def tensor_format_cast_methods():
+    """Tensor.npu_format_cast / npu_format_cast_ (torch_npu's Tensor methods), customize_dtype passed on."""
+    from torch_npu.ops.format_cast import npu_format_cast, npu_format_cast_
+
+    def npu_format_cast_method(self, acl_format, customize_dtype=None):
+        return npu_format_cast(self, acl_format, customize_dtype=customize_dtype)
+
+    def npu_format_cast__method(self, src, customize_dtype=None):
+        return npu_format_cast_(self, src, customize_dtype=customize_dtype)
+
+    npu_format_cast_method.__name__, npu_format_cast__method.__name__ = "npu_format_cast", "npu_format_cast_"
+    torch.Tensor.npu_format_cast = npu_format_cast_method
+    torch.Tensor.npu_format_cast_ = npu_format_cast__method
+    return True
+
+
+def hccl_in_torch_distributed():
+    """torch.distributed.is_hccl_available, and init_process_group bounding its rendezvous by
+    HCCL_CONNECT_TIMEOUT for hccl (other backends are passed through unchanged)."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or getattr(dist.init_process_group, "__vnpu_hccl__", False):
+        return False
+    from torch_npu.distributed.process_group_hccl import _connect_timeout_bounds_rendezvous, is_hccl_available
+
+    dist.is_hccl_available = is_hccl_available
+    dist.init_process_group = _connect_timeout_bounds_rendezvous(dist.init_process_group)
+    return True
