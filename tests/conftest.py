@@ -53,3 +53,17 @@ def fresh_dynamo():
     yield
     torch._dynamo.reset()
     gc.collect()
+
+
+@pytest.fixture
+def fresh_allocator():
+    """Every device's caching allocator without cached blocks and with its peaks reset: a test that checks
+    pool layout or counters starts from what a fresh process would have (live tensors stay counted)."""
+    import gc
+
+    gc.collect()
+    for device in range(torch.npu.device_count()):
+        with torch.npu.device(device):
+            torch.npu.empty_cache()
+        torch.npu.reset_peak_memory_stats(device)
+    yield

@@ -32,9 +32,9 @@ def test_rounding_adds_torch_npus_32_byte_pad_then_rounds_to_512():
         del t
 
 
-# Layout tests use devices no other test allocates on, so they start from an empty pool.
-def test_small_and_large_pools_and_segment_sizes():
+def test_small_and_large_pools_and_segment_sizes(fresh_allocator):
     dev = "npu:7"
+    assert torch.npu.memory_reserved(dev) == 0
     small = torch.empty(1 * MiB - 32, dtype=torch.uint8, device=dev)  # exactly 1 MiB after the pad
     stats = torch.npu.memory_stats(dev)
     assert stats["reserved_bytes.small_pool.current"] == 2 * MiB
@@ -50,8 +50,9 @@ def test_small_and_large_pools_and_segment_sizes():
     del small, medium, fits, big
 
 
-def test_freed_blocks_are_reused_and_split_blocks_are_adjacent():
+def test_freed_blocks_are_reused_and_split_blocks_are_adjacent(fresh_allocator):
     dev = "npu:6"
+    assert torch.npu.memory_reserved(dev) == 0
     a = torch.empty(1024, device=dev)  # 4096 bytes -> 4608-byte block
     b = torch.empty(1024, device=dev)
     assert b.data_ptr() - a.data_ptr() == 4608

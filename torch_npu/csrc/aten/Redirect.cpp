@@ -89,9 +89,7 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
   const int64_t end_ns = observed ? now_ns() : 0;
 
   // 3. Reflect what the kernel did to written arguments, then map the results.
-  if (facts.writes_arguments) {
-    call.map.sync_written(facts.written);
-  }
+  call.reflect_writes();
   const size_t nret = facts.num_returns;
   for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
     auto& value = (*stack)[r];

@@ -117,6 +117,12 @@ void RedirectCall::settle() {
   }
 }
 
+void RedirectCall::reflect_writes() {
+  if (facts_.writes_arguments) {
+    map.sync_written(facts_.written);
+  }
+}
+
 std::optional<at::Generator> RedirectCall::generator(const std::optional<at::Generator>& g) const {
   if (!g.has_value() || !g->defined()) {
     if (on_npu()) {

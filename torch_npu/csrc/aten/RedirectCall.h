@@ -26,6 +26,8 @@ class RedirectCall {
   void layout(c10::Layout layout) const;
   // After the arguments: pick the device and raise device-mismatch errors.
   void settle();
+  // After the kernel: what it did to written arguments (in-place, out=, resizes, set_) reaches the npu tensors.
+  void reflect_writes();
   // Random operators draw from the npu generator of their device (the default one for None).
   std::optional<at::Generator> generator(const std::optional<at::Generator>& g) const;
 

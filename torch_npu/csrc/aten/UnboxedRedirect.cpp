@@ -190,14 +190,10 @@ struct Unboxed<Op, Ret(Args...)> {
     std::apply([&](auto&... xs) { (route_generator(call, xs), ...); }, cpu);
     if constexpr (std::is_void_v<Ret>) {
       run(call, cpu);
-      if (f.writes_arguments) {
-        call.map.sync_written(f.written);
-      }
+      call.reflect_writes();
     } else {
       Ret r = run(call, cpu);
-      if (f.writes_arguments) {
-        call.map.sync_written(f.written);
-      }
+      call.reflect_writes();
       return Result<Ret>::map(call, written, std::forward<Ret>(r));
     }
   }
