@@ -25,7 +25,7 @@ def _demo(args):
     return main(steps=args.steps)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vnpu", description="A software Ascend NPU for PyTorch.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="show the virtual NPUs").set_defaults(func=_info)

@@ -73,7 +73,7 @@ def cnn_amp_losses(device, steps):
     return losses
 
 
-def main(steps=20):
+def main(steps: int = 20) -> int:
     device = "npu:0" if torch.npu.is_available() else "cpu"
     props = torch.npu.get_device_properties(0)
     print(

@@ -14,7 +14,7 @@ import sys
 from vnpu.profile_command import profile_program, report_sessions
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="msprof", description="Profile a program on vnpu, or report on profiling data.")
     p.add_argument("--application", help='the program to profile, quoted: --application="python train.py"')
     p.add_argument("--output", default="./", help="where profiling data goes (default: the current directory)")

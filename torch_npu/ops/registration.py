@@ -27,6 +27,8 @@ Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<na
 torch_npu's deprecation error.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -198,16 +200,16 @@ def _overload(namespace, name):
 
 
 def npu_op(
-    schema,
+    schema: str,
     *,
-    fake="composition",
-    differentiable=False,
-    backward=None,
-    setup_context=None,
-    devices=("npu",),
-    dtypes=None,
-    api=None,
-):
+    fake: str | Callable | None = "composition",
+    differentiable: bool = False,
+    backward: Callable | None = None,
+    setup_context: Callable | None = None,
+    devices: tuple[str, ...] = ("npu",),
+    dtypes: dict[str, tuple[torch.dtype, ...]] | None = None,
+    api: str | None = None,
+) -> Callable[[Callable], Callable]:
     """Decorator: define `schema` and register the decorated function as its kernel (see module doc)."""
     namespace, local_schema = _split(schema)
     name = local_schema.split("(", 1)[0]

@@ -27,7 +27,11 @@ def find_sessions(profiler_path):
     )
 
 
-def analyse(profiler_path: str, max_process_number: int = max(1, (os.cpu_count() or 2) // 2), export_type=None):
+def analyse(
+    profiler_path: str,
+    max_process_number: int = max(1, (os.cpu_count() or 2) // 2),
+    export_type: str | list | None = None,
+) -> list:
     """Writes ASCEND_PROFILER_OUTPUT/ for every session found; returns their paths."""
     if not isinstance(max_process_number, int) or max_process_number < 1:
         raise ValueError(f"max_process_number must be a positive integer, got {max_process_number!r}")

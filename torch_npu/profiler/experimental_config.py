@@ -52,15 +52,15 @@ def _values(cls):
     return {v for k, v in vars(cls).items() if not k.startswith("_")}
 
 
-def supported_profiler_level():
+def supported_profiler_level() -> set:
     return _values(ProfilerLevel)
 
 
-def supported_ai_core_metrics():
+def supported_ai_core_metrics() -> set:
     return _values(AiCMetrics)
 
 
-def supported_export_type():
+def supported_export_type() -> set:
     return _values(ExportType)
 
 

@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -42,7 +43,7 @@ def _activity(value):
     raise TypeError(f"activities must be torch_npu.profiler.ProfilerActivity values (CPU, NPU), got {value!r}")
 
 
-def supported_activities():
+def supported_activities() -> set:
     return {ProfilerActivity.CPU, ProfilerActivity.NPU}
 
 
@@ -51,7 +52,9 @@ def _default_dir():
     return os.path.join(work, "profiling_data") if work else os.getcwd()
 
 
-def tensorboard_trace_handler(dir_name=None, worker_name=None, analyse_flag=True, async_mode=False):
+def tensorboard_trace_handler(
+    dir_name: str | None = None, worker_name: str | None = None, analyse_flag: bool = True, async_mode: bool = False
+) -> Callable:
     """on_trace_ready handler: writes each finished session as `<dir>/<worker>_<timestamp>_ascend_pt/`
     (worker defaults to `<hostname>_<pid>`, dir to $ASCEND_WORK_PATH/profiling_data or the cwd). With
     analyse_flag=False only the raw data is written; `torch_npu.profiler.analyse(dir)` parses it later."""

@@ -2,6 +2,7 @@
 repeat, skip_first, skip_first_wait), returning torch_npu's ProfilerAction."""
 
 import enum
+from collections.abc import Callable
 
 import torch.profiler
 
@@ -15,7 +16,9 @@ class ProfilerAction(enum.Enum):
     RECORD_AND_SAVE = 3
 
 
-def schedule(wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0, skip_first_wait: int = 0):
+def schedule(
+    wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0, skip_first_wait: int = 0
+) -> Callable:
     torch_schedule = torch.profiler.schedule(
         wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip_first, skip_first_wait=skip_first_wait
     )
