@@ -112,3 +112,13 @@ def test_cpp_kernel_built_with_npu_extension(tmp_path):
         print(torch.ops.custom.relu6(x).cpu().tolist(), torch.ops.custom.relu6(x).device)
     """)
     assert out.stdout.strip() == "[0.0, 3.0, 6.0] npu:0"
+
+
+def test_dtypes_naming_an_argument_the_schema_lacks_is_refused():
+    from torch_npu.ops import npu_op
+
+    with pytest.raises(ValueError, match=r"^dtypes names arguments the schema does not have: \['gama'\]$"):
+
+        @npu_op("vnpu_dtype_check::scale(Tensor x, Tensor gamma) -> Tensor", dtypes={"gama": (torch.float32,)})
+        def scale(x, gamma):
+            return x * gamma

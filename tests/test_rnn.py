@@ -124,3 +124,15 @@ def test_training_with_dropout_between_layers_draws_from_the_npu_generator():
     assert torch.equal(a.cpu(), b.cpu()) and not torch.equal(a.cpu(), c.cpu())
     a.sum().backward()
     assert all(p.grad is not None and p.grad.device.type == "npu" for p in npu.parameters())
+
+
+def test_second_backward_without_retain_graph_raises_pytorchs_error():
+    _, npu = _pair(nn.LSTM, 3, 4)
+    loss = npu(torch.randn(4, 2, 3).npu())[0].sum()
+    loss.backward()
+    with pytest.raises(
+        RuntimeError,
+        match=r"^Trying to backward through the graph a second time \(or directly access "
+        r"saved tensors after they have already been freed\)\.",
+    ):
+        loss.backward()

@@ -27,14 +27,18 @@ struct HostGraphBackward final : torch::autograd::Node {
   std::vector<at::Tensor> cpu_outputs;
   std::vector<at::Tensor> cpu_leaves;  // aliases of the npu inputs that require grad, in edge order
   c10::DeviceIndex device = 0;
+  bool released = false;  // the CPU graph was freed after a backward without retain_graph
 
   std::string name() const override {
     return "HostRecurrentBackward";
   }
 
   variable_list apply(variable_list&& grads) override {
-    TORCH_CHECK(!cpu_leaves.empty() || cpu_outputs.empty(),
-                "HostRecurrentBackward: the graph was already freed (backward twice without retain_graph=True)");
+    TORCH_CHECK(!released,
+                "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward.");
     std::vector<at::Tensor> outputs, output_grads;
     for (size_t i = 0; i < grads.size() && i < cpu_outputs.size(); ++i) {
       if (grads[i].defined() && cpu_outputs[i].requires_grad()) {
@@ -60,6 +64,7 @@ struct HostGraphBackward final : torch::autograd::Node {
   void release_variables() override {
     cpu_outputs.clear();
     cpu_leaves.clear();
+    released = true;
   }
 };
 
