@@ -11,7 +11,8 @@ from torch_npu._patches import PATCHES
 def test_every_patch_is_declared_with_its_reason_and_a_function():
     assert PATCHES
     for patch in PATCHES:
-        assert patch.target.startswith(patch.module.split(".")[0]) and len(patch.why) > 60 and patch.when
+        # the target names what is changed: in the library whose import triggers it, or in torch
+        assert patch.target.startswith((patch.module.split(".")[0], "torch")) and len(patch.why) > 60 and patch.when
         module_name, function, *_ = patch.apply.split(":")
         assert callable(getattr(importlib.import_module(module_name), function))
     assert len({(p.target, p.module) for p in PATCHES}) == len(PATCHES)
@@ -61,7 +62,7 @@ def test_a_module_imported_before_is_patched_at_once_and_one_imported_later_on_i
 
 
 _SNAPSHOT = """
-    import fnmatch, inspect, json, os, sys
+    import inspect, json, os, re, sys
     os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     import torch, torch.distributed, torch.optim.optimizer, torch.optim.swa_utils, torch.utils._foreach_utils
     import torch.utils.checkpoint
@@ -90,7 +91,8 @@ _SNAPSHOT = """
         from torch_npu._patches import applied_patches
         declared = [c for p in applied_patches() for c in p.changes] + list(EXTENSION_POINTS)
         changed = [k for k in after if k not in before or before[k] != after[k]]
-        return sorted(k for k in changed if not any(fnmatch.fnmatchcase(k, d) for d in declared))
+        patterns = [re.compile(re.escape(d).replace(r"\\*", r"[^.]*")) for d in declared]  # * stays in one name
+        return sorted(k for k in changed if not any(p.fullmatch(k) for p in patterns))
 
     before = snapshot()
     import torch_npu
@@ -99,6 +101,7 @@ _SNAPSHOT = """
     result = {"changed": changed, "unregistered": unregistered(before, after)}
     torch.Tensor.sneaky_method = lambda self: None  # a change nobody declared
     torch.distributed.all_reduce = lambda *a, **k: None
+    sys.modules["torch.optim.optimizer"].sneaky_default = "npu"
     result["caught"] = unregistered(before, snapshot())
     print(json.dumps(result))
 """
@@ -114,4 +117,26 @@ def test_import_torch_npu_changes_torch_only_where_the_registry_says():
     assert "torch.distributed.init_process_group" in got["changed"]
     assert "torch.utils.checkpoint.DefaultDeviceType._default_device_type" in got["changed"]
     assert "torch.nn.parameter.UninitializedTensorMixin._allowed_methods" in got["changed"]
-    assert got["caught"] == ["torch.Tensor.sneaky_method", "torch.distributed.all_reduce"]
+    assert got["caught"] == [
+        "torch.Tensor.sneaky_method",
+        "torch.distributed.all_reduce",
+        "torch.optim.optimizer.sneaky_default",
+    ]
+
+
+def test_transfer_to_npu_changes_torch_only_where_its_registry_entries_say():
+    import json
+
+    script = _SNAPSHOT.replace(
+        "    before = snapshot()\n    import torch_npu\n",
+        # the modules transfer_to_npu wraps classes of are imported first: their own import changes torch
+        # (DTensor joins the foreach types), which is PyTorch's doing, not a patch
+        "    import torch_npu, torch.distributed.fsdp, torch.distributed.pipelining, torch.distributed.device_mesh\n"
+        "    before = snapshot()\n    import torch_npu.contrib.transfer_to_npu\n",
+    )
+    proc = run_python(script, timeout=300)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["unregistered"] == [], got["unregistered"]
+    assert {"torch.cuda.is_available", "torch.Generator", "torch.distributed.init_process_group"} <= set(got["changed"])
+    # transfer_to_npu declares torch.Tensor.* and torch.distributed.*; the optimizer module is not its
+    assert got["caught"] == ["torch.optim.optimizer.sneaky_default"]

@@ -99,6 +99,68 @@ PATCHES += (
     ),
 )
 
+# torch_npu.contrib.transfer_to_npu (or TORCH_TRANSFER_TO_NPU=1): CUDA code runs on npu unchanged. Applied only
+# when that module is imported; the functions live beside the rewriting helpers they share.
+_TRANSFER = "torch_npu.contrib.transfer_to_npu"
+_TRANSFER_WHEN = "on import of torch_npu.contrib.transfer_to_npu (transfer_to_npu only)"
+PATCHES += (
+    Patch(
+        target="torch.cuda.* (torch.npu's names), torch.cuda.amp / random / memory, CUDAGraph, DoubleTensor",
+        module=_TRANSFER,
+        why="CUDA code calls torch.cuda; torch_npu's transfer_to_npu gives torch.cuda every name of torch.npu, "
+        "device arguments rewritten, and counts the calls (`vnpu run` reports them as what a migration must "
+        "address).",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:alias_cuda_module",
+        changes=("torch.cuda.*",),
+    ),
+    Patch(
+        target="torch factories, Tensor.new_*/to/pin_memory/cuda/is_cuda, Module.to/to_empty/cuda, UntypedStorage, "
+        "torch.device context, autocast, GradScaler, torch.fft.*freq",
+        module=_TRANSFER,
+        why="device='cuda' / 'cuda:N' / torch.device('cuda') / map_location in CUDA code mean the npu: only whole "
+        "device strings are rewritten, never file names or other strings that contain 'cuda'.",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:device_arguments_of_tensors_and_modules",
+        changes=(
+            "torch.*",
+            "torch.Tensor.*",
+            "torch.nn.Module.*",
+            "torch.UntypedStorage.*",
+            "torch.TypedStorage.*",
+            "torch.fft.*",
+            "torch._utils._get_available_device_type",
+            "torch.nn.parameter.UninitializedTensorMixin._allowed_methods",
+        ),
+    ),
+    Patch(
+        target="torch.Generator / torch.Event",
+        module=_TRANSFER,
+        why="torch.Generator(device='cuda') and torch.Event(device='cuda') must make npu ones; the stand-in classes "
+        "keep isinstance checks true for real generators and events.",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:device_classes",
+        changes=("torch.Generator", "torch.Event"),
+    ),
+    Patch(
+        target="torch.distributed: nccl -> hccl, ProcessGroupNCCL, DDP/FSDP/DeviceMesh/PipelineStage devices",
+        module=_TRANSFER,
+        why="init_process_group('nccl') and the device arguments of the parallel wrappers in CUDA code mean hccl "
+        "and npu; only the backend argument is rewritten.",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:nccl_means_hccl",
+        changes=("torch.distributed.*",),
+    ),
+    Patch(
+        target="torch.profiler.profile.__init__",
+        module=_TRANSFER,
+        why="ProfilerActivity.CUDA in CUDA code's profiler setup profiles the npu (PrivateUse1).",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:cuda_activity_means_npu",
+        changes=("torch.profiler.profile.__init__",),
+    ),
+)
+
 _INDUCTOR_CONFIG = "torch._inductor.config"
 PATCHES += (
     Patch(

@@ -15,8 +15,8 @@ class Patch:
     why: str
     when: str
     apply: str  # "package.module:function[:argument]"; the function returns True when it changed something
-    # What the patch adds to or replaces in torch, as "torch.Tensor.name" (fnmatch patterns): the import
-    # snapshot test holds every change `import torch_npu` makes to torch against these.
+    # What the patch adds to or replaces in torch, as "torch.Tensor.name" (a * matches within one name): the
+    # import snapshot tests hold every change `import torch_npu` (and transfer_to_npu) makes against these.
     changes: tuple = ()
 
     def run(self):

@@ -185,7 +185,8 @@ def _wrap_init(cls, label):
     cls.__init__ = _device_rewriting(original, label)
 
 
-def _alias_cuda_module():
+def alias_cuda_module():
+    """torch.cuda takes torch.npu's names (calls counted), CUDAGraph/graph/DoubleTensor/memory history."""
     npu = torch_npu.npu
     for name in npu.__all__:
         value = getattr(npu, name)
@@ -203,6 +204,7 @@ def _alias_cuda_module():
     for name in _CUDA_FUNCTIONS:
         _wrap(torch.cuda, name, f"torch.cuda.{name}", count_every_call=True)
     _wrap_init(torch.cuda.device, "torch.cuda.device")
+    return True
 
 
 def _counted(fn, label):
@@ -215,7 +217,8 @@ def _counted(fn, label):
     return wrapper
 
 
-def _patch_tensors_and_modules():
+def device_arguments_of_tensors_and_modules():
+    """Factories, Tensor/Module methods, storages, `with torch.device`, autocast, GradScaler, fft: cuda -> npu."""
     from torch.utils._device import DeviceContext, _device_constructors
 
     _device_constructors()  # cache the real factories first: `with torch.device(...)` matches on them
@@ -240,6 +243,16 @@ def _patch_tensors_and_modules():
     _wrap_init(torch.amp.GradScaler, "torch.amp.GradScaler")
     for name in ("fftfreq", "rfftfreq"):
         _wrap(torch.fft, name, f"torch.fft.{name}")
+    return True
+
+
+def device_classes():
+    """torch.Generator(device="cuda") and torch.Event(device="cuda") make npu ones (isinstance still holds)."""
+    if isinstance(torch.Generator, type) and type(torch.Generator).__name__ == "Meta":
+        return False
+    torch.Generator = _device_class(torch.Generator, "torch.Generator")
+    torch.Event = _device_class(torch.Event, "torch.Event")
+    return True
 
 
 def _device_class(original, label):
@@ -302,11 +315,12 @@ def _hccl_instead_of_nccl(fn, label):
     return wrapper
 
 
-def _patch_distributed():
+def nccl_means_hccl():
+    """The nccl backend, ProcessGroupNCCL and the device arguments of DDP/FSDP/DeviceMesh/PipelineStage mean npu."""
     import torch.distributed as dist
 
     if not dist.is_available():
-        return
+        return False
     for name in ("init_process_group", "new_group"):
         fn = getattr(dist, name)
         if not getattr(fn, "__vnpu_transfer__", False):
@@ -326,17 +340,19 @@ def _patch_distributed():
         from torch.distributed.fsdp import FullyShardedDataParallel
         from torch.distributed.pipelining import PipelineStage
     except ImportError:  # builds without FSDP / pipelining
-        return
+        return True
     _wrap_init(FullyShardedDataParallel, "FullyShardedDataParallel")
     _wrap_init(PipelineStage, "PipelineStage")
     dist.Backend.default_device_backend_map.pop("cuda", None)
+    return True
 
 
-def _patch_profiler():
+def cuda_activity_means_npu():
+    """ProfilerActivity.CUDA in torch.profiler.profile(activities=...) profiles the npu."""
     profile_cls = torch.profiler.profile
     original = profile_cls.__init__
     if getattr(original, "__vnpu_transfer__", False):
-        return
+        return False
 
     @functools.wraps(original)
     def init(self, *args, activities=None, **kwargs):
@@ -349,23 +365,14 @@ def _patch_profiler():
 
     init.__vnpu_transfer__ = True
     profile_cls.__init__ = init
+    return True
 
 
-def _apply():
-    _alias_cuda_module()
-    _patch_tensors_and_modules()
-    if not isinstance(torch.Generator, type) or type(torch.Generator).__name__ != "Meta":
-        torch.Generator = _device_class(torch.Generator, "torch.Generator")
-        torch.Event = _device_class(torch.Event, "torch.Event")
-    _patch_distributed()
-    _patch_profiler()
-    if os.environ.get("RANK", "0") == "0":
-        warnings.warn(
-            "torch_npu.contrib.transfer_to_npu: torch.cuda, device arguments 'cuda', Tensor/Module.cuda, "
-            "torch.Generator, autocast, GradScaler, DDP and the nccl backend now mean the npu "
-            "(torch.jit.script is kept)",
-            ImportWarning,
-        )
-
-
-_apply()
+# The changes above are applied by the patch registry (torch_npu/_patches) the moment this module is imported.
+if os.environ.get("RANK", "0") == "0":
+    warnings.warn(
+        "torch_npu.contrib.transfer_to_npu: torch.cuda, device arguments 'cuda', Tensor/Module.cuda, "
+        "torch.Generator, autocast, GradScaler, DDP and the nccl backend now mean the npu "
+        "(torch.jit.script is kept)",
+        ImportWarning,
+    )
