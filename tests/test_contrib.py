@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from error_cases import raises_exactly, t
 
 import torch_npu
 from torch_npu import contrib
@@ -306,3 +307,74 @@ def test_prefetcher_moves_batches_to_npu():
         seen.append(int(batch[1]))
         batch = pf.next()
     assert seen == [0, 1, 2]
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+CONTRIB_ERRORS = [
+    (
+        lambda: torch_npu.contrib.amp.scale_loss(t(1), None).__enter__()
+        if not torch_npu.contrib.amp.frontend._state.scalers
+        else (_ for _ in ()).throw(RuntimeError("Call torch_npu.contrib.amp.initialize() before amp.scale_loss()")),
+        RuntimeError,
+        "Call torch_npu.contrib.amp.initialize() before amp.scale_loss()",
+    ),
+    (
+        lambda: contrib.npu_single_level_responsible_flags((2, 2), t(1, 4).long(), (8, 8), 1),
+        RuntimeError,
+        "boxes must be a float16 or float32 tensor, got torch.int64",
+    ),
+    (
+        lambda: contrib.npu_fused_attention(
+            t(8, 64), t(1, 1, 8, 8), t(64, 64), t(64, 64), t(64, 64), t(64), t(64), t(64)
+        ),
+        RuntimeError,
+        "fused attention check compatibility failed, format not matches (expected [29, 29, 29, 29, 29, 2, 2, 2], "
+        "got [2, 0, 2, 2, 2, 2, 2, 2])",
+    ),
+    (
+        lambda: contrib.function.dropout_with_byte_mask(t(2), p=1.5),
+        ValueError,
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    ),
+    (
+        lambda: contrib.module.DropoutWithByteMask(p=-0.1),
+        ValueError,
+        "dropout probability has to be between 0 and 1, but got -0.1",
+    ),
+    (lambda: ChannelShuffle(5, groups=2), ValueError, "in_channels (5) must be divisible by groups (2)"),
+    (lambda: ChannelShuffle(4)(t(1, 2, 1, 1), t(1, 1, 1, 1)), RuntimeError, "ChannelShuffle expects 4 channels, got 3"),
+    (
+        lambda: contrib.ModulatedDeformConv(2, 2, 3, pack=False)(t(1, 2, 4, 4)),
+        RuntimeError,
+        "ModulatedDeformConv(pack=False) takes offset and mask from the caller: call "
+        "ModulatedDeformConv2dFunction.apply(x, offset, mask, weight, bias, ...) directly",
+    ),
+    (lambda: contrib.module.FusedColorJitter(hue=0.7), ValueError, "hue must be in [0, 0.5], but got 0.7"),
+    (lambda: contrib.MultiheadAttention(10, 3), ValueError, "embed_dim must be divisible by num_heads"),
+    (
+        lambda: contrib.MultiheadAttention(8, 2, kdim=4, self_attention=True),
+        ValueError,
+        "Self-attention requires query, key and value to be of the same size",
+    ),
+    (
+        lambda: contrib.PSROIPool(2, 2, 1.0, 2, 3)(t(1, 4, 4, 4), t(1, 5)),
+        RuntimeError,
+        "PSROIPool expects 12 channels, got 4",
+    ),
+    (
+        lambda: contrib.QuantConv2d(1, 1, 1, torch.float16, round_mode="floor"),
+        ValueError,
+        "round_mode must be 'rint', but got 'floor'",
+    ),
+    (
+        lambda: contrib.MultiheadAttention(8, 2)(t(2, 8), t(2, 8), t(2, 8), 1, 2, 2, incremental_state={}),
+        NotImplementedError,
+        "torch_npu.contrib.MultiheadAttention: incremental decoding (incremental_state) is not "
+        "implemented in vnpu; call it without incremental_state",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", CONTRIB_ERRORS, ids=[c[2][:48] for c in CONTRIB_ERRORS])
+def test_contrib_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

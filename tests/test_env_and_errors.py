@@ -3,8 +3,10 @@
 import re
 
 import pytest
+from error_cases import first_line
 from subprocess_helpers import run_python
 
+import torch_npu
 from torch_npu.utils._env import HONOURED, VARIABLES
 from torch_npu.utils._error_code import ErrCode, pta_error
 
@@ -176,3 +178,66 @@ def test_vnpu_extension_names_warn_once_and_work():
         "torch_npu.npu.precompile",
     ):
         assert proc.stderr.count(f"{name} is a vnpu extension absent from torch_npu") == 1, name
+
+
+def test_exact_environment_and_utility_messages(monkeypatch, tmp_path):
+    from torch_npu.testing.testcase import TestCase
+    from torch_npu.utils._env import check_environment
+    from torch_npu.utils._logging import parse_spec
+    from torch_npu.utils._vnpu_extensions import apply_extension_environment
+
+    cases = [
+        (
+            lambda: check_environment({"TASK_QUEUE_ENABLE": "3"}),
+            ValueError,
+            "Invalid value '3' of environment variable TASK_QUEUE_ENABLE: expected one of 0, 1, 2",
+        ),
+        (
+            lambda: check_environment({"HCCL_EVENT_TIMEOUT": "-5"}),
+            ValueError,
+            "Invalid value '-5' of environment variable HCCL_EVENT_TIMEOUT: expected an integer >= 0",
+        ),
+        (
+            lambda: check_environment({"ACL_DEVICE_SYNC_TIMEOUT": "0"}),
+            ValueError,
+            "Invalid value '0' of environment variable ACL_DEVICE_SYNC_TIMEOUT: expected an integer in [1, 2147483]",
+        ),
+        (
+            lambda: check_environment({"NPU_ASD_UPPER_THRESH": "1"}),
+            ValueError,
+            "Invalid value '1' of environment variable NPU_ASD_UPPER_THRESH: expected '<int>,<int>'",
+        ),
+        (
+            lambda: apply_extension_environment({"NPU_FORCE_FP16": "yes"}),
+            ValueError,
+            "Invalid value 'yes' of environment variable NPU_FORCE_FP16: expected one of 0, 1",
+        ),
+        (
+            lambda: parse_spec("memory,+gpu"),
+            ValueError,
+            "TORCH_NPU_LOGS: unknown module 'gpu'; known modules: memory, dispatch, dispatch_time, silent, recovery, "
+            "op_plugin, shmem, env, acl, aclgraph, all",
+        ),
+        (lambda: TestCase("run").assertObjectIn(object(), [1]), AssertionError, "object not found in iterable"),
+    ]
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    cases.append(
+        (
+            lambda: torch_npu.utils.collect_env.check_directory_path_readable(str(link)),
+            RuntimeError,
+            f"Invalid path is a soft chain: {link}",
+        )
+    )
+    for call, kind, message in cases:
+        with pytest.raises(kind) as info:
+            call()
+        assert first_line(info.value) == message
+    monkeypatch.setenv("CPU_AFFINITY_CONF", "7")
+    with pytest.raises(ValueError) as info:
+        torch_npu.utils.set_thread_affinity([0, 0])
+    assert first_line(info.value) == "CPU_AFFINITY_CONF mode must be 0, 1 or 2, but got '7'"
+    monkeypatch.setenv("CPU_AFFINITY_CONF", "1")
+    with pytest.raises(ValueError) as info:
+        torch_npu.utils.set_thread_affinity([4096, 4097])
+    assert first_line(info.value).startswith("None of the cores [4096, 4097] is available to this process (allowed: [")

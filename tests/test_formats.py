@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from error_cases import NPU, raises_exactly, t
 
 import torch_npu
 from torch_npu import Format
@@ -122,3 +123,39 @@ def test_format_survives_save_and_copy_to_cpu(tmp_path):
     path = tmp_path / "t.pt"
     torch.save(x, path)
     assert torch.equal(torch.load(path).cpu(), x.cpu())
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+FORMAT_ERRORS = [
+    (lambda: torch_npu.npu_format_cast(t(2, 2), -1), RuntimeError, "npu_format_cast: cannot cast to Format.UNDEFINED"),
+    (
+        lambda: torch_npu.npu_format_cast(t(2, 2), 32),
+        RuntimeError,
+        "npu_format_cast: format NDC1HWC0 needs a 5-D tensor, got 2-D",
+    ),
+    (
+        lambda: torch_npu.npu_format_cast(t(1, 1, 1, 1, 2), 3),
+        RuntimeError,
+        "npu_format_cast: format NC1HWC0 needs at most 4 dimensions, got 5",
+    ),
+    (
+        lambda: torch_npu.npu_format_cast(torch.ones(2, 2), 29),
+        RuntimeError,
+        "npu_format_cast expects an npu tensor, got one on cpu",
+    ),
+    (
+        lambda: torch_npu.empty_with_format((2,), layout=torch.sparse_coo, device=NPU),
+        RuntimeError,
+        "empty_with_format supports torch.strided only, got torch.sparse_coo",
+    ),
+    (
+        lambda: torch_npu.empty_with_format((2,), device="cpu"),
+        RuntimeError,
+        "empty_with_format makes npu tensors, got device cpu",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", FORMAT_ERRORS, ids=[c[2][:48] for c in FORMAT_ERRORS])
+def test_format_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

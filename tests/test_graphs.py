@@ -4,6 +4,7 @@ memory (same results as eager), host synchronisation is refused during capture."
 import pytest
 import torch
 import torch.nn as nn
+from error_cases import graph_in_capture, hooked_linear, raises_exactly, t
 
 import torch_npu
 
@@ -268,3 +269,73 @@ def test_npugraph_ex_scopes_restore_settings():
     with scope.limit_core_num(4, 8):
         assert torch.npu.get_stream_limit(s) == {"cube_core_num": 4, "vector_core_num": 8}
     assert torch.npu.get_stream_limit(s) == before
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+GRAPH_ERRORS = [
+    (
+        lambda: torch.npu.NPUGraph().capture_begin(capture_error_mode="strict"),
+        ValueError,
+        "capture_error_mode must be one of ('global', 'thread_local', 'relaxed'), but got 'strict'",
+    ),
+    (
+        lambda: torch.npu.NPUGraph().capture_begin(),
+        RuntimeError,
+        "NPU graphs must be captured on a non-default stream. (However, after capture, it's ok to replay them on the "
+        "default stream.)",
+    ),
+    (lambda: torch.npu.NPUGraph().update({}), TypeError, "cpu_update_input must be a list of dicts"),
+    (lambda: torch.npu.graph(object()), TypeError, "torch.npu.graph expects a torch.npu.NPUGraph"),
+    (
+        lambda: torch.npu.graph_task_group_end(torch.npu.Stream()),
+        RuntimeError,
+        "graph_task_group_end without graph_task_group_begin",
+    ),
+    (
+        lambda: torch.npu.graph_task_update_end(torch.npu.Stream()),
+        RuntimeError,
+        "graph_task_update_end without graph_task_update_begin",
+    ),
+    (
+        lambda: torch.npu.graph_task_group_begin(torch.npu.Stream()),
+        RuntimeError,
+        "graph_task_group_begin must be called while an NPU graph captures on this stream",
+    ),
+    (
+        lambda: torch.npu.super_kernel_scope_end("x"),
+        RuntimeError,
+        "super_kernel_scope_end without super_kernel_scope_begin",
+    ),
+    (
+        lambda: torch.npu.register_npu_graph_handler("aten::mm")(int),
+        TypeError,
+        "register_npu_graph_handler decorates NpuGraphOpHandler subclasses",
+    ),
+    (
+        lambda: graph_in_capture(lambda: torch.npu.synchronize()),
+        RuntimeError,
+        "operation not permitted when stream is capturing: torch.npu.synchronize() synchronises the host with the device. "
+        "Run it outside torch.npu.graph(...).",
+    ),
+    (
+        lambda: torch.npu.make_graphed_callables(lambda a: a, (3,)),
+        TypeError,
+        "In the beta API, sample_args for each callable must contain only Tensors. Other types are not allowed.",
+    ),
+    (
+        lambda: torch.npu.make_graphed_callables(hooked_linear(), (t(1, 2),)),
+        RuntimeError,
+        "Modules must not have hooks registered at the time they are passed. However, registering hooks on modules after "
+        "passing them through make_graphed_callables is allowed.",
+    ),
+    (
+        lambda: torch_npu.npu.npugraph_ex.register_replacement(1, 2, []),
+        TypeError,
+        "register_replacement expects search_fn and replace_fn functions",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", GRAPH_ERRORS, ids=[c[2][:48] for c in GRAPH_ERRORS])
+def test_graph_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+from error_cases import raises_exactly
 from subprocess_helpers import run_python
 
 import torch_npu
@@ -222,3 +223,62 @@ def test_device_apis_refuse_devices_that_do_not_exist(call):
         r"set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that",
     ):
         call()
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+CONFIG_ERRORS = [
+    (
+        lambda: torch.npu.set_option({"ACL_PRECISION_MODE": "fp64"}),
+        ValueError,
+        "value of ACL_PRECISION_MODE should be in ['allow_fp32_to_fp16', 'must_keep_origin_dtype'] but got fp64",
+    ),
+    (
+        lambda: torch.npu.set_option({"ACL_AICORE_NUM": 40}),
+        ValueError,
+        "value of ACL_AICORE_NUM should be in 1..32 but got 40",
+    ),
+    (lambda: torch.npu.set_device_limit(0, foo=1), TypeError, "set_device_limit(device, cube_num=-1, vector_num=-1)"),
+    (
+        lambda: torch.npu.set_stream_limit(torch.npu.Stream(), 0),
+        ValueError,
+        "cube_num must be -1 (no limit) or in [1, 24], but got 0",
+    ),
+    (lambda: torch.npu.get_stream_limit(3), TypeError, "expected a torch_npu.npu.Stream, got int"),
+    (lambda: torch.npu.use_compatible_impl(1), TypeError, "is_enable must be a bool, but got <class 'int'>"),
+    (
+        lambda: setattr(torch.npu.matmul, "cube_math_type", 7),
+        ValueError,
+        "cube_math_type must be one of ['KEEP_DTYPE', 'ALLOW_FP32_DOWN_PRECISION', 'USE_FP16', 'USE_HF32', "
+        "'USE_FP32_ADD'], but got 7",
+    ),
+    (
+        lambda: torch.npu.set_aoe("/proc/vnpu_forbidden/aoe"),
+        ValueError,
+        "the path of '/proc/vnpu_forbidden/aoe' is invaild.",
+    ),
+    (
+        lambda: torch.npu.set_dump("/nonexistent/acl.json"),
+        AssertionError,
+        "cfg_file /nonexistent/acl.json path does not exists.",
+    ),
+    (lambda: torch.npu.stress_detect("gpu"), ValueError, "detect_type must be 'aic' or 'hccs', but got 'gpu'"),
+    (lambda: torch.npu.set_op_timeout_ms(-1), ValueError, "timeout must be a non-negative int (ms), but got -1"),
+    (lambda: torch.npu.set_deterministic_level(3), ValueError, "deterministic level must be 0, 1 or 2, but got 3"),
+    (
+        lambda: torch.npu.set_autocast_dtype(torch.float64),
+        ValueError,
+        "npu autocast supports [torch.float16, torch.bfloat16, torch.float32], not torch.float64",
+    ),
+    (
+        lambda: torch.npu.set_sync_debug_mode("loud"),
+        RuntimeError,
+        "invalid value of debug_mode, expected one of `default`, `warn`, `error`",
+    ),
+    (lambda: torch.npu.utilization(9), AssertionError, "Invalid device id"),
+    (lambda: torch.npu.synchronize(torch.device("cpu")), ValueError, "Expected a npu device, but got: cpu"),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", CONFIG_ERRORS, ids=[c[2][:48] for c in CONFIG_ERRORS])
+def test_config_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

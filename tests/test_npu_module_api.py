@@ -3,6 +3,7 @@ controls, mstx, deterministic and autocast helpers, overflow flags, reliability 
 
 import pytest
 import torch
+from error_cases import raises_exactly, t
 from subprocess_helpers import last_line, run_python
 
 import torch_npu
@@ -263,3 +264,45 @@ def test_subpackages_are_reachable_after_import_torch_npu():
               hasattr(torch_npu, "profiler_that_does_not_exist"))
     """)
     assert out.stdout.split() == ["NpuFusedAdam", "initialize", "get_env_info", "torch_npu.testing", "False"]
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+MODULE_API_ERRORS = [
+    (
+        lambda: torch.npu.obfuscation_initialize(0, 0, 1),
+        ValueError,
+        "hidden_size must be in [1, 10000] when cmd is 1, but got 0",
+    ),
+    (
+        lambda: torch.npu.obfuscation_initialize(8, 0, 1, obf_coefficient=2.0),
+        ValueError,
+        "obf_coefficient must be in (0.0, 1.0], but got 2.0",
+    ),
+    (
+        lambda: torch.npu.obfuscation_initialize(8, 0, 1, data_type=torch.int64),
+        TypeError,
+        "data_type must be float16, float32, bfloat16 or int8, but got torch.int64",
+    ),
+    (
+        lambda: torch.npu.obfuscation_calculate(1, t(2), None),
+        RuntimeError,
+        "obfuscation_calculate: the PMCC model-obfuscation engine is not deployed on this machine (ACL error 507018); "
+        "vnpu provides no PMCC service",
+    ),
+    (
+        lambda: torch.npu.obfuscation_finalize(1),
+        RuntimeError,
+        "obfuscation_finalize: the PMCC model-obfuscation engine is not deployed on this machine (ACL error 507018); "
+        "vnpu provides no PMCC service",
+    ),
+    (lambda: torch.npu.utils.npu_check_overflow("inf"), RuntimeError, "Unsupport type."),
+    (lambda: torch.npu.FloatStorage.from_buffer(b"1234"), RuntimeError, "from_buffer: Not available for NPU storage"),
+    (lambda: torch_npu.not_an_api, AttributeError, "module 'torch_npu' has no attribute 'not_an_api'"),
+    (lambda: torch_npu.npu.not_an_api, AttributeError, "module 'torch_npu.npu' has no attribute 'not_an_api'"),
+    (lambda: torch_npu.nn.Conv9d, AttributeError, "module 'torch_npu.nn' has no attribute 'Conv9d'"),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", MODULE_API_ERRORS, ids=[c[2][:48] for c in MODULE_API_ERRORS])
+def test_module_api_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

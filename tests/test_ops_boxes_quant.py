@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from error_cases import int8_zeros, raises_operator_error, t
 from op_check import check_op
 
 import torch_npu
@@ -464,11 +465,24 @@ def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
         torch.zeros(10, device="npu"),
         torch.zeros(10, device="npu"),
     )
-    for t, grad in enumerate(grads, 1):
+    for step, grad in enumerate(grads, 1):
         ref.grad = grad.clone()
         opt.step()
         torch_npu.npu_apply_adam_w(
-            0.9**t, 0.99**t, 0.1, 0.01, 0.9, 0.99, 1e-8, grad.npu(), max_norm, amsgrad, maximize, var=var, m=m, v=v
+            0.9**step,
+            0.99**step,
+            0.1,
+            0.01,
+            0.9,
+            0.99,
+            1e-8,
+            grad.npu(),
+            max_norm,
+            amsgrad,
+            maximize,
+            var=var,
+            m=m,
+            v=v,
         )
     torch.testing.assert_close(var.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
     # functional form: one step from zero state
@@ -488,3 +502,65 @@ def test_npu_fused_attention_score():
         return ctx.permute(0, 2, 1, 3).reshape(10, 12)
 
     check_op(torch_npu.npu_fused_attention_score, (q, k, v, mask, 0.5, 1.0), ref, atol=1e-5, rtol=1e-5)
+
+
+# Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
+INVALID_ARGUMENT_ERRORS = [
+    (
+        lambda: torch_npu.npu_linear(t(2, 3), t(4, 5)),
+        "npu_linear: input's last dim (3) must equal weight's in_features (5)",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(int8_zeros(2, 3), int8_zeros(4, 5), t(5)),
+        "npu_quant_matmul: x1 (2, 3) and x2 (4, 5) do not chain",
+    ),
+    (
+        lambda: torch_npu.npu_weight_quant_batchmatmul(t(2, 3), int8_zeros(4, 5), t(5)),
+        "npu_weight_quant_batchmatmul: x (2, 3) and weight (4, 5) do not chain",
+    ),
+    (
+        lambda: torch_npu.npu_weight_quant_batchmatmul(t(2, 4), int8_zeros(4, 5), t(5), antiquant_group_size=2),
+        "npu_weight_quant_batchmatmul: a group-wise antiquant_scale must be [ceil(k / group), n]",
+    ),
+    (
+        lambda: torch_npu.npu_dynamic_quant(t(2, 4), quant_mode="perchannel"),
+        "npu_dynamic_quant: quant_mode must be 'pertoken' or 'pertensor', got 'perchannel'",
+    ),
+    (
+        lambda: torch_npu.npu_dynamic_quant(t(2, 4), dst_type=torch.int32),
+        "npu_dynamic_quant: dst_type=3: vnpu quantises to int8 only",
+    ),
+    (
+        lambda: torch_npu.npu_quantize(t(2, 2), t(2), None, torch.float32),
+        "npu_quantize: dtype must be an 8- or 32-bit integer type, got torch.float32",
+    ),
+    (lambda: torch_npu.npu_iou(t(2, 4), t(2, 4), mode=2), "npu_iou: mode must be 0 (iou) or 1 (iof), got 2"),
+    (lambda: torch_npu.npu_iou(t(2, 5), t(2, 4)), "npu_iou: boxes must be [N, 4] and [M, 4]"),
+    (
+        lambda: torch_npu.npu_giou(t(4, 2), t(4, 3)),
+        "npu_giou: with is_cross=False self and gtboxes must hold as many boxes (2 vs 3)",
+    ),
+    (lambda: torch_npu.npu_nms_v4(t(3, 5), t(3), 2, t(()), t(())), "npu_nms_v4: self must be [N, 4], got (3, 5)"),
+    (lambda: torch_npu.npu_nms_v4(t(3, 4), t(2), 2, t(()), t(())), "npu_nms_v4: scores must be [N], got (2,)"),
+    (
+        lambda: torch_npu.npu_nms_with_mask(t(3, 4), 0.5),
+        "npu_nms_with_mask: input must be [N, 5] (x1, y1, x2, y2, score), got (3, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_batch_nms(t(3, 4), t(1, 3, 2), 0.1, 0.5, 2, 2),
+        "npu_batch_nms: self must be [B, A, q, 4] and scores [B, A, C], got (3, 4) and (1, 3, 2)",
+    ),
+    (
+        lambda: torch_npu.npu_roi_align(t(1, 1, 4, 4), t(2, 4), 1.0, 1, 1, 1, 0),
+        "npu_roi_align: rois must be [K, 5], got (2, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_bounding_box_encode(t(2, 4), t(3, 4), 0, 0, 0, 0, 1, 1, 1, 1),
+        "npu_bounding_box_encode: anchor_box and ground_truth_box must both be [N, 4], got (2, 4) and (3, 4)",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
+def test_invalid_argument_error_message(call, message):
+    raises_operator_error(call, message)

@@ -4,6 +4,7 @@ on the CPU and rounded to the low-precision dtype, within that dtype's rounding.
 import pytest
 import torch
 import torch.nn.functional as F
+from error_cases import FLOATS, I32, ez1001, raises_unsupported_dtype, t
 
 import torch_npu
 
@@ -72,3 +73,72 @@ def test_fusion_attention_low_precision(dtype):
     want = torch.softmax(q.float() @ k.float().transpose(-1, -2) * 0.25, -1) @ v.float()
     assert out.dtype == dtype
     torch.testing.assert_close(out.cpu().float(), want.to(dtype).float(), **TOL[dtype])
+
+
+# Inputs of a dtype the Ascend kernel does not take: refused before any work, in CANN's words (ERR01100)
+UNSUPPORTED_DTYPE_ERRORS = [
+    (
+        lambda: torch_npu.npu_rms_norm(t(2, 4, dtype=I32), t(4, dtype=I32)),
+        ez1001("aclnnRmsNorm", "self", "DT_INT32", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_rms_norm(t(2, 4), t(4, dtype=torch.float64)),
+        ez1001("aclnnRmsNorm", "gamma", "DT_DOUBLE", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_add_rms_norm(t(2, 4), t(2, 4, dtype=torch.int64), t(4)),
+        ez1001("aclnnAddRmsNorm", "x2", "DT_INT64", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_gemma_rms_norm(t(2, 4, dtype=torch.bool), t(4)),
+        ez1001("aclnnGemmaRmsNorm", "self", "DT_BOOL", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_add_layer_norm(t(2, 4), t(2, 4), t(4, dtype=torch.int8), t(4)),
+        ez1001("aclnnAddLayerNorm", "gamma", "DT_INT8", FLOATS),
+    ),
+    (lambda: torch_npu.npu_swiglu(t(2, 4, dtype=I32)), ez1001("aclnnSwiGlu", "self", "DT_INT32", FLOATS)),
+    (lambda: torch_npu.npu_gelu(t(4, dtype=torch.int64)), ez1001("aclnnGeluV2", "self", "DT_INT64", FLOATS)),
+    (lambda: torch_npu.npu_mish(t(4, dtype=torch.float64)), ez1001("aclnnMish", "self", "DT_DOUBLE", FLOATS)),
+    (
+        lambda: torch_npu.npu_scaled_masked_softmax(t(1, 1, 2, 2), t(1, 1, 2, 2)),
+        ez1001("aclnnScaledMaskedSoftmax", "mask", "DT_FLOAT", "DT_BOOL,"),
+    ),
+    (
+        lambda: torch_npu.npu_rotary_mul(t(1, 2, 1, 4, dtype=I32), t(1, 2, 1, 4), t(1, 2, 1, 4)),
+        ez1001("aclnnRotaryPositionEmbedding", "self", "DT_INT32", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_one_hot(t(3), depth=4),
+        ez1001("aclnnOneHot", "self", "DT_FLOAT", "DT_UINT8,DT_INT32,DT_INT64,"),
+    ),
+    (
+        lambda: torch_npu.npu_convert_weight_to_int4pack(t(2, 8)),
+        ez1001("aclnnConvertWeightToINT4Pack", "weight", "DT_FLOAT", "DT_INT32,"),
+    ),
+    (
+        lambda: torch_npu.npu_moe_compute_expert_tokens(t(4, dtype=torch.int64), 2),
+        ez1001("aclnnMoeComputeExpertTokens", "sorted_expert_for_source_row", "DT_INT64", "DT_INT32,"),
+    ),
+    (
+        lambda: torch_npu.npu_moe_gating_top_k_softmax(t(2, 4, dtype=I32), k=1),
+        ez1001("aclnnMoeGatingTopKSoftmax", "x", "DT_INT32", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_linear(t(2, 4, dtype=I32), t(3, 4, dtype=I32)),
+        ez1001("aclnnMatmul", "input", "DT_INT32", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_giou(t(4, 2, dtype=torch.int64), t(4, 2)),
+        ez1001("aclnnGIoU", "self", "DT_INT64", FLOATS),
+    ),
+    (
+        lambda: torch_npu.npu_scatter_nd_update(t(4), t(1, 1), t(1)),
+        ez1001("aclnnScatterNdUpdate", "indices", "DT_FLOAT", "DT_INT32,DT_INT64,"),
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", UNSUPPORTED_DTYPE_ERRORS, ids=[c[1][5:60] for c in UNSUPPORTED_DTYPE_ERRORS])
+def test_unsupported_dtype_is_refused_in_canns_words(call, message):
+    raises_unsupported_dtype(call, message)

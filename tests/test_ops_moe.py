@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from error_cases import NPU, raises_operator_error, t
 from op_check import check_op
 
 import torch_npu
@@ -326,3 +327,137 @@ def test_moe_and_box_operators_in_low_precision(dtype):
     iou = torch_npu.npu_iou(boxes.to(dtype).npu(), boxes.to(dtype).npu())
     assert iou.dtype == dtype
     torch.testing.assert_close(iou.cpu().float(), torch.tensor([[1.0, 9 / 23], [9 / 23, 1.0]]), atol=2e-2, rtol=2e-2)
+
+
+# Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
+INVALID_ARGUMENT_ERRORS = [
+    (
+        lambda: torch_npu.npu_grouped_matmul([t(2, 3)], [t(3, 2)], scale=[t(2)]),
+        "npu_grouped_matmul: with scale (quantised), x and weight must be int8, got torch.float32 and torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul([t(2, 3)], [t(3, 2)], group_type=2),
+        "npu_grouped_matmul: group_type=2: only -1 (no grouping) and 0 (split M) are implemented",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul(
+            [t(4, 3)],
+            [t(3, 2), t(3, 2)],
+            group_list=torch.tensor([1, 2, 4], device=NPU),
+            group_list_type=1,
+            split_item=3,
+        ),
+        "npu_grouped_matmul: group_list covers 7 rows but x has 4",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul(
+            [t(4, 3)], [t(3, 2), t(3, 2)], group_list=torch.tensor([1, 2, 4], device=NPU), split_item=3
+        ),
+        "npu_grouped_matmul: group_list has 3 groups for 2 weights",
+    ),
+    (
+        lambda: torch_npu.npu_moe_gating_top_k_softmax(t(4), k=1),
+        "npu_moe_gating_top_k_softmax: x must be 2-D or 3-D, got 1-D",
+    ),
+    (
+        lambda: torch_npu.npu_moe_gating_top_k_softmax(t(2, 4), k=5),
+        "npu_moe_gating_top_k_softmax: k=5 must be in [1, 4]",
+    ),
+    (lambda: torch_npu.npu_moe_gating_top_k(t(4), 1), "npu_moe_gating_top_k: x must be 2-D [tokens, experts], got 1-D"),
+    (
+        lambda: torch_npu.npu_moe_gating_top_k(t(2, 8), 1, norm_type=2),
+        "npu_moe_gating_top_k: norm_type must be 0 (softmax) or 1 (sigmoid), got 2",
+    ),
+    (
+        lambda: torch_npu.npu_moe_gating_top_k(t(2, 8), 1, group_count=2, k_group=3),
+        "npu_moe_gating_top_k: k_group=3 must be in [1, group_count=2]",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing(t(2, 4), t(2, 1).int(), t(2, 2).int(), 2),
+        "npu_moe_init_routing: x [N, H], row_idx and expert_idx [N, k] expected, got (2, 4), (2, 1), (2, 2)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(3, 2).int()),
+        "npu_moe_init_routing_v2: x [N, H] and expert_idx [N, k] expected, got (2, 4) and (3, 2)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), quant_mode=0),
+        "npu_moe_init_routing_v2: quant_mode=0 (static) needs scale",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), quant_mode=2),
+        "npu_moe_init_routing_v2: quant_mode must be -1 (none), 0 (static) or 1 (dynamic), got 2 (MX FP8 quantisation "
+        "is not supported by vnpu)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), drop_pad_mode=1, expert_num=4),
+        "npu_moe_init_routing_v2: drop_pad_mode=1 needs expert_capacity > 0 and expert_num >= the experts in range (4), "
+        "got expert_capacity=-1, expert_num=4",
+    ),
+    (
+        lambda: torch_npu.npu_moe_finalize_routing(t(4, 2), None, None, t(2, 2), t(2, 2), t(4).int(), None),
+        "npu_moe_finalize_routing: bias needs export_for_source_row",
+    ),
+    (
+        lambda: torch_npu.npu_moe_finalize_routing(
+            t(4, 2), None, None, None, t(2, 2), t(4).int(), None, drop_pad_mode=1
+        ),
+        "npu_moe_finalize_routing: drop_pad_mode must be 0 (the only value torch_npu documents for this operator), got 1",
+    ),
+    (
+        lambda: torch_npu.npu_moe_token_permute(t(2, 2), t(2, 1).long(), padded_mode=True),
+        "npu_moe_token_permute: padded_mode=True is not supported (CANN's MoeTokenPermute does not support it either)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_token_unpermute(t(2, 2), t(2).int(), padded_mode=True),
+        "npu_moe_token_unpermute: padded_mode=True is not supported (CANN's MoeTokenPermute does not support it either)",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul([t(2, 3)], [t(3, 2)], scale=[t(2)], antiquant_scale=[t(2)]),
+        "npu_grouped_matmul: scale (quantised) and antiquant_scale (weight antiquant) exclude each other",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul([t(2, 3)], [t(3, 2)], act_type=3),
+        "npu_grouped_matmul: act_type must be one of [0, 1, 2, 4, 5], got 3",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul([t(2, 4)], [t(4, 2).to(torch.int8)], antiquant_scale=[t(3, 2)]),
+        "npu_grouped_matmul: antiquant_scale[0] has 3 groups for k=4",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), expert_num=4, scale=t(3)),
+        "npu_moe_init_routing_v2: scale must be [N=2] without quantisation, got (3,)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), expert_num=4, quant_mode=0, scale=t(2)),
+        "npu_moe_init_routing_v2: static quantisation takes scale and offset of shape [1]",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), expert_num=4, quant_mode=1, scale=t(2, 3)),
+        "npu_moe_init_routing_v2: dynamic quantisation takes scale [1 or 4, H=4], got (2, 3)",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), active_expert_range=[3, 1]),
+        "npu_moe_init_routing_v2: active_expert_range must be increasing, got [3, 1]",
+    ),
+    (
+        lambda: torch_npu.npu_moe_init_routing_v2(t(2, 4), t(2, 2).int(), expert_num=4, row_idx_type=2),
+        "npu_moe_init_routing_v2: row_idx_type must be 0 or 1, got 2",
+    ),
+    (lambda: torch_npu.npu_giou(t(4, 2), t(4, 2), mode=2), "npu_giou: mode must be 0 (iou) or 1 (iof), got 2"),
+    (
+        lambda: torch_npu.npu_fused_attention_score(t(2, 4), t(2, 4), t(2, 4), t(2, 2), 1.0, 1.0),
+        "npu_fused_attention_score: query_layer must be [B, N, S, D], got (2, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_attention_score(
+            t(1, 1, 2, 4), t(1, 1, 2, 4), t(1, 1, 2, 4), t(1, 1, 2, 2), 1.0, 0.0
+        ),
+        "npu_fused_attention_score: keep_prob must be in (0, 1], got 0.0",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
+def test_invalid_argument_error_message(call, message):
+    raises_operator_error(call, message)

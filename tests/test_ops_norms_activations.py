@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from error_cases import raises_operator_error, t
 from op_check import check_op
 
 import torch_npu
@@ -380,3 +381,78 @@ def test_ops_are_npu_only_and_torch_aliases_are_deprecated():
     ):
         torch.npu_swiglu(torch.ones(2))
     assert torch_npu.npu_rms_norm is torch.ops.npu.npu_rms_norm
+
+
+# Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
+INVALID_ARGUMENT_ERRORS = [
+    (lambda: torch_npu.npu_swiglu(t(3, 5)), "npu_swiglu: the size of dim -1 (5) must be even"),
+    (lambda: torch_npu.npu_swiglu(t(4), 3), "npu_swiglu: dim=3 is out of range for a 1-D input"),
+    (lambda: torch_npu.npu_geglu(t(4), approximate=2), "npu_geglu: approximate must be 0 (erf) or 1 (tanh), got 2"),
+    (
+        lambda: torch_npu.npu_gelu(t(4), approximate="fast"),
+        "npu_gelu: approximate must be 'none' or 'tanh', got 'fast'",
+    ),
+    (
+        lambda: torch_npu.npu_scaled_masked_softmax(t(2, 2), t(2, 2) > 0),
+        "npu_scaled_masked_softmax: x must be 4-D (N, C, H, W), got 2-D",
+    ),
+    (
+        lambda: torch_npu.npu_dropout_with_add_softmax(t(2, 2), t(2, 3), 1.0, 0.1, -1),
+        "npu_dropout_with_add_softmax: self (2, 2) and x1 (2, 3) differ",
+    ),
+    (
+        lambda: torch_npu.npu_rms_norm(t(2, 8), t(4)),
+        "npu_rms_norm: gamma shape (4,) must match the last dims of x (2, 8)",
+    ),
+    (lambda: torch_npu.npu_add_rms_norm(t(2, 8), t(3, 8), t(8)), "npu_add_rms_norm: x1 (2, 8) and x2 (3, 8) differ"),
+    (lambda: torch_npu.npu_deep_norm(t(2, 8), t(3, 8), t(8), t(8)), "npu_deep_norm: x (2, 8) and gx (3, 8) differ"),
+    (lambda: torch_npu.npu_rotary_mul(t(4, 4), t(4, 4), t(4, 4)), "npu_rotary_mul: self must be 3-D or 4-D, got 2-D"),
+    (lambda: torch_npu.npu_rotary_mul(t(1, 2, 3), t(3), t(3)), "npu_rotary_mul: the last dim (3) must be even"),
+    (
+        lambda: torch_npu.npu_apply_rotary_pos_emb(t(2, 2, 2), t(2, 2, 2), t(2, 2, 2), t(2, 2, 2)),
+        "npu_apply_rotary_pos_emb: query must be 4-D for layout BSND, got 3-D",
+    ),
+    (
+        lambda: torch_npu.npu_interleave_rope(t(2, 2, 2), t(2, 2, 2), t(2, 2, 2)),
+        "npu_interleave_rope: x must be 4-D [B, N, S, D], got 3-D",
+    ),
+    (
+        lambda: torch_npu.npu_mrope(t(2).long(), t(2, 8), t(2, 8), t(4, 4), 3),
+        "npu_mrope: head_size=3 must divide query (8) and key (8) widths",
+    ),
+    (
+        lambda: torch_npu.npu_mrope(t(2).long(), t(2, 8), t(2, 8), t(4, 16), 8),
+        "npu_mrope: rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size",
+    ),
+    (lambda: torch_npu.npu_one_hot(t(3).long(), depth=0), "npu_one_hot: depth must be >= 1, got 0"),
+    (
+        lambda: torch_npu.npu_one_hot(t(3).long(), num_classes=4, depth=5),
+        "npu_one_hot: num_classes=4 must be -1 or equal depth=5",
+    ),
+    (lambda: torch_npu.npu_pad(t(2, 2), [1]), "npu_pad: paddings needs 2 values per dim (4), got 1"),
+    (
+        lambda: torch_npu.npu_confusion_transpose(t(2, 6), [1, 0], [2, 2, 3], False),
+        "npu_confusion_transpose: perm [1, 0] and shape [2, 2, 3] differ in rank",
+    ),
+    (lambda: torch_npu.npu_transpose(t(2, 3), [0, 0]), "npu_transpose: perm [0, 0] is not a permutation of 2 dims"),
+    (
+        lambda: torch_npu.npu_scatter_nd_update(t(2, 2), t(1, 3).long(), t(1)),
+        "npu_scatter_nd_update: indices' last dim (3) exceeds self's rank (2)",
+    ),
+    (
+        lambda: torch_npu.npu_scatter_nd_update(t(4, 3), t(2, 1).long(), t(3, 3)),
+        "npu_scatter_nd_update: updates (3, 3) must be indices.shape[:-1] + self.shape[K:] = (2, 3)",
+    ),
+    (
+        lambda: torch_npu.npu_dtype_cast(t(2), 99),
+        "npu_dtype_cast: dtype=99 is not a dtype vnpu supports (torch.uint8, "
+        "torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32, torch.float64, torch.complex64, "
+        "torch.complex128, torch.bool, torch.bfloat16, torch.float8_e5m2, torch.float8_e4m3fn)",
+    ),
+    (lambda: torch_npu.npu_bmmV2(t(2, 3), t(4, 5), []), "npu_bmmV2: self (2, 3) and mat2 (4, 5) do not chain"),
+]
+
+
+@pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
+def test_invalid_argument_error_message(call, message):
+    raises_operator_error(call, message)

@@ -7,7 +7,13 @@ import math
 import pytest
 import torch
 import torch.nn as nn
+from error_cases import (
+    raises_exactly,
+    raises_operator_error,
+    t,
+)
 
+import torch_npu
 from torch_npu.optim import (
     NpuFusedAdadelta,
     NpuFusedAdam,
@@ -241,3 +247,78 @@ def test_rmsprop_tf_follows_tensorflow_semantics():
 def test_invalid_hyperparameters(cls, kw):
     with pytest.raises(ValueError):
         cls([nn.Parameter(torch.ones(1, device="npu"))], **kw)
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+OPTIM_ERRORS = [
+    (
+        lambda: torch_npu.optim.NpuFusedAdadelta([torch.nn.Parameter(t(1))], rho=2.0),
+        ValueError,
+        "Invalid rho value: 2.0",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedAdam([torch.nn.Parameter(t(1))], betas=(0.9, 1.0)),
+        ValueError,
+        "Invalid beta parameter at index 1: 1.0",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedSGD([torch.nn.Parameter(t(1))], lr=0.1, nesterov=True),
+        ValueError,
+        "Nesterov momentum requires a momentum and zero dampening",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=-1.0),
+        ValueError,
+        "Invalid learning rate: -1.0 - should be >= 0.0",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=0.1, schedule="cubic"),
+        ValueError,
+        "Invalid schedule parameter: cubic",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=0.1, warmup=1.5),
+        ValueError,
+        "Invalid warmup: 1.5 - should be in [0.0, 1.0[ or -1",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=0.1, b1=1.0),
+        ValueError,
+        "Invalid b1 parameter: 1.0 - should be in [0.0, 1.0[",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=0.1, b2=-0.1),
+        ValueError,
+        "Invalid b2 parameter: -0.1 - should be in [0.0, 1.0[",
+    ),
+    (
+        lambda: torch_npu.optim.NpuFusedBertAdam([torch.nn.Parameter(t(1))], lr=0.1, e=-1.0),
+        ValueError,
+        "Invalid epsilon value: -1.0 - should be >= 0.0",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", OPTIM_ERRORS, ids=[c[2][:48] for c in OPTIM_ERRORS])
+def test_optim_error_message(call, kind, message):
+    raises_exactly(call, kind, message)
+
+
+# Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
+OPTIMIZER_OPERATOR_ERRORS = [
+    (
+        lambda: torch_npu.npu_apply_adam_w(0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, t(3), None, True, False),
+        "npu_apply_adam_w: amsgrad=True needs max_grad_norm",
+    ),
+    (
+        lambda: torch_npu.npu_apply_adam_w(
+            0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, t(3), None, False, False, var=t(2), m=t(3), v=t(3)
+        ),
+        "npu_apply_adam_w: var, m, v and grad must have one shape, got (2,), (3,), (3,), (3,)",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", OPTIMIZER_OPERATOR_ERRORS, ids=[c[1][:56] for c in OPTIMIZER_OPERATOR_ERRORS])
+def test_optimizer_operator_error_message(call, message):
+    raises_operator_error(call, message)

@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from error_cases import raises_exactly
 
 
 def test_sync_launch_stream_has_its_own_id_type():
@@ -65,3 +66,31 @@ def test_stream_context_accepts_none():
     before = torch.npu.current_stream()
     with torch.npu.StreamContext(None):
         assert torch.npu.current_stream() == before
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+STREAM_ERRORS = [
+    (
+        lambda: torch.npu.Event(enable_timing=True).elapsed_time(3),
+        TypeError,
+        "elapsed_time expects an npu Event, got int",
+    ),
+    (
+        lambda: torch.npu.Event().ipc_handle(),
+        RuntimeError,
+        "Event.ipc_handle needs an event created with interprocess=True",
+    ),
+    (
+        lambda: torch.npu.Event.from_ipc_handle(0, b"x"),
+        RuntimeError,
+        "from_ipc_handle expects a handle made by Event.ipc_handle()",
+    ),
+    (lambda: torch.npu.ExternalStream(0), ValueError, "stream_ptr must be a non-zero int handle, but got 0"),
+    (lambda: torch.npu.mstx.mark(1), TypeError, "mstx message must be a str, but got int"),
+    (lambda: torch.npu.mstx.range_end(10**9), ValueError, "mstx.range_end: no open range with id 1000000000"),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", STREAM_ERRORS, ids=[c[2][:48] for c in STREAM_ERRORS])
+def test_stream_error_message(call, kind, message):
+    raises_exactly(call, kind, message)

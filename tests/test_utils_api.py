@@ -5,6 +5,7 @@ import os
 
 import pytest
 import torch
+from error_cases import raises_exactly, t
 from subprocess_helpers import run_python
 
 import torch_npu
@@ -157,3 +158,30 @@ def test_simple_profiler_writes_a_trace(tmp_path):
         torch.ones(4, device="npu").sum()
         prof.end()
     assert (tmp_path / "trace_step2.json").is_file()
+
+
+# Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
+UTILS_ERRORS = [
+    (lambda: torch_npu.utils.npu_combine_tensors([1]), TypeError, "npu_combine_tensors expects tensors, got int"),
+    (
+        lambda: torch_npu.utils.npu_combine_tensors([t(1), t(1, dtype=torch.float16)]),
+        RuntimeError,
+        "npu_combine_tensors needs tensors of one dtype on one device, got torch.float32 on npu:0 and torch.float16 on npu:0",
+    ),
+    (lambda: torch_npu.utils.set_thread_affinity([-1, 2]), ValueError, "Invalid core range: [-1, 2]"),
+    (
+        lambda: torch_npu.utils.collect_env.check_path_owner_consistent("/nonexistent"),
+        RuntimeError,
+        "The path does not exist: /nonexistent",
+    ),
+    (
+        lambda: __import__("torch_npu.utils.profiler", fromlist=["x"]).Profile._cls(profile_type="GPU"),
+        ValueError,
+        "profile_type must be TORCH, CANN, GE or NONE, but got 'GPU'",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", UTILS_ERRORS, ids=[c[2][:48] for c in UTILS_ERRORS])
+def test_utils_error_message(call, kind, message):
+    raises_exactly(call, kind, message)
