@@ -306,3 +306,18 @@ MODULE_API_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", MODULE_API_ERRORS, ids=[c[2][:48] for c in MODULE_API_ERRORS])
 def test_module_api_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_every_public_torch_npu_function_of_ours_has_type_hints():
+    import inspect
+
+    unannotated = []
+    for name in torch_npu.npu.__all__:
+        fn = getattr(torch_npu.npu, name)
+        if not (inspect.isfunction(fn) and fn.__module__.startswith("torch_npu")):
+            continue
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if sig.return_annotation is inspect.Signature.empty or any(p.annotation is p.empty for p in params):
+            unannotated.append(name)
+    assert unannotated == []

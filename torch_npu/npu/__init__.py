@@ -88,7 +88,7 @@ def _lazy_init():
         _initialized = True
 
 
-def init():
+def init() -> None:
     """Initialise the NPU state (normally done lazily)."""
     _lazy_init()
 

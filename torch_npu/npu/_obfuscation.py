@@ -16,16 +16,16 @@ _NOT_DEPLOYED = (
 
 
 def obfuscation_initialize(
-    hidden_size,
-    tp_rank,
-    cmd,
+    hidden_size: int,
+    tp_rank: int,
+    cmd: int,
     *,
-    data_type=None,
-    model_obf_seed_id=0,
-    data_obf_seed_id=0,
-    thread_num=4,
-    obf_coefficient=1.0,
-):
+    data_type: torch.dtype | None = None,
+    model_obf_seed_id: int = 0,
+    data_obf_seed_id: int = 0,
+    thread_num: int = 4,
+    obf_coefficient: float = 1.0,
+) -> int:
     if cmd in (1, 2) and not (isinstance(hidden_size, int) and 1 <= hidden_size <= 10000):
         raise ValueError(
             f"hidden_size must be in [1, 10000] when cmd is {cmd}, but got {hidden_size}" + pta_error(ErrCode.VALUE)
@@ -39,9 +39,9 @@ def obfuscation_initialize(
     raise RuntimeError("obfuscation_initialize: " + _NOT_DEPLOYED + pta_error(ErrCode.ACL))
 
 
-def obfuscation_calculate(fd, x, param, *, obf_coefficient=1.0):
+def obfuscation_calculate(fd: int, x: torch.Tensor, param: object, *, obf_coefficient: float = 1.0) -> torch.Tensor:
     raise RuntimeError("obfuscation_calculate: " + _NOT_DEPLOYED + pta_error(ErrCode.ACL))
 
 
-def obfuscation_finalize(fd_to_close):
+def obfuscation_finalize(fd_to_close: int) -> None:
     raise RuntimeError("obfuscation_finalize: " + _NOT_DEPLOYED + pta_error(ErrCode.ACL))

@@ -20,7 +20,7 @@ _lock = threading.Lock()
 _state = {"flag": False, "hook": None}
 
 
-def is_support_inf_nan():
+def is_support_inf_nan() -> bool:
     """True when the SoC computes in IEEE inf/nan mode (Atlas A2/A3 by default)."""
     torch_npu.npu._lazy_init()
     soc = _C._soc_profile()["version"]
@@ -54,21 +54,21 @@ def _arm():
             _state["hook"] = _C._add_python_op_hook(_watch)
 
 
-def get_npu_overflow_flag():
+def get_npu_overflow_flag() -> bool:
     """Whether an operator overflowed since the last clear (saturation-mode SoCs only)."""
     _refuse_on_inf_nan_socs()
     _arm()
     return _state["flag"]
 
 
-def clear_npu_overflow_flag():
+def clear_npu_overflow_flag() -> None:
     """Clear the float-status flag (saturation-mode SoCs only)."""
     _refuse_on_inf_nan_socs()
     _arm()
     _state["flag"] = False
 
 
-def npu_check_overflow(grad):
+def npu_check_overflow(grad: torch.Tensor | float) -> bool:
     """True when `grad` (a tensor or a float) overflowed: inf/nan in its sum on inf/nan SoCs, the
     float-status flag (then cleared) elsewhere."""
     if is_support_inf_nan():

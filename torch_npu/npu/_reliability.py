@@ -9,7 +9,7 @@ from torch_npu.utils._error_code import ErrCode, pta_error
 _op_timeout_ms = None
 
 
-def stress_detect(detect_type="aic"):
+def stress_detect(detect_type: str = "aic") -> int:
     """Run the on-chip stress test: 0 means no fault found (always, on vnpu)."""
     if detect_type not in ("aic", "hccs"):
         raise ValueError(f"detect_type must be 'aic' or 'hccs', but got {detect_type!r}" + pta_error(ErrCode.VALUE))
@@ -17,24 +17,26 @@ def stress_detect(detect_type="aic"):
     return 0
 
 
-def check_uce_in_memory(device_id):
+def check_uce_in_memory(device_id: int) -> int:
     """Kind of uncorrectable memory error found on the device: 0 = none (vnpu memory is host RAM)."""
     torch_npu.npu.utils._valid_index(device_id)
     return 0
 
 
-def stop_device(device_id):
+def stop_device(device_id: int) -> None:
     """Stop a device: every operation on it raises until restart_device(). Returns 0 on success."""
     _C._set_device_stopped(torch_npu.npu.utils._valid_index(device_id), True)
     return 0
 
 
-def restart_device(device_id: int, rebuild_all_resources: bool = False, disable_tensor_unsafe_check: bool = False):
+def restart_device(
+    device_id: int, rebuild_all_resources: bool = False, disable_tensor_unsafe_check: bool = False
+) -> None:
     """Restart a stopped device (its tensors stay valid: vnpu memory survives a restart)."""
     _C._set_device_stopped(torch_npu.npu.utils._valid_index(device_id), False)
 
 
-def set_op_timeout_ms(timeout):
+def set_op_timeout_ms(timeout: int) -> None:
     """Operator execution timeout in ms (vnpu operators finish when they return; recorded only)."""
     global _op_timeout_ms
     if not isinstance(timeout, int) or timeout < 0:

@@ -12,7 +12,7 @@ __all__ = ["set_deterministic_level", "enable_deterministic_with_backward", "dis
 _level = 0
 
 
-def set_deterministic_level(level):
+def set_deterministic_level(level: int) -> None:
     """0: off; 1: deterministic kernels (torch.use_deterministic_algorithms(True));
     2: also deterministic communication (HCCL_DETERMINISTIC)."""
     global _level
@@ -42,13 +42,13 @@ class _DeterministicBackward(torch.autograd.Function):
         return grad, None
 
 
-def enable_deterministic_with_backward(tensor: torch.Tensor):
+def enable_deterministic_with_backward(tensor: torch.Tensor) -> torch.Tensor:
     """Compute the forward from here on, and the matching backward, deterministically."""
     torch.use_deterministic_algorithms(True)
     return _DeterministicBackward.apply(tensor, True)
 
 
-def disable_deterministic_with_backward(tensor: torch.Tensor):
+def disable_deterministic_with_backward(tensor: torch.Tensor) -> torch.Tensor:
     """Leave deterministic computation from here on (and in the matching backward)."""
     torch.use_deterministic_algorithms(False)
     return _DeterministicBackward.apply(tensor, False)

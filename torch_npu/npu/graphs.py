@@ -10,6 +10,7 @@ the CPU, ``synchronize()``) are refused while capturing.
 
 import gc
 import os
+from collections.abc import Callable
 from typing import Optional
 
 import torch
@@ -35,12 +36,12 @@ __all__ = [
 ]
 
 
-def is_current_stream_capturing():
+def is_current_stream_capturing() -> bool:
     """True when the current stream of this thread is capturing an NPU graph."""
     return _C._current_stream_capturing()
 
 
-def graph_pool_handle():
+def graph_pool_handle() -> tuple[int, int]:
     """A memory-pool id that several graphs can share (pass it as ``pool=``)."""
     return (0, _C._create_mem_pool())
 
@@ -212,13 +213,13 @@ class graph:
 _task_groups = {}
 
 
-def graph_task_group_begin(stream):
+def graph_task_group_begin(stream: torch.Stream) -> None:
     """Start a group of captured tasks that graph_task_update_* can later re-issue."""
     recording = _capturing_graph(stream)
     _task_groups[id(stream)] = (recording, recording.size())
 
 
-def graph_task_group_end(stream):
+def graph_task_group_end(stream: torch.Stream) -> tuple:
     """End the group; returns the handle graph_task_update_begin takes."""
     if id(stream) not in _task_groups:
         raise RuntimeError("graph_task_group_end without graph_task_group_begin" + graph_error(ErrCode.PARAM))
@@ -229,7 +230,7 @@ def graph_task_group_end(stream):
 _updates = {}
 
 
-def graph_task_update_begin(stream, handle):
+def graph_task_update_begin(stream: torch.Stream, handle: object) -> None:
     """Operators issued on `stream` until graph_task_update_end replace the group's tasks."""
     recording, start, end = handle
     replacement = _C._GraphRecording()
@@ -237,7 +238,7 @@ def graph_task_update_begin(stream, handle):
     _updates[id(stream)] = (recording, start, end, replacement)
 
 
-def graph_task_update_end(stream):
+def graph_task_update_end(stream: torch.Stream) -> None:
     if id(stream) not in _updates:
         raise RuntimeError("graph_task_update_end without graph_task_update_begin" + graph_error(ErrCode.PARAM))
     recording, start, end, replacement = _updates.pop(id(stream))
@@ -258,12 +259,12 @@ def _capturing_graph(stream):
 _super_kernel_scopes = []
 
 
-def super_kernel_scope_begin(scope_name: str | None = None):
+def super_kernel_scope_begin(scope_name: str | None = None) -> None:
     """Mark where a super-kernel fusion scope starts (a hint for Ascend's graph compiler)."""
     _super_kernel_scopes.append(scope_name)
 
 
-def super_kernel_scope_end(scope_name: str | None = None):
+def super_kernel_scope_end(scope_name: str | None = None) -> None:
     if not _super_kernel_scopes:
         raise RuntimeError("super_kernel_scope_end without super_kernel_scope_begin" + graph_error(ErrCode.PARAM))
     opened = _super_kernel_scopes.pop()
@@ -299,7 +300,7 @@ class NpuGraphOpHandler:
         return result
 
 
-def register_npu_graph_handler(op_names):
+def register_npu_graph_handler(op_names: list[str]) -> object:
     """Class decorator registering an NpuGraphOpHandler for operator names ("aten::mm", "npu::...")."""
     names = [op_names] if isinstance(op_names, str) else list(op_names)
 
@@ -315,7 +316,13 @@ def register_npu_graph_handler(op_names):
     return decorate
 
 
-def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None):
+def make_graphed_callables(
+    callables: torch.nn.Module | Callable | tuple,
+    sample_args: tuple,
+    num_warmup_iters: int = 3,
+    allow_unused_input: bool = False,
+    pool: tuple[int, int] | None = None,
+) -> torch.nn.Module | Callable | tuple:
     """Graph-captured versions of callables (functions or Modules): forward and backward each replay
     one NPU graph. Same contract as torch.cuda.make_graphed_callables."""
     from torch_npu.npu._graphed_callables import make

@@ -9,6 +9,7 @@ import contextlib
 import os
 import pickle
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -140,7 +141,7 @@ def mem_get_info(device: _device_t = None) -> tuple[int, int]:
     return tuple(_C._mem_get_info(_index(device)))
 
 
-def set_per_process_memory_fraction(fraction, device: _device_t = None) -> None:
+def set_per_process_memory_fraction(fraction: float, device: _device_t = None) -> None:
     """Limit this process's caching allocator on a device to ``fraction`` of its capacity."""
     torch_npu.npu._lazy_init()
     index = _index(device)
@@ -156,7 +157,7 @@ def get_per_process_memory_fraction(device: _device_t = None) -> float:
     return _C._get_memory_fraction(_index(device))
 
 
-def caching_allocator_alloc(size: int, device: _device_t = None, stream=None) -> int:
+def caching_allocator_alloc(size: int, device: _device_t = None, stream: object | None = None) -> int:
     """Allocate ``size`` bytes from the caching allocator; returns the address."""
     torch_npu.npu._lazy_init()
     if device is None:
@@ -179,7 +180,7 @@ def caching_allocator_delete(mem_ptr: int) -> None:
         )
 
 
-def memory_snapshot():
+def memory_snapshot() -> list[dict]:
     """Segments and blocks of every device's caching allocator (torch.cuda.memory_snapshot's format)."""
     if not torch_npu.npu.is_initialized():
         return []
@@ -195,18 +196,18 @@ def get_allocator_backend() -> str:
     return _backend
 
 
-def empty_virt_addr_cache():
+def empty_virt_addr_cache() -> None:
     """Release virtual address ranges kept for expandable segments (vnpu maps whole segments; the
     physical memory is released by empty_cache)."""
     empty_cache()
 
 
-def host_empty_cache():
+def host_empty_cache() -> None:
     """Return cached pinned host memory to the OS."""
     _C._empty_pinned_cache()
 
 
-def host_memory_stats_as_nested_dict():
+def host_memory_stats_as_nested_dict() -> dict:
     s = _C._pinned_host_stats()
     return {
         "num_host_alloc": s["num_host_alloc"],
@@ -217,7 +218,7 @@ def host_memory_stats_as_nested_dict():
     }
 
 
-def host_memory_stats():
+def host_memory_stats() -> dict:
     """Statistics of the pinned host memory allocator, flattened ("allocated_bytes.current"...)."""
     flat = []
     for key, value in host_memory_stats_as_nested_dict().items():
@@ -228,11 +229,11 @@ def host_memory_stats():
     return collections.OrderedDict(sorted(flat))
 
 
-def reset_accumulated_host_memory_stats():
+def reset_accumulated_host_memory_stats() -> None:
     _C._reset_pinned_host_accumulated()
 
 
-def reset_peak_host_memory_stats():
+def reset_peak_host_memory_stats() -> None:
     _C._reset_pinned_host_peaks()
 
 
@@ -271,7 +272,7 @@ class MemPool:
 
 
 @contextlib.contextmanager
-def use_mem_pool(pool: MemPool, device=None):
+def use_mem_pool(pool: MemPool, device: torch.device | str | int | None = None) -> Iterator[None]:
     """Route this thread's allocations on `device` to `pool` inside the block."""
     torch_npu.npu._lazy_init()
     index = _index(device)

@@ -76,7 +76,7 @@ def _option_allowed(name, value):
     return value in rule
 
 
-def set_option(option):
+def set_option(option: dict) -> None:
     """Set compile/runtime options, validated like torch_npu (ACL_PRECISION_MODE, ACL_AICORE_NUM...)."""
     if not isinstance(option, dict):
         raise TypeError("npu option must be a dict." + pta_error(ErrCode.TYPE))
@@ -102,7 +102,7 @@ def set_option(option):
     _C._npu_setOption(values)
 
 
-def set_compile_mode(jit_compile=False):
+def set_compile_mode(jit_compile: bool = False) -> None:
     """Choose online compilation (jit) or binary kernels; vnpu records the choice."""
     _C._npu_setOption({"jitCompile": "enable" if jit_compile else "disable"})
 
@@ -116,7 +116,7 @@ def is_jit_compile_false() -> bool:
     return value.decode() == "disable"
 
 
-def set_aoe(dump_path):
+def set_aoe(dump_path: str) -> None:
     """Enable AOE tuning dumps into dump_path (created if needed)."""
     if not os.path.exists(dump_path):
         try:
@@ -129,24 +129,24 @@ def set_aoe(dump_path):
 _MM_BMM_ND_ENABLE = True
 
 
-def set_mm_bmm_format_nd(is_nd=True):
+def set_mm_bmm_format_nd(is_nd: bool = True) -> None:
     """Whether mm/bmm keep ND format (default True); records torch_npu's flag."""
     global _MM_BMM_ND_ENABLE
     _MM_BMM_ND_ENABLE = bool(is_nd)
 
 
-def get_mm_bmm_format_nd():
+def get_mm_bmm_format_nd() -> bool:
     return _MM_BMM_ND_ENABLE
 
 
-def init_dump():
+def init_dump() -> None:
     """Start dumping operator inputs and outputs (needs set_dump's config file)."""
     from torch_npu.npu import _dump
 
     _dump.enable()
 
 
-def set_dump(cfg_file):
+def set_dump(cfg_file: str) -> None:
     """Read an ACL dump config (JSON: {"dump": {"dump_path": ..., "dump_mode": "all|input|output",
     "dump_list": [...]}}) and dump every npu operator accordingly while dumping is enabled."""
     from torch_npu.npu import _dump
@@ -156,7 +156,7 @@ def set_dump(cfg_file):
     _dump.configure(os.path.abspath(cfg_file))
 
 
-def finalize_dump():
+def finalize_dump() -> None:
     """Stop dumping and flush the dump files."""
     from torch_npu.npu import _dump
 
@@ -172,7 +172,7 @@ def _core_counts():
     return soc["cube_core_num"], soc["vector_core_num"]
 
 
-def set_device_limit(*args, **kwargs):
+def set_device_limit(*args, **kwargs) -> None:
     """set_device_limit(device, cube_num=-1, vector_num=-1): cores this process may use on a device
     (torch_npu allows it once per device)."""
     names = ["device", "cube_num", "vector_num"]
@@ -194,7 +194,7 @@ def set_device_limit(*args, **kwargs):
     _device_limits[index] = (cube_max if cube == -1 else cube, vector_max if vector == -1 else vector)
 
 
-def get_device_limit(device):
+def get_device_limit(device: int) -> dict:
     index = torch_npu.npu.utils._valid_index(device)
     cube, vector = _device_limits.get(index, _core_counts())
     return {"cube_core_num": cube, "vector_core_num": vector}
@@ -206,7 +206,7 @@ def _stream_key(stream):
     return stream.stream_id, stream.device_index
 
 
-def set_stream_limit(stream, cube_num=-1, vector_num=-1):
+def set_stream_limit(stream: torch.Stream, cube_num: int = -1, vector_num: int = -1) -> None:
     key = _stream_key(stream)
     limits = get_device_limit(stream.device_index)
     for name, value, limit in (
@@ -223,7 +223,7 @@ def set_stream_limit(stream, cube_num=-1, vector_num=-1):
     )
 
 
-def get_stream_limit(stream):
+def get_stream_limit(stream: torch.Stream) -> dict:
     key = _stream_key(stream)
     if key in _stream_limits:
         cube, vector = _stream_limits[key]
@@ -231,7 +231,7 @@ def get_stream_limit(stream):
     return get_device_limit(stream.device_index)
 
 
-def reset_stream_limit(stream):
+def reset_stream_limit(stream: torch.Stream) -> None:
     _stream_limits.pop(_stream_key(stream), None)
 
 
@@ -350,7 +350,7 @@ config = _NpuConfig()
 _C._update_precision_from_options()  # VNPU_PRECISION_EMULATION=1 applies torch_npu's defaults
 
 
-def use_compatible_impl(is_enable):
+def use_compatible_impl(is_enable: bool) -> None:
     """Use kernels whose semantics match upstream PyTorch exactly (TORCH_NPU_USE_COMPATIBLE_IMPL).
     vnpu always runs PyTorch's own kernels, so both settings compute the same; the switch is kept."""
     if not isinstance(is_enable, bool):
@@ -358,7 +358,7 @@ def use_compatible_impl(is_enable):
     _C._npu_setOption({"TORCH_NPU_USE_COMPATIBLE_IMPL": "1" if is_enable else "0"})
 
 
-def are_compatible_impl_enabled():
+def are_compatible_impl_enabled() -> bool:
     value = _C._npu_getOption("TORCH_NPU_USE_COMPATIBLE_IMPL")
     if value is None:
         return os.environ.get("TORCH_NPU_USE_COMPATIBLE_IMPL", "0") == "1"

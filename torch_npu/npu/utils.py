@@ -98,7 +98,7 @@ def _checked_index(device: _device_t) -> int:
     return index
 
 
-def get_device_name(device_name=None) -> str:
+def get_device_name(device_name: torch.device | str | int | None = None) -> str:
     """The SoC name (VNPU_SOC, default Ascend910B1); the same for every device."""
     _checked_index(device_name)
     return _C._soc_profile()["name"]
@@ -157,7 +157,7 @@ class _NPUDeviceProperties:
         )
 
 
-def get_device_properties(device_name=None) -> _NPUDeviceProperties:
+def get_device_properties(device_name: torch.device | str | int | None = None) -> _NPUDeviceProperties:
     return _NPUDeviceProperties(_checked_index(device_name))
 
 
@@ -181,7 +181,7 @@ def get_device_capability(device: _device_t = None) -> tuple | None:
     return int(parts[0]), int(parts[1])
 
 
-def can_device_access_peer(device_id, peer_device_id) -> bool:
+def can_device_access_peer(device_id: int, peer_device_id: int) -> bool:
     index = _checked_index(device_id)
     peer = _checked_index(peer_device_id)
     return index != peer
@@ -191,7 +191,7 @@ def is_bf16_supported(including_emulation: bool = False) -> bool:
     return bool(_C._soc_profile()["bf16_supported"])
 
 
-def get_amp_supported_dtype():
+def get_amp_supported_dtype() -> list[torch.dtype]:
     if is_bf16_supported():
         return [torch.float16, torch.bfloat16, torch.float32]
     return [torch.float16, torch.float32]
@@ -203,21 +203,21 @@ def get_soc_version() -> int:
     return _C._soc_profile()["version"]
 
 
-def utilization(device=None) -> int:
+def utilization(device: torch.device | str | int | None = None) -> int:
     """AI-core utilisation in percent. vnpu executes operators when they are issued, so when the host
     asks, the device is idle: 0."""
     _checked_index(device)
     return 0
 
 
-def current_blas_handle():
+def current_blas_handle() -> None:
     """An opaque, stable handle of the current device's matmul library context."""
     torch_npu.npu._lazy_init()
     index = _C._current_device()
     return _C._stream_handle(0, index) + 1
 
 
-def ipc_collect():
+def ipc_collect() -> None:
     """Release memory held for tensors shared with other processes (none outstanding on vnpu)."""
     torch_npu.npu._lazy_init()
 
@@ -232,7 +232,7 @@ def get_cann_version(module="CANN"):
 _SYNC_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
-def set_sync_debug_mode(debug_mode):
+def set_sync_debug_mode(debug_mode: int | str) -> None:
     """Report operations that make the host wait for the NPU: "default"/0 (silent), "warn"/1, "error"/2."""
     if isinstance(debug_mode, str):
         if debug_mode not in _SYNC_MODES:
@@ -241,7 +241,7 @@ def set_sync_debug_mode(debug_mode):
     _C._set_sync_debug_mode(int(debug_mode))
 
 
-def get_sync_debug_mode():
+def get_sync_debug_mode() -> int:
     return _C._get_sync_debug_mode()
 
 
