@@ -170,3 +170,24 @@ def test_contrib_amp_o3_is_pure_fp16_and_bad_level_refused():
     assert all(p.dtype == torch.float16 for p in model.parameters())
     with pytest.raises(RuntimeError, match="Unexpected optimization level O4"):
         amp.initialize(_net(), opt_level="O4")
+
+
+def test_grad_scaler_skips_every_step_of_an_iteration_once_one_optimizer_overflowed(capsys):
+    scaler = torch.npu.amp.GradScaler(init_scale=4.0)
+    finite = nn.Parameter(torch.ones(2, device="npu"))
+    overflowing = nn.Parameter(torch.ones(2, device="npu"))
+    opt_a, opt_b = torch.optim.SGD([overflowing], lr=0.5), torch.optim.SGD([finite], lr=0.5)
+    scaler.scale(finite.sum())
+    overflowing.grad = torch.tensor([float("inf"), 1.0], device="npu")
+    finite.grad = torch.full((2,), 4.0, device="npu")
+    scaler.step(opt_a)
+    scaler.step(opt_b)  # its gradients are finite, but this iteration already overflowed
+    assert torch.equal(finite.detach().cpu(), torch.ones(2))
+    assert "Gradient overflow. Skipping step" in capsys.readouterr().out
+    scaler.update()
+    assert scaler.get_scale() == 2.0
+    # the next iteration steps again
+    finite.grad = torch.full((2,), 2.0, device="npu")
+    scaler.step(opt_b)
+    scaler.update()
+    assert torch.equal(finite.detach().cpu(), torch.full((2,), 0.5))

@@ -174,6 +174,22 @@ def test_bad_visible_devices_leave_no_device_and_say_why(value, reason):
     assert lines[1] == "No NPU device is available: " + reason
 
 
+def test_device_count_follows_visible_devices_until_initialisation():
+    proc = run_python(
+        """
+        import os, torch, torch_npu
+        counts = [torch.npu.device_count()]
+        os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+        counts += [torch.npu.device_count(), torch_npu._C._npu_getDeviceCount()]
+        torch.npu.init()
+        os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0"
+        counts.append(torch.npu.device_count())
+        print(counts)
+    """
+    )
+    assert last_line(proc) == "[8, 2, 2, 2]"
+
+
 def test_vnpu_device_count():
     assert (
         last_line(
@@ -351,6 +367,16 @@ def test_peer_access():
 def test_device_capability_is_none_unless_configured():
     with pytest.warns(UserWarning):
         assert torch.npu.get_device_capability() is None
+    with pytest.warns(UserWarning):  # torch_npu does not look at the device
+        assert torch.npu.get_device_capability("not a device") is None
+    proc = run_python(
+        "import torch, torch_npu, warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    print(torch.npu.get_device_capability(99), len(w))",
+        env={"TORCH_NPU_DEVICE_CAPABILITY": "nine"},
+    )
+    assert last_line(proc) == "None 1"
     proc = run_python(
         "import torch, torch_npu; print(torch.npu.get_device_capability())", env={"TORCH_NPU_DEVICE_CAPABILITY": "9.1"}
     )

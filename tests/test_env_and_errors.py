@@ -99,7 +99,6 @@ def test_the_documented_variables_are_all_known():
         ("ACL_DEVICE_SYNC_TIMEOUT", "0"),
         ("TORCH_TRANSFER_TO_NPU", "true"),
         ("MULTI_STREAM_MEMORY_REUSE", "7"),
-        ("TORCH_NPU_DEVICE_CAPABILITY", "8"),
         ("HCCL_EVENT_TIMEOUT", "-1"),
         ("TORCH_NPU_LOGS", "memory,+gpu"),
     ],

@@ -146,9 +146,34 @@ def test_snapshot_agrees_with_statistics():
 def test_memory_summary_is_a_table():
     x = torch.empty(1000, device="npu")
     text = torch.npu.memory_summary()
-    assert "PyTorch NPU memory summary, device ID 0" in text
     assert "| Allocated memory      |   4096 B   |" in text
     del x
+
+
+def test_memory_summary_header_is_torch_npus_centred_layout():
+    proc = run_python(
+        """
+        import torch, torch_npu
+        try:
+            torch.empty(2**50, dtype=torch.uint8, device="npu")
+        except torch.OutOfMemoryError:
+            pass
+        print(torch.npu.memory_summary(0))
+    """
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[:6] == [
+        "|" + "=" * 75 + "|",
+        "|                  PyTorch NPU memory summary, device ID 0                  |",
+        "|" + "-" * 75 + "|",
+        "|            NPU OOMs: 1             |        npuMalloc retries: 1          |",
+        "|" + "=" * 75 + "|",
+        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |",
+    ]
+    table = [line for line in lines if line.startswith("|")]
+    assert all(len(line) == 77 for line in table)
+    # a rule opens every metric, the two oversize rows included, as in CUDA's summary
+    assert sum(line == "|" + "-" * 75 + "|" for line in table) == 1 + 9 + 2
 
 
 def test_mem_get_info_reports_capacity_minus_reserved():

@@ -42,6 +42,10 @@ def _comparable(name, result):
     result.pop("backend", None)  # ddp_nccl.py: hccl on npu, gloo for the CPU reference
     if name == "train_amp.py":
         result.pop("scale", None)  # the CPU reference runs without a GradScaler
+    if name == "streams_memory.py":
+        # c.double().sum(): the card has no float64, so on npu .double() stays float32 (torch_npu's rule) and
+        # the sum is a float32 one; it agrees with the CPU's float64 sum to float32 precision
+        result["checksum"] = float(f"{result['checksum']:.5g}")
     return result
 
 

@@ -262,7 +262,16 @@ CONFIG_ERRORS = [
         "cfg_file /nonexistent/acl.json path does not exists.",
     ),
     (lambda: torch.npu.stress_detect("gpu"), ValueError, "detect_type must be 'aic' or 'hccs', but got 'gpu'"),
-    (lambda: torch.npu.set_op_timeout_ms(-1), ValueError, "timeout must be a non-negative int (ms), but got -1"),
+    (lambda: torch.npu.set_op_timeout_ms(-1), OverflowError, "can't convert negative int to unsigned"),
+    (lambda: torch.npu.set_op_timeout_ms(2**32), RuntimeError, "Overflow when unpacking unsigned long"),
+    (lambda: torch.npu.set_device_limit("0"), TypeError, "device must be an int, but got <class 'str'>"),
+    (
+        lambda: torch.npu.get_device_limit(torch.device("npu:0")),
+        TypeError,
+        "device must be an int, but got <class 'torch.device'>",
+    ),
+    (lambda: torch.npu.can_device_access_peer(0, -1), AssertionError, "Invalid peer device id"),
+    (lambda: torch.npu.set_sync_debug_mode(3), RuntimeError, "invalid value of debug_mode, expected one of 0,1,2"),
     (lambda: torch.npu.set_deterministic_level(3), ValueError, "deterministic level must be 0, 1 or 2, but got 3"),
     (
         lambda: torch.npu.set_autocast_dtype(torch.float64),

@@ -34,7 +34,7 @@ def test_legacy_tensor_types_create_and_check_npu_tensors(name, dtype):
     assert torch.equal(data.cpu(), torch.tensor([1, 0, 1], dtype=dtype))
     assert isinstance(data, cls)
     assert not isinstance(data.cpu(), cls)
-    other = torch.float64 if dtype != torch.float64 else torch.float32
+    other = torch.int16 if dtype != torch.int16 else torch.float32
     assert not isinstance(data.to(other), cls)
 
 
@@ -74,8 +74,8 @@ def test_utilization_and_blas_handle():
     assert torch.npu.utilization() == 0
     with pytest.raises(Exception, match="[Ii]nvalid device|out of range|device"):
         torch.npu.utilization(99)
-    handle = torch.npu.current_blas_handle()
-    assert isinstance(handle, int) and handle == torch.npu.current_blas_handle()
+    with pytest.warns(UserWarning, match="NPU does not use blas handle."):
+        assert torch.npu.current_blas_handle() is None
 
 
 def test_cann_version_says_it_is_vnpu():
@@ -120,7 +120,7 @@ def test_reliability_queries():
         torch.npu.stress_detect("gpu")
     assert torch.npu.check_uce_in_memory(0) == 0
     torch.npu.set_op_timeout_ms(1000)
-    with pytest.raises(ValueError):
+    with pytest.raises(OverflowError):
         torch.npu.set_op_timeout_ms(-5)
 
 

@@ -3,6 +3,7 @@ behave the same, results never silently mix devices, unsupported layouts fail cl
 
 import pytest
 import torch
+from subprocess_helpers import run_python
 
 import torch_npu
 
@@ -214,3 +215,60 @@ def test_redirect_serves_operators_from_cpp():
     before = torch_npu._C._redirect_calls()
     torch.ones(3, device="npu").exp().sum()
     assert torch_npu._C._redirect_calls() - before >= 3
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float16])
+def test_non_blocking_copy_to_the_host_lands_in_pinned_memory(dtype):
+    x = torch.randn(5, device="npu")
+    host = x.to("cpu", dtype, non_blocking=True) if dtype else x.to("cpu", non_blocking=True)
+    assert host.is_pinned() and host.device.type == "cpu"
+    assert torch.equal(host, x.cpu().to(dtype or x.dtype))
+    assert not x.to("cpu").is_pinned()
+
+
+def test_dtype_only_conversion_to_double_gives_float_as_on_the_card():
+    proc = run_python(
+        """
+        import warnings, torch, torch_npu
+        x = torch.randn(3, device="npu")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            converted = [x.to(torch.float64), x.double(), x.to(dtype=torch.float64)]
+        print([t.dtype for t in converted])
+        print([str(w.message).split(" (Triggered")[0] for w in caught])
+        # a device move keeps float64, and so do tensors made as float64
+        print(x.to("npu", torch.float64).dtype, x.cpu().double().npu().dtype, torch.zeros(1, dtype=torch.float64, device="npu").dtype)
+    """
+    )
+    dtypes, warned, kept = proc.stdout.strip().splitlines()[-3:]
+    assert dtypes == "[torch.float32, torch.float32, torch.float32]"
+    assert warned == "['Device do not support double dtype now, dtype cast replace with float.']"
+    assert kept == "torch.float64 torch.float64 torch.float64"
+
+
+@pytest.mark.parametrize(
+    "memory_format,shape", [(torch.channels_last, (2, 3, 4, 5)), (torch.channels_last_3d, (2, 3, 4, 5, 6))]
+)
+def test_contiguous_in_a_channels_last_format_is_not_supported_on_npu(memory_format, shape):
+    x = torch.randn(*shape, device="npu")
+    with pytest.raises(RuntimeError) as info:
+        x.contiguous(memory_format=memory_format)
+    first, suffix = str(info.value).split("\n")[:2]
+    assert first == "NPU contiguous operator only supported contiguous memory format."
+    assert suffix.endswith("ERR01007 OPS feature not supported")
+    # the contiguous format still works, with its gradient
+    y = torch.randn(3, 4, device="npu", requires_grad=True)
+    z = y.t().contiguous()
+    assert z.is_contiguous() and y.t().contiguous().data_ptr() != y.data_ptr()
+    z.sum().backward()
+    assert torch.equal(y.grad.cpu(), torch.ones(3, 4))
+    assert y.contiguous() is y
+
+
+def test_an_unknown_rounding_mode_is_an_invalid_parameter():
+    x = torch.randn(3, device="npu")
+    with pytest.raises(RuntimeError) as info:
+        torch.div(x, 2, rounding_mode="test")
+    first, suffix = str(info.value).split("\n")[:2]
+    assert first == "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'test'"
+    assert suffix.endswith("ERR01001 OPS invalid parameter")

@@ -59,6 +59,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_device_count", [] { return static_cast<int>(vnpu::device_count()); });
+  // torch_npu's name: the count re-reads ASCEND_RT_VISIBLE_DEVICES until the runtime is initialised
+  m.def("_npu_getDeviceCount", [] { return static_cast<int>(vnpu::device_count()); });
   m.def("_device_config_error", [] { return vnpu::device_config_error(); });
   m.def("_current_device", [] { return static_cast<int>(vnpu::current_device()); });
   m.def("_set_device", [](int d) { vnpu::set_device(static_cast<c10::DeviceIndex>(d)); });

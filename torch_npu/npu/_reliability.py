@@ -39,6 +39,11 @@ def restart_device(
 def set_op_timeout_ms(timeout: int) -> None:
     """Operator execution timeout in ms (vnpu operators finish when they return; recorded only)."""
     global _op_timeout_ms
-    if not isinstance(timeout, int) or timeout < 0:
-        raise ValueError(f"timeout must be a non-negative int (ms), but got {timeout!r}" + pta_error(ErrCode.VALUE))
+    # torch_npu unpacks an unsigned 32-bit integer, with CPython's and PyTorch's errors
+    if not isinstance(timeout, int):
+        raise TypeError(f"'{type(timeout).__name__}' object cannot be interpreted as an integer")
+    if timeout < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if timeout > 0xFFFFFFFF:
+        raise RuntimeError("Overflow when unpacking unsigned long")
     _op_timeout_ms = timeout

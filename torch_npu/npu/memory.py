@@ -395,44 +395,34 @@ def memory_summary(device: _device_t = None, abbreviated: bool = False) -> str:
         ("segment", "NPU reserved segments", _format_count),
         ("inactive_split", "Non-releasable allocs", _format_count),
     ]
-    pools = (
-        [("all", "")]
-        if abbreviated
-        else [("all", ""), ("large_pool", "      from large pool"), ("small_pool", "      from small pool")]
-    )
-    line = "=" * 75
-    rule = "-" * 75
+    line, rule = "=" * 75, "-" * 75
+    # torch_npu's header: CUDA's centred layout with the NPU words (its own column widths)
     lines = [
         line,
-        f" {'PyTorch NPU memory summary, device ID ' + str(index):<73s} ",
+        f" {'':16} PyTorch NPU memory summary, device ID {index:<18d} ",
         rule,
-        f" {'NPU OOMs: ' + str(stats.get('num_ooms', 0)):<36s}|"
-        f" {'npuMalloc retries: ' + str(stats.get('num_alloc_retries', 0)):<35s} ",
+        f"  {'':9} NPU OOMs: {stats.get('num_ooms', 0):<13d} | {'':6} npuMalloc retries: "
+        f"{stats.get('num_alloc_retries', 0):<9d}  ",
         line,
         "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ",
-        rule,
     ]
+    pools = (
+        [("all", None)]
+        if abbreviated
+        else [("all", None), ("large_pool", "      from large pool"), ("small_pool", "      from small pool")]
+    )
     for key, name, formatter in metrics:
+        lines.append(rule)
+        reference = None  # the "all" row sets the unit the pool rows are shown in
         for pool, pool_label in pools:
             prefix = f"{key}.{pool}."
-            current = stats.get(prefix + "current", 0)
-            peak = stats.get(prefix + "peak", 0)
-            allocated = stats.get(prefix + "allocated", 0)
-            freed = stats.get(prefix + "freed", 0)
-            label = name if pool == "all" else pool_label
-            lines.append(
-                f" {label:<21} | {formatter(current, current)} | {formatter(peak, peak)} | "
-                f"{formatter(allocated, allocated)} | {formatter(freed, freed)} "
-            )
-        lines.append(rule)
+            row = [stats.get(prefix + field, 0) for field in ("current", "peak", "allocated", "freed")]
+            reference = reference or row
+            cells = " | ".join(formatter(value, ref) for value, ref in zip(row, reference))
+            lines.append(f" {pool_label or name:<21} | {cells} ")
     for key, name in (("oversize_allocations", "Oversize allocations"), ("oversize_segments", "Oversize NPU segments")):
-        current = stats.get(f"{key}.current", 0)
-        peak = stats.get(f"{key}.peak", 0)
-        allocated = stats.get(f"{key}.allocated", 0)
-        freed = stats.get(f"{key}.freed", 0)
-        lines.append(
-            f" {name:<21} | {_format_count(current, current)} | {_format_count(peak, peak)} | "
-            f"{_format_count(allocated, allocated)} | {_format_count(freed, freed)} "
-        )
+        lines.append(rule)
+        row = [stats.get(f"{key}.{field}", 0) for field in ("current", "peak", "allocated", "freed")]
+        lines.append(f" {name:<21} | " + " | ".join(_format_count(v, v) for v in row) + " ")
     lines.append(line)
     return "|" + "|\n|".join(lines) + "|\n"

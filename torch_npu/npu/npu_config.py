@@ -181,7 +181,7 @@ def set_device_limit(*args, **kwargs) -> None:
     unknown = set(values) - set(names)
     if unknown or "device" not in values:
         raise TypeError("set_device_limit(device, cube_num=-1, vector_num=-1)" + pta_error(ErrCode.PARAM))
-    index = torch_npu.npu.utils._valid_index(values["device"])
+    index = torch_npu.npu.utils._valid_index(_int_device(values["device"]))
     if index in _device_limits:
         raise RuntimeError(f"set_device_limit can only be called once for npu:{index}" + pta_error(ErrCode.PARAM))
     cube_max, vector_max = _core_counts()
@@ -194,8 +194,14 @@ def set_device_limit(*args, **kwargs) -> None:
     _device_limits[index] = (cube_max if cube == -1 else cube, vector_max if vector == -1 else vector)
 
 
+def _int_device(device):
+    if not isinstance(device, int) or isinstance(device, bool):
+        raise TypeError(f"device must be an int, but got {type(device)}" + pta_error(ErrCode.TYPE))
+    return device
+
+
 def get_device_limit(device: int) -> dict:
-    index = torch_npu.npu.utils._valid_index(device)
+    index = torch_npu.npu.utils._valid_index(_int_device(device))
     cube, vector = _device_limits.get(index, _core_counts())
     return {"cube_core_num": cube, "vector_core_num": vector}
 

@@ -116,8 +116,8 @@ class Event(torch.Event):
         return _C._event_elapsed_ms(self.event_id, end_event.event_id)
 
     def recorded_time(self):
-        """Host time of the last record(), in microseconds (vnpu's device runs on the host clock)."""
-        return _C._event_recorded_ns(self.event_id) / 1000.0
+        """Host time of the last record(), in whole microseconds (vnpu's device runs on the host clock)."""
+        return _C._event_recorded_ns(self.event_id) // 1000
 
     def ipc_handle(self):
         """A handle another process can open with Event.from_ipc_handle (needs interprocess=True)."""

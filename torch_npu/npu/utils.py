@@ -163,27 +163,26 @@ def get_device_properties(device_name: torch.device | str | int | None = None) -
 
 def get_device_capability(device: _device_t = None) -> tuple | None:
     """torch_npu returns None (NPUs have no CUDA compute capability) unless
-    TORCH_NPU_DEVICE_CAPABILITY="major.minor" is set."""
+    TORCH_NPU_DEVICE_CAPABILITY="major.minor" is set; like torch_npu, the device is not looked at."""
     import os
 
-    _checked_index(device)
     value = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
-    if value is None:
+    parts = (value or "").split(".")
+    if value is None or len(parts) != 2 or not all(p.isdigit() for p in parts):
         warnings.warn(
             "torch.npu.get_device_capability isn't implemented for NPU: it returns None. "
             'Set TORCH_NPU_DEVICE_CAPABILITY="major.minor" to return a value.'
         )
         return None
-    parts = value.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f'TORCH_NPU_DEVICE_CAPABILITY=\'{value}\' is invalid: expected "major.minor", e.g. "8.0"')
     warnings.warn(f"torch.npu.get_device_capability returns {value} from TORCH_NPU_DEVICE_CAPABILITY.")
     return int(parts[0]), int(parts[1])
 
 
 def can_device_access_peer(device_id: int, peer_device_id: int) -> bool:
     index = _checked_index(device_id)
-    peer = _checked_index(peer_device_id)
+    peer = _get_device_index(peer_device_id, optional=True)
+    if peer < 0 or peer >= torch_npu.npu.device_count():
+        raise AssertionError("Invalid peer device id")
     return index != peer
 
 
@@ -211,10 +210,9 @@ def utilization(device: torch.device | str | int | None = None) -> int:
 
 
 def current_blas_handle() -> None:
-    """An opaque, stable handle of the current device's matmul library context."""
-    torch_npu.npu._lazy_init()
-    index = _C._current_device()
-    return _C._stream_handle(0, index) + 1
+    """NPUs have no BLAS handle: torch_npu warns and returns None."""
+    warnings.warn("NPU does not use blas handle.")
+    return None
 
 
 def ipc_collect() -> None:
@@ -238,6 +236,8 @@ def set_sync_debug_mode(debug_mode: int | str) -> None:
         if debug_mode not in _SYNC_MODES:
             raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
         debug_mode = _SYNC_MODES[debug_mode]
+    elif debug_mode not in _SYNC_MODES.values():
+        raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2")
     _C._set_sync_debug_mode(int(debug_mode))
 
 

@@ -85,6 +85,8 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
     }
   } catch (const c10::NotImplementedError& error) {
     call.rethrow_for_npu(error);
+  } catch (const c10::Error& error) {
+    call.rethrow_for_npu(error);
   }
   const int64_t end_ns = observed ? now_ns() : 0;
 

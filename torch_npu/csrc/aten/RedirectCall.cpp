@@ -1,6 +1,7 @@
 #include "aten/RedirectCall.h"
 
 #include "runtime/Device.h"
+#include "runtime/ErrorCode.h"
 #include "runtime/Generator.h"
 
 #include <algorithm>
@@ -50,6 +51,16 @@ void RedirectCall::rethrow_for_npu(const c10::NotImplementedError& error) const 
     }
   }
   throw error;
+}
+
+void RedirectCall::rethrow_for_npu(const c10::Error& error) const {
+  static const char* const kParameterChecks[] = {"div expected rounding_mode"};
+  for (const char* prefix : kParameterChecks) {
+    if (error.msg().rfind(prefix, 0) == 0) {
+      TORCH_CHECK(false, error.msg(), ops_param_error());
+    }
+  }
+  throw;
 }
 
 at::Tensor RedirectCall::tensor(const at::Tensor& t, int arg) {

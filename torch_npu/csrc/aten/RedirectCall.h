@@ -35,6 +35,9 @@ class RedirectCall {
   // A CPU kernel's dtype error ('"addmm_impl_cpu_" not implemented for 'Bool'') in the npu operator's
   // words ('"addmm_npu" not implemented for 'Bool''), as CUDA's kernels name themselves "..._cuda".
   [[noreturn]] void rethrow_for_npu(const c10::NotImplementedError& error) const;
+  // Argument checks that torch_npu's kernels raise with its ERR01001 suffix get it here too; any
+  // other error is rethrown unchanged. Call it only from a catch block.
+  [[noreturn]] void rethrow_for_npu(const c10::Error& error) const;
 
   CallMapping map;
 

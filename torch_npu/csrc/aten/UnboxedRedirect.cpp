@@ -15,6 +15,7 @@
 
 #include <ATen/Operators.h>
 #include <ATen/core/boxing/impl/boxing.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
@@ -209,6 +210,8 @@ struct Unboxed<Op, Ret(Args...)> {
       return std::apply(invoke, cpu);
     } catch (const c10::NotImplementedError& error) {
       call.rethrow_for_npu(error);
+    } catch (const c10::Error& error) {
+      call.rethrow_for_npu(error);
     }
   }
 };
@@ -261,13 +264,40 @@ struct Unboxed<Op, Ret(Args...)> {
   _(zero_, "zero_")                             \
   _(clone, "clone")                             \
   _(copy_, "copy_")                             \
-  _(_to_copy, "_to_copy")                       \
   _(lerp__Scalar, "lerp_.Scalar")               \
   _(addcmul_, "addcmul_")                       \
   _(addcdiv_, "addcdiv_")
+
+namespace vnpu {
+namespace {
+
+// Conversions follow torch_npu's _to_copy: a dtype-only conversion of an npu tensor to float64 gives
+// float32 (the card has no double kernels; torch_npu warns once), and a non-blocking copy to the host
+// lands in pinned memory, as a device-to-host DMA does.
+at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                   std::optional<at::Device> device, std::optional<bool> pin_memory, bool non_blocking,
+                   std::optional<at::MemoryFormat> memory_format) {
+  const bool from_npu = self.device().type() == c10::DeviceType::PrivateUse1;
+  if (from_npu && !device.has_value() && dtype == at::ScalarType::Double && self.scalar_type() != at::kDouble) {
+    TORCH_WARN_ONCE("Device do not support double dtype now, dtype cast replace with float.");
+    dtype = at::ScalarType::Float;
+  }
+  at::Tensor result =
+      Unboxed<at::_ops::_to_copy>::call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  if (from_npu && non_blocking && result.device().is_cpu() && result.layout() == c10::kStrided && !result.is_pinned()) {
+    at::Tensor pinned = at::empty_strided(result.sizes(), result.strides(), result.options().pinned_memory(true));
+    pinned.copy_(result);
+    return pinned;
+  }
+  return result;
+}
+
+}  // namespace
+}  // namespace vnpu
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define VNPU_REGISTER_UNBOXED(op, name) m.impl(name, TORCH_FN((&vnpu::Unboxed<at::_ops::op>::call)));
   VNPU_UNBOXED_OPS(VNPU_REGISTER_UNBOXED)
 #undef VNPU_REGISTER_UNBOXED
+  m.impl("_to_copy", TORCH_FN(vnpu::to_copy));
 }

@@ -1,5 +1,7 @@
 #include "distributed/HcclWork.h"
 
+#include "runtime/ErrorCode.h"
+
 #include <ATen/core/ivalue_inl.h>
 #include <c10/util/StringUtil.h>
 
@@ -10,17 +12,7 @@
 namespace vnpu {
 
 std::string dist_error(int code, const char* message) {
-  char tag[64];
-  std::snprintf(tag, sizeof(tag), "ERR02%03d DIST %s", code, message);
-  const char* compact = std::getenv("TORCH_NPU_COMPACT_ERROR_OUTPUT");
-  if (compact != nullptr && std::string(compact) == "1") {
-    return std::string("\n") + tag;
-  }
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H:%M:%S", std::localtime(&now));
-  const char* rank = std::getenv("RANK");
-  return c10::str("\n[ERROR] ", stamp, " (PID:", getpid(), ", Device:-1, RankID:", rank ? rank : "-1", ") ", tag);
+  return error_suffix(SubModule::kDist, code, message);
 }
 
 HcclWork::HcclWork(c10::intrusive_ptr<c10d::Work> inner, std::string what, std::vector<at::Tensor> results,

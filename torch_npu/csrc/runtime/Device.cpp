@@ -4,8 +4,10 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 namespace vnpu {
@@ -14,6 +16,7 @@ namespace {
 struct DeviceTable {
   std::vector<int> physical;  // visible index -> physical id
   std::string error;
+  std::string environment;  // the variables it was read from
 };
 
 // VNPU_DEVICE_COUNT: how many NPUs the virtual machine has (default 8, like an Atlas 800T A2).
@@ -91,16 +94,42 @@ std::vector<int> parse_visible(int physical_count, std::string& error) {
   return ids;
 }
 
+std::string device_environment() {
+  std::string key;
+  for (const char* name : {"VNPU_DEVICE_COUNT", "ASCEND_RT_VISIBLE_DEVICES"}) {
+    const char* value = std::getenv(name);
+    key += value == nullptr ? std::string("-") : std::string("=") + value;  // unset differs from empty
+    key += '\n';
+  }
+  return key;
+}
+
+// Until the runtime is initialised the table follows the environment, as torch_npu's device count
+// does (ACL reads ASCEND_RT_VISIBLE_DEVICES at initialisation); from then on it is fixed. Tables that
+// were replaced stay allocated: a caller may still hold a reference to one.
+std::atomic<const DeviceTable*> g_table{nullptr};
+std::atomic<bool> g_table_fixed{false};
+std::mutex g_table_mutex;
+
 const DeviceTable& table() {
-  static const DeviceTable t = [] {
-    DeviceTable d;
-    int count = parse_physical_count(d.error);
-    if (d.error.empty()) {
-      d.physical = parse_visible(count, d.error);
-    }
-    return d;
-  }();
-  return t;
+  const DeviceTable* current = g_table.load(std::memory_order_acquire);
+  if (C10_LIKELY(current != nullptr && g_table_fixed.load(std::memory_order_acquire))) {
+    return *current;
+  }
+  const std::string environment = device_environment();
+  std::lock_guard<std::mutex> lock(g_table_mutex);
+  current = g_table.load(std::memory_order_acquire);
+  if (current != nullptr && (g_table_fixed.load() || current->environment == environment)) {
+    return *current;
+  }
+  auto* fresh = new DeviceTable();
+  fresh->environment = environment;
+  const int count = parse_physical_count(fresh->error);
+  if (fresh->error.empty()) {
+    fresh->physical = parse_visible(count, fresh->error);
+  }
+  g_table.store(fresh, std::memory_order_release);
+  return *fresh;
 }
 
 thread_local c10::DeviceIndex tl_current = 0;
@@ -109,7 +138,13 @@ thread_local c10::DeviceIndex tl_current = 0;
 
 bool g_in_bad_fork = false;
 
+void fix_device_table() {
+  table();
+  g_table_fixed.store(true, std::memory_order_release);
+}
+
 void mark_device_initialized() {
+  fix_device_table();
   static const bool registered = [] {
     pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
     return true;

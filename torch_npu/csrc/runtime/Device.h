@@ -35,6 +35,9 @@ void set_device_unchecked(c10::DeviceIndex index) noexcept;
 // Throws torch_npu-style "Invalid device" errors for indices outside [0, device_count()).
 void check_device_index(c10::DeviceIndex index);
 
+// Fixes the device table (the visible devices) as the runtime initialises; before that it follows
+// VNPU_DEVICE_COUNT and ASCEND_RT_VISIBLE_DEVICES.
+void fix_device_table();
 // After the device is initialised, a child created by fork() cannot use it (as on Ascend):
 // every npu operation there raises torch_npu's "Cannot re-initialize NPU in forked subprocess".
 void mark_device_initialized();

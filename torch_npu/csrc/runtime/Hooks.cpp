@@ -24,6 +24,7 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
     return true;
   }
   void init() const override {
+    fix_device_table();
     init_allocator();
   }
   c10::DeviceIndex deviceCount() const override {

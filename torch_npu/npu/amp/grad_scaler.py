@@ -31,10 +31,22 @@ class GradScaler(torch.amp.GradScaler):
             enabled=enabled,
         )
         self._dynamic = dynamic
+        self._has_overflow = False
+
+    def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
+        # torch_npu: once one optimizer found inf/nan, every step() of the iteration is skipped until update()
+        if sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+            self._has_overflow = True
+        if self._has_overflow:
+            if self._dynamic:
+                print("Gradient overflow. Skipping step")
+            return None
+        return optimizer.step(*args, **kwargs)
 
     def update(self, new_scale=None):
         if not self._enabled:
             return
+        self._has_overflow = False
         if not self._dynamic and new_scale is None:
             # Static loss scale: the scale never changes, only the per-step state is reset.
             self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
