@@ -26,14 +26,33 @@ def test_a_torch_npu_style_test_file_runs_unchanged():
     proc = subprocess.run([sys.executable, STYLE_FILE, "-v"], capture_output=True, text=True, timeout=300)
     report = proc.stderr
     assert proc.returncode == 0, report
-    assert "Ran 8 tests" in report
-    assert re.search(r"test_add_npu_float16_29 \(.*\) \.\.\. ok", report)
+    assert "Ran 10 tests" in report
+    assert re.search(r"test_add_float16_29 \(.*\) \.\.\. ok", report)
+    assert re.search(r"test_cast_int32 \(.*\) \.\.\. ok", report)  # no device parameter: dtype only
     assert re.search(r"test_only_on_310p \(.*\) \.\.\. skipped", report)
 
 
 class _Probe(TestCase):
     def runTest(self):
         pass
+
+
+def test_torch_npu_testcase_is_expecttests_and_compares_storages_and_iterables():
+    import expecttest
+
+    assert issubclass(TestCase, expecttest.TestCase)
+    t = _Probe()
+    t.assertEqual(torch.tensor([1.0, 2.0], device="npu").untyped_storage(), torch.tensor([1.0, 2.0]).untyped_storage())
+    with pytest.raises(AssertionError):
+        t.assertEqual(
+            torch.tensor([1.0, 3.0], device="npu").untyped_storage(), torch.tensor([1.0, 2.0]).untyped_storage()
+        )
+    t.assertEqual(torch.Size([2, 3]), (2, 3))
+    t.assertEqual(range(3), [0, 1, 2])
+    t.assertEqual((i for i in range(2)), torch.tensor([0, 1]))
+    with pytest.raises(AssertionError):
+        t.assertEqual(range(3), [0, 1, 3])
+    t.assertEqual({"a": torch.ones(2)}, {"a": torch.ones(2, device="npu")})
 
 
 def test_assert_rtol_equal_tolerances():

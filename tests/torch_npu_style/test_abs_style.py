@@ -47,5 +47,15 @@ class TestAddGenerated(TestCase):
         self.assertRtolEqual((a + a).float(), (b + b).cpu().float())
 
 
+@instantiate_tests
+class TestCastGenerated(TestCase):
+    @Dtypes(torch.float32, torch.int32)
+    def test_cast(self, dtype):
+        npu = torch.arange(4, device="npu").to(dtype)
+        self.assertEqual(npu.storage(), torch.arange(4).to(dtype).storage())
+        self.assertEqual(npu.shape, (4,))
+        self.assertExpectedInline(str(npu.dtype).split(".")[1], f"""{str(dtype).split(".")[1]}""")
+
+
 if __name__ == "__main__":
     run_tests()

@@ -6,7 +6,7 @@
         @Formats(0, 3, 29)
         def test_add(self, device, dtype, npu_format): ...
 
-makes test_add_npu_float32_0, test_add_npu_float32_3 ... one test per combination."""
+makes test_add_float32_0, test_add_float32_3 ... one test per combination."""
 
 import functools
 import itertools
@@ -66,27 +66,42 @@ def feed_data(func, new_name, *args, **kwargs):
 
 
 def instantiate_tests(arg=None, **kwargs):
-    """Class decorator (with or without arguments): expand every test_* method that has a
-    `device` parameter into one test per device (npu) x Dtypes x Formats combination."""
+    """Class decorator (with or without arguments): expand every test_* method decorated with
+    @Dtypes and/or @Formats into one test per combination, named test_x_<dtype>_<format>
+    (test_add_float16_29). A method with a `device` parameter gets device="npu"; one without it
+    gets only the dtype and format; a method with neither decorator is left as it is."""
 
     def expand(cls):
         for name in [n for n in list(vars(cls)) if n.startswith("test_")]:
             func = getattr(cls, name)
             params = getattr(func, "_npu_test_params", {})
-            code = func.__code__.co_varnames[: func.__code__.co_argcount]
-            if "device" not in code:
+            if not params:
                 continue
+            code = func.__code__.co_varnames[: func.__code__.co_argcount]
             keys = sorted(params, key=["dtype", "npu_format"].index)
             delattr(cls, name)
-            for combo in itertools.product(*(params[k] for k in keys)) if keys else [()]:
+            for combo in itertools.product(*(params[k] for k in keys)):
                 values = dict(zip(keys, combo))
-                new_name = "_".join([name, "npu"] + [_name_of(values[k]) for k in keys])
-                setattr(cls, new_name, feed_data(func, new_name, device="npu", **values))
+                new_name = "_".join([name] + [_name_of(values[k]) for k in keys])
+                arguments = {_argument_for(k, code): v for k, v in values.items()}
+                if "device" in code:
+                    arguments["device"] = "npu"
+                setattr(cls, new_name, feed_data(func, new_name, **arguments))
         return cls
 
     if isinstance(arg, type):
         return expand(arg)
     return expand
+
+
+def _argument_for(key, parameters):
+    """The parameter that takes `key` ("dtype" or "npu_format"): the one whose name contains it
+    (dtype, npu_format, format...), as torch_npu matches them."""
+    word = "format" if key == "npu_format" else key
+    matches = [p for p in parameters if word in p]
+    if len(matches) != 1:
+        raise TypeError(f"expected one parameter whose name contains {word!r}, got {matches}")
+    return matches[0]
 
 
 def gen_op_input(testcase, func, op_info):

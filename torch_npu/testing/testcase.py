@@ -16,6 +16,11 @@ import warnings
 import numpy as np
 import torch
 
+try:  # torch_npu's TestCase is expecttest's (assertExpectedInline); without expecttest, unittest's
+    from expecttest import TestCase as _BaseTestCase
+except ImportError:  # pragma: no cover - expecttest is a dependency of vnpu
+    _BaseTestCase = unittest.TestCase
+
 __all__ = ["TestCase", "run_tests"]
 
 _SEED = int(os.environ.get("SEED", "666"))
@@ -30,12 +35,29 @@ def _to_numpy(value):
     return np.asarray(value)
 
 
+def _is_sequence(value):
+    """Iterables compared element by element: lists, tuples, torch.Size, ranges, generators... (not
+    strings, bytes, tensors, arrays or sets, whose order means nothing)."""
+    import collections.abc
+
+    return isinstance(value, collections.abc.Iterable) and not isinstance(
+        value, (str, bytes, torch.Tensor, np.ndarray, set, frozenset, dict)
+    )
+
+
 def run_tests():
     """unittest.main for a torch_npu test file (argv as usual)."""
     unittest.main(argv=sys.argv)
 
 
-class TestCase(unittest.TestCase):
+def _storage_values(value):
+    """A storage's elements as a CPU tensor (typed storages keep their dtype; untyped ones are bytes)."""
+    if isinstance(value, torch.TypedStorage):
+        return torch.tensor(value.tolist(), dtype=value.dtype)
+    return torch.tensor(value.cpu().tolist(), dtype=torch.uint8)
+
+
+class TestCase(_BaseTestCase):
     """unittest.TestCase with torch_npu's assertions; every test starts from the same seeds."""
 
     precision = 1e-5
@@ -98,8 +120,9 @@ class TestCase(unittest.TestCase):
         if isinstance(prec, str) and not message:
             message, prec = prec, None
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
-            x_t = x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
-            y_t = y if isinstance(y, torch.Tensor) else torch.as_tensor(y)
+            x_t, y_t = (
+                v if isinstance(v, torch.Tensor) else torch.as_tensor(list(v) if _is_sequence(v) else v) for v in (x, y)
+            )
             tol = self.precision if prec is None else prec
             try:
                 torch.testing.assert_close(
@@ -114,7 +137,23 @@ class TestCase(unittest.TestCase):
             except AssertionError as e:
                 self.fail(f"{message}\n{e}" if message else str(e))
             return
-        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)) and not isinstance(x, str):
+        if isinstance(x, (torch.TypedStorage, torch.UntypedStorage)) or isinstance(
+            y, (torch.TypedStorage, torch.UntypedStorage)
+        ):
+            x, y = (
+                _storage_values(v) if isinstance(v, (torch.TypedStorage, torch.UntypedStorage)) else v for v in (x, y)
+            )
+            self.assertEqual(x, y, prec=prec, message=message, allow_inf=allow_inf, exact_dtype=exact_dtype)
+            return
+        if isinstance(x, dict) and isinstance(y, dict):
+            self.assertEqual(sorted(x, key=repr), sorted(y, key=repr), message=message)
+            for key in x:
+                self.assertEqual(
+                    x[key], y[key], prec=prec, message=message, allow_inf=allow_inf, exact_dtype=exact_dtype
+                )
+            return
+        if _is_sequence(x) and _is_sequence(y):
+            x, y = list(x), list(y)
             self.assertEqual(len(x), len(y), message=message)
             for a, b in zip(x, y):
                 self.assertEqual(a, b, prec=prec, message=message, allow_inf=allow_inf, exact_dtype=exact_dtype)
