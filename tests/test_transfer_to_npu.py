@@ -162,7 +162,8 @@ def test_only_device_arguments_are_rewritten_never_strings_that_contain_cuda(tmp
     out = run_python(f"""
         import json, os, torch
         import torch_npu.contrib.transfer_to_npu  # noqa: F401
-        from torch_npu.contrib.transfer_to_npu import _hccl_backend, patched_calls
+        from torch_npu.contrib._device_arguments import _hccl_backend
+        from torch_npu.contrib.transfer_to_npu import patched_calls
         folder = {str(tmp_path)!r}
         path = os.path.join(folder, "cuda_weights.pt")
         torch.save({{"cuda_layer.weight": torch.ones(2, device="cuda"), "note": "trained on cuda:0"}}, path)
@@ -190,3 +191,64 @@ def test_only_device_arguments_are_rewritten_never_strings_that_contain_cuda(tmp
     assert got["from_file"] == [0.0, 1.0, 2.0] and got["message"] == "npu"
     assert got["backends"] == ["hccl", "cpu:gloo,npu:hccl", "gloo", "cudax"]
     assert got["load_calls"] == 4  # the four cuda forms; the cpu one is untouched
+
+
+def test_distributed_profiler_generator_and_extension_details_mean_the_npu():
+    out = run_python("""
+        import json, torch
+        import torch_npu
+        import torch_npu.contrib.transfer_to_npu as transfer
+        from torch.autograd import profiler_util
+        seen = {}
+        fake_init = transfer._wrapper_hccl(lambda backend=None, init_method=None, device_id=None: (backend, device_id))
+        backend, device_id = fake_init(backend="cuda:nccl", device_id=torch.device("cuda:0"))
+        torch.cuda.init()
+        print(json.dumps({
+            "backend": backend, "device_id": str(device_id),
+            "kernel": profiler_util.Kernel("gemm", "cuda", 5).device,
+            "include": torch.utils.cpp_extension.include_paths("cuda")[-1].endswith("torch_npu/csrc"),
+            "generators": torch.cuda.default_generators is torch_npu.npu.default_generators,
+            "n_generators": len(torch.cuda.default_generators),
+        }))
+    """)
+    got = json.loads(last_line(out))
+    assert got == {
+        "backend": "npu:hccl",
+        "device_id": "npu:0",
+        "kernel": "npu",
+        "include": True,
+        "generators": True,
+        "n_generators": 8,
+    }
+
+
+def test_torch_npus_transfer_helpers(tmp_path):
+    config = tmp_path / "apis_config.json"
+    config.write_text('{"transformers": {"version": "4.0", "apis": {}}}')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "link.json").symlink_to(config)
+    out = run_python(f"""
+        import json, logging, torch
+        import torch_npu.contrib.transfer_to_npu as transfer
+        root = {str(tmp_path)!r}
+        probe = transfer._wrapper_libraries_func(lambda: torch.cuda.is_available())
+        profile = transfer._wrapper_profiler(lambda **kwargs: sorted(kwargs))
+        transfer._del_nccl_device_backend_map()
+        print(json.dumps({{
+            "valid": [transfer._check_input_file_valid(f"{{root}}/{{n}}") for n in ("apis_config.json", "link.json", "none.json")],
+            "loaded": [transfer._load_json_file(f"{{root}}/{{n}}") for n in ("apis_config.json", "list.json", "none.json")],
+            "dict": transfer._replace_cuda_to_npu_in_dict({{"cuda:1": "cuda", "cuda_weights": 1}}),
+            "to": str(transfer._wrapper_cuda(torch.Tensor.to)(torch.ones(1), "cuda:0").device),
+            "libraries_see_cuda": [probe(), torch.cuda.is_available()],
+            "profile": profile(experimental_config=object(), record_shapes=True),
+            "nccl_default": "cuda" in torch.distributed.Backend.default_device_backend_map,
+        }}))
+    """)
+    got = json.loads(last_line(out))
+    assert got["valid"] == [True, False, False]
+    assert got["loaded"] == [{"transformers": {"version": "4.0", "apis": {}}}, {}, {}]
+    assert got["dict"] == {"npu:1": "npu", "cuda_weights": 1}
+    assert got["to"] == "npu:0"
+    assert got["libraries_see_cuda"] == [False, True]
+    assert got["profile"] == ["record_shapes"]
+    assert got["nccl_default"] is False

@@ -159,6 +159,15 @@ PATCHES += (
         apply=f"{_TRANSFER}:cuda_activity_means_npu",
         changes=("torch.profiler.profile.__init__",),
     ),
+    Patch(
+        target="torch.autograd.profiler_util.Kernel, torch.utils.cpp_extension.include_paths",
+        module=_TRANSFER,
+        why="Profiler kernels CUDA code records on device 'cuda' are npu kernels, and an extension CUDA code "
+        "builds with include_paths('cuda') is built for npu: PyTorch's and torch_npu's headers, not CUDA's.",
+        when=_TRANSFER_WHEN,
+        apply=f"{_TRANSFER}:cuda_kernels_and_extensions_mean_npu",
+        changes=("torch.autograd.profiler_util.Kernel", "torch.utils.cpp_extension.include_paths"),
+    ),
 )
 
 _INDUCTOR_CONFIG = "torch._inductor.config"

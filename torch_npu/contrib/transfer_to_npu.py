@@ -25,21 +25,37 @@ Deliberate differences from torch_npu's version (its known regressions):
   reports as the CUDA-only calls a migration must address.
 """
 
-import collections
 import functools
 import inspect
 import os
-import re
 import warnings
 
 import torch
 
 import torch_npu
+from torch_npu.contrib._device_arguments import (
+    _calls,
+    _counted,
+    _device_rewriting,
+    _hccl_instead_of_nccl,
+    _rewrite,
+    _wrap,
+    _wrap_init,
+    patched_calls,
+)
+from torch_npu.contrib._transfer_helpers import (  # noqa: F401  (torch_npu's helper names)
+    _check_input_file_valid,
+    _del_nccl_device_backend_map,
+    _load_json_file,
+    _replace_cuda_to_npu_in_dict,
+    _wrapper_cuda,
+    _wrapper_hccl,
+    _wrapper_libraries_func,
+    _wrapper_profiler,
+)
 
 __all__ = ["patched_calls"]
 
-_calls = collections.Counter()
-_DEVICE_KWARGS = ("device", "device_type", "map_location", "device_id")
 
 _TORCH_FACTORIES = (
     "logspace",
@@ -125,66 +141,6 @@ _CUDA_FUNCTIONS = (
 )
 
 
-def patched_calls():
-    """{API: number of calls whose CUDA arguments were rewritten to npu} since the import."""
-    return dict(_calls)
-
-
-# A device string, whole: "cuda" or "cuda:N" (never a file name, key or message that contains "cuda").
-_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
-
-
-def _npu_device(value, int_means_device):
-    """value with CUDA devices replaced by npu ones (or value itself)."""
-    if isinstance(value, str) and _CUDA_DEVICE.fullmatch(value):
-        return "npu" + value[len("cuda") :]
-    if isinstance(value, torch.device) and value.type == "cuda":
-        return torch.device("npu", value.index) if value.index is not None else torch.device("npu")
-    if int_means_device and isinstance(value, int) and not isinstance(value, bool):
-        return f"npu:{value}"
-    if isinstance(value, dict):
-        return {_npu_device(k, False): _npu_device(v, False) for k, v in value.items()}
-    return value
-
-
-def _rewrite(args, kwargs, int_positional):
-    new_args = tuple(_npu_device(a, int_positional) for a in args)
-    new_kwargs = dict(kwargs)
-    for key in _DEVICE_KWARGS:
-        if key in new_kwargs:
-            new_kwargs[key] = _npu_device(new_kwargs[key], True)
-    if isinstance(new_kwargs.get("device_ids"), (list, tuple)):
-        new_kwargs["device_ids"] = [_npu_device(d, False) for d in new_kwargs["device_ids"]]
-    changed = any(a is not b for a, b in zip(new_args, args)) or any(new_kwargs[k] is not kwargs[k] for k in kwargs)
-    return new_args, new_kwargs, changed
-
-
-def _device_rewriting(fn, name, int_positional=False, count_every_call=False):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        args, kwargs, changed = _rewrite(args, kwargs, int_positional)
-        if changed or count_every_call:
-            _calls[name] += 1
-        return fn(*args, **kwargs)
-
-    wrapper.__vnpu_transfer__ = True
-    return wrapper
-
-
-def _wrap(owner, attr, label, int_positional=False, count_every_call=False):
-    fn = getattr(owner, attr, None)
-    if fn is None or getattr(fn, "__vnpu_transfer__", False):
-        return
-    setattr(owner, attr, _device_rewriting(fn, label, int_positional, count_every_call))
-
-
-def _wrap_init(cls, label):
-    original = cls.__init__
-    if getattr(original, "__vnpu_transfer__", False):
-        return
-    cls.__init__ = _device_rewriting(original, label)
-
-
 def alias_cuda_module():
     """torch.cuda takes torch.npu's names (calls counted), CUDAGraph/graph/DoubleTensor/memory history."""
     npu = torch_npu.npu
@@ -196,6 +152,8 @@ def alias_cuda_module():
     for cuda_sub, npu_sub in ((torch.cuda.amp, npu.amp), (torch.cuda.random, npu.random)):
         for name in getattr(npu_sub, "__all__", ()):
             setattr(cuda_sub, name, getattr(npu_sub, name))
+    # torch.cuda.default_generators is torch.npu's (filled when the device initialises)
+    npu._lazy_call(lambda: setattr(torch.cuda, "default_generators", npu.default_generators))
     torch.cuda.CUDAGraph = npu.NPUGraph
     torch.cuda.graph = npu.graph
     torch.cuda.DoubleTensor = npu.FloatTensor  # as torch_npu's transfer_to_npu does
@@ -205,16 +163,6 @@ def alias_cuda_module():
         _wrap(torch.cuda, name, f"torch.cuda.{name}", count_every_call=True)
     _wrap_init(torch.cuda.device, "torch.cuda.device")
     return True
-
-
-def _counted(fn, label):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        _calls[label] += 1
-        return fn(*args, **kwargs)
-
-    wrapper.__vnpu_transfer__ = True
-    return wrapper
 
 
 def device_arguments_of_tensors_and_modules():
@@ -243,6 +191,39 @@ def device_arguments_of_tensors_and_modules():
     _wrap_init(torch.amp.GradScaler, "torch.amp.GradScaler")
     for name in ("fftfreq", "rfftfreq"):
         _wrap(torch.fft, name, f"torch.fft.{name}")
+    return True
+
+
+def cuda_kernels_and_extensions_mean_npu():
+    """profiler_util.Kernel(name, "cuda", duration) reports npu; cpp_extension.include_paths("cuda") gives
+    the paths an npu extension builds with (PyTorch's and torch_npu's headers) instead of CUDA's."""
+    from torch.autograd import profiler_util
+    from torch.utils import cpp_extension
+
+    from torch_npu.utils.cpp_extension import _include_paths
+
+    kernel = profiler_util.Kernel
+    if getattr(kernel, "__vnpu_transfer__", False):
+        return False
+
+    class Kernel(kernel):
+        __slots__ = ()
+        __vnpu_transfer__ = True
+
+        def __new__(cls, name, device, duration):
+            return super().__new__(cls, name, "npu" if device == "cuda" else device, duration)
+
+    profiler_util.Kernel = Kernel
+    original_include_paths = cpp_extension.include_paths
+
+    @functools.wraps(original_include_paths)
+    def include_paths(device_type="cpu", *args, **kwargs):
+        if device_type in ("cuda", "npu"):
+            _calls["torch.utils.cpp_extension.include_paths"] += 1
+            return original_include_paths("cpu", *args, **kwargs) + _include_paths()
+        return original_include_paths(device_type, *args, **kwargs)
+
+    cpp_extension.include_paths = include_paths
     return True
 
 
@@ -277,42 +258,6 @@ def _device_class(original, label):
         (original,),
         {"__new__": __new__, "__module__": original.__module__, "__doc__": original.__doc__},
     )
-
-
-def _hccl_backend(backend):
-    """A backend string with nccl -> hccl and cuda -> npu in its parts ("nccl", "cpu:gloo,cuda:nccl")."""
-    if not isinstance(backend, str):
-        return backend
-    parts = []
-    for part in backend.split(","):
-        device, _, name = part.rpartition(":")
-        device = "npu" if device == "cuda" else device
-        name = "hccl" if name == "nccl" else name
-        parts.append(f"{device}:{name}" if device else name)
-    return ",".join(parts)
-
-
-def _hccl_instead_of_nccl(fn, label):
-    """Only the backend argument is rewritten (init_method, group names... are left as they are)."""
-    backend_position = list(inspect.signature(fn).parameters).index("backend")
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if len(args) > backend_position:
-            backend = _hccl_backend(args[backend_position])
-            changed = backend != args[backend_position]
-            args = (*args[:backend_position], backend, *args[backend_position + 1 :])
-        else:
-            backend = _hccl_backend(kwargs.get("backend"))
-            changed = backend != kwargs.get("backend")
-            if "backend" in kwargs:
-                kwargs["backend"] = backend
-        if changed:
-            _calls[label] += 1
-        return fn(*args, **kwargs)
-
-    wrapper.__vnpu_transfer__ = True
-    return wrapper
 
 
 def nccl_means_hccl():
