@@ -291,3 +291,53 @@ CONFIG_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", CONFIG_ERRORS, ids=[c[2][:48] for c in CONFIG_ERRORS])
 def test_config_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_force_aclnn_op_list_is_an_option():
+    assert torch.npu.set_option({"FORCE_ACLNN_OP_LIST": "index"}) is None
+
+
+def test_cann_version_comparison():
+    from torch_npu.npu.utils import _is_gte_cann_version
+
+    assert _is_gte_cann_version("8.3.RC1") and _is_gte_cann_version("8.5.0")
+    assert _is_gte_cann_version("8.5.RC1")  # 8.5.RC1 comes before 8.5.0
+    assert not _is_gte_cann_version("9.0.0")
+    with pytest.raises(ValueError, match="not a CANN version"):
+        _is_gte_cann_version("eight")
+
+
+def test_an_unknown_acl_op_init_mode_warns_and_resets():
+    proc = run_python("import torch, torch_npu; torch.npu.set_device(0)", env={"ACL_OP_INIT_MODE": "999"})
+    assert "Get env ACL_OP_INIT_MODE not in [0, 1, 2], so reset it to the default value 0." in proc.stderr
+    assert (
+        "ACL_OP_INIT_MODE"
+        not in run_python("import torch, torch_npu; torch.npu.set_device(0)", env={"ACL_OP_INIT_MODE": "2"}).stderr
+    )
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (None, "is invalid."),
+        ("not a json{{{", "Failed to parse user acl json"),
+        ("", "Failed to parse user acl json"),
+        ('{"dump": {"dump_scene": "lite_exception"}}', "lacks 'defaultDevice'"),
+        ('{"defaultDevice": "not_an_object"}', "lacks 'defaultDevice'"),
+        ('{"defaultDevice": {"default_device": "1"}}', 'requires defaultDevice.default_device to be "0"'),
+        ('{"dump": {"dump_scene": "lite_exception"}, "defaultDevice": {"default_device": "0"}}', None),
+    ],
+)
+def test_the_acl_init_json_is_checked_at_set_device(tmp_path, content, message):
+    path = tmp_path / "acl.json"
+    if content is not None:
+        path.write_text(content)
+    proc = run_python(
+        "import torch, torch_npu; torch.npu.set_device(0); print('ready')",
+        env={"TORCH_ACL_INIT_CONFIG_PATH": str(path)},
+        check=False,
+    )
+    if message is None:
+        assert proc.returncode == 0 and proc.stdout.strip().endswith("ready"), proc.stderr
+    else:
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr

@@ -69,6 +69,10 @@ def _lazy_init():
         if device_count() == 0:
             reason = _C._device_config_error()
             raise RuntimeError("No NPU device is available: " + (reason or "VNPU_DEVICE_COUNT is 0"))
+        from torch_npu.npu._acl_init import acl_op_init_mode, check_acl_init_config
+
+        check_acl_init_config()
+        acl_op_init_mode()
         _C._init()
         default_generators = tuple(_C._default_generator(i) for i in range(device_count()))
         _tls.is_initializing = True

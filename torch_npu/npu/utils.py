@@ -227,6 +227,28 @@ def get_cann_version(module="CANN"):
     return "8.5.0+vnpu"
 
 
+def _cann_version_key(version):
+    """Orders CANN versions: 8.3.RC1 < 8.3.0 < 8.5.0 (a release candidate comes before its release)."""
+    import re
+
+    parts = version.split("+")[0].split(".")
+    key = []
+    for part in parts[:3]:
+        rc = re.fullmatch(r"RC(\d+)", part, re.IGNORECASE)
+        if rc:
+            key += [-1, int(rc.group(1))]
+        elif part.isdigit():
+            key += [int(part), 0]
+        else:
+            raise ValueError(f"{version!r} is not a CANN version (e.g. 8.3.RC1 or 8.5.0)")
+    return tuple(key)
+
+
+def _is_gte_cann_version(version: str, module: str = "CANN") -> bool:
+    """True when the CANN module vnpu emulates is at least `version`."""
+    return _cann_version_key(get_cann_version(module)) >= _cann_version_key(version)
+
+
 _SYNC_MODES = {"default": 0, "warn": 1, "error": 2}
 
 

@@ -68,7 +68,8 @@ VARIABLES = {
         ((lambda v: all(p.strip() in ("", "randomness") for p in v.split(","))), "a comma list of: randomness"),
         "on hardware this selects torch_npu's legacy random-number kernels; vnpu's " "random numbers are PyTorch's",
     ),
-    "TORCH_ACL_INIT_CONFIG_PATH": (_ANY, "on hardware this names the aclInit JSON; vnpu has no ACL runtime"),
+    "TORCH_ACL_INIT_CONFIG_PATH": (_ANY, "honoured: the aclInit JSON is validated at initialisation as torch_npu does"),
+    "ACL_OP_INIT_MODE": (_ANY, "honoured: 0, 1 or 2; another value warns and resets to 0"),
     "ACL_OP_COMPILER_CACHE_DIR": (_ANY, "on hardware this is the operator compile cache directory"),
     "ACL_OP_COMPILER_CACHE_MODE": (
         _choice("enable", "disable", "force"),
