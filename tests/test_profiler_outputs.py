@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from subprocess_helpers import run_python
 
 import torch_npu
 from torch_npu.profiler import ascend_output, dynamic_profile, memory_output
@@ -273,3 +274,66 @@ def test_db_export_is_announced_as_not_written():
         "torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not "
         "written; the text files of ExportType.Text are written instead"
     )
+
+
+def _session_dir(root):
+    (found,) = [os.path.join(d, "ASCEND_PROFILER_OUTPUT") for d in glob.glob(os.path.join(root, "*_ascend_pt"))]
+    return found
+
+
+def test_cpu_only_profiling_writes_no_device_tables_and_metadata_json_is_parsed(tmp_path):
+    x = torch.randn(8, 8, device="npu")
+    cpu_only = [torch_npu.profiler.ProfilerActivity.CPU]
+    handler = torch_npu.profiler.tensorboard_trace_handler(str(tmp_path / "cpu"))
+    with torch_npu.profiler.profile(activities=cpu_only, on_trace_ready=handler) as prof:
+        x @ x
+        prof.add_metadata_json("run", '{"lr": 0.1, "tags": ["a"]}')
+        prof.add_metadata_json("broken", "{not json")
+    out = _session_dir(str(tmp_path / "cpu"))
+    assert not os.path.exists(os.path.join(out, "kernel_details.csv"))
+    assert not os.path.exists(os.path.join(out, "task_time.csv"))
+    assert os.path.exists(os.path.join(out, "operator_details.csv"))
+    with open(os.path.join(os.path.dirname(out), "profiler_metadata.json")) as f:
+        metadata = json.load(f)
+    assert metadata["run"] == {"lr": 0.1, "tags": ["a"]} and "broken" not in metadata
+
+
+def test_a_default_run_writes_msprofs_task_table(tmp_path):
+    x = torch.randn(8, 8, device="npu")
+    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path))):
+        y = x @ x
+        y.relu()
+    with open(os.path.join(_session_dir(str(tmp_path)), "task_time.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == [
+        "Device_id",
+        "kernel_name",
+        "kernel_type",
+        "stream_id",
+        "task_id",
+        "task_time(us)",
+        "task_start(us)",
+        "task_stop(us)",
+    ]
+    kinds = {r["kernel_name"]: r["kernel_type"] for r in rows}
+    assert kinds["mm"] == "AI_CORE" and kinds["relu"] == "AI_VECTOR_CORE"
+    for r in rows:
+        # microsecond timestamps near 1.8e15 keep quarter-microseconds
+        assert float(r["task_stop(us)"]) - float(r["task_start(us)"]) == pytest.approx(
+            float(r["task_time(us)"]), abs=0.5
+        )
+    assert [int(r["task_id"]) for r in rows] == list(range(len(rows)))
+
+
+def test_without_a_handler_the_session_goes_to_the_ascend_work_path(tmp_path):
+    proc = run_python(
+        """
+        import torch, torch_npu
+        x = torch.randn(4, 4, device="npu")
+        with torch_npu.profiler.profile():
+            x @ x
+    """,
+        env={"ASCEND_WORK_PATH": str(tmp_path)},
+    )
+    assert proc.returncode == 0
+    assert os.path.exists(os.path.join(_session_dir(str(tmp_path / "profiling_data")), "kernel_details.csv"))

@@ -246,6 +246,40 @@ def _operator_rows(session):
     return rows
 
 
+# msprof's task summary (task_time.csv), one row per device task
+TASK_TIME_HEADER = [
+    "Device_id",
+    "kernel_name",
+    "kernel_type",
+    "stream_id",
+    "task_id",
+    "task_time(us)",
+    "task_start(us)",
+    "task_stop(us)",
+]
+
+
+def _task_time_rows(activities, epoch_offset_ns):
+    task_ids = collections.Counter()
+    rows = []
+    for a in activities:
+        key = (a["device"], a["stream"])
+        rows.append(
+            [
+                a["device"],
+                op_type(a["name"]),
+                core_of(a),
+                a["stream"],
+                task_ids[key],
+                _us(a["end_ns"] - a["start_ns"]),
+                _us(a["start_ns"] + epoch_offset_ns),
+                _us(a["end_ns"] + epoch_offset_ns),
+            ]
+        )
+        task_ids[key] += 1
+    return rows
+
+
 def write_session(path, session):
     """Write ASCEND_PROFILER_OUTPUT/ of one session (session.py's record) into `path`, a `..._ascend_pt`
     directory. Returns the ASCEND_PROFILER_OUTPUT directory."""
@@ -291,7 +325,9 @@ def write_session(path, session):
                 _join(outs, lambda t: str(t[2])),
             ]
         kernel_rows.append(row)
-    _write_csv(os.path.join(out, "kernel_details.csv"), header, kernel_rows)
+    if session.get("npu_activity", True):  # device tables exist only when the NPU activity was profiled
+        _write_csv(os.path.join(out, "kernel_details.csv"), header, kernel_rows)
+        _write_csv(os.path.join(out, "task_time.csv"), TASK_TIME_HEADER, _task_time_rows(activities, epoch_offset_ns))
     _write_csv(os.path.join(out, "operator_details.csv"), OPERATOR_HEADER, _operator_rows(session))
 
     groups = collections.defaultdict(list)

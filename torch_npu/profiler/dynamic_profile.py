@@ -195,7 +195,7 @@ class _DynamicProfile:
             with_modules=config["with_modules"],
             experimental_config=_experimental(config.get("experimental_config")),
         )
-        self.prof.add_metadata_json("dynamic_profile", {"start_step": self.step_num, "config": config})
+        self.prof.add_metadata_json("dynamic_profile", json.dumps({"start_step": self.step_num, "config": config}))
         self.remaining = warmup + active
         self.prof.start()
 

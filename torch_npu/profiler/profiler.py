@@ -195,10 +195,14 @@ class profile:
                 "host_events": host,
                 "memory": [tuple(m) for m in memory],
                 "devices": _device_facts(activities, memory),
+                "npu_activity": ProfilerActivity.NPU in self.activities,
             }
             self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:
                 self.on_trace_ready(self)
+            elif os.environ.get("ASCEND_WORK_PATH"):
+                # torch_npu: without a handler the session goes to $ASCEND_WORK_PATH/profiling_data
+                tensorboard_trace_handler()(self)
 
     def get_trace_id(self):
         """The trace id of the session (custom_trace_id_callback's, or one made at start)."""
@@ -232,7 +236,14 @@ class profile:
         self._metadata[str(key)] = str(value)
 
     def add_metadata_json(self, key, value):
-        self._metadata[str(key)] = value
+        """Store `value`, a JSON string, as the parsed JSON under `key` in profiler_metadata.json."""
+        if not isinstance(value, str):
+            warnings.warn(f"add_metadata_json: value of {key!r} must be a JSON string, got {type(value).__name__}")
+            return
+        try:
+            self._metadata[str(key)] = json.loads(value)
+        except ValueError:
+            warnings.warn(f"add_metadata_json: value of {key!r} is not valid JSON: {value!r}")
 
     def _config(self):
         import torch_npu
