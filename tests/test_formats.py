@@ -42,16 +42,16 @@ def test_fractal_nz_storage_shape(dtype, c0):
     x = torch.ones(3, 33, 17, device="npu").to(dtype)
     y = torch_npu.npu_format_cast(x, Format.FRACTAL_NZ)
     assert torch_npu.get_npu_format(y) == 29
-    assert torch_npu.get_storage_size(y) == torch.Size([3, math.ceil(17 / c0), math.ceil(33 / 16), 16, c0])
+    assert torch_npu.get_storage_size(y) == math.prod([3, math.ceil(17 / c0), math.ceil(33 / 16), 16, c0])
     assert y.shape == x.shape and y.stride() == x.stride() and torch.equal(y.cpu(), x.cpu())
 
 
 def test_nc1hwc0_and_fractal_z_storage_shapes():
     w = torch.randn(8, 3, 5, 5, device="npu")
-    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 3)) == torch.Size([8, 1, 5, 5, 16])
-    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 4)) == torch.Size([25, 1, 16, 16])
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 3)) == math.prod([8, 1, 5, 5, 16])
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(w, 4)) == math.prod([25, 1, 16, 16])
     v = torch.randn(2, 20, 3, 4, 5, device="npu")
-    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(v, Format.NDC1HWC0)) == torch.Size([2, 3, 2, 4, 5, 16])
+    assert torch_npu.get_storage_size(torch_npu.npu_format_cast(v, Format.NDC1HWC0)) == math.prod([2, 3, 2, 4, 5, 16])
 
 
 def test_cast_allocates_the_physical_size():
@@ -98,7 +98,7 @@ def test_cast_is_differentiable():
 def test_empty_with_format():
     e = torch_npu.empty_with_format((4, 5), dtype=torch.float16, device="npu", acl_format=29)
     assert e.shape == (4, 5) and e.dtype == torch.float16
-    assert torch_npu.get_storage_size(e) == torch.Size([1, 1, 16, 16])
+    assert torch_npu.get_storage_size(e) == math.prod([1, 1, 16, 16])
     with pytest.raises(RuntimeError, match="makes npu tensors"):
         torch_npu.empty_with_format((2,), device="cpu")
 
@@ -159,3 +159,38 @@ FORMAT_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", FORMAT_ERRORS, ids=[c[2][:48] for c in FORMAT_ERRORS])
 def test_format_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_format_rules_follow_the_storage_descriptor():
+    # a 1-D view of a [32, 64] tensor keeps its base's 2-D descriptor: NZ is allowed
+    flat = torch.randn(32, 64, device="npu").reshape(-1)
+    nz = torch_npu.npu_format_cast(flat, 29)
+    assert torch_npu.get_npu_format(nz) == 29 and torch.equal(nz.cpu(), flat.cpu())
+    assert torch_npu.get_storage_size(nz) == 32 * 64 and isinstance(torch_npu.get_storage_size(nz), int)
+    # a tensor set_() onto a fresh storage has a 1-D descriptor: ND, with torch_npu's warning
+    owner = torch.empty(0, device="npu").set_(torch.empty(64, device="npu").untyped_storage())
+    with pytest.warns(UserWarning, match="dim < 2"):
+        assert torch_npu.get_npu_format(torch_npu.npu_format_cast(owner, 29)) == 2
+
+
+def test_casting_to_the_current_format_keeps_the_storage():
+    z = torch_npu.npu_format_cast(torch.randn(4, 16, device="npu"), 29)
+    same = torch_npu.npu_format_cast(z, 29)
+    assert same.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
+    assert torch_npu.npu_format_cast(z, 2).untyped_storage().data_ptr() != z.untyped_storage().data_ptr()
+    assert torch_npu.utils.is_combined_tensor_valid(z, []) is True
+
+
+def test_formats_survive_save_load_and_deepcopy(tmp_path):
+    import copy
+
+    x = torch_npu.npu_format_cast(torch.randn(4, 16, device="npu"), 29)
+    torch.save({"w": x}, tmp_path / "w.pt")
+    loaded = torch.load(tmp_path / "w.pt")["w"]
+    copied = copy.deepcopy(x)
+    for y in (loaded, copied):
+        assert torch_npu.get_npu_format(y) == 29 and torch.equal(y.cpu(), x.cpu())
+        assert torch_npu.get_storage_size(y) == torch_npu.get_storage_size(x)
+    plain = torch.randn(3, device="npu")
+    torch.save(plain, tmp_path / "p.pt")
+    assert torch_npu.get_npu_format(torch.load(tmp_path / "p.pt")) == 2

@@ -44,6 +44,15 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.UntypedStorage.__deepcopy__",
+        module="torch.storage",
+        why="copy.deepcopy of an npu tensor copies its storage; torch_npu keeps the storage's private format "
+        "(NZ, NC1HWC0 ...) on the copy, so a deep-copied model keeps its weights' formats and physical sizes.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.storage_formats:deepcopy_keeps_the_format",
+        changes=("torch.UntypedStorage.__deepcopy__",),
+    ),
+    Patch(
         target="torch.utils.checkpoint.DefaultDeviceType",
         module="torch.utils.checkpoint",
         why="activation checkpointing saves and restores the RNG state of one device type; torch_npu makes it npu, "

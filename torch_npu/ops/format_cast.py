@@ -39,7 +39,7 @@ def _target_format(acl_format, tensor):
         ) from None
     if fmt == Format.UNDEFINED:
         raise RuntimeError("npu_format_cast: cannot cast to Format.UNDEFINED" + ops_error(ErrCode.PARAM))
-    if fmt in NZ_FORMATS and tensor.dim() < 2:
+    if fmt in NZ_FORMATS and len(_storage_descriptor(tensor)) < 2:
         npu_warn("Cannot create tensor with NZ format while dim < 2, tensor will be created with ND format.")
         return Format.ND
     if fmt in FIVE_D_FORMATS and tensor.dim() != 5:
@@ -51,6 +51,13 @@ def _target_format(acl_format, tensor):
             f"npu_format_cast: format {fmt} needs at most 4 dimensions, got {tensor.dim()}" + ops_error(ErrCode.PARAM)
         )
     return fmt
+
+
+def _storage_descriptor(tensor):
+    """The sizes torch_npu's storage descriptor keeps: those of the tensor the storage was made for (a
+    view's base), or the tensor's own for a tensor that owns its storage."""
+    base = tensor._base if isinstance(tensor, torch.Tensor) and tensor._base is not None else tensor
+    return list(base.shape)
 
 
 def _check_npu(tensor, op):
@@ -79,15 +86,25 @@ def get_npu_format(tensor):
 
 
 def get_storage_size(tensor):
-    """The physical storage shape of an npu tensor in its format."""
+    """The number of elements of an npu tensor's storage in its format (torch_npu returns an int)."""
     _check_npu(tensor, "get_storage_size")
-    return torch.Size(storage_shape(tensor.shape, get_npu_format(tensor), tensor.element_size()))
+    return storage_numel(_physical_shape(tensor), get_npu_format(tensor), tensor.element_size())
+
+
+def _physical_shape(tensor):
+    """The shape the format lays out: the tensor's own, or its storage descriptor's when it is lower than 2-D."""
+    return list(tensor.shape) if tensor.dim() >= 2 else _storage_descriptor(tensor)
 
 
 def _cast(self, acl_format, customize_dtype=None, input_dtype=None):
     _check_npu(self, "npu_format_cast")
     fmt = _target_format(acl_format, self)
-    out = _allocate(self.shape, self.dtype, self.device, fmt)
+    if fmt == get_npu_format(self):  # torch_npu: already in that format, the same storage
+        return self.view(self.shape)
+    physical = _physical_shape(self)
+    out = _allocate(physical, self.dtype, self.device, fmt)
+    if list(physical) != list(self.shape):
+        out = out.view(-1)[: self.numel()].view(self.shape)
     out.copy_(self)
     return out
 

@@ -52,7 +52,9 @@ def get_part_combined_tensor(combined_tensor, index, size):
 
 def is_combined_tensor_valid(combined_tensor, list_of_tensor):
     """True when every tensor is still the contiguous view npu_combine_tensors made of it."""
-    if combined_tensor is None or not list_of_tensor:
+    if not list_of_tensor:  # torch_npu: nothing to check is valid
+        return True
+    if combined_tensor is None:
         return False
     base = combined_tensor.untyped_storage().data_ptr()
     offset = combined_tensor.storage_offset()
