@@ -10,7 +10,7 @@ import torch
 from torch_npu import _C
 from torch_npu.npu._format import Format
 from torch_npu.ops._library import define
-from torch_npu.ops.storage_shapes import FIVE_D_FORMATS, NZ_FORMATS, default_format, storage_numel, storage_shape
+from torch_npu.ops.storage_shapes import FIVE_D_FORMATS, NZ_FORMATS, default_format, storage_numel
 from torch_npu.utils._error_code import ErrCode, ops_error
 from torch_npu.utils._warnings import npu_warn
 
