@@ -74,7 +74,9 @@ def test_giou_diou_ciou(name, is_cross, mode):
             return torch.stack(
                 [torch.stack([_pair_metric(name, boxes[:, j], gt[:, i], mode) for j in range(n)]) for i in range(m)]
             )
-        return torch.stack([_pair_metric(name, boxes[:, j], gt[:, j], mode) for j in range(n)])[:, None]
+        pairs = torch.stack([_pair_metric(name, boxes[:, j], gt[:, j], mode) for j in range(n)])
+        # aligned pairs: npu_giou returns a [N, 1] column, npu_diou / npu_ciou the [1, N] row of their kernels
+        return pairs[:, None] if name == "npu_giou" else pairs[None, :]
 
     check_op(
         getattr(torch_npu, name),

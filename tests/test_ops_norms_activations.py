@@ -456,3 +456,32 @@ INVALID_ARGUMENT_ERRORS = [
 @pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
 def test_invalid_argument_error_message(call, message):
     raises_operator_error(call, message)
+
+
+def test_dtype_cast_has_torch_npus_grad_node_and_a_second_derivative():
+    r = torch.randn(5, device="npu", requires_grad=True)
+    z = torch_npu.npu_dtype_cast(r * r, torch.float16)
+    assert type(z.grad_fn).__name__ == "NpuDtypeCastBackward"
+    (g,) = torch.autograd.grad(z.float().sum(), r, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), r)
+    assert torch.equal(gg.cpu(), torch.full((5,), 2.0))
+    assert torch.allclose(g.detach().cpu(), 2 * r.detach().cpu())
+
+
+def test_in_place_scatter_nd_update_functionalizes_to_the_out_of_place_operator_and_a_copy():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def update(x, indices, updates):
+        torch_npu.npu_scatter_nd_update_(x, indices, updates)
+        return x
+
+    x = torch.zeros(4, 2, device="npu")
+    indices, updates = torch.tensor([[1], [3]], dtype=torch.int32, device="npu"), torch.ones(2, 2, device="npu")
+    graph = make_fx(torch.func.functionalize(update, remove="mutations"))(x.clone(), indices, updates)
+    targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    assert "npu.npu_scatter_nd_update.default" in targets and targets[-1] == "aten.copy_.default"
+    assert not any("npu_scatter_nd_update_" in t for t in targets)
+    eager, compiled = x.clone(), x.clone()
+    update(eager, indices, updates)
+    torch.compile(update, backend="aot_eager")(compiled, indices, updates)
+    assert torch.equal(eager.cpu(), compiled.cpu()) and eager.sum().item() == 4.0

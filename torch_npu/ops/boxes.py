@@ -77,8 +77,12 @@ def _iou_terms(boxes, gt, trans, is_cross, mode, op):
     return b, g, overlap, union, enclose_lt, enclose_rb
 
 
-def _shape_result(value, is_cross, like):
-    return (value if is_cross else value[:, None]).to(like.dtype)
+def _shape_result(value, is_cross, like, aligned_as_row=False):
+    """is_cross=False gives one value per box pair: a [N, 1] column (npu_giou), or for npu_diou/npu_ciou the
+    [1, N] row their Ascend kernels return."""
+    if not is_cross:
+        value = value[None, :] if aligned_as_row else value[:, None]
+    return value.to(like.dtype)
 
 
 @npu_op(
@@ -109,9 +113,10 @@ def _diou_penalty(b, g, lt, rb):
     api="aclnnDIoU",
 )
 def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
-    """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); shapes and modes as npu_giou."""
+    """DIoU = IoU - d^2 / c^2 (d: centre distance, c: enclosing-box diagonal); modes as npu_giou; is_cross=False
+    returns [1, N]."""
     b, g, overlap, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_diou")
-    return _shape_result(overlap - _diou_penalty(b, g, lt, rb), is_cross, boxes)
+    return _shape_result(overlap - _diou_penalty(b, g, lt, rb), is_cross, boxes, aligned_as_row=True)
 
 
 @npu_op(
@@ -130,7 +135,7 @@ def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=F
     wg, hg = g[..., 2] - g[..., 0], g[..., 3] - g[..., 1]
     v = (4 / math.pi**2) * (torch.atan(wg / hg) - torch.atan(wb / hb)).pow(2)
     alpha = v / (1 - iou + v + 1e-10)
-    return _shape_result(iou - penalty - alpha * v, is_cross, boxes)
+    return _shape_result(iou - penalty - alpha * v, is_cross, boxes, aligned_as_row=True)
 
 
 def greedy_nms(boxes, scores, iou_threshold):

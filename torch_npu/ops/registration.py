@@ -61,11 +61,15 @@ def _composition_backward(kernel):
         ctx.saved_kwargs = dict(keyword_only_inputs or {})
 
     def backward(ctx, *grads):
+        # Under create_graph (double backward) the recomputation starts from the inputs themselves, so the
+        # gradients stay connected to them; otherwise from detached copies.
+        create_graph = torch.is_grad_enabled()
         inputs = list(ctx.saved_inputs)
         leaves, positions = [], []
         for i, value in enumerate(inputs):
             if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-                leaf = value.detach().requires_grad_(True)
+                keep = create_graph and value.requires_grad
+                leaf = value if keep else value.detach().requires_grad_(True)
                 inputs[i] = leaf
                 leaves.append(leaf)
                 positions.append(i)
@@ -77,7 +81,9 @@ def _composition_backward(kernel):
         ]
         result = [None] * len(inputs)
         if pairs and leaves:
-            found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+            found = torch.autograd.grad(
+                [o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True, create_graph=create_graph
+            )
             for i, g in zip(positions, found):
                 result[i] = g
         return tuple(result)
@@ -101,27 +107,30 @@ def _autograd_kernel(op, backward, setup_context):
     tensors (which register_autograd refuses), and without its per-operator class generation at import."""
     pass_keywords = _takes_keyword_only_inputs(setup_context)
 
-    class NpuOperatorFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, kwargs, *args):
-            with torch._C._AutoDispatchBelowAutograd():
-                out = op(*args, **kwargs)
-            if pass_keywords:
-                setup_context(ctx, args, out, keyword_only_inputs=kwargs)
-            else:
-                setup_context(ctx, args, out)
-            flat, _ = tree_flatten(out)
-            ctx.mark_non_differentiable(
-                *[o for o in flat if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
-            )
-            return out
+    def forward(ctx, kwargs, *args):
+        with torch._C._AutoDispatchBelowAutograd():
+            out = op(*args, **kwargs)
+        if pass_keywords:
+            setup_context(ctx, args, out, keyword_only_inputs=kwargs)
+        else:
+            setup_context(ctx, args, out)
+        flat, _ = tree_flatten(out)
+        ctx.mark_non_differentiable(
+            *[o for o in flat if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
+        )
+        return out
 
-        @staticmethod
-        def backward(ctx, *grads):
-            result = backward(ctx, *grads)
-            return (None, *(result if isinstance(result, tuple) else (result,)))
+    def run_backward(ctx, *grads):
+        result = backward(ctx, *grads)
+        return (None, *(result if isinstance(result, tuple) else (result,)))
 
-    NpuOperatorFunction.__name__ = f"{op._schema.name.split('::')[-1]}_autograd"
+    # Named as torch_npu names its nodes: npu_dtype_cast's grad_fn is NpuDtypeCastBackward.
+    name = "".join(part.capitalize() for part in op._schema.name.split("::")[-1].split("_") if part)
+    NpuOperatorFunction = type(
+        name,
+        (torch.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(run_backward)},
+    )
 
     schema_arguments = op._schema.arguments
 

@@ -103,6 +103,14 @@ npu_op(
 )(_scatter_nd_inplace)
 
 
+@torch.library.impl("npu::npu_scatter_nd_update_", "Functionalize")
+def _scatter_nd_update_functionalized(x, indices, updates):
+    """Functionalization (torch.compile, torch.func.functionalize): the out-of-place operator, then a copy_
+    into self, as torch_npu registers it."""
+    x.copy_(torch.ops.npu.npu_scatter_nd_update(x, indices, updates))
+    return x
+
+
 @npu_op("npu_dtype_cast(Tensor self, int dtype, int? input_dtype=None) -> Tensor", differentiable=True)
 def npu_dtype_cast(x, dtype, input_dtype=None):
     """x.to(dtype) (dtype is a torch.dtype or its ScalarType number)."""
