@@ -566,3 +566,13 @@ INVALID_ARGUMENT_ERRORS = [
 @pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
 def test_invalid_argument_error_message(call, message):
     raises_operator_error(call, message)
+
+
+def test_anti_quant_reads_int32_as_eight_packed_int4_values():
+    values = torch.tensor([[0, 1, 2, 3, -8, -1, 7, -4], [5, -5, 6, -6, 4, -3, 2, -2]], dtype=torch.int32)
+    packed = torch_npu.npu_convert_weight_to_int4pack(values.npu())
+    assert packed.shape == (2, 1)
+    scale = torch.linspace(0.5, 2.0, 8)
+    out = torch_npu.npu_anti_quant(packed, scale.npu(), offset=torch.ones(8, device="npu"))
+    assert out.dtype == torch.float16 and out.shape == (2, 8)
+    assert torch.equal(out.cpu(), ((values.float() + 1) * scale).half())

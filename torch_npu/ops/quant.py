@@ -166,14 +166,24 @@ def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     return requantize(value, target)
 
 
+def unpack_int4(packed):
+    """int32 [..., k] holding eight signed 4-bit values each (lowest nibble first) -> int8 [..., 8k]."""
+    shifts = torch.arange(0, 32, 4, device=packed.device, dtype=torch.int64)
+    nibbles = (packed.to(torch.int64).unsqueeze(-1) >> shifts) & 0xF
+    signed = torch.where(nibbles >= 8, nibbles - 16, nibbles)
+    return signed.reshape(*packed.shape[:-1], packed.shape[-1] * 8).to(torch.int8)
+
+
 @npu_op(
     "npu_anti_quant(Tensor x, Tensor scale, *, Tensor? offset=None, int? dst_dtype=None, int? src_dtype=None) "
     "-> Tensor"
 )
 def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
-    """(x + offset) * scale in dst_dtype (float16 by default); scale/offset broadcast over the last dim."""
+    """(x + offset) * scale in dst_dtype (float16 by default); scale/offset broadcast over the last dim. An
+    int32 x holds eight packed int4 values per element (the lowest nibble first), so [..., k] reads as
+    [..., 8k] int4."""
     out_dtype = torch.float16 if dst_dtype is None else dtype_of(dst_dtype, "npu_anti_quant", "dst_dtype")
-    value = x.float()
+    value = unpack_int4(x).float() if x.dtype == torch.int32 else x.float()
     if offset is not None:
         value = value + offset.float()
     return (value * scale.float()).to(out_dtype)
