@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+import torch
 from subprocess_helpers import VNPU, run
 
 from torch_npu import _op_support
@@ -89,10 +90,30 @@ def test_ops_check_and_list(synced):
 
 
 def test_without_a_profile_vnpu_says_how_to_get_one(tmp_path):
-    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))
-    env.pop("VNPU_OPS_PROFILE", None)
+    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path), VNPU_OPS_PROFILE="none")
     done = run(VNPU + ["ops", "list"], env)
     assert done.returncode == 1 and "vnpu ops sync" in done.stdout
+
+
+def test_the_shipped_profile_is_active_without_a_sync(tmp_path):
+    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))  # an empty cache: nothing synced
+    env.pop("VNPU_OPS_PROFILE", None)
+    script = (
+        "import torch, torch_npu, warnings\n"
+        "from torch_npu import _op_support\n"
+        "print(_op_support.active_profile()['torch_npu'])\n"
+        "x = torch.randn(6, device='npu')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    torch.special.i1(x)\n"
+        "print([str(m.message)[:60] for m in w])\n"
+    )
+    done = run([sys.executable, "-c", script], env)
+    version, warned = done.stdout.strip().splitlines()[-2:]
+    assert version.startswith(torch.__version__.split("+")[0].rsplit(".", 1)[0] + ".")
+    assert "CAUTION: The operator 'aten::special_i1' is not currently su" in warned, done.stdout + done.stderr
+    refused = run([sys.executable, "-c", script], dict(env, TORCH_NPU_FALLBACK_CPU_DISABLE="1"))
+    assert refused.returncode != 0 and "CPU fallback is disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1" in refused.stderr
 
 
 def test_bad_profile_settings_are_clear_errors(tmp_path):

@@ -272,3 +272,9 @@ def test_an_unknown_rounding_mode_is_an_invalid_parameter():
     first, suffix = str(info.value).split("\n")[:2]
     assert first == "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'test'"
     assert suffix.endswith("ERR01001 OPS invalid parameter")
+
+
+def test_a_cpu_tensors_data_can_be_set_to_an_npu_tensor():
+    cpu, npu = torch.zeros(3), torch.arange(3.0, device="npu")
+    cpu.data = npu  # torch_npu allows it
+    assert cpu.device.type == "npu" and torch.equal(cpu.cpu(), torch.arange(3.0))

@@ -5,7 +5,8 @@ A profile is derived at run time from the official torch-npu wheel (`vnpu ops sy
 its NPU kernels in ``torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml`` (``supported``,
 ``autograd``, ``symint`` and ``quant`` entries) and ``npu_native_functions.yaml``. Profiles live in the
 user's cache (``$VNPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/vnpu``, else ``~/.cache/vnpu``); the last one
-synced is active. ``VNPU_OPS_PROFILE`` overrides: a torch_npu version, a profile file, or ``none``.
+synced is active, else the profile of the matching release that vnpu ships (``op_support_profiles/``).
+``VNPU_OPS_PROFILE`` overrides: a torch_npu version, a profile file, or ``none``.
 
 With a profile active, an operator that has a CPU kernel, no NPU kernel in the profile and is not
 decomposed before reaching the backend (CompositeImplicitAutograd) prints torch_npu's fallback warning
@@ -176,8 +177,21 @@ def active_profile():
         with open(os.path.join(cache_dir(), "active")) as f:
             version = f.read().strip()
     except OSError:
-        return None
-    return _read(profile_path(version)) if os.path.exists(profile_path(version)) else None
+        return shipped_profile()
+    return _read(profile_path(version)) if os.path.exists(profile_path(version)) else shipped_profile()
+
+
+def shipped_profile():
+    """The profile of the torch_npu release matching this torch (shipped in torch_npu/op_support_profiles),
+    so fallback warnings and TORCH_NPU_FALLBACK_CPU_DISABLE work without `vnpu ops sync`; None if vnpu
+    ships none for this torch."""
+    import torch
+
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_support_profiles")
+    prefix = f"torch_npu-{major}.{minor}."
+    candidates = sorted(f for f in os.listdir(folder) if f.startswith(prefix)) if os.path.isdir(folder) else []
+    return _read(os.path.join(folder, candidates[-1])) if candidates else None
 
 
 def classify(qualified, npu_kernels):
