@@ -321,3 +321,36 @@ def test_every_public_torch_npu_function_of_ours_has_type_hints():
         if sig.return_annotation is inspect.Signature.empty or any(p.annotation is p.empty for p in params):
             unannotated.append(name)
     assert unannotated == []
+
+
+def test_torch_npus_raw_stream_weak_ref_and_host_cache_names():
+    from torch_npu import _C
+
+    assert _C._npu_getCurrentRawStream(0) == torch.npu.current_stream(0).npu_stream
+    side = torch.npu.Stream()
+    with torch.npu.stream(side):
+        assert _C._npu_getCurrentRawStreamNoWait(0) == side.npu_stream != torch.npu.default_stream(0).npu_stream
+    x = torch.arange(6.0, device="npu")
+    weak = _C._weak_ref_tensor(x)
+    assert weak.data_ptr() == x.data_ptr() and weak.stride() == x.stride()
+    x.add_(1)
+    assert torch.equal(weak.cpu(), torch.arange(1.0, 7.0))
+    pinned = torch.ones(4).pin_memory()
+    del pinned
+    _C._npu_hostEmptyCache()
+    assert torch.npu.host_memory_stats()["reserved_bytes.current"] == 0
+
+
+def test_change_data_ptr_and_erase_stream():
+    dst, src = torch.zeros(2, device="npu"), torch.arange(10.0, device="npu")
+    assert torch_npu.npu_change_data_ptr(dst, src, 3) == 0
+    assert torch.equal(dst.cpu(), torch.tensor([3.0, 4.0]))
+    src.mul_(2)  # dst reads src's memory
+    assert torch.equal(dst.cpu(), torch.tensor([6.0, 8.0]))
+    with pytest.raises(RuntimeError, match="dst needs 2 elements but src has 1"):
+        torch_npu.npu_change_data_ptr(torch.zeros(2, device="npu"), src, 9)
+    t, stream = torch.ones(2, device="npu"), torch.npu.Stream()
+    t.record_stream(stream)
+    assert torch_npu.erase_stream(t, stream) is None
+    with pytest.raises(TypeError, match="expects an npu tensor"):
+        torch_npu.erase_stream(torch.ones(2), stream)

@@ -62,6 +62,7 @@ check_environment()
 
 from torch_npu import npu, ops  # noqa: E402,F401
 from torch_npu.npu._format import Format  # noqa: E402
+from torch_npu.npu.streams import erase_stream  # noqa: E402
 from torch_npu.ops.format_cast import (  # noqa: E402
     empty_with_format,
     get_npu_format,
@@ -109,6 +110,7 @@ if os.environ.get("VNPU_PROFILE_OUTPUT"):  # `msprof --application` / `vnpu prof
 __all__ = [
     "npu",
     "Format",
+    "erase_stream",
     "npu_format_cast",
     "npu_format_cast_",
     "get_npu_format",

@@ -92,6 +92,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   vnpu::python::bind_memory(m);
+  vnpu::python::bind_tensors(m);
 
   // ---- streams
   m.def("_current_stream", [](int d) { return stream_tuple(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))); });
@@ -105,6 +106,13 @@ PYBIND11_MODULE(_C, m) {
     return reinterpret_cast<uintptr_t>(
         vnpu::stream_native_handle(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d))));
   });
+  // torch_npu's names: the raw handle of a device's current stream (NoWait: without waiting for queued work,
+  // the same here since operators complete when they return)
+  auto current_raw_stream = [](int d) {
+    return reinterpret_cast<uintptr_t>(vnpu::stream_native_handle(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))));
+  };
+  m.def("_npu_getCurrentRawStream", current_raw_stream);
+  m.def("_npu_getCurrentRawStreamNoWait", current_raw_stream);
   m.def("_stream_priority", [](int64_t id, int d) {
     return vnpu::stream_priority(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d)));
   });

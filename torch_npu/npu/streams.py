@@ -250,3 +250,15 @@ class StreamContext:
 
 def stream(stream: torch.Stream | None) -> StreamContext:
     return StreamContext(stream)
+
+
+def erase_stream(tensor: torch.Tensor, stream: Stream) -> None:
+    """Undo tensor.record_stream(stream) (torch_npu.erase_stream). Operators complete when they return, so
+    a block is never in use by another stream when freed and there is no record to drop; the arguments are
+    checked as record_stream checks them."""
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != "npu":
+        raise TypeError(f"erase_stream expects an npu tensor, got {type(tensor).__name__}")
+    if not isinstance(stream, torch.Stream) or stream.device != tensor.device:
+        raise RuntimeError(
+            f"erase_stream: the stream is on {getattr(stream, 'device', stream)} but the tensor is on {tensor.device}"
+        )

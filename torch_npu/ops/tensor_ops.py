@@ -111,6 +111,15 @@ def _scatter_nd_update_functionalized(x, indices, updates):
     return x
 
 
+@npu_op("npu_change_data_ptr(Tensor dst, Tensor src, int index) -> int", fake=lambda dst, src, index: 0)
+def npu_change_data_ptr(dst, src, index):
+    """Point dst's storage at src's memory from element `index` on (dst's own block is freed); returns 0.
+    src's storage must outlive dst, as with torch_npu."""
+    from torch_npu import _C
+
+    return _C._change_data_ptr(dst, src, index)
+
+
 @npu_op("npu_dtype_cast(Tensor self, int dtype, int? input_dtype=None) -> Tensor", differentiable=True)
 def npu_dtype_cast(x, dtype, input_dtype=None):
     """x.to(dtype) (dtype is a torch.dtype or its ScalarType number)."""

@@ -8,5 +8,6 @@ namespace vnpu::python {
 void bind_ops(pybind11::module& m);
 void bind_memory(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
+void bind_tensors(pybind11::module& m);
 
 }  // namespace vnpu::python

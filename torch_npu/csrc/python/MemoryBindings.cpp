@@ -159,6 +159,8 @@ void bind_memory(py::module& m) {
     return d;
   });
   m.def("_empty_pinned_cache", &empty_pinned_cache);
+  // torch_npu's name for it (torch._C._host_emptyCache on CUDA)
+  m.def("_npu_hostEmptyCache", &empty_pinned_cache);
   m.def("_reset_pinned_host_peaks", &reset_pinned_host_peaks);
   m.def("_reset_pinned_host_accumulated", &reset_pinned_host_accumulated);
 }

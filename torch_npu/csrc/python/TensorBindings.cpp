@@ -1,0 +1,49 @@
+// torch_npu's tensor-memory helpers: a tensor that refers to another's memory without keeping it
+// alive (_weak_ref_tensor), and pointing a tensor's storage into another's (npu_change_data_ptr).
+#include "python/Bindings.h"
+
+#include "runtime/ErrorCode.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace vnpu::python {
+namespace py = pybind11;
+namespace {
+
+constexpr c10::DeviceType kNpuType = c10::DeviceType::PrivateUse1;
+
+at::Tensor weak_ref_tensor(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == kNpuType, "_weak_ref_tensor expects an npu tensor, got one on ", t.device(),
+              ops_param_error());
+  // Same memory, sizes and strides; the storage's deleter does nothing, so the memory lives as long
+  // as `t`'s storage does (the caller keeps it alive, as with torch_npu).
+  return at::from_blob(
+      t.data_ptr(), t.sizes(), t.strides(), [](void*) {}, t.options());
+}
+
+int64_t change_data_ptr(const at::Tensor& dst, const at::Tensor& src, int64_t offset) {
+  TORCH_CHECK(dst.device().type() == kNpuType && src.device().type() == kNpuType,
+              "npu_change_data_ptr expects npu tensors, got ", dst.device(), " and ", src.device(), ops_param_error());
+  TORCH_CHECK(dst.scalar_type() == src.scalar_type(), "npu_change_data_ptr: dst is ", dst.scalar_type(),
+              " but src is ", src.scalar_type(), ops_param_error());
+  TORCH_CHECK(offset >= 0, "npu_change_data_ptr: index must be non-negative, got ", offset, ops_param_error());
+  const int64_t available = static_cast<int64_t>(src.storage().nbytes() / src.element_size()) -
+                            src.storage_offset() - offset;
+  TORCH_CHECK(dst.numel() <= available, "npu_change_data_ptr: dst needs ", dst.numel(), " elements but src has ",
+              available, " from index ", offset, ops_param_error());
+  char* target = static_cast<char*>(src.data_ptr()) + offset * src.element_size();
+  // The storage now borrows src's memory (freeing its own block); src's storage must outlive it.
+  dst.storage().set_data_ptr_noswap(c10::DataPtr(target, dst.device()));
+  dst.unsafeGetTensorImpl()->set_storage_offset(0);
+  return 0;
+}
+
+}  // namespace
+
+void bind_tensors(py::module& m) {
+  m.def("_weak_ref_tensor", &weak_ref_tensor);
+  m.def("_change_data_ptr", &change_data_ptr);
+}
+
+}  // namespace vnpu::python
