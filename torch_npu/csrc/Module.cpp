@@ -109,7 +109,8 @@ PYBIND11_MODULE(_C, m) {
   // torch_npu's names: the raw handle of a device's current stream (NoWait: without waiting for queued work,
   // the same here since operators complete when they return)
   auto current_raw_stream = [](int d) {
-    return reinterpret_cast<uintptr_t>(vnpu::stream_native_handle(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))));
+    return reinterpret_cast<uintptr_t>(
+        vnpu::stream_native_handle(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))));
   };
   m.def("_npu_getCurrentRawStream", current_raw_stream);
   m.def("_npu_getCurrentRawStreamNoWait", current_raw_stream);

@@ -18,18 +18,17 @@ at::Tensor weak_ref_tensor(const at::Tensor& t) {
               ops_param_error());
   // Same memory, sizes and strides; the storage's deleter does nothing, so the memory lives as long
   // as `t`'s storage does (the caller keeps it alive, as with torch_npu).
-  return at::from_blob(
-      t.data_ptr(), t.sizes(), t.strides(), [](void*) {}, t.options());
+  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), [](void*) {}, t.options());
 }
 
 int64_t change_data_ptr(const at::Tensor& dst, const at::Tensor& src, int64_t offset) {
   TORCH_CHECK(dst.device().type() == kNpuType && src.device().type() == kNpuType,
               "npu_change_data_ptr expects npu tensors, got ", dst.device(), " and ", src.device(), ops_param_error());
-  TORCH_CHECK(dst.scalar_type() == src.scalar_type(), "npu_change_data_ptr: dst is ", dst.scalar_type(),
-              " but src is ", src.scalar_type(), ops_param_error());
+  TORCH_CHECK(dst.scalar_type() == src.scalar_type(), "npu_change_data_ptr: dst is ", dst.scalar_type(), " but src is ",
+              src.scalar_type(), ops_param_error());
   TORCH_CHECK(offset >= 0, "npu_change_data_ptr: index must be non-negative, got ", offset, ops_param_error());
-  const int64_t available = static_cast<int64_t>(src.storage().nbytes() / src.element_size()) -
-                            src.storage_offset() - offset;
+  const int64_t available =
+      static_cast<int64_t>(src.storage().nbytes() / src.element_size()) - src.storage_offset() - offset;
   TORCH_CHECK(dst.numel() <= available, "npu_change_data_ptr: dst needs ", dst.numel(), " elements but src has ",
               available, " from index ", offset, ops_param_error());
   char* target = static_cast<char*>(src.data_ptr()) + offset * src.element_size();
