@@ -185,3 +185,34 @@ UTILS_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", UTILS_ERRORS, ids=[c[2][:48] for c in UTILS_ERRORS])
 def test_utils_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_path_manager_checks_and_safe_helpers(tmp_path):
+    import os
+
+    from torch_npu.utils._path_manager import PathManager
+
+    folder, file = tmp_path / "out dir", tmp_path / "f.json"
+    PathManager.make_dir_safety(str(folder))
+    assert folder.is_dir() and (folder.stat().st_mode & 0o777) == 0o750
+    PathManager.create_file_safety(str(file))
+    assert file.exists() and (file.stat().st_mode & 0o777) == 0o640
+    PathManager.check_input_directory_path(str(folder))
+    PathManager.check_input_file_path(str(file))
+    PathManager.check_directory_path_writeable(str(folder))
+    with pytest.raises(RuntimeError, match="Invalid input path is a file path"):
+        PathManager.check_input_directory_path(str(file))
+    with pytest.raises(RuntimeError, match="Invalid input path is a directory path"):
+        PathManager.check_input_file_path(str(folder))
+    with pytest.raises(RuntimeError, match="Invalid input path: "):
+        PathManager.check_input_file_path(str(tmp_path / "a;rm -rf"))
+    link = tmp_path / "link"
+    os.symlink(folder, link)
+    with pytest.raises(RuntimeError, match="soft chain"):
+        PathManager.check_input_directory_path(str(link))
+    with pytest.raises(RuntimeError, match="exceeds the limit"):
+        PathManager.check_input_file_path("a" * 300)
+    PathManager.remove_file_safety(str(file))
+    PathManager.remove_path_safety(str(folder))
+    assert not file.exists() and not folder.exists()
+    PathManager.remove_path_safety(str(folder))  # already gone: nothing to do
