@@ -256,3 +256,13 @@ def test_nanogpt_style_script_with_compile_under_vnpu_run(tmp_path):
     losses = [line for line in npu.stdout.splitlines() if line.startswith("iter ")]
     assert len(losses) == 4 and losses == [line for line in cpu.stdout.splitlines() if line.startswith("iter ")]
     assert "npu:0" in (tmp_path / "report.md").read_text()
+
+
+def test_torch_npus_dynamo_interface_registration_name():
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    from torch_npu.utils._dynamo import _dynamo_register_interface_for_device
+
+    assert _dynamo_register_interface_for_device() is True
+    interface = get_interface_for_device("npu:1")
+    assert interface is get_interface_for_device("npu") and interface.device_count() == torch.npu.device_count()
