@@ -191,3 +191,12 @@ def test_grad_scaler_skips_every_step_of_an_iteration_once_one_optimizer_overflo
     scaler.step(opt_b)
     scaler.update()
     assert torch.equal(finite.detach().cpu(), torch.full((2,), 0.5))
+
+
+def test_sharded_grad_scaler_is_torch_npus_under_both_names():
+    out = run_python("""
+        import torch, torch_npu
+        from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+        print(ShardedGradScaler is torch_npu._ShardedGradScaler, ShardedGradScaler()._device)
+    """)
+    assert out.stdout.strip().splitlines()[-1] == "True npu"

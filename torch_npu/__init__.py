@@ -88,6 +88,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"torch_npu.{name}")
+    if name == "_ShardedGradScaler":
+        from torch_npu.npu.amp.sharded_grad_scaler import _ShardedGradScaler
+
+        return _ShardedGradScaler
     if name == "npu_relu6":
         from torch_npu.utils._vnpu_extensions import npu_relu6
 

@@ -44,6 +44,15 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+        module="torch.distributed.fsdp.sharded_grad_scaler",
+        why="torch_npu installs its _ShardedGradScaler there: FSDP code that builds ShardedGradScaler() gets one "
+        "whose default device is npu (torch's defaults to cuda) and whose found-inf flags are all-reduced.",
+        when="on import of torch.distributed.fsdp.sharded_grad_scaler",
+        apply="torch_npu._patches.device_defaults:sharded_grad_scaler_is_npus",
+        changes=("torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",),
+    ),
+    Patch(
         target="torch.UntypedStorage.__deepcopy__",
         module="torch.storage",
         why="copy.deepcopy of an npu tensor copies its storage; torch_npu keeps the storage's private format "

@@ -24,3 +24,16 @@ def backward_on_the_importing_thread():
     The setting is per thread: other threads keep PyTorch's default."""
     torch.autograd.set_multithreading_enabled(False)
     return True
+
+
+def sharded_grad_scaler_is_npus():
+    """torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler is torch_npu's _ShardedGradScaler."""
+    from torch.distributed.fsdp import sharded_grad_scaler
+
+    from torch_npu.npu.amp.sharded_grad_scaler import sharded_grad_scaler_class
+
+    ours = sharded_grad_scaler_class(sharded_grad_scaler.ShardedGradScaler)
+    if sharded_grad_scaler.ShardedGradScaler is ours:
+        return False
+    sharded_grad_scaler.ShardedGradScaler = ours
+    return True
