@@ -4,7 +4,7 @@ The class derives from torch's ShardedGradScaler, and torch_npu installs it in t
 name (the patch registry, on import of torch.distributed.fsdp.sharded_grad_scaler); it is built once, from
 torch's own class, when first needed."""
 
-__all__ = ["_ShardedGradScaler"]
+__all__ = ["_ShardedGradScaler"]  # noqa: F822 (built on first access, see __getattr__)
 
 _class = None
 
