@@ -685,3 +685,18 @@ INVALID_ARGUMENT_ERRORS = [
 @pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
 def test_invalid_argument_error_message(call, message):
     raises_operator_error(call, message)
+
+
+def test_prompt_flash_attention_in_float16_rounds_the_scores_to_float16_first():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 5, 16).half() * 3 for _ in range(3))
+    scale = 0.25
+    out = torch_npu.npu_prompt_flash_attention(
+        q.npu(), k.npu(), v.npu(), num_heads=2, input_layout="BNSD", scale_value=scale
+    ).cpu()
+    # reference written here: fp32-accumulated Q·Kᵀ rounded to float16, then scale and a float32 softmax
+    scores = (q.float() @ k.float().transpose(-2, -1)).half().float() * scale
+    expected = (torch.softmax(scores, -1) @ v.float()).half()
+    assert torch.equal(out, expected)
+    unrounded = (torch.softmax(q.float() @ k.float().transpose(-2, -1) * scale, -1) @ v.float()).half()
+    assert not torch.equal(out, unrounded)  # the rounding is visible at these magnitudes

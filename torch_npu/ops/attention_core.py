@@ -98,6 +98,25 @@ def _rows(t, start, stop):
     return t if t.shape[-2] == 1 else t[..., start:stop, :]
 
 
+def attend_with_half_scores(q, k, v, *, scale, mask=None, pse=None):
+    """(out, lse) as the prompt-attention kernel computes float16 inputs: Q·Kᵀ accumulated in float32 and
+    rounded to float16, then scaled, biased and put through a float32 softmax; P·V in float32."""
+    bias = score_bias(q, scale=scale, mask=mask, pse=pse)
+    vf = v.float()
+    outs, lses = [], []
+    rows = max(1, _SCORE_BLOCK_ELEMENTS // max(1, q.shape[0] * q.shape[1] * k.shape[2]))
+    kt = k.float().transpose(-2, -1)
+    for start in range(0, max(q.shape[2], 1), rows):
+        stop = start + rows
+        s = torch.matmul(q[:, :, start:stop].float(), kt).to(q.dtype).float() * scale
+        if bias is not None:
+            s = s + _rows(bias, start, stop)
+        lse = torch.logsumexp(s, -1, keepdim=True)
+        outs.append(torch.matmul(torch.exp(s - lse), vf).to(q.dtype))
+        lses.append(lse)
+    return tuple(parts[0] if len(parts) == 1 else torch.cat(parts, 2) for parts in (outs, lses))
+
+
 def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None):
     """(out, row_max, row_sum): the attention and torch_npu's softmax statistics, float32 [B, N, S1, 1] —
     row_max = max_j s_ij, row_sum = sum_j exp(s_ij - row_max). Optional dropout keeps dropout_mask's True

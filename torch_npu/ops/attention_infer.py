@@ -13,7 +13,7 @@ prefixes, key_rope antiquant, and int8 attention with layout TND.
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.attention_core import attend, band_mask, expand_kv, from_bnsd, to_bnsd
+from torch_npu.ops.attention_core import attend, attend_with_half_scores, band_mask, expand_kv, from_bnsd, to_bnsd
 from torch_npu.ops.attention_quant import dequantised_kv, int8_attend, requantised_output, split_antiquant
 from torch_npu.ops.registration import npu_op
 
@@ -103,6 +103,7 @@ def _infer_attention(
     sparse_mode,
     block_size,
     int8_scales=None,
+    half_scores=False,
 ):
     in_layout, out_layout = _split_layout(input_layout, op)
     check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
@@ -151,7 +152,9 @@ def _infer_attention(
         kv_len = torch.tensor(list(actual_seq_lengths_kv), device=q.device).view(-1, 1, 1, 1)
         beyond = torch.arange(s2, device=q.device).view(1, 1, 1, s2) >= kv_len
         mask = beyond if mask is None else mask | beyond
-    if int8_scales is None:
+    if int8_scales is None and half_scores and q.dtype == torch.float16:
+        out, lse = attend_with_half_scores(q, k, v, scale=scale, mask=mask, pse=pse_shift)
+    elif int8_scales is None:
         out, lse = attend(q, k, v, scale=scale, mask=mask, pse=pse_shift)
     else:
         out, lse = int8_attend(
@@ -216,7 +219,8 @@ def npu_prompt_flash_attention(
     sparse_mode=0,
 ):
     """Prefill attention; int8 attention with deq_scale1 / quant_scale1 / deq_scale2, int8 output with
-    quant_scale2 (+ quant_offset2): see attention_quant.py."""
+    quant_scale2 (+ quant_offset2): see attention_quant.py. In float16 the scores Q·Kᵀ are rounded to float16
+    before scaling and the float32 softmax, as the Ascend kernel does."""
     op = "npu_prompt_flash_attention"
     out, _ = _infer_attention(
         op,
@@ -237,6 +241,7 @@ def npu_prompt_flash_attention(
         sparse_mode=sparse_mode,
         block_size=0,
         int8_scales=_int8_scales(op, deq_scale1, quant_scale1, deq_scale2),
+        half_scores=True,  # float16: the kernel rounds Q·Kᵀ to float16 before scaling and the softmax
     )
     return _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
 
