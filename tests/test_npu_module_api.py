@@ -354,3 +354,15 @@ def test_change_data_ptr_and_erase_stream():
     assert torch_npu.erase_stream(t, stream) is None
     with pytest.raises(TypeError, match="expects an npu tensor"):
         torch_npu.erase_stream(torch.ones(2), stream)
+
+
+def test_every_public_npu_operator_is_a_torch_npu_name_listed_in_all():
+    packets = [
+        name
+        for name in dir(torch.ops.npu)
+        if not name.startswith("_") and isinstance(getattr(torch.ops.npu, name, None), torch._ops.OpOverloadPacket)
+    ]
+    assert len(packets) > 60
+    for name in packets:
+        assert getattr(torch_npu, name) is getattr(torch.ops.npu, name), name
+        assert name in torch_npu.__all__, name

@@ -80,6 +80,12 @@ from torch_npu._patches import apply_patches as _apply_patches  # noqa: E402
 _apply_patches(_PATCHES)
 
 
+def _registered_operators():
+    from torch_npu.ops.registration import EXPORTED
+
+    return list(EXPORTED)
+
+
 _LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn", "profiler"}
 
 
@@ -121,3 +127,5 @@ __all__ = [
     "empty_with_format",
     "get_storage_size",
 ]
+# every public operator of the npu namespace registered so far (later ones add themselves)
+__all__ += [name for name in _registered_operators() if not name.startswith("_") and name not in __all__]

@@ -199,6 +199,9 @@ def _export(name):
         pass
     setattr(torch_npu, name, packet)
     EXPORTED.append(name)
+    public = getattr(torch_npu, "__all__", None)  # torch_npu lists its public operators (see __init__)
+    if public is not None and not name.startswith("_") and name not in public:
+        public.append(name)
     for listener in EXPORT_LISTENERS:
         listener(name)
 
