@@ -95,3 +95,18 @@ STREAM_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", STREAM_ERRORS, ids=[c[2][:48] for c in STREAM_ERRORS])
 def test_stream_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_npurt_creates_raw_streams_for_external_streams():
+    rt = torch.npu.npurt()
+    handle = rt.npuStreamCreate()
+    assert isinstance(handle, int) and handle != 0 and handle != rt.npuStreamCreate()
+    external = torch.npu.ExternalStream(handle)
+    assert external.npu_stream == handle
+    x = torch.ones(3, device="npu")
+    with torch.npu.stream(external):
+        y = x * 2
+    assert torch.equal(y.cpu(), torch.full((3,), 2.0))
+    rt.npuStreamDestroy(handle)
+    with pytest.raises(RuntimeError, match="not a stream created by npuStreamCreate"):
+        rt.npuStreamDestroy(handle)
