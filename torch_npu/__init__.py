@@ -94,6 +94,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"torch_npu.{name}")
+    if name == "matmul_checksum":
+        from torch_npu.asd.checksum import _matmul_checksum
+
+        return _matmul_checksum
     if name == "_ShardedGradScaler":
         from torch_npu.npu.amp.sharded_grad_scaler import _ShardedGradScaler
 

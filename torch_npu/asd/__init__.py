@@ -1,0 +1,1 @@
+"""torch_npu.asd: silent-data-corruption checks (matmul checksums)."""
