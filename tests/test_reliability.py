@@ -9,6 +9,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from subprocess_helpers import run_python
 
+import torch_npu
+
 OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
     "memory location. Please clone() the tensor before performing the operation."
