@@ -364,5 +364,18 @@ def test_every_public_npu_operator_is_a_torch_npu_name_listed_in_all():
     ]
     assert len(packets) > 60
     for name in packets:
-        assert getattr(torch_npu, name) is getattr(torch.ops.npu, name), name
+        exported, packet = getattr(torch_npu, name), getattr(torch.ops.npu, name)
+        assert (
+            isinstance(exported, torch._ops.OpOverloadPacket)
+            and exported._qualified_op_name == packet._qualified_op_name
+        )
         assert name in torch_npu.__all__, name
+
+
+def test_operators_taking_self_accept_it_as_input_like_torch_npus_bindings():
+    x = torch.randn(4, device="npu")
+    assert torch.equal(torch_npu.fast_gelu(input=x).cpu(), torch_npu.fast_gelu(x).cpu())
+    y = torch.randn(2, 4, device="npu")
+    assert torch.equal(torch_npu.npu_swiglu(input=y, dim=-1).cpu(), torch_npu.npu_swiglu(y).cpu())
+    compiled = torch.compile(lambda t: torch_npu.fast_gelu(input=t) * 2, fullgraph=True)
+    assert torch.equal(compiled(x).cpu(), (torch_npu.fast_gelu(x) * 2).cpu())

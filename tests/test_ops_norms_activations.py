@@ -380,7 +380,7 @@ def test_ops_are_npu_only_and_torch_aliases_are_deprecated():
         "Use torch_npu.npu_swiglu instead.",
     ):
         torch.npu_swiglu(torch.ones(2))
-    assert torch_npu.npu_rms_norm is torch.ops.npu.npu_rms_norm
+    assert torch_npu.npu_rms_norm._qualified_op_name == torch.ops.npu.npu_rms_norm._qualified_op_name
 
 
 # Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code

@@ -189,10 +189,29 @@ def _schema_signature(op):
     return inspect.Signature(params)
 
 
+class NpuOperatorPacket(torch._ops.OpOverloadPacket):
+    """torch.ops.npu.<name> as torch_npu exports it: `input=` names the `self` argument, as torch_npu's
+    Python bindings accept (torch_npu.fast_gelu(input=x))."""
+
+    def __call__(self, *args, **kwargs):
+        if not args and "input" in kwargs and "self" not in kwargs:
+            kwargs["self"] = kwargs.pop("input")
+        return self._op(*args, **kwargs)
+
+
+def _exported_packet(packet):
+    arguments = packet.default._schema.arguments if hasattr(packet, "default") else []
+    if not arguments or arguments[0].name != "self":
+        return packet
+    exported = object.__new__(NpuOperatorPacket)
+    exported.__dict__.update(packet.__dict__)
+    return exported
+
+
 def _export(name):
     import torch_npu
 
-    packet = getattr(torch.ops.npu, name)
+    packet = _exported_packet(getattr(torch.ops.npu, name))
     try:
         packet.__signature__ = _schema_signature(packet.default)
     except (AttributeError, TypeError):
