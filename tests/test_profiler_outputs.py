@@ -337,3 +337,17 @@ def test_without_a_handler_the_session_goes_to_the_ascend_work_path(tmp_path):
     )
     assert proc.returncode == 0
     assert os.path.exists(os.path.join(_session_dir(str(tmp_path / "profiling_data")), "kernel_details.csv"))
+
+
+def test_kineto_profile_is_the_profilers_core(tmp_path):
+    assert issubclass(torch_npu.profiler.profile, torch_npu.profiler._KinetoProfile)
+    x = torch.randn(8, 8, device="npu")
+    prof = torch_npu.profiler._KinetoProfile(activities=[torch_npu.profiler.ProfilerActivity.NPU])
+    prof.start()
+    x @ x
+    prof.stop()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    events = json.loads(trace.read_text())
+    names = {e.get("name") for e in (events["traceEvents"] if isinstance(events, dict) else events)}
+    assert any(n and "mm" in n for n in names), sorted(n for n in names if n)[:20]

@@ -15,7 +15,13 @@ from torch_npu.profiler.experimental_config import (
     supported_export_type,
     supported_profiler_level,
 )
-from torch_npu.profiler.profiler import ProfilerActivity, profile, supported_activities, tensorboard_trace_handler
+from torch_npu.profiler.profiler import (
+    ProfilerActivity,
+    _KinetoProfile,  # noqa: F401  (torch_npu.profiler._KinetoProfile: tools import it)
+    profile,
+    supported_activities,
+    tensorboard_trace_handler,
+)
 from torch_npu.profiler.scheduler import ProfilerAction, schedule
 
 __all__ = [

@@ -69,7 +69,10 @@ def tensorboard_trace_handler(
     return handler
 
 
-class profile:
+class _KinetoProfile:
+    """The profiler's core, as torch_npu names it: start()/stop() record, export_* write what was recorded.
+    profile adds nothing of its own here: schedule and on_trace_ready are accepted by both."""
+
     def __init__(
         self,
         *,
@@ -332,6 +335,11 @@ class profile:
         """The last saved session's allocator events: (ptr, bytes, allocated, reserved, active, device, stream,
         time_ns, thread)."""
         return list(self._session["memory"]) if self._session else []
+
+
+class profile(_KinetoProfile):
+    """torch_npu.profiler.profile: the profiler, driven by a schedule and handing finished sessions to
+    on_trace_ready."""
 
 
 def _device_facts(activities, memory):
