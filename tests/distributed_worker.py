@@ -13,7 +13,7 @@ import time
 import torch
 import torch.distributed as dist
 
-import torch_npu  # noqa: F401
+import torch_npu
 
 RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 DEV = torch.device("npu", 0)
@@ -290,6 +290,33 @@ def case_dtensor():
     same(sharded.full_tensor(), full)
     same((sharded * 2).redistribute(mesh, [Replicate()]).to_local(), full * 2)
     same(sharded.sum().full_tensor(), full.sum())
+
+
+def case_dtensor_npu_operators():
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("npu", (WORLD,))
+    torch.manual_seed(0)  # every rank builds the same full tensors
+    x, gamma = torch.randn(2 * WORLD, 3, 8), torch.rand(8) + 0.5
+    y, rstd = torch_npu.npu_rms_norm(x.to(DEV), gamma.to(DEV))
+    for dim in (0, 1):
+        dy, drstd = torch_npu.npu_rms_norm(
+            distribute_tensor(x.to(DEV), mesh, [Shard(dim)]), distribute_tensor(gamma.to(DEV), mesh, [Replicate()])
+        )
+        assert dy.placements == (Shard(dim),) and drstd.placements == (Shard(dim),), (dy.placements, drstd.placements)
+        same(dy.full_tensor(), y.cpu())
+        same(drstd.full_tensor(), rstd.cpu())
+    q, cos, sin = torch.randn(2, 2 * WORLD, 2, 8), torch.randn(1, 2 * WORLD, 1, 8), torch.randn(1, 2 * WORLD, 1, 8)
+    want = torch_npu.npu_rotary_mul(q.to(DEV), cos.to(DEV), sin.to(DEV)).cpu()
+    for dim, table in ((0, Replicate()), (1, Shard(1))):
+        got = torch_npu.npu_rotary_mul(
+            distribute_tensor(q.to(DEV), mesh, [Shard(dim)]),
+            distribute_tensor(cos.to(DEV), mesh, [table]),
+            distribute_tensor(sin.to(DEV), mesh, [table]),
+        )
+        assert got.placements == (Shard(dim),), got.placements
+        same(got.full_tensor(), want)
 
 
 def case_checkpoint():

@@ -84,6 +84,10 @@ def test_dtensor_on_an_npu_device_mesh():
     _all_ok(launch("dtensor", 2))
 
 
+def test_torch_npu_operators_run_on_sharded_dtensors():
+    _all_ok(launch("dtensor_npu_operators", 2))
+
+
 def test_distributed_checkpoint_save_and_load(tmp_path):
     _all_ok(launch("checkpoint", 2, extra_env={"CHECKPOINT_DIR": str(tmp_path / "ckpt")}))
 

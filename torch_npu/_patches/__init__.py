@@ -44,6 +44,14 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.distributed.tensor sharding strategies of npu.npu_rms_norm / npu.npu_rotary_mul",
+        module="torch.distributed.tensor",
+        why="DTensor runs an operator only with a sharding strategy; torch_npu registers its operators' through "
+        "PyTorch's extension point (register_sharding), so tensor-parallel models call them on DTensors.",
+        when="on import of torch.distributed.tensor",
+        apply="torch_npu.distributed.tensor:register_sharding_strategies",
+    ),
+    Patch(
         target="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
         module="torch.distributed.fsdp.sharded_grad_scaler",
         why="torch_npu installs its _ShardedGradScaler there: FSDP code that builds ShardedGradScaler() gets one "
