@@ -49,7 +49,7 @@ PATCHES += (
         why="DTensor runs an operator only with a sharding strategy; torch_npu registers its operators' through "
         "PyTorch's extension point (register_sharding), so tensor-parallel models call them on DTensors.",
         when="on import of torch.distributed.tensor",
-        apply="torch_npu.distributed.tensor:register_sharding_strategies",
+        apply="torch_npu.distributed.tensor._sharding_strategies:register_sharding_strategies",
     ),
     Patch(
         target="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
