@@ -379,3 +379,15 @@ def test_operators_taking_self_accept_it_as_input_like_torch_npus_bindings():
     assert torch.equal(torch_npu.npu_swiglu(input=y, dim=-1).cpu(), torch_npu.npu_swiglu(y).cpu())
     compiled = torch.compile(lambda t: torch_npu.fast_gelu(input=t) * 2, fullgraph=True)
     assert torch.equal(compiled(x).cpu(), (torch_npu.fast_gelu(x) * 2).cpu())
+
+
+def test_lazy_top_level_names_are_listed_but_loaded_on_first_use():
+    out = run_python("""
+        import torch_npu
+        from torch_npu.utils.exposed_api import public_npu_functions
+        before = "matmul_checksum" in torch_npu.__dict__
+        listed = "matmul_checksum" in torch_npu.__all__ and "matmul_checksum" in dir(torch_npu)
+        value = torch_npu.matmul_checksum
+        print(before, listed, callable(value), "npu_rms_norm" in public_npu_functions, "fast_gelu" in public_npu_functions)
+    """)
+    assert out.stdout.strip().splitlines()[-1] == "False True True True True"

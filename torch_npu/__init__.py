@@ -87,26 +87,27 @@ def _registered_operators():
 
 
 _LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn", "profiler"}
+# Top-level names loaded on first access (listed by dir() and, when public, __all__; not cached before use).
+_LAZY_APIS = {
+    "matmul_checksum": ("torch_npu.asd.checksum", "_matmul_checksum"),
+    "_ShardedGradScaler": ("torch_npu.npu.amp.sharded_grad_scaler", "_ShardedGradScaler"),
+    "npu_relu6": ("torch_npu.utils._vnpu_extensions", "npu_relu6"),
+}
 
 
 def __getattr__(name):
+    import importlib
+
     if name in _LAZY_SUBMODULES:
-        import importlib
-
         return importlib.import_module(f"torch_npu.{name}")
-    if name == "matmul_checksum":
-        from torch_npu.asd.checksum import _matmul_checksum
-
-        return _matmul_checksum
-    if name == "_ShardedGradScaler":
-        from torch_npu.npu.amp.sharded_grad_scaler import _ShardedGradScaler
-
-        return _ShardedGradScaler
-    if name == "npu_relu6":
-        from torch_npu.utils._vnpu_extensions import npu_relu6
-
-        return npu_relu6
+    if name in _LAZY_APIS:
+        module, attribute = _LAZY_APIS[name]
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'torch_npu' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_SUBMODULES | set(_LAZY_APIS))
 
 
 from torch_npu.distributed import register_backends as _register_distributed_backends  # noqa: E402
@@ -125,6 +126,7 @@ __all__ = [
     "npu",
     "Format",
     "erase_stream",
+    "matmul_checksum",
     "npu_format_cast",
     "npu_format_cast_",
     "get_npu_format",
