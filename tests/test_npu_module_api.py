@@ -391,3 +391,27 @@ def test_lazy_top_level_names_are_listed_but_loaded_on_first_use():
         print(before, listed, callable(value), "npu_rms_norm" in public_npu_functions, "fast_gelu" in public_npu_functions)
     """)
     assert out.stdout.strip().splitlines()[-1] == "False True True True True"
+
+
+def test_memory_helpers_refuse_bad_input_with_exact_messages():
+    from error_cases import first_line
+
+    from torch_npu import _C
+
+    with pytest.raises(RuntimeError) as info:
+        _C._weak_ref_tensor(torch.ones(2))
+    assert first_line(info.value) == "_weak_ref_tensor expects an npu tensor, got one on cpu"
+    src = torch.arange(4.0, device="npu")
+    with pytest.raises(RuntimeError) as info:
+        torch_npu.npu_change_data_ptr(torch.zeros(2, dtype=torch.int32, device="npu"), src, 0)
+    assert first_line(info.value) == "npu_change_data_ptr: dst is Int but src is Float"
+    with pytest.raises(RuntimeError) as info:
+        torch_npu.npu_change_data_ptr(torch.zeros(2, device="npu"), src, -1)
+    assert first_line(info.value) == "npu_change_data_ptr: index must be non-negative, got -1"
+    with pytest.raises(RuntimeError) as info:
+        torch_npu.npu_change_data_ptr(torch.zeros(2, device="npu"), src, 3)
+    assert first_line(info.value) == "npu_change_data_ptr: dst needs 2 elements but src has 1 from index 3"
+    t = torch.ones(2, device="npu:0")
+    with pytest.raises(RuntimeError) as info:
+        torch_npu.erase_stream(t, torch.npu.Stream(device=1))
+    assert first_line(info.value) == "erase_stream: the stream is on npu:1 but the tensor is on npu:0"

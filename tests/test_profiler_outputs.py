@@ -351,3 +351,14 @@ def test_kineto_profile_is_the_profilers_core(tmp_path):
     events = json.loads(trace.read_text())
     names = {e.get("name") for e in (events["traceEvents"] if isinstance(events, dict) else events)}
     assert any(n and "mm" in n for n in names), sorted(n for n in names if n)[:20]
+
+
+def test_add_metadata_json_warns_about_what_it_cannot_store(tmp_path):
+    with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path))) as p:
+        with pytest.warns(UserWarning) as caught:
+            p.add_metadata_json("broken", "{not json")
+            p.add_metadata_json("object", {"a": 1})
+    assert [str(w.message) for w in caught] == [
+        "add_metadata_json: value of 'broken' is not valid JSON: '{not json'",
+        "add_metadata_json: value of 'object' must be a JSON string, got dict",
+    ]

@@ -216,3 +216,18 @@ def test_path_manager_checks_and_safe_helpers(tmp_path):
     PathManager.remove_path_safety(str(folder))
     assert not file.exists() and not folder.exists()
     PathManager.remove_path_safety(str(folder))  # already gone: nothing to do
+
+
+def test_path_manager_refuses_to_remove_through_a_link(tmp_path):
+    import os
+
+    from torch_npu.utils._path_manager import PathManager
+
+    target = tmp_path / "kept.txt"
+    target.write_text("x")
+    link = tmp_path / "link.txt"
+    os.symlink(target, link)
+    with pytest.raises(RuntimeError) as info:
+        PathManager.remove_file_safety(str(link))
+    assert str(info.value).split("\n")[0] == f"Failed to remove file: {link}"
+    assert "ERR00009 PTA resource unavailable" in str(info.value) and target.exists()

@@ -81,22 +81,20 @@ class PathManager:
 
     @classmethod
     def remove_path_safety(cls, path: str) -> None:
-        if os.path.islink(path):
-            raise RuntimeError(f"Failed to remove path: {path}" + pta_error(ErrCode.UNAVAIL))
-        try:
-            shutil.rmtree(path)
-        except FileNotFoundError:
-            return
-        except OSError as err:
-            raise RuntimeError(f"Failed to remove path: {path}" + pta_error(ErrCode.SYSCALL)) from err
+        _remove(path, shutil.rmtree, "Failed to remove path")
 
     @classmethod
     def remove_file_safety(cls, path: str) -> None:
-        if os.path.islink(path):
-            raise RuntimeError(f"Failed to remove file: {path}" + pta_error(ErrCode.UNAVAIL))
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            return
-        except OSError as err:
-            raise RuntimeError(f"Failed to remove file: {path}" + pta_error(ErrCode.SYSCALL)) from err
+        _remove(path, os.remove, "Failed to remove file")
+
+
+def _remove(path, remover, failure):
+    """Remove `path` with `remover` unless it is a symbolic link; a path already gone is fine."""
+    if os.path.islink(path):
+        raise RuntimeError(f"{failure}: {path}" + pta_error(ErrCode.UNAVAIL))
+    try:
+        remover(path)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise RuntimeError(f"{failure}: {path}" + pta_error(ErrCode.SYSCALL)) from err
