@@ -124,12 +124,6 @@ def test_reliability_queries():
         torch.npu.set_op_timeout_ms(-5)
 
 
-def test_npurt_reports_the_runtime():
-    assert torch.npu.npurt.device_count() == torch.npu.device_count()
-    assert torch.npu.npurt.soc_name() == torch.npu.get_device_name(0)
-    assert torch.npu.npurt.device_capacity() == torch.npu.get_device_properties(0).total_memory
-
-
 def test_mstx_marks_and_ranges_are_recorded():
     mstx = torch.npu.mstx
     before = len(mstx.records())

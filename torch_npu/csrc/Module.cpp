@@ -4,6 +4,7 @@
 #include "python/Bindings.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
+#include "runtime/ExternalStream.h"
 #include "runtime/Generator.h"
 #include "runtime/SocProfile.h"
 #include "runtime/Stream.h"
@@ -100,8 +101,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("_pool_stream", [](int d, int priority) {
     return stream_tuple(vnpu::pool_stream(static_cast<c10::DeviceIndex>(d), priority));
   });
-  m.def("_validate_stream",
-        [](int64_t id, int d) { return stream_tuple(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d))); });
+  m.def("_validate_stream", [](int64_t id, int64_t device_index, int64_t device_type) {
+    return stream_tuple(vnpu::stream_from_parts(id, device_index, device_type));
+  });
+  m.def("_external_stream", [](int d, uintptr_t handle) {
+    return stream_tuple(vnpu::external_stream(static_cast<c10::DeviceIndex>(d), reinterpret_cast<void*>(handle)));
+  });
+  // torch_npu.npu.npurt(): the runtime calls torch_npu exposes, returning ACL error codes (0 is success).
+  auto npurt = m.def_submodule("_npurt", "NPU runtime API bindings");
+  npurt.def("npuStreamCreate", [](uintptr_t out) { return vnpu::create_raw_stream(reinterpret_cast<void**>(out)); });
+  npurt.def("npuStreamDestroy",
+            [](uintptr_t handle) { return vnpu::destroy_raw_stream(reinterpret_cast<void*>(handle)); });
+  npurt.def("npuHostRegister", [](uintptr_t ptr, size_t size, uint32_t flags) {
+    return vnpu::host_register(reinterpret_cast<void*>(ptr), size, flags);
+  });
+  npurt.def("npuHostUnregister", [](uintptr_t ptr) { return vnpu::host_unregister(reinterpret_cast<void*>(ptr)); });
   m.def("_stream_handle", [](int64_t id, int d) {
     return reinterpret_cast<uintptr_t>(
         vnpu::stream_native_handle(vnpu::make_stream(id, static_cast<c10::DeviceIndex>(d))));

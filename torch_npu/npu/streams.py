@@ -17,6 +17,11 @@ from torch_npu import _C
 from torch_npu.npu._capture_guard import refuse_during_capture
 from torch_npu.npu.utils import _get_device_index
 
+# torch_npu's Stream(...) keywords besides device and priority.
+_STREAM_KWARGS = frozenset({"stream_id", "device_index", "device_type", "stream_ptr", "is_sync_launch"})
+_NPU_DEVICE_TYPE = 20  # c10::DeviceType::PrivateUse1
+_SYNC_LAUNCH_TYPE = 2
+
 
 class Stream(torch.Stream):
     """An NPU stream: ``torch.npu.Stream(device=None, priority=0)``, or rebuilt from
@@ -24,12 +29,20 @@ class Stream(torch.Stream):
 
     def __new__(cls, device=None, priority=0, **kwargs):
         torch_npu.npu._lazy_init()
-        if "stream_id" in kwargs:
-            index = kwargs.get("device_index", 0)
-            stream_id, index, device_type = _C._validate_stream(kwargs["stream_id"], index)
+        unknown = set(kwargs) - _STREAM_KWARGS
+        if unknown:
+            raise TypeError(f"Stream() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+        if kwargs.get("stream_id") is not None:
+            parts = _C._validate_stream(
+                kwargs["stream_id"], kwargs.get("device_index", 0), kwargs.get("device_type", _NPU_DEVICE_TYPE)
+            )
+        elif kwargs.get("stream_ptr"):
+            parts = _C._external_stream(_get_device_index(device, optional=True), kwargs["stream_ptr"])
+        elif kwargs.get("is_sync_launch"):
+            parts = _C._typed_stream(_get_device_index(device, optional=True), _SYNC_LAUNCH_TYPE)
         else:
-            index = _get_device_index(device, optional=True)
-            stream_id, index, device_type = _C._pool_stream(index, priority)
+            parts = _C._pool_stream(_get_device_index(device, optional=True), priority)
+        stream_id, index, device_type = parts
         return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=device_type)
 
     def __init__(self, device=None, priority=0, **kwargs):
@@ -58,10 +71,11 @@ class Stream(torch.Stream):
 
     def query(self) -> bool:
         refuse_during_capture("Stream.query()")
-        return True
+        return super().query()
 
     def synchronize(self) -> None:
         refuse_during_capture("Stream.synchronize()")
+        super().synchronize()
 
     def set_data_preprocess_stream(self, is_data_preprocess_stream: bool = False) -> None:
         """torch_npu marks a stream as the data-preprocessing stream; nothing to do here."""
@@ -160,43 +174,26 @@ class ExternalEvent:
 
 
 class SyncLaunchStream(Stream):
-    """A stream whose tasks launch synchronously, from torch_npu's sync-launch pool (stream id type 2)."""
+    """A stream whose tasks launch synchronously, from torch_npu's sync-launch pool (stream id type 2,
+    4 streams per device)."""
 
     def __new__(cls, device=None, priority=0, **kwargs):
-        torch_npu.npu._lazy_init()
-        if "stream_id" in kwargs:
-            return super().__new__(cls, device, priority, **kwargs)
-        index = _get_device_index(device, optional=True)
-        stream_id, index, device_type = _C._typed_stream(index, 2)
-        return torch.Stream.__new__(cls, stream_id=stream_id, device_index=index, device_type=device_type)
+        if kwargs.get("stream_id") is None:
+            kwargs["is_sync_launch"] = True
+        return super().__new__(cls, device, priority, **kwargs)
 
 
 class ExternalStream(Stream):
-    """A stream created outside PyTorch, wrapped by its raw handle (stream id type 5)."""
-
-    _slots = {}
+    """A stream created outside PyTorch (``npurt().npuStreamCreate``, another library), wrapped by its
+    raw handle; the same handle gives the same stream (stream id type 5)."""
 
     def __new__(cls, stream_ptr, device=None, **kwargs):
-        torch_npu.npu._lazy_init()
         if not isinstance(stream_ptr, int) or stream_ptr == 0:
             raise ValueError(f"stream_ptr must be a non-zero int handle, but got {stream_ptr!r}")
-        index = _get_device_index(device, optional=True)
-        stream_id = cls._slots.get((stream_ptr, index))
-        if stream_id is None:
-            stream_id, index, _ = _C._typed_stream(index, 5)
-            cls._slots[(stream_ptr, index)] = stream_id
-        self = torch.Stream.__new__(
-            cls, stream_id=stream_id, device_index=index, device_type=torch.npu.default_stream(index).device_type
-        )
-        self._stream_ptr = stream_ptr
-        return self
+        return super().__new__(cls, device, stream_ptr=stream_ptr)
 
     def __init__(self, stream_ptr, device=None, **kwargs):
         pass
-
-    @property
-    def npu_stream(self) -> int:
-        return self._stream_ptr
 
 
 def _stream_from_tuple(t) -> Stream:

@@ -56,7 +56,11 @@ VARIABLES = {
         "on hardware this selects the two-stage operator launch pipeline; vnpu launches "
         "synchronously, so only host overheads would differ",
     ),
-    "PER_STREAM_QUEUE": (_FLAG, "on hardware this gives every stream its own task queue; no effect on vnpu"),
+    "PER_STREAM_QUEUE": (
+        _FLAG,
+        "honoured: 1 (with TASK_QUEUE_ENABLE 1 or 2) refuses the raw handle of an ExternalStream, which has "
+        "no task queue of its own",
+    ),
     "COMBINED_ENABLE": (_FLAG, "on hardware this fuses pairs of non-contiguous copies; vnpu copies on the host"),
     "TORCH_NPU_FALLBACK_CPU_DISABLE": (
         _FLAG,

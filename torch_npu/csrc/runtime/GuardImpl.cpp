@@ -1,6 +1,7 @@
 // c10's DeviceGuardImplInterface for npu: device switching, streams and events for guards,
 // torch.Stream/torch.Event, torch.accelerator and the autograd engine.
 #include "runtime/Device.h"
+#include "runtime/ErrorCode.h"
 #include "runtime/Stream.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -88,12 +89,23 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   bool queryEvent(void* /*event*/) const override {
     return true;
   }
-  bool queryStream(const c10::Stream& /*stream*/) const override {
+  // Work on an external stream was queued by whoever created it, outside torch_npu's reach.
+  bool queryStream(const c10::Stream& stream) const override {
+    TORCH_CHECK(!is_external(stream), "Cannot query an external stream: its work is queued outside torch_npu",
+                error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
     return true;
   }
-  void synchronizeStream(const c10::Stream& /*stream*/) const override {}
+  void synchronizeStream(const c10::Stream& stream) const override {
+    TORCH_CHECK(!is_external(stream),
+                "NPUStream::synchronize() is not supported on an external stream: synchronize it through the "
+                "runtime that created it",
+                error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
+  }
   void synchronizeEvent(void* /*event*/) const override {}
   void synchronizeDevice(const c10::DeviceIndex /*device_index*/) const override {}
+  static bool is_external(const c10::Stream& stream) {
+    return (stream.id() >> kStreamIdTypeShift) == static_cast<int>(StreamType::External);
+  }
   void recordDataPtrOnStream(const c10::DataPtr& /*data_ptr*/, const c10::Stream& /*stream*/) const override {}
   double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
     return event_elapsed_ms(reinterpret_cast<uintptr_t>(start), reinterpret_cast<uintptr_t>(end));

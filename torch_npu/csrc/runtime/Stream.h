@@ -5,7 +5,8 @@
 // have identities (ids, priorities, raw handles) and a thread-local current stream per device.
 //
 // Stream id layout (torch_npu's): bits 0-4 are the index in the per-device pool, the bits above
-// are the type: 0 default, 1 secondary, 2 sync-launch, 3 normal priority, 4 high priority.
+// are the type: 0 default, 1 secondary, 2 sync-launch (4 per device), 3 normal priority, 4 high
+// priority, 5 external (a raw stream made outside torch_npu, see ExternalStream.h).
 #pragma once
 
 #include <c10/core/Stream.h>
@@ -25,6 +26,8 @@ c10::Stream exchange_stream(c10::Stream stream);
 // A stream from the pool of `device`, round robin, high priority when priority < 0.
 c10::Stream pool_stream(c10::DeviceIndex device, int priority);
 c10::Stream make_stream(c10::StreamId id, c10::DeviceIndex device);  // validates the id
+// torch.npu.Stream(stream_id=, device_index=, device_type=): validates all three.
+c10::Stream stream_from_parts(int64_t id, int64_t device_index, int64_t device_type);
 // A stream of the given type's pool (secondary, sync-launch, external slots), round robin.
 c10::Stream typed_pool_stream(c10::DeviceIndex device, StreamType type);
 int stream_priority(c10::Stream stream);
