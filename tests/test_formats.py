@@ -194,3 +194,28 @@ def test_formats_survive_save_load_and_deepcopy(tmp_path):
     plain = torch.randn(3, device="npu")
     torch.save(plain, tmp_path / "p.pt")
     assert torch_npu.get_npu_format(torch.load(tmp_path / "p.pt")) == 2
+
+
+def test_formats_survive_the_legacy_save_format(tmp_path):
+    x = torch_npu.npu_format_cast(torch.randn(2, 3, 8, 8, device="npu"), 3)
+    torch.save(x, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    loaded = torch.load(tmp_path / "legacy.pt", weights_only=False)
+    assert torch_npu.get_npu_format(loaded) == 3 and torch.equal(loaded.cpu(), x.cpu())
+
+
+def test_clone_of_a_whole_formatted_tensor_keeps_format_and_storage_size():
+    x = torch_npu.npu_format_cast(torch.randn(4, 4, device="npu"), 29)
+    c = x.clone()
+    assert torch_npu.get_npu_format(c) == 29 and torch.equal(c.cpu(), x.cpu())
+    assert c.untyped_storage().nbytes() == x.untyped_storage().nbytes() and c.data_ptr() != x.data_ptr()
+    assert torch_npu.get_npu_format(x[:2].clone()) == 2  # a part of the tensor is a new ND tensor
+
+
+def test_module_deepcopy_keeps_parameter_formats():
+    import copy
+
+    model = torch.nn.Linear(16, 16).npu()
+    model.weight.data = torch_npu.npu_format_cast(model.weight.data, 29)
+    copied = copy.deepcopy(model)
+    assert torch_npu.get_npu_format(copied.weight) == 29 and torch_npu.get_npu_format(copied.bias) == 2
+    assert torch.equal(copied.weight.cpu(), model.weight.cpu()) and copied.weight.requires_grad

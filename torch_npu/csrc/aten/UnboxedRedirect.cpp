@@ -15,6 +15,7 @@
 
 #include <ATen/Operators.h>
 #include <ATen/core/boxing/impl/boxing.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
@@ -262,7 +263,6 @@ struct Unboxed<Op, Ret(Args...)> {
   _(_log_softmax, "_log_softmax")               \
   _(fill__Scalar, "fill_.Scalar")               \
   _(zero_, "zero_")                             \
-  _(clone, "clone")                             \
   _(copy_, "copy_")                             \
   _(lerp__Scalar, "lerp_.Scalar")               \
   _(addcmul_, "addcmul_")                       \
@@ -292,6 +292,25 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
   return result;
 }
 
+// torch_npu's clone allocates its result in the source's format, so a copy of a whole NZ or NC1HWC0
+// tensor (Parameter deepcopy, contiguous()) keeps the format and its padded storage size.
+at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_format) {
+  if (self.has_storage() && !self.is_view() && self.storage_offset() == 0 && self.is_contiguous() &&
+      memory_format.value_or(c10::MemoryFormat::Preserve) != c10::MemoryFormat::ChannelsLast &&
+      memory_format.value_or(c10::MemoryFormat::Preserve) != c10::MemoryFormat::ChannelsLast3d) {
+    const auto [format, storage_numel] = storage_format(self.storage().data_ptr());
+    if (format >= 0 && static_cast<size_t>(storage_numel) * self.itemsize() == self.storage().nbytes()) {
+      at::Tensor storage_owner = at::empty({storage_numel}, self.options());
+      at::Tensor result = at::empty({0}, self.options());
+      result.set_(storage_owner.storage(), 0, self.sizes(), self.strides());
+      result.copy_(self);
+      set_storage_format(result.storage().data_ptr(), format, storage_numel);
+      return result;
+    }
+  }
+  return Unboxed<at::_ops::clone>::call(self, memory_format);
+}
+
 }  // namespace
 }  // namespace vnpu
 
@@ -300,4 +319,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VNPU_UNBOXED_OPS(VNPU_REGISTER_UNBOXED)
 #undef VNPU_REGISTER_UNBOXED
   m.impl("_to_copy", TORCH_FN(vnpu::to_copy));
+  m.impl("clone", TORCH_FN(vnpu::clone));
 }
