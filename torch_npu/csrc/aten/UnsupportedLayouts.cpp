@@ -1,11 +1,17 @@
 // Sparse, quantized and nested tensors have no npu implementation (vnpu keeps npu memory dense):
 // any operator that would create or take one on npu raises a clear error instead of PyTorch's
 // "Could not run ... with arguments from the 'SparsePrivateUse1' backend".
+//
+// Sparse compressed tensors can be built on npu, as in torch_npu: their structure operators (the
+// member accessors and densification) run the host's kernels, which only read the member tensors;
+// the two reductions torch_npu runs on the CPU are in SparseCsrReductions.cpp.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 namespace vnpu {
 namespace {
+
+constexpr char kSparseCsrLayout[] = "sparse compressed (CSR/CSC/BSR/BSC)";
 
 template <const char* kLayout>
 void unsupported(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
@@ -14,8 +20,14 @@ void unsupported(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
                               " tensors are not supported on npu (only strided, dense tensors are)");
 }
 
+// Operators that only read or assemble the member tensors of a sparse compressed tensor run the host's
+// kernel (registered per operator: their CompositeExplicitAutograd defaults would win over a fallback).
+void sparse_compressed_structure(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::SparseCsrCPU), stack);
+}
+
 constexpr char kSparse[] = "sparse (COO)";
-constexpr char kSparseCsr[] = "sparse compressed (CSR/CSC/BSR/BSC)";
+
 constexpr char kQuantized[] = "quantized";
 constexpr char kNested[] = "nested";
 
@@ -26,11 +38,17 @@ TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::unsupported<vnpu::kSparse>>());
 }
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::unsupported<vnpu::kSparseCsr>>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::unsupported<vnpu::kSparseCsrLayout>>());
 }
 TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::unsupported<vnpu::kQuantized>>());
 }
 TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&vnpu::unsupported<vnpu::kNested>>());
+}
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  for (const char* name : {"crow_indices", "col_indices", "ccol_indices", "row_indices", "values", "_nnz", "sparse_dim",
+                           "dense_dim", "_to_dense"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&vnpu::sparse_compressed_structure>());
+  }
 }
