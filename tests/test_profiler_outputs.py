@@ -236,7 +236,13 @@ def test_a_full_trace_view_follows_the_chrome_trace_event_rules(tmp_path):
         assert event["ph"] in ("X", "M", "s", "f", "C") and isinstance(event["name"], str)
         assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
         if event["ph"] == "M":
-            assert event["name"] in ("process_name", "process_labels", "process_sort_index", "thread_name")
+            assert event["name"] in (
+                "process_name",
+                "process_labels",
+                "process_sort_index",
+                "thread_name",
+                "thread_sort_index",
+            )
             continue
         assert isinstance(event["ts"], float) and event["ts"] >= 0
         if event["ph"] == "X":
@@ -247,8 +253,38 @@ def test_a_full_trace_view_follows_the_chrome_trace_event_rules(tmp_path):
             assert 0 < event["id"] < 2**53 and event["cat"] == "async_npu"
             flows[event["ph"]].append(event["id"])
     assert sorted(flows["s"]) == sorted(flows["f"]) == list(range(1, len(flows["s"]) + 1))
-    steps = [e["name"] for e in trace if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+    steps = [e["name"] for e in trace if e.get("cat") == "cpu_op" and e["name"].startswith("ProfilerStep#")]
     assert steps == ["ProfilerStep#0", "ProfilerStep#1"]
+
+
+def test_trace_view_uses_the_kernel_details_clock_and_torch_npus_process_names(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).npu()
+    with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=1),
+    ) as prof:
+        for _ in range(2):
+            model(torch.randn(4, 8, device="npu")).sum().backward()
+            prof.step()
+    trace = json.load(open(_out(_session(tmp_path), "trace_view.json")))
+    names = {e["pid"]: e["args"]["name"] for e in trace if e["name"] == "process_name"}
+    assert sorted(names.values()) == ["Ascend Hardware", "HCCL", "Overlap Analysis", "Python"]
+    hardware = next(pid for pid, name in names.items() if name == "Ascend Hardware")
+    kernel_starts = sorted(e["ts"] for e in trace if e["ph"] == "X" and e["pid"] == hardware)
+    with open(_out(_session(tmp_path), "kernel_details.csv")) as f:
+        csv_starts = sorted(float(row["Start Time(us)"]) for row in csv.DictReader(f))
+    assert kernel_starts == csv_starts and kernel_starts[0] > 1.6e15  # epoch microseconds in both files
+    overlap = next(pid for pid, name in names.items() if name == "Overlap Analysis")
+    lanes = {e["name"] for e in trace if e["ph"] == "X" and e["pid"] == overlap}
+    assert {"Computing", "Free"} <= lanes and lanes <= {
+        "Computing",
+        "Communication",
+        "Communication(Not Overlapped)",
+        "Free",
+    }
+    computing = sum(e["dur"] for e in trace if e["ph"] == "X" and e["pid"] == overlap and e["name"] == "Computing")
+    with open(_out(_session(tmp_path), "step_trace_time.csv")) as f:
+        assert computing == pytest.approx(sum(float(row["Computing"]) for row in csv.DictReader(f)), abs=0.01)
 
 
 def test_sessions_saved_in_the_same_millisecond_get_their_own_directories(tmp_path, monkeypatch):

@@ -18,13 +18,17 @@ import json
 import os
 import socket
 
+from torch_npu.profiler.device_info import write_device_info
 from torch_npu.profiler.memory_output import (
     MEMORY_RECORD_HEADER,
     MODULE_MEM_HEADER,
     OPERATOR_MEMORY_HEADER,
     memory_tables,
 )
-from torch_npu.profiler.session import core_of, op_type
+from torch_npu.profiler.overlap import device_split, length, session_windows
+from torch_npu.profiler.pmu_model import pmu_header, pmu_values
+from torch_npu.profiler.roofline import soc_peaks
+from torch_npu.profiler.session import cann_type, core_of, op_type
 from torch_npu.profiler.timeline import nesting_parents
 from torch_npu.profiler.trace_view import trace_events
 
@@ -39,6 +43,23 @@ KERNEL_HEADER = [
     "Duration(us)",
     "Wait Time(us)",
     "Block Num",
+]
+# Level1 / Level2: msprof's op summary columns
+DETAILED_KERNEL_HEADER = [
+    "Device_id",
+    "Model ID",
+    "Task ID",
+    "Stream ID",
+    "Name",
+    "Type",
+    "OP State",
+    "Accelerator Core",
+    "Start Time(us)",
+    "Duration(us)",
+    "Wait Time(us)",
+    "Block Dim",
+    "Mix Block Dim",
+    "HF32 Eligible",
 ]
 SHAPE_HEADER = [
     "Input Shapes",
@@ -115,73 +136,28 @@ def worker_dir(dir_name, worker_name):
         moment += datetime.timedelta(milliseconds=1)
 
 
-def _is_communication(name):
-    return name.startswith("c10d::") or "hccl" in name.lower()
-
-
-def _union(intervals):
-    merged = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
-
-
-def _length(merged):
-    return sum(end - start for start, end in merged)
-
-
-def _intersection(a, b):
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if start < end:
-            out.append([start, end])
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _clip(intervals, start, end):
-    return [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
-
-
 def step_rows(session):
-    """step_trace_time rows: per device and step, computing (npu kernels), communication (collectives
-    the host issued), their overlap, and free time, in microseconds."""
-    activities, steps = session["activities"], session["steps"] if session["has_steps"] else []
-    if not steps and activities:
-        steps = [("", min(a["start_ns"] for a in activities), max(a["end_ns"] for a in activities))]
-    comm_all = [
-        (e["start_ns"], e["end_ns"])
-        for e in session["host_events"]
-        if e["cat"] == "cpu_op" and _is_communication(e["name"])
-    ]
+    """step_trace_time rows: per device and step, computing (npu kernels), communication (collectives in
+    flight), their overlap, and free time, in microseconds."""
     rows = []
-    for device in sorted({a["device"] for a in activities}) or [0]:
-        kernels = [(a["start_ns"], a["end_ns"]) for a in activities if a["device"] == device]
-        for number, start, end in steps:
-            computing = _union(_clip(kernels, start, end))
-            communication = _union(_clip(comm_all, start, end))
-            overlapped = _intersection(computing, communication)
-            busy = _length(_union(computing + communication))
-            comp, comm, over = _length(computing), _length(communication), _length(overlapped)
+    for device in sorted({a["device"] for a in session["activities"]}) or [0]:
+        for number, start, end in session_windows(session):
+            split = device_split(session, device, start, end)
+            comp, comm = length(split["Computing"]), length(split["Communication"])
+            not_overlapped = length(split["Communication(Not Overlapped)"])
+            over = comm - not_overlapped
             rows.append(
                 [
                     device,
                     number,
-                    _us(comp - over),
-                    _us(comm - over),
+                    _us(comp),
+                    _us(not_overlapped),
                     _us(over),
                     _us(comm),
-                    _us(max(0, end - start - busy)),
+                    _us(length(split["Free"])),
                     0,
                     0,
-                    _us(comm - over),
+                    _us(not_overlapped),
                     0,
                 ]
             )
@@ -298,22 +274,29 @@ def write_session(path, session):
                 return number
         return ""
 
-    header = (["Step Id"] if steps else []) + KERNEL_HEADER + (SHAPE_HEADER if record_shapes else [])
-    kernel_rows, previous_end = [], {}
+    detailed = session.get("profiler_level", "Level0") in ("Level1", "Level2")
+    aic_metrics = session.get("aic_metrics", "ACL_AICORE_NONE") if detailed else "ACL_AICORE_NONE"
+    pmu = pmu_header(aic_metrics)
+    _, tflops, hbm_gbps = soc_peaks()
+    basic = DETAILED_KERNEL_HEADER if detailed else KERNEL_HEADER
+    header = (["Step Id"] if steps else []) + basic + (SHAPE_HEADER if record_shapes else []) + pmu
+    jit_compile = session.get("jit_compile", False)
+    kernel_rows, previous_end, task_ids = [], {}, collections.Counter()
     for a in activities:
         key = (a["device"], a["stream"])
         wait = max(0, a["start_ns"] - previous_end[key]) if key in previous_end else 0
         previous_end[key] = a["end_ns"]
-        row = ([step_of(a)] if steps else []) + [
-            a["device"],
-            op_type(a["name"]),
-            op_type(a["name"]),
-            core_of(a),
-            _us(a["start_ns"] + epoch_offset_ns),
-            _us(a["end_ns"] - a["start_ns"]),
-            _us(wait),
-            1,
-        ]
+        duration = _us(a["end_ns"] - a["start_ns"])
+        timing = [core_of(a), _us(a["start_ns"] + epoch_offset_ns), duration, _us(wait)]
+        if detailed:
+            # Model ID, Task ID, Stream ID, Name, Type, OP State, ..., Block Dim, Mix Block Dim, HF32 Eligible
+            state = "dynamic" if jit_compile else "static"
+            row = [a["device"], 4294967295, task_ids[key], a["stream"], op_type(a["name"]), cann_type(a["name"]), state]
+            row += timing + [1, 0, "NO"]
+        else:
+            row = [a["device"], op_type(a["name"]), cann_type(a["name"])] + timing + [1]
+        task_ids[key] += 1
+        row = ([step_of(a)] if steps else []) + row
         if record_shapes:
             ins, outs = a["inputs"], a["outputs"]
             row += [
@@ -324,6 +307,10 @@ def write_session(path, session):
                 _join(outs, lambda t: t[1]),
                 _join(outs, lambda t: str(t[2])),
             ]
+        if pmu:
+            row += pmu_values(
+                aic_metrics, core_of(a), op_type(a["name"]), duration, a["inputs"], a["outputs"], tflops, hbm_gbps
+            )
         kernel_rows.append(row)
     if session.get("npu_activity", True):  # device tables exist only when the NPU activity was profiled
         _write_csv(os.path.join(out, "kernel_details.csv"), header, kernel_rows)
@@ -332,7 +319,7 @@ def write_session(path, session):
 
     groups = collections.defaultdict(list)
     for a in activities:
-        groups[(op_type(a["name"]), core_of(a))].append((a["end_ns"] - a["start_ns"]) / 1000.0)
+        groups[(cann_type(a["name"]), core_of(a))].append((a["end_ns"] - a["start_ns"]) / 1000.0)
     total = sum(sum(v) for v in groups.values()) or 1.0
     statistic_rows = sorted(
         (
@@ -360,6 +347,7 @@ def write_session(path, session):
         _write_csv(os.path.join(out, "npu_module_mem.csv"), MODULE_MEM_HEADER, modules)
     with open(os.path.join(out, "trace_view.json"), "w") as f:
         json.dump(trace_events(session), f)
+    write_device_info(path, session)
     return out
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from torch_npu import _C
+from torch_npu.npu.npu_config import is_jit_compile_false
 from torch_npu.profiler import ascend_output, trace_view
 from torch_npu.profiler import session as session_record
 from torch_npu.profiler.analysis import analyse
@@ -199,6 +200,9 @@ class _KinetoProfile:
                 "memory": [tuple(m) for m in memory],
                 "devices": _device_facts(activities, memory),
                 "npu_activity": ProfilerActivity.NPU in self.activities,
+                "profiler_level": self.experimental_config.profiler_level,
+                "aic_metrics": self.experimental_config.aic_metrics,
+                "jit_compile": not is_jit_compile_false(),
             }
             self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:

@@ -71,7 +71,7 @@ def summarize(session_dir):
     fallbacks = collections.OrderedDict()
     has_shapes = bool(kernels) and "Input Shapes" in kernels[0]
     for k in kernels:
-        name, duration = k["Type"] or k["Name"], _float(k["Duration(us)"])
+        name, duration = k["Name"] or k["Type"], _float(k["Duration(us)"])
         entry = ops.setdefault(
             name,
             {

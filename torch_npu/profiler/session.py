@@ -13,7 +13,7 @@ import os
 
 from torch_npu.profiler.timeline import owning_intervals
 
-__all__ = ["RAW_FILE", "save", "load", "prepare", "op_type", "core_of", "CUBE_OPS"]
+__all__ = ["RAW_FILE", "save", "load", "prepare", "op_type", "core_of", "cann_type", "CUBE_OPS"]
 
 RAW_FILE = os.path.join("FRAMEWORK", "vnpu_profiler_data.json")
 _VERSION = 1
@@ -41,6 +41,34 @@ CUBE_OPS = (
 def op_type(name):
     """ "aten::add.Tensor" -> "add"."""
     return name.split("::")[-1].split(".")[0]
+
+
+# The CANN operator types Ascend runs the cube operators as (kernel_details' Type), which tools classify by
+_CANN_TYPES = {
+    "mm": "MatMulV2",
+    "addmm": "MatMulV2",
+    "matmul": "MatMulV2",
+    "linear": "MatMulV2",
+    "bmm": "BatchMatMulV2",
+    "baddbmm": "BatchMatMulV2",
+    "addbmm": "BatchMatMulV2",
+    "convolution": "Conv2D",
+    "_convolution": "Conv2D",
+    "convolution_backward": "Conv2DBackpropInput",
+    "_scaled_dot_product_flash_attention_for_cpu": "FlashAttentionScore",
+    "npu_fusion_attention": "FlashAttentionScore",
+    "npu_fusion_attention_grad": "FlashAttentionScoreGrad",
+    "npu_prompt_flash_attention": "PromptFlashAttention",
+    "npu_incre_flash_attention": "IncreFlashAttention",
+    "npu_fused_infer_attention_score": "FusedInferAttentionScore",
+    "npu_grouped_matmul": "GroupedMatmul",
+}
+
+
+def cann_type(name):
+    """kernel_details' Type of an operator: the CANN type of a cube operator ("MatMulV2"), else its op type."""
+    short = op_type(name)
+    return _CANN_TYPES.get(short, short)
 
 
 def core_of(activity):

@@ -1,20 +1,26 @@
-"""trace_view.json: one profiling session as Chrome trace events, loadable in Perfetto and chrome://tracing.
+"""trace_view.json: one profiling session as Chrome trace events, loadable in Perfetto and chrome://tracing,
+laid out as torch_npu writes it so that Ascend's tools (msprof-analyze) read it.
 
 Process "Python" holds the host lanes: the operators as issued (from PyTorch's CPU profiler when CPU
 activity was recorded, else from the npu operators themselves), record_function / mstx ranges,
-ProfilerStep#N, and Python frames with with_stack. One "Ascend Hardware" process per device holds its
-kernels, a lane per stream, each linked from its host operator by a `torch_to_npu` flow. With
-profile_memory, counter tracks show the device's allocated and reserved memory.
-`ts` is numeric, in microseconds from the session start; flow ids count from 1 (far below 2^53).
+ProfilerStep#N (category cpu_op, as torch_npu records them), and Python frames with with_stack. Per
+device: an "Ascend Hardware" process with its kernels, a lane per stream, each linked from its host
+operator by a `torch_to_npu` flow; an "HCCL" process with a "Communication" lane per process group
+holding its collectives; an "Overlap Analysis" process with the Computing / Communication /
+Communication(Not Overlapped) / Free lanes of overlap.py. With profile_memory, counter tracks show the
+device's allocated and reserved memory. `ts` is numeric, in microseconds since the UNIX epoch (the
+clock of kernel_details.csv); flow ids count from 1.
 """
 
+from torch_npu.profiler.overlap import LANES, device_split, session_windows
 from torch_npu.profiler.session import core_of, op_type
 
 __all__ = ["trace_events"]
 
 
-def _us(ns, t0):
-    return round((ns - t0) / 1000.0, 3)
+def _us(ns, offset):
+    """Steady-clock ns to epoch microseconds."""
+    return round((ns + offset) / 1000.0, 3)
 
 
 def _host_args(event):
@@ -30,7 +36,7 @@ def _host_args(event):
 
 
 def trace_events(session):
-    t0, pid = session["t0_ns"], session["pid"]
+    t0, pid = session["epoch_offset_ns"], session["pid"]
     activities, host = session["activities"], session["host_events"]
     events = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "Python"}},
@@ -66,7 +72,7 @@ def trace_events(session):
                 "tid": tid_of(session["main_thread"]),
                 "ts": _us(start, t0),
                 "dur": round((end - start) / 1000.0, 3),
-                "cat": "user_annotation",
+                "cat": "cpu_op",
                 "args": {},
             }
         )
@@ -84,14 +90,26 @@ def trace_events(session):
             }
         )
 
-    devices = sorted({a["device"] for a in activities} | {m[5] for m in session["memory"]})
-    device_pid = {d: pid + 1 + i for i, d in enumerate(devices)}
+    collectives = session.get("collectives", [])
+    devices = sorted(
+        {a["device"] for a in activities} | {m[5] for m in session["memory"]} | {c["device"] for c in collectives}
+    )
+    device_pid = {d: pid + 1 + 3 * i for i, d in enumerate(devices)}
     for d, dpid in device_pid.items():
-        events += [
-            {"ph": "M", "name": "process_name", "pid": dpid, "tid": 0, "args": {"name": f"Ascend Hardware (npu:{d})"}},
-            {"ph": "M", "name": "process_labels", "pid": dpid, "tid": 0, "args": {"labels": f"NPU {d}"}},
-            {"ph": "M", "name": "process_sort_index", "pid": dpid, "tid": 0, "args": {"sort_index": 1 + d}},
-        ]
+        for offset, name in enumerate(("Ascend Hardware", "HCCL", "Overlap Analysis")):
+            events += [
+                {"ph": "M", "name": "process_name", "pid": dpid + offset, "tid": 0, "args": {"name": name}},
+                {"ph": "M", "name": "process_labels", "pid": dpid + offset, "tid": 0, "args": {"labels": f"NPU {d}"}},
+                {
+                    "ph": "M",
+                    "name": "process_sort_index",
+                    "pid": dpid + offset,
+                    "tid": 0,
+                    "args": {"sort_index": 1 + 3 * d + offset},
+                },
+            ]
+        events += _communication_events(session, d, dpid + 1, t0)
+        events += _overlap_events(session, d, dpid + 2, t0)
     streams = set()
     parents = session["kernel_parents"]
     flow = 0
@@ -108,7 +126,13 @@ def trace_events(session):
                 "ts": ts,
                 "dur": dur,
                 "cat": "kernel",
-                "args": {"Accelerator Core": core_of(a), "Stream Id": a["stream"], "Op Full Name": a["name"]},
+                "args": {
+                    "Accelerator Core": core_of(a),
+                    "Task Type": core_of(a),
+                    "Stream Id": a["stream"],
+                    "Task Id": i,
+                    "Op Full Name": a["name"],
+                },
             }
         )
         source = lanes[parents[i]] if host and parents[i] is not None else (None if host else lanes[i])
@@ -156,4 +180,71 @@ def trace_events(session):
         )
     for thread, tid in threads.items():
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"Thread {thread}"}})
+    return events
+
+
+def _communication_events(session, device, hccl_pid, t0):
+    """A "Group <name> Communication" lane per process group with its collectives (hccl records)."""
+    records = [c for c in session.get("collectives", []) if c["device"] == device]
+    groups = sorted({c["group"] for c in records})
+    events = []
+    for tid, group in enumerate(groups, start=1):
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": hccl_pid,
+                "tid": tid,
+                "args": {"name": f"Group {group} Communication"},
+            }
+        )
+        events.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": hccl_pid, "tid": tid, "args": {"sort_index": tid}}
+        )
+        for c in records:
+            if c["group"] != group:
+                continue
+            events.append(
+                {
+                    "ph": "X",
+                    "name": c["name"],
+                    "pid": hccl_pid,
+                    "tid": tid,
+                    "ts": _us(c["start_ns"], t0),
+                    "dur": round((c["end_ns"] - c["start_ns"]) / 1000.0, 3),
+                    "cat": "communication",
+                    "args": {
+                        "group_name": group,
+                        "data_type": c["dtype"],
+                        "count": c["count"],
+                        "size(Byte)": c["bytes"],
+                        "rank": c["rank"],
+                        "ranks": c["ranks"],
+                    },
+                }
+            )
+    return events
+
+
+def _overlap_events(session, device, overlap_pid, t0):
+    """The Overlap Analysis lanes of `device` over its steps."""
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": overlap_pid, "tid": tid, "args": {"name": lane}}
+        for tid, lane in enumerate(LANES)
+    ]
+    for _, start, end in session_windows(session):
+        for tid, (lane, intervals) in enumerate(device_split(session, device, start, end).items()):
+            for s, e in intervals:
+                events.append(
+                    {
+                        "ph": "X",
+                        "name": lane,
+                        "pid": overlap_pid,
+                        "tid": tid,
+                        "ts": _us(s, t0),
+                        "dur": round((e - s) / 1000.0, 3),
+                        "cat": "overlap_analysis",
+                        "args": {},
+                    }
+                )
     return events
