@@ -388,6 +388,26 @@ def case_dead_rank():
         sys.exit(7)
 
 
+def case_profiled_collectives():
+    """A profiled step with one all_reduce of 4096 float32 (16 KiB) and a 1 KiB send from rank 0 to rank 1,
+    written under PROFILE_DIR for msprof-analyze."""
+    with torch_npu.profiler.profile(
+        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
+    ) as prof:
+        x = torch.randn(64, 64, device=DEV)
+        t = (x @ x).reshape(-1)
+        dist.all_reduce(t)
+        message = torch.ones(256, device=DEV)
+        if RANK == 0:
+            dist.send(message, dst=1)
+        elif RANK == 1:
+            dist.recv(message, src=0)
+        prof.step()
+    print("ok")
+
+
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)

@@ -18,6 +18,7 @@ import json
 import os
 import socket
 
+from torch_npu.profiler.communication import communication_tables
 from torch_npu.profiler.device_info import write_device_info
 from torch_npu.profiler.memory_output import (
     MEMORY_RECORD_HEADER,
@@ -347,6 +348,11 @@ def write_session(path, session):
         _write_csv(os.path.join(out, "npu_module_mem.csv"), MODULE_MEM_HEADER, modules)
     with open(os.path.join(out, "trace_view.json"), "w") as f:
         json.dump(trace_events(session), f)
+    tables = communication_tables(session)
+    if tables is not None:
+        for name, content in zip(("communication.json", "communication_matrix.json"), tables):
+            with open(os.path.join(out, name), "w") as f:
+                json.dump(content, f, indent=1)
     write_device_info(path, session)
     return out
 

@@ -15,7 +15,7 @@ import torch
 
 from torch_npu import _C
 from torch_npu.npu.npu_config import is_jit_compile_false
-from torch_npu.profiler import ascend_output, trace_view
+from torch_npu.profiler import ascend_output, communication, trace_view
 from torch_npu.profiler import session as session_record
 from torch_npu.profiler.analysis import analyse
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
@@ -25,6 +25,13 @@ from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
 __all__ = ["profile", "ProfilerActivity", "supported_activities", "tensorboard_trace_handler", "analyse"]
 
 _RECORDING = (ProfilerAction.WARMUP, ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+def _rank_id():
+    """The global rank (torch_npu names profiler_info_<rank>.json after it), -1 outside distributed jobs."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank()
+    return int(os.environ.get("RANK", "-1"))
 
 
 class ProfilerActivity(enum.Enum):
@@ -109,6 +116,7 @@ class _KinetoProfile:
         self.current_action = ProfilerAction.NONE
         self._recording = False
         self._steps = []
+        self._collectives = []
         self._step_start = 0
         self._metadata = {}
         self._session = None
@@ -161,6 +169,7 @@ class _KinetoProfile:
             return
         if ProfilerActivity.NPU in self.activities:
             _C._activity_start(self.record_shapes)
+            _C._collective_start()
         if ProfilerActivity.CPU in self.activities:
             self._host = HostRecorder(self.record_shapes, self.with_stack, self.with_flops, self.with_modules)
             if not self._host.start():
@@ -171,6 +180,7 @@ class _KinetoProfile:
 
     def _collect(self):
         activities = _C._activity_stop() if ProfilerActivity.NPU in self.activities else []
+        self._collectives = _C._collective_stop() if ProfilerActivity.NPU in self.activities else []
         host = self._host.stop() if self._host is not None else []
         self._host = None
         memory = _C._profiler_memory_stop() if self.profile_memory else []
@@ -203,6 +213,8 @@ class _KinetoProfile:
                 "profiler_level": self.experimental_config.profiler_level,
                 "aic_metrics": self.experimental_config.aic_metrics,
                 "jit_compile": not is_jit_compile_false(),
+                "collectives": self._collectives,
+                "parallel_group_info": communication.parallel_group_info(),
             }
             self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:
@@ -276,13 +288,15 @@ class _KinetoProfile:
             "end_info": {"collectionTimeEnd": time.time_ns(), "MonotonicTimeEnd": time.monotonic_ns()},
             "torch_npu_version": torch_npu.__version__,
             "cann_version": torch_npu.utils.get_cann_version(),
-            "rank_id": int(os.environ.get("RANK", "-1")),
+            "rank_id": _rank_id(),
         }
 
     def _export(self, path, analyse=True):
         metadata = dict(self._metadata)
         metadata["ENV_VARIABLES"] = {k: v for k, v in os.environ.items() if k.startswith(("ASCEND_", "HCCL_", "VNPU_"))}
         metadata["trace_id"] = self._trace_id
+        if self._session.get("parallel_group_info"):
+            metadata["parallel_group_info"] = self._session["parallel_group_info"]
         ascend_output.write_metadata(path, self._config(), metadata)
         session_record.save(path, self._session)
         self._last_output = ascend_output.write_session(path, self._session) if analyse else path

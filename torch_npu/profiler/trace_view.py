@@ -219,7 +219,7 @@ def _communication_events(session, device, hccl_pid, t0):
                         "count": c["count"],
                         "size(Byte)": c["bytes"],
                         "rank": c["rank"],
-                        "ranks": c["ranks"],
+                        "rank_size": c["size"],
                     },
                 }
             )

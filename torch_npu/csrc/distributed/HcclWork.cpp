@@ -1,5 +1,6 @@
 #include "distributed/HcclWork.h"
 
+#include "profiler/CollectiveRecorder.h"
 #include "runtime/ErrorCode.h"
 
 #include <ATen/core/ivalue_inl.h>
@@ -31,8 +32,16 @@ void HcclWork::Once::run() {
   });
 }
 
+void HcclWork::set_record(std::shared_ptr<CollectiveRecord> record) {
+  record_ = std::move(record);
+}
+
 bool HcclWork::isCompleted() {
-  return inner_->isCompleted();
+  const bool done = inner_->isCompleted();
+  if (done && record_) {
+    record_->finish();
+  }
+  return done;
 }
 bool HcclWork::isSuccess() const {
   return inner_->isSuccess();
@@ -50,6 +59,9 @@ bool HcclWork::wait(std::chrono::milliseconds timeout) {
   } catch (const std::exception& e) {
     TORCH_CHECK(false, what_, " failed: ", e.what(), dist_error(kDistHccl, "call hccl api failed"));
   }
+  if (record_) {
+    record_->finish();
+  }
   after_->run();
   return true;
 }
@@ -58,8 +70,12 @@ c10::intrusive_ptr<c10::ivalue::Future> HcclWork::getFuture() {
   auto results = results_;
   auto what = what_;
   auto after = after_;
+  auto record = record_;
   return inner_->getFuture()->then(
-      [results, what, after](c10::ivalue::Future& done) -> c10::IValue {
+      [results, what, after, record](c10::ivalue::Future& done) -> c10::IValue {
+        if (record) {
+          record->finish();
+        }
         if (done.hasError()) {
           throw std::runtime_error(what + " failed: " + done.tryRetrieveErrorMessage() +
                                    dist_error(kDistHccl, "call hccl api failed"));

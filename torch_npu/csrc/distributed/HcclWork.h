@@ -11,6 +11,8 @@
 
 namespace vnpu {
 
+struct CollectiveRecord;
+
 constexpr int kDistParam = 1;
 constexpr int kDistNotSupport = 7;
 constexpr int kDistHccl = 200;
@@ -32,6 +34,8 @@ class HcclWork final : public c10d::Work {
   void abort() override;
   bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // The profiler's record of this collective: completion (wait, a completed query, the future) ends it.
+  void set_record(std::shared_ptr<CollectiveRecord> record);
 
  private:
   struct Once {
@@ -45,6 +49,7 @@ class HcclWork final : public c10d::Work {
   std::string what_;
   std::vector<at::Tensor> results_;
   std::shared_ptr<Once> after_;
+  std::shared_ptr<CollectiveRecord> record_;
 };
 
 }  // namespace vnpu

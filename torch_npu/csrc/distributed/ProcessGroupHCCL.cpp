@@ -3,6 +3,7 @@
 #include <Python.h>
 
 #include "distributed/HcclWork.h"
+#include "profiler/CollectiveRecorder.h"
 
 #include "aten/TensorMapping.h"
 #include "runtime/Device.h"
@@ -219,13 +220,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
+  CollectiveScope scope("broadcast", comm_name(), getRank(), getSize(), tensors, static_cast<int>(opts.rootRank));
   check_in_step("broadcast", tensors, -1);
   auto h = hosts(tensors);
-  return named("broadcast", transport_->broadcast(h, opts), tensors);
+  return scope.attach(named("broadcast", transport_->broadcast(h, opts), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
+  CollectiveScope scope("allreduce", comm_name(), getRank(), getSize(), tensors);
   check_in_step("allreduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
   TORCH_CHECK(!tensors.empty(), "allreduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
@@ -242,8 +245,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tenso
   if (r.average) {
     after = [tensors, size] { divide(tensors, size); };
   }
-  return c10::make_intrusive<HcclWork>(transport_->allreduce(h, gloo_opts), describe("allreduce"), tensors,
-                                       std::move(after));
+  return scope.attach(c10::make_intrusive<HcclWork>(transport_->allreduce(h, gloo_opts), describe("allreduce"), tensors,
+                                                    std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -264,6 +267,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
+  CollectiveScope scope("reduce", comm_name(), getRank(), getSize(), tensors, static_cast<int>(opts.rootRank));
   check_in_step("reduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
   TORCH_CHECK(!tensors.empty(), "reduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
@@ -281,20 +285,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
   if (r.average && root) {
     after = [tensors, size] { divide(tensors, size); };
   }
-  return c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors, std::move(after));
+  return scope.attach(
+      c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::AllgatherOptions& opts) {
+  CollectiveScope scope("allgather", comm_name(), getRank(), getSize(), inputs);
   check_in_step("allgather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
-  return named("allgather", transport_->allgather(ho, hi, opts), flat(outputs));
+  return scope.attach(named("allgather", transport_->allgather(ho, hi, opts), flat(outputs)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions& opts) {
+  CollectiveScope scope("allgather", comm_name(), getRank(), getSize(), {input});
   check_in_step("allgather_into_tensor", {input}, -1);
   // gloo's allgather into world_size views of the output ([world * n] or [world, ...] alike).
   TORCH_CHECK(output.is_contiguous() && output.numel() == input.numel() * getSize(),
@@ -306,7 +313,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
     parts[0].push_back(out_host.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
   }
   std::vector<at::Tensor> in_host{host(input.contiguous())};
-  return named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output});
+  return scope.attach(named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -325,25 +332,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::GatherOptions& opts) {
+  CollectiveScope scope("gather", comm_name(), getRank(), getSize(), inputs, static_cast<int>(opts.rootRank));
   check_in_step("gather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
-  return named("gather", transport_->gather(ho, hi, opts), flat(outputs));
+  return scope.attach(named("gather", transport_->gather(ho, hi, opts), flat(outputs)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
+  CollectiveScope scope("scatter", comm_name(), getRank(), getSize(), outputs, static_cast<int>(opts.rootRank));
   check_in_step("scatter", outputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
-  return named("scatter", transport_->scatter(ho, hi, opts), outputs);
+  return scope.attach(named("scatter", transport_->scatter(ho, hi, opts), outputs));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                                 const c10d::ReduceScatterOptions& opts) {
   // One allreduce of the stacked inputs, then each rank keeps its slice: exact for every reduction.
+  CollectiveScope scope("reduce_scatter", comm_name(), getRank(), getSize(), outputs);
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
               "reduce_scatter takes one output and world_size inputs", dist_error(kDistParam, "invalid parameter"));
   at::Tensor stacked = at::stack(inputs[0]);
@@ -354,12 +364,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::
   auto work = allreduce(one, all);
   at::Tensor out = outputs[0];
   const int rank = getRank();
-  return c10::make_intrusive<HcclWork>(work, describe("reduce_scatter"), outputs,
-                                       [out, stacked, rank] { out.copy_(stacked[rank]); });
+  return scope.attach(c10::make_intrusive<HcclWork>(work, describe("reduce_scatter"), outputs,
+                                                    [out, stacked, rank] { out.copy_(stacked[rank]); }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
+  CollectiveScope scope("reduce_scatter", comm_name(), getRank(), getSize(), {output});
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "reduce_scatter_tensor: input has ", input.numel(),
               " elements, expected output.numel() * world_size = ", output.numel() * getSize(),
               dist_error(kDistParam, "invalid parameter"));
@@ -371,10 +382,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
   auto work = allreduce(one, all);
   at::Tensor out = output;
   const int64_t rank = getRank();
-  return c10::make_intrusive<HcclWork>(
+  return scope.attach(c10::make_intrusive<HcclWork>(
       work, describe("reduce_scatter_tensor"), std::vector<at::Tensor>{output}, [out, whole, rank] {
         out.copy_(whole.reshape({-1}).narrow(0, rank * out.numel(), out.numel()).view(out.sizes()));
-      });
+      }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter_tensor_coalesced(
@@ -393,16 +404,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
                                                                std::vector<int64_t>& output_splits,
                                                                std::vector<int64_t>& input_splits,
                                                                const c10d::AllToAllOptions& opts) {
+  CollectiveScope scope("all_to_all", comm_name(), getRank(), getSize(), {input});
   check_in_step("all_to_all_single", {input}, -1);
   at::Tensor ho = host(output);
   at::Tensor hi = host(input);
-  return named("all_to_all_single", transport_->alltoall_base(ho, hi, output_splits, input_splits, opts), {output});
+  return scope.attach(
+      named("all_to_all_single", transport_->alltoall_base(ho, hi, output_splits, input_splits, opts), {output}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::AllToAllOptions& opts) {
   // Composed from alltoall_base over flattened, concatenated tensors.
+  CollectiveScope scope("all_to_all", comm_name(), getRank(), getSize(), inputs);
   std::vector<at::Tensor> flat_in;
   std::vector<int64_t> in_splits, out_splits;
   for (const auto& t : inputs) {
@@ -419,33 +433,37 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor
   std::vector<int64_t> transport_out = out_splits, transport_in = in_splits;  // the transport may consume them
   auto work = alltoall_base(recv, send, transport_out, transport_in, opts);
   std::vector<at::Tensor> outs = outputs;
-  return c10::make_intrusive<HcclWork>(work, describe("all_to_all"), outputs, [outs, recv, out_splits] {
+  return scope.attach(c10::make_intrusive<HcclWork>(work, describe("all_to_all"), outputs, [outs, recv, out_splits] {
     int64_t offset = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
       outs[i].copy_(recv.narrow(0, offset, out_splits[i]).view(outs[i].sizes()));
       offset += out_splits[i];
     }
-  });
+  }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  CollectiveScope scope("send", comm_name(), getRank(), getSize(), tensors, dst);
   auto h = hosts(tensors);
-  return named("send", transport_->send(h, dst, tag), tensors);
+  return scope.attach(named("send", transport_->send(h, dst, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors, src);
   auto h = hosts(tensors);
-  return named("recv", transport_->recv(h, src, tag), tensors);
+  return scope.attach(named("recv", transport_->recv(h, src, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors);
   auto h = hosts(tensors);
-  return named("recv", transport_->recvAnysource(h, tag), tensors);
+  return scope.attach(named("recv", transport_->recvAnysource(h, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::barrier(const c10d::BarrierOptions& opts) {
+  CollectiveScope scope("barrier", comm_name(), getRank(), getSize(), {});
   check_in_step("barrier", {}, -1);
-  return named("barrier", transport_->barrier(opts), {});
+  return scope.attach(named("barrier", transport_->barrier(opts), {}));
 }
 
 }  // namespace vnpu

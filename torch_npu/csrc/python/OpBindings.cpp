@@ -10,6 +10,7 @@
 #include "graphs/GraphCapture.h"
 #include "precision/PrecisionEmulation.h"
 #include "profiler/ActivityRecorder.h"
+#include "profiler/CollectiveRecorder.h"
 #include "profiler/OperatorTotals.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Options.h"
@@ -117,6 +118,32 @@ void bind_ops(py::module& m) {
       d["correlation"] = a.correlation;
       d["inputs"] = meta(a.inputs);
       d["outputs"] = meta(a.outputs);
+      out.append(d);
+    }
+    return out;
+  });
+  // The hccl backend's collectives (profiler/CollectiveRecorder.h), recorded with the device activity.
+  m.def("_collective_start", &start_collective_recording);
+  m.def("_collective_stop", [] {
+    py::list out;
+    for (const auto& c : stop_collective_recording()) {
+      const int64_t end = c->end_ns.load();
+      if (end == 0) {
+        continue;  // never completed while recording
+      }
+      py::dict d;
+      d["name"] = c->name;
+      d["kind"] = c->kind;
+      d["group"] = c->group;
+      d["rank"] = c->rank;
+      d["size"] = c->size;
+      d["peer"] = c->peer;
+      d["device"] = c->device;
+      d["bytes"] = c->bytes;
+      d["count"] = c->count;
+      d["dtype"] = c->dtype;
+      d["start_ns"] = c->start_ns;
+      d["end_ns"] = end;
       out.append(d);
     }
     return out;

@@ -1,0 +1,85 @@
+"""msprof-analyze's cluster analysis (`-m all`) of a 2-rank hccl job profiled on vnpu: the communication
+groups, the communication matrix with the bytes the collectives moved, and the per-rank step times."""
+
+import csv
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_distributed import _all_ok, launch
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("msprof_analyze") is None,
+    reason="msprof-analyze is not installed (pip install msprof-analyze)",
+)
+MSPROF_ANALYZE = os.path.join(os.path.dirname(sys.executable), "msprof-analyze")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster")
+    _all_ok(launch("profiled_collectives", 2, extra_env={"PROFILE_DIR": str(root)}))
+    done = subprocess.run(
+        [MSPROF_ANALYZE, "-m", "all", "-d", str(root)], capture_output=True, text=True, timeout=600, cwd=root
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "does not have valid communication data" not in done.stdout + done.stderr
+    return root
+
+
+def _ops(matrix, prefix):
+    """The links of the operators named prefix... in cluster_communication_matrix.json ({group: {step: {op: links}}})."""
+    return [
+        links
+        for steps in matrix.values()
+        for ops in steps.values()
+        for op, links in ops.items()
+        if op.startswith(prefix)
+    ]
+
+
+def test_each_rank_writes_communication_files_and_its_group(cluster):
+    sessions = sorted(glob.glob(str(cluster / "*_ascend_pt")))
+    assert len(sessions) == 2
+    for rank, session in enumerate(sessions):
+        out = os.path.join(session, "ASCEND_PROFILER_OUTPUT")
+        communication = json.load(open(os.path.join(out, "communication.json")))
+        infos = [
+            info["Communication Time Info"]
+            for step in communication.values()
+            for op, info in step["collective"].items()
+            if op.startswith("hcom_allReduce_")
+        ]
+        assert infos and all(i["Elapse Time(ms)"] > 0 for i in infos)
+        assert all(i["Elapse Time(ms)"] >= i["Transit Time(ms)"] for i in infos)
+        meta = json.load(open(os.path.join(session, "profiler_metadata.json")))
+        (group,) = meta["parallel_group_info"].values()
+        assert group["global_ranks"] == [0, 1]
+        assert os.path.exists(os.path.join(session, f"profiler_info_{rank}.json")) or any(
+            os.path.exists(os.path.join(s, f"profiler_info_{rank}.json")) for s in sessions
+        )
+
+
+def test_the_cluster_matrix_reports_the_bytes_each_collective_moved(cluster):
+    output = cluster / "cluster_analysis_output"
+    groups = json.load(open(output / "communication_group.json"))
+    assert groups["collective"] == [[0, 1]]
+    matrix = json.load(open(output / "cluster_communication_matrix.json"))
+    (allreduce,) = _ops(matrix, "hcom_allReduce_")
+    # a 2-rank all_reduce of N bytes sends N bytes each way (ring: 2(n-1)/n of the tensor)
+    assert allreduce["0-1"]["Transit Size(MB)"] * 2**20 == 16384 == allreduce["1-0"]["Transit Size(MB)"] * 2**20
+    assert allreduce["0-1"]["Transport Type"] == "HCCS" and allreduce["0-1"]["Bandwidth(GB/s)"] > 0
+    (send,) = _ops(matrix, "hcom_send_")
+    assert send["0-1"]["Transit Size(MB)"] * 2**20 == 1024 and "1-0" not in send
+
+
+def test_the_cluster_step_times_have_computing_and_communication(cluster):
+    with open(cluster / "cluster_analysis_output" / "cluster_step_trace_time.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["Type"] == "rank"]
+    assert sorted(r["Index"] for r in rows) == ["0", "1"]
+    for row in rows:
+        assert float(row["Computing"]) > 0 and float(row["Communication"]) > 0
