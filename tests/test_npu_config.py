@@ -110,6 +110,30 @@ def test_dump_writes_operator_inputs_and_outputs(tmp_path):
     assert len([f for r, _, fs in os.walk(tmp_path / "dump") for f in fs]) == len(files)
 
 
+def test_each_init_set_finalize_cycle_dumps_to_its_own_path(tmp_path):
+    """msprobe's L2 order: init_dump, then set_dump with this step's config, then finalize_dump."""
+    for step in range(3):
+        (tmp_path / f"step{step}").mkdir()
+        cfg = tmp_path / f"step{step}" / "kernel_config.json"
+        cfg.write_text(json.dumps({"dump": {"dump_path": str(tmp_path / f"step{step}"), "dump_mode": "all"}}))
+        torch.npu.init_dump()
+        torch.npu.set_dump(str(cfg))
+        torch.full((3,), float(step), device="npu").neg()
+        torch.npu.finalize_dump()
+    for step in range(3):
+        outputs = [
+            f for r, _, fs in os.walk(tmp_path / f"step{step}") for f in fs if "aten::neg" in f and "output" in f
+        ]
+        assert len(outputs) == 1, step
+    before = sum(len(fs) for _, _, fs in os.walk(tmp_path))
+    torch.npu.init_dump()  # finalize_dump forgot the config: nothing to dump until set_dump
+    try:
+        torch.ones(2, device="npu").neg()
+    finally:
+        torch.npu.finalize_dump()
+    assert sum(len(fs) for _, _, fs in os.walk(tmp_path)) == before
+
+
 def test_dump_mode_input_only(tmp_path):
     torch.npu.set_dump(_write_dump_config(tmp_path, mode="input"))
     torch.npu.init_dump()

@@ -269,3 +269,15 @@ for _package in ("lightning.pytorch", "pytorch_lightning"):
     )
 
 __all__ = ["PATCHES", "Patch", "apply_patches", "applied_patches"]
+
+PATCHES += (
+    Patch(
+        target="msprobe.core.dump.hook_manager.BaseHookManager._should_execute_hook",
+        module="msprobe.core.dump.hook_manager",
+        why="On a card an npu_* operator's backward is one kernel; vnpu may run it as a Python composition, "
+        "whose Tensor.pow / Tensor.mean / torch.rsqrt calls msprobe's API hooks would dump as operators a "
+        "card's dump never has. While an npu operator's backward runs, its inner calls are not API calls.",
+        when="on import of msprobe's hook manager (msprobe PrecisionDebugger)",
+        apply="torch_npu._patches.msprobe_hooks:operator_backward_is_one_api",
+    ),
+)

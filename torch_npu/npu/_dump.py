@@ -45,8 +45,11 @@ def _read_config(path):
 
 
 def configure(path):
+    """set_dump: the config applies from now on, also to a dump already running (its files go to the
+    new dump_path)."""
     with _lock:
         _state["config"] = _read_config(path)
+        _state["root"] = None
     _sync()
 
 
@@ -57,17 +60,22 @@ def enable():
 
 
 def disable():
+    """finalize_dump: stops dumping and forgets the config, as aclmdlFinalizeDump does; the next
+    init_dump needs a set_dump."""
     with _lock:
         _state["enabled"] = False
+        _state["config"] = None
+        _state["root"] = None
     _sync()
 
 
 def _sync():
     with _lock:
         active = _state["enabled"] and _state["config"] is not None
-        if active and _state["hook"] is None:
+        if active and _state["root"] is None:
             _state["root"] = os.path.join(_state["config"]["path"], time.strftime("%Y%m%d%H%M%S"))
             _state["index"] = 0
+        if active and _state["hook"] is None:
             _state["hook"] = _C._add_python_op_hook(_on_op)
         elif not active and _state["hook"] is not None:
             _C._remove_op_hook(_state["hook"])

@@ -27,6 +27,7 @@ Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<na
 torch_npu's deprecation error.
 """
 
+import threading
 from collections.abc import Callable
 
 import torch
@@ -100,6 +101,16 @@ def _takes_keyword_only_inputs(setup_context):
         return False
 
 
+_operator_backward = threading.local()
+
+
+def in_operator_backward() -> bool:
+    """True on a thread while an npu operator's backward runs. On a card that backward is one kernel
+    (torch_npu's npu_*_backward); here it may be a Python composition, whose inner calls tools that
+    hook PyTorch's Python API (msprobe) must not see as operators of their own."""
+    return getattr(_operator_backward, "depth", 0) > 0
+
+
 def _autograd_kernel(op, backward, setup_context):
     """The operator's Autograd kernel: the forward runs below autograd, `setup_context(ctx, inputs, output
     [, keyword_only_inputs])` saves what `backward(ctx, *grads)` needs, and backward returns one gradient per
@@ -121,7 +132,11 @@ def _autograd_kernel(op, backward, setup_context):
         return out
 
     def run_backward(ctx, *grads):
-        result = backward(ctx, *grads)
+        _operator_backward.depth = getattr(_operator_backward, "depth", 0) + 1
+        try:
+            result = backward(ctx, *grads)
+        finally:
+            _operator_backward.depth -= 1
         return (None, *(result if isinstance(result, tuple) else (result,)))
 
     # Named as torch_npu names its nodes: npu_dtype_cast's grad_fn is NpuDtypeCastBackward.

@@ -1,6 +1,7 @@
 """torch_npu.utils: tensor combining, flops counting, environment report, async saving, thread
 affinity, extension building."""
 
+from torch_npu.utils import storage  # noqa: F401  (torch_npu.utils.storage._rebuild_npu_tensor)
 from torch_npu.utils.affinity import reset_thread_affinity, set_thread_affinity
 from torch_npu.utils.combine_tensors import get_part_combined_tensor, is_combined_tensor_valid, npu_combine_tensors
 from torch_npu.utils.flops_count import FlopsCounter
