@@ -390,13 +390,15 @@ def case_dead_rank():
 
 def case_profiled_collectives():
     """A profiled step with one all_reduce of 4096 float32 (16 KiB) and a 1 KiB send from rank 0 to rank 1,
-    written under PROFILE_DIR for msprof-analyze."""
+    written under PROFILE_DIR (as PROFILE_EXPORT: text or db) for msprof-analyze."""
+    config = torch_npu.profiler._ExperimentalConfig(export_type=os.environ.get("PROFILE_EXPORT", "text"))
     with torch_npu.profiler.profile(
         activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
         schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
         on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
+        experimental_config=config,
     ) as prof:
-        x = torch.randn(64, 64, device=DEV)
+        x = torch.randn(64, 64).to(DEV)  # a host-to-device copy
         t = (x @ x).reshape(-1)
         dist.all_reduce(t)
         message = torch.ones(256, device=DEV)

@@ -1,11 +1,13 @@
-"""msprof-analyze's cluster analysis (`-m all`) of a 2-rank hccl job profiled on vnpu: the communication
-groups, the communication matrix with the bytes the collectives moved, and the per-rank step times."""
+"""msprof-analyze's cluster analysis of a 2-rank hccl job profiled on vnpu: `-m all` on the text export (the
+communication groups, the communication matrix with the bytes the collectives moved, the per-rank step
+times) and the analyses that read only the database export (ExportType.Db)."""
 
 import csv
 import glob
 import importlib.util
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -83,3 +85,35 @@ def test_the_cluster_step_times_have_computing_and_communication(cluster):
     assert sorted(r["Index"] for r in rows) == ["0", "1"]
     for row in rows:
         assert float(row["Computing"]) > 0 and float(row["Communication"]) > 0
+
+
+@pytest.fixture(scope="module")
+def db_cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster_db")
+    _all_ok(launch("profiled_collectives", 2, extra_env={"PROFILE_DIR": str(root), "PROFILE_EXPORT": "db"}))
+    return root
+
+
+@pytest.mark.parametrize(
+    "analysis,tables",
+    [
+        ("compute_op_sum", ["ComputeOpAllRankStats", "ComputeOpPerRankStatsByOpType"]),
+        ("hccl_sum", ["HcclAllRankStats", "HcclPerRankStats", "HcclGroupNameMap"]),
+        ("communication_group_map", ["CommunicationGroupMapping"]),
+        ("cluster_time_summary", ["ClusterTimeSummary"]),
+    ],
+)
+def test_the_database_only_analyses_fill_their_tables(db_cluster, analysis, tables):
+    done = subprocess.run(
+        [MSPROF_ANALYZE, "-m", analysis, "-d", str(db_cluster)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "only supports DB" not in done.stdout + done.stderr, done.stdout + done.stderr
+    db = sqlite3.connect(db_cluster / "cluster_analysis_output" / "cluster_analysis.db")
+    for table in tables:
+        assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] > 0, table
+    if analysis == "hccl_sum":
+        kinds = {row[0] for row in db.execute("SELECT OpType FROM HcclAllRankStats")}
+        assert "hcom_allReduce" in kinds
+    if analysis == "compute_op_sum":
+        kinds = {row[0] for row in db.execute("SELECT OpType FROM ComputeOpAllRankStats")}
+        assert "MatMulV2" in kinds

@@ -302,14 +302,46 @@ def test_sessions_saved_in_the_same_millisecond_get_their_own_directories(tmp_pa
     assert os.path.basename(ascend_output.worker_dir(str(tmp_path), "w")) == "w_20261129230000124_ascend_pt"
 
 
-def test_db_export_is_announced_as_not_written():
-    config = torch_npu.profiler._ExperimentalConfig(export_type=torch_npu.profiler.ExportType.Db)
-    with pytest.warns(UserWarning) as warned:
-        torch_npu.profiler.profile(experimental_config=config)
-    assert str(warned[0].message) == (
-        "torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not "
-        "written; the text files of ExportType.Text are written instead"
-    )
+def _profile_with(tmp_path, export_type):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).npu()
+    config = torch_npu.profiler._ExperimentalConfig(export_type=export_type)
+    with torch_npu.profiler.profile(
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path)),
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=2, repeat=1),
+        experimental_config=config,
+        record_shapes=True,
+    ) as prof:
+        for _ in range(2):
+            model(torch.randn(4, 8, device="npu")).sum().backward()
+            prof.step()
+    return _session_dir(str(tmp_path))
+
+
+def test_db_export_writes_torch_npus_databases_and_no_text_files(tmp_path):
+    import sqlite3
+
+    out = _profile_with(tmp_path / "db", torch_npu.profiler.ExportType.Db)
+    assert sorted(os.listdir(out)) == ["analysis.db", "ascend_pytorch_profiler.db"]
+    text = _profile_with(tmp_path / "text", [torch_npu.profiler.ExportType.Text, torch_npu.profiler.ExportType.Db])
+    with open(os.path.join(text, "kernel_details.csv")) as f:
+        kernels = list(csv.DictReader(f))
+    db = sqlite3.connect(os.path.join(text, "ascend_pytorch_profiler.db"))
+    rows = db.execute(
+        "SELECT n.value, t.value, TASK.startNs, TASK.endNs FROM COMPUTE_TASK_INFO c "
+        "JOIN TASK ON TASK.globalTaskId = c.globalTaskId JOIN STRING_IDS n ON n.id = c.name "
+        "JOIN STRING_IDS t ON t.id = c.opType ORDER BY TASK.startNs"
+    ).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(k["Name"], k["Type"]) for k in kernels]
+    for (_, _, start, end), k in zip(rows, kernels):
+        assert start / 1000 == pytest.approx(float(k["Start Time(us)"]), abs=0.5)
+        assert (end - start) / 1000 == pytest.approx(float(k["Duration(us)"]), abs=0.01)
+    linked = db.execute("SELECT COUNT(*) FROM TASK JOIN CANN_API ON CANN_API.connectionId = TASK.connectionId")
+    assert linked.fetchone()[0] == len(kernels)
+    assert [r[0] for r in db.execute("SELECT id FROM STEP_TIME ORDER BY id")] == [0, 1]
+    analysis = sqlite3.connect(os.path.join(text, "analysis.db"))
+    with open(os.path.join(text, "step_trace_time.csv")) as f:
+        computing = [float(r["Computing"]) for r in csv.DictReader(f)]
+    assert [r[0] for r in analysis.execute("SELECT computing FROM StepTraceTime")] == computing
 
 
 def _session_dir(root):

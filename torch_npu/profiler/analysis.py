@@ -45,4 +45,4 @@ def analyse(
             f"no profiling data to analyse under {profiler_path}: expected "
             f"<worker>_<timestamp>_ascend_pt directories with {session_record.RAW_FILE}"
         )
-    return [ascend_output.write_session(path, session_record.load(path)) for path in sessions]
+    return [ascend_output.write_session(path, session_record.load(path), export_type) for path in sessions]

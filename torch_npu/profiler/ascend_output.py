@@ -19,6 +19,7 @@ import os
 import socket
 
 from torch_npu.profiler.communication import communication_tables
+from torch_npu.profiler.db_export import write_databases
 from torch_npu.profiler.device_info import write_device_info
 from torch_npu.profiler.memory_output import (
     MEMORY_RECORD_HEADER,
@@ -257,11 +258,23 @@ def _task_time_rows(activities, epoch_offset_ns):
     return rows
 
 
-def write_session(path, session):
+def write_session(path, session, export_type=None):
     """Write ASCEND_PROFILER_OUTPUT/ of one session (session.py's record) into `path`, a `..._ascend_pt`
-    directory. Returns the ASCEND_PROFILER_OUTPUT directory."""
+    directory: the text files (ExportType.Text) and/or the databases (ExportType.Db) of `export_type`,
+    by default the session's. Returns the ASCEND_PROFILER_OUTPUT directory."""
     out = os.path.join(path, "ASCEND_PROFILER_OUTPUT")
     os.makedirs(out, exist_ok=True)
+    types = export_type if isinstance(export_type, list) else [export_type] if export_type else None
+    types = types or session.get("export_type") or ["text"]
+    if "db" in types:
+        write_databases(out, session, session.get("rank_id", -1), step_rows(session))
+    if "text" in types:
+        _write_text(out, session)
+    write_device_info(path, session)
+    return out
+
+
+def _write_text(out, session):
     activities, record_shapes, epoch_offset_ns = (
         session["activities"],
         session["record_shapes"],
@@ -353,8 +366,6 @@ def write_session(path, session):
         for name, content in zip(("communication.json", "communication_matrix.json"), tables):
             with open(os.path.join(out, name), "w") as f:
                 json.dump(content, f, indent=1)
-    write_device_info(path, session)
-    return out
 
 
 def write_metadata(path, config, metadata):

@@ -106,11 +106,6 @@ class _KinetoProfile:
         self.profile_memory = profile_memory
         self.with_stack, self.with_flops, self.with_modules = with_stack, with_flops, with_modules
         self.experimental_config = experimental_config or _ExperimentalConfig()
-        if "db" in self.experimental_config.export_type:
-            warnings.warn(
-                "torch_npu.profiler on vnpu: ExportType.Db (ascend_pytorch_profiler.db) is not written; "
-                "the text files of ExportType.Text are written instead"
-            )
         self.custom_trace_id_callback = custom_trace_id_callback
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
@@ -214,6 +209,8 @@ class _KinetoProfile:
                 "aic_metrics": self.experimental_config.aic_metrics,
                 "jit_compile": not is_jit_compile_false(),
                 "collectives": self._collectives,
+                "export_type": list(self.experimental_config.export_type),
+                "rank_id": _rank_id(),
                 "parallel_group_info": communication.parallel_group_info(),
             }
             self._session = session_record.prepare(record, align_clocks=True)

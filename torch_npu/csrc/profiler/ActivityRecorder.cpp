@@ -42,6 +42,22 @@ void collect(const std::vector<c10::IValue>& values, std::vector<TensorMeta>& ou
   }
 }
 
+// A copy operator with tensors on both the host and an npu.
+bool crosses_host_and_device(const OpCall& call) {
+  if (call.facts.name != "aten::copy_" && call.facts.name != "aten::_to_copy") {
+    return false;
+  }
+  bool host = false, device = false;
+  for (const auto* values : {&call.inputs, &call.outputs}) {
+    for (const auto& v : *values) {
+      if (v.isTensor() && v.toTensor().defined()) {
+        (v.toTensor().device().type() == c10::DeviceType::PrivateUse1 ? device : host) = true;
+      }
+    }
+  }
+  return host && device;
+}
+
 }  // namespace
 
 void ActivityRecorder::after(const OpCall& call) {
@@ -53,6 +69,7 @@ void ActivityRecorder::after(const OpCall& call) {
   a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
   a.thread = at::RecordFunction::currentThreadId();  // the id the profiler gives host events
   a.cpu_fallback = call.facts.cpu_fallback;
+  a.memcpy = crosses_host_and_device(call);
   a.correlation = current_correlation();
   if (record_shapes_) {
     collect(call.inputs, a.inputs);

@@ -115,6 +115,7 @@ void bind_ops(py::module& m) {
       d["stream"] = a.stream;
       d["thread"] = a.thread;
       d["cpu_fallback"] = a.cpu_fallback;
+      d["memcpy"] = a.memcpy;
       d["correlation"] = a.correlation;
       d["inputs"] = meta(a.inputs);
       d["outputs"] = meta(a.outputs);

@@ -1,0 +1,267 @@
+"""ExportType.Db: the session as SQLite databases in ASCEND_PROFILER_OUTPUT, laid out as torch_npu and
+msprof write them (written with the standard library's sqlite3):
+
+- `ascend_pytorch_profiler[_<rank>].db`: STRING_IDS (every text once, referenced by id), META_DATA
+  (parallel_group_info), RANK_DEVICE_MAP, NPU_INFO, SESSION_TIME_INFO, STEP_TIME, PYTORCH_API (the host
+  operators), CANN_API (the launch of each kernel and collective, joined to them by connectionId), TASK
+  and COMPUTE_TASK_INFO (the kernels), COMMUNICATION_OP (the hccl collectives). Times are epoch
+  nanoseconds.
+- `analysis.db`: CommAnalyzerTime, CommAnalyzerBandwidth and CommAnalyzerMatrix (the contents of
+  communication.json and communication_matrix.json) and StepTraceTime (step_trace_time.csv).
+"""
+
+import json
+import os
+import sqlite3
+
+from torch_npu.profiler.communication import communication_tables, group_hash
+from torch_npu.profiler.session import cann_type, core_of, op_type
+
+__all__ = ["write_databases", "profiler_db_name"]
+
+_PROFILER_TABLES = {
+    "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
+    "META_DATA": "name TEXT, value TEXT",
+    "RANK_DEVICE_MAP": "rankId INTEGER, deviceId INTEGER",
+    "NPU_INFO": "id INTEGER, name TEXT",
+    "SESSION_TIME_INFO": "startTimeNs INTEGER, endTimeNs INTEGER",
+    "STEP_TIME": "id INTEGER, startNs INTEGER, endNs INTEGER",
+    "ENUM_API_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "PYTORCH_API": "startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, name INTEGER, "
+    "sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, "
+    "type INTEGER",
+    "CANN_API": "startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, connectionId INTEGER PRIMARY KEY, "
+    "name INTEGER",
+    "TASK": "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER PRIMARY KEY, "
+    "globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER",
+    "COMPUTE_TASK_INFO": "name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockDim INTEGER, mixBlockDim INTEGER, "
+    "taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, "
+    "outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER, opState INTEGER, "
+    "hf32Eligible INTEGER",
+    "COMMUNICATION_OP": "opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, groupName INTEGER, "
+    "opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, "
+    "opType INTEGER",
+}
+_ANALYSIS_TABLES = {
+    "CommAnalyzerTime": "step TEXT, hccl_op_name TEXT, group_name TEXT, start_timestamp NUMERIC, elapsed_time NUMERIC, "
+    "transit_time NUMERIC, wait_time NUMERIC, synchronization_time NUMERIC, idle_time NUMERIC, "
+    "synchronization_time_ratio NUMERIC, wait_time_ratio NUMERIC",
+    "CommAnalyzerBandwidth": "step TEXT, hccl_op_name TEXT, group_name TEXT, band_type TEXT, transit_size NUMERIC, "
+    "transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, package_size NUMERIC, count NUMERIC, "
+    "total_duration NUMERIC",
+    "CommAnalyzerMatrix": "step TEXT, hccl_op_name TEXT, group_name TEXT, src_rank TEXT, dst_rank TEXT, "
+    "transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, op_name TEXT",
+    "StepTraceTime": "step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, overlapped NUMERIC, "
+    "communication NUMERIC, free NUMERIC, stage NUMERIC, bubble NUMERIC, "
+    "communication_not_overlapped_and_exclude_receive NUMERIC, preparing NUMERIC",
+}
+# msprof's API levels (ENUM_API_TYPE)
+_API_TYPES = {50001: "op", 20000: "acl", 15000: "node", 10000: "model", 5000: "runtime", 30000: "communication"}
+
+
+def profiler_db_name(rank_id):
+    return f"ascend_pytorch_profiler_{rank_id}.db" if rank_id >= 0 else "ascend_pytorch_profiler.db"
+
+
+class _Strings:
+    """STRING_IDS: each distinct text once."""
+
+    def __init__(self):
+        self.ids = {}
+
+    def __call__(self, text):
+        text = "" if text is None else str(text)
+        return self.ids.setdefault(text, len(self.ids))
+
+
+def _create(db, tables):
+    for name, columns in tables.items():
+        db.execute(f"CREATE TABLE {name} ({columns})")
+
+
+def _shapes(tensors):
+    return ";".join(",".join(str(d) for d in t[0]) for t in tensors)
+
+
+def _profiler_rows(session, rank_id, strings):
+    offset, pid = session["epoch_offset_ns"], session["pid"]
+    rows = {name: [] for name in _PROFILER_TABLES}
+    connection = 0
+    for i, a in enumerate(session["activities"]):
+        connection += 1
+        start, end = a["start_ns"] + offset, a["end_ns"] + offset
+        core = core_of(a)
+        rows["CANN_API"].append((start, end, 20000, a["thread"], connection, strings("aclnn" + cann_type(a["name"]))))
+        if a.get("memcpy"):  # a DMA task between host and device, not a compute kernel
+            rows["TASK"].append(
+                (start, end, a["device"], connection, i, pid, strings("MEMCPY_ASYNC"), 0, a["stream"], i, 4294967295)
+            )
+            continue
+        rows["TASK"].append((start, end, a["device"], connection, i, pid, strings(core), 0, a["stream"], i, 4294967295))
+        state = "dynamic" if session.get("jit_compile") else "static"
+        rows["COMPUTE_TASK_INFO"].append(
+            (
+                strings(op_type(a["name"])),
+                i,
+                1,
+                0,
+                strings(core),
+                strings(cann_type(a["name"])),
+                strings(";".join(str(t[2]) for t in a["inputs"])),
+                strings(";".join(t[1] for t in a["inputs"])),
+                strings(_shapes(a["inputs"])),
+                strings(";".join(str(t[2]) for t in a["outputs"])),
+                strings(";".join(t[1] for t in a["outputs"])),
+                strings(_shapes(a["outputs"])),
+                strings(""),
+                strings(state),
+                strings("NO"),
+            )
+        )
+    for op_id, c in enumerate(session.get("collectives", [])):
+        connection += 1
+        start, end = c["start_ns"] + offset, c["end_ns"] + offset
+        rows["CANN_API"].append((start, end, 30000, 0, connection, strings(c["name"])))
+        rows["COMMUNICATION_OP"].append(
+            (
+                strings(c["name"]),
+                start,
+                end,
+                connection,
+                strings(group_hash(c["group"])),
+                op_id,
+                0,
+                0,
+                strings(c["dtype"]),
+                strings("RING"),
+                c["count"],
+                strings("hcom_" + c["name"].split("_")[1]),
+            )
+        )
+    for e in session["host_events"]:
+        if e["cat"] != "cpu_op":
+            continue
+        rows["PYTORCH_API"].append(
+            (
+                e["start_ns"] + offset,
+                e["end_ns"] + offset,
+                e["thread"],
+                None,
+                strings(e["name"]),
+                None,
+                None,
+                strings(";".join(str(d) for d in e.get("dtypes") or [])),
+                strings(";".join(str(s) for s in e.get("shapes") or [])),
+                None,
+                50001,
+            )
+        )
+    devices = sorted({a["device"] for a in session["activities"]}) or [0]
+    rows["RANK_DEVICE_MAP"] = [(rank_id, d) for d in devices]
+    from torch_npu import _C
+
+    rows["NPU_INFO"] = [(d, _C._soc_profile()["name"]) for d in devices]
+    rows["STEP_TIME"] = [(n, s + offset, e + offset) for n, s, e in session["steps"] if session["has_steps"]]
+    starts = [a["start_ns"] for a in session["activities"]] + [e["start_ns"] for e in session["host_events"]]
+    ends = [a["end_ns"] for a in session["activities"]] + [e["end_ns"] for e in session["host_events"]]
+    if starts:
+        rows["SESSION_TIME_INFO"] = [(min(starts) + offset, max(ends) + offset)]
+    rows["ENUM_API_TYPE"] = list(_API_TYPES.items())
+    meta = [("SCHEMA_VERSION", "1.0.0")]
+    if session.get("parallel_group_info"):
+        meta.append(("parallel_group_info", json.dumps(session["parallel_group_info"])))
+    rows["META_DATA"] = meta
+    return rows
+
+
+def _analysis_rows(session, step_rows):
+    rows = {name: [] for name in _ANALYSIS_TABLES}
+    tables = communication_tables(session)
+    if tables is not None:
+        communication, matrix = tables
+        for step, kinds in communication.items():
+            for ops in kinds.values():
+                for key, info in ops.items():
+                    if key.startswith("Total"):
+                        continue
+                    name, group = key.split("@")
+                    t = info["Communication Time Info"]
+                    rows["CommAnalyzerTime"].append(
+                        (
+                            step,
+                            name,
+                            group,
+                            t["Start Timestamp(us)"],
+                            t["Elapse Time(ms)"],
+                            t["Transit Time(ms)"],
+                            t["Wait Time(ms)"],
+                            t["Synchronization Time(ms)"],
+                            t["Idle Time(ms)"],
+                            t["Synchronization Time Ratio"],
+                            t["Wait Time Ratio"],
+                        )
+                    )
+                    for band, b in info["Communication Bandwidth Info"].items():
+                        for package, (count, duration) in b["Size Distribution"].items() or [("0", (0, 0.0))]:
+                            rows["CommAnalyzerBandwidth"].append(
+                                (
+                                    step,
+                                    name,
+                                    group,
+                                    band,
+                                    b["Transit Size(MB)"],
+                                    b["Transit Time(ms)"],
+                                    b["Bandwidth(GB/s)"],
+                                    b["Large Packet Ratio"],
+                                    float(package),
+                                    count,
+                                    duration,
+                                )
+                            )
+        for step, kinds in matrix.items():
+            for ops in kinds.values():
+                for key, link_map in ops.items():
+                    name, group = key.split("@")
+                    for link, v in link_map.items():
+                        src, dst = link.split("-")
+                        rows["CommAnalyzerMatrix"].append(
+                            (
+                                step,
+                                name,
+                                group,
+                                src,
+                                dst,
+                                v["Transport Type"],
+                                v["Transit Size(MB)"],
+                                v["Transit Time(ms)"],
+                                v["Bandwidth(GB/s)"],
+                                v["Op Name"],
+                            )
+                        )
+    for row in step_rows:
+        rows["StepTraceTime"].append((str(row[1]) if row[1] != "" else None, *row[2:]))
+    return rows
+
+
+def _write(path, tables, rows, strings=None):
+    if os.path.exists(path):
+        os.remove(path)
+    with sqlite3.connect(path) as db:
+        _create(db, tables)
+        for name, values in rows.items():
+            if values:
+                marks = ",".join("?" * len(values[0]))
+                db.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
+        if strings is not None:
+            db.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(i, v) for v, i in strings.ids.items()])
+    return path
+
+
+def write_databases(out, session, rank_id, step_rows):
+    """Writes the profiler database and analysis.db into `out` (ASCEND_PROFILER_OUTPUT); returns their paths."""
+    strings = _Strings()
+    rows = _profiler_rows(session, rank_id, strings)
+    rows.pop("STRING_IDS")
+    profiler_db = _write(os.path.join(out, profiler_db_name(rank_id)), _PROFILER_TABLES, rows, strings)
+    analysis_db = _write(os.path.join(out, "analysis.db"), _ANALYSIS_TABLES, _analysis_rows(session, step_rows))
+    return profiler_db, analysis_db
