@@ -410,6 +410,23 @@ def case_profiled_collectives():
     print("ok")
 
 
+def case_profiled_slow_rank():
+    """Six all_reduces the last rank joins 30 ms late, profiled into PROFILE_DIR as databases."""
+    config = torch_npu.profiler._ExperimentalConfig(export_type="db")
+    with torch_npu.profiler.profile(
+        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
+        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
+        experimental_config=config,
+    ) as prof:
+        for _ in range(6):
+            if RANK == WORLD - 1:
+                time.sleep(0.03)
+            dist.all_reduce(torch.ones(4096).to(DEV))
+        prof.step()
+    print("ok")
+
+
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)

@@ -117,3 +117,14 @@ def test_the_database_only_analyses_fill_their_tables(db_cluster, analysis, tabl
     if analysis == "compute_op_sum":
         kinds = {row[0] for row in db.execute("SELECT OpType FROM ComputeOpAllRankStats")}
         assert "MatMulV2" in kinds
+
+
+def test_slow_rank_finds_the_rank_that_joins_late(tmp_path):
+    _all_ok(launch("profiled_slow_rank", 4, extra_env={"PROFILE_DIR": str(tmp_path)}))
+    done = subprocess.run(
+        [MSPROF_ANALYZE, "-m", "slow_rank", "-d", str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "cluster_analysis_output" / "cluster_analysis.db")
+    slow = dict(db.execute("SELECT * FROM SlowRank").fetchall())
+    assert set(slow) == {3} and slow[3] > 0  # the others wait for rank 3, so its collectives are the short ones
