@@ -138,3 +138,15 @@ npu_op(
     backward=_dropout_add_softmax_backward,
     setup_context=_dropout_add_softmax_setup,
 )(npu_dropout_with_add_softmax)
+
+
+@npu_op("npu_silu(Tensor self) -> Tensor", differentiable=True, dtypes={"self": FLOATS}, api="aclnnSilu")
+def npu_silu(x):
+    """x * sigmoid(x)."""
+    return F.silu(x)
+
+
+@npu_op("npu_silu_(Tensor(a!) self) -> Tensor(a!)", dtypes={"self": FLOATS}, api="aclnnInplaceSilu")
+def npu_silu_(x):
+    """npu_silu in place."""
+    return x.copy_(F.silu(x))

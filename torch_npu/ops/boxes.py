@@ -406,3 +406,24 @@ def npu_bounding_box_decode(
         x1, x2 = x1.clamp(0, w), x2.clamp(0, w)
         y1, y2 = y1.clamp(0, h), y2.clamp(0, h)
     return torch.stack([x1, y1, x2, y2], -1).to(rois.dtype)
+
+
+@npu_op(
+    "npu_anchor_response_flags(Tensor self, int[2] featmap_size, int[2] stride, int num_base_anchors) -> Tensor",
+    dtypes={"self": FLOATS},
+    api="AnchorResponseFlags",
+)
+def npu_anchor_response_flags(gt_bboxes, featmap_size, stride, num_base_anchors):
+    """The anchors responsible for the ground-truth boxes [N, 4] (x1, y1, x2, y2): the feature-map cell
+    holding each box's centre (centre // stride) flags its num_base_anchors anchors; a uint8 tensor of
+    feat_h * feat_w * num_base_anchors flags."""
+    op = "npu_anchor_response_flags"
+    check(
+        gt_bboxes.dim() == 2 and gt_bboxes.shape[1] == 4, op, f"self must be [N, 4] boxes, got {tuple(gt_bboxes.shape)}"
+    )
+    feat_h, feat_w = featmap_size
+    centre_x = torch.floor((gt_bboxes[:, 0] + gt_bboxes[:, 2]) * 0.5 / stride[0]).long()
+    centre_y = torch.floor((gt_bboxes[:, 1] + gt_bboxes[:, 3]) * 0.5 / stride[1]).long()
+    flags = torch.zeros(feat_h * feat_w, dtype=torch.uint8, device=gt_bboxes.device)
+    flags[centre_y * feat_w + centre_x] = 1
+    return flags[:, None].expand(feat_h * feat_w, num_base_anchors).reshape(-1)

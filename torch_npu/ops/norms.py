@@ -128,3 +128,14 @@ def npu_group_norm_silu(input, weight, bias, group, eps=1e-5):  # noqa: A002
         )
     ).to(input.dtype)
     return out, mean.to(input.dtype), rstd.to(input.dtype)
+
+
+@npu_op(
+    "npu_layer_norm_eval(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+    "float eps=1e-05) -> Tensor",
+    dtypes={"input": FLOATS},
+    api="aclnnLayerNorm",
+)
+def npu_layer_norm_eval(x, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Layer normalisation for inference: the output only (no mean / rstd for a backward)."""
+    return torch.nn.functional.layer_norm(x, list(normalized_shape), weight, bias, eps)

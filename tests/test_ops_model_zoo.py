@@ -1,0 +1,183 @@
+"""The torch_npu operators model zoos call under their own names: npu_max / npu_min (int32 indices),
+npu_sort_v2, npu_slice, npu_broadcast, npu_indexing, the npu_conv* family, npu_silu, npu_layer_norm_eval,
+npu_softmax_cross_entropy_with_logits and npu_anchor_response_flags — each against a reference written
+here, with gradients, fake shapes, torch.compile and its argument errors."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from error_cases import first_line
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import torch_npu
+
+
+def npu(*shape, seed=0, dtype=torch.float32):
+    torch.manual_seed(seed)
+    return torch.randn(*shape, dtype=dtype).npu()
+
+
+@pytest.mark.parametrize("op,reference", [(torch_npu.npu_max, torch.amax), (torch_npu.npu_min, torch.amin)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_give_values_and_int32_indices(op, reference, keepdim):
+    x = npu(3, 5, 4)
+    values, indices = op(x, 1, keepdim)
+    host = x.cpu()
+    assert torch.equal(values.cpu(), reference(host, 1, keepdim))
+    assert indices.dtype == torch.int32
+    picked = host.gather(1, (indices.long() if keepdim else indices.long().unsqueeze(1)).cpu())
+    assert torch.equal(picked if keepdim else picked.squeeze(1), values.cpu())
+
+
+def test_max_backward_routes_the_gradient_to_the_maxima():
+    x = npu(4, 6).requires_grad_()
+    values, indices = torch_npu.npu_max(x, -1)
+    values.sum().backward()
+    expected = torch.zeros(4, 6)
+    expected[torch.arange(4), indices.long().cpu()] = 1
+    assert torch.equal(x.grad.cpu(), expected)
+
+
+def test_sort_v2_slice_broadcast_match_their_references():
+    x = npu(3, 7)
+    assert torch.equal(torch_npu.npu_sort_v2(x).cpu(), x.cpu().sort(-1).values)
+    assert torch.equal(torch_npu.npu_sort_v2(x, 0, True).cpu(), x.cpu().sort(0, descending=True).values)
+    sliced = torch_npu.npu_slice(x, [1, 2], [2, 4])
+    assert sliced.is_contiguous() and torch.equal(sliced.cpu(), x.cpu()[1:3, 2:6])
+    row = npu(1, 7)
+    assert torch.equal(torch_npu.npu_broadcast(row, [5, 7]).cpu(), row.cpu().repeat(5, 1))
+
+
+@pytest.mark.parametrize(
+    "begin,end,strides,masks,index",
+    [
+        ([0, 1], [4, 5], [1, 1], {}, (slice(0, 4), slice(1, 5))),
+        ([1, 0], [3, 6], [1, 2], {}, (slice(1, 3), slice(0, 6, 2))),
+        ([-3, 2], [-1, 0], [1, 1], {"end_mask": 0b10}, (slice(-3, -1), slice(2, None))),
+        ([2, 0], [0, 6], [1, 3], {"begin_mask": 0b01, "shrink_axis_mask": 0b00}, (slice(None, 0), slice(0, 6, 3))),
+        ([2, 0], [3, 6], [1, 1], {"shrink_axis_mask": 0b01}, (2, slice(0, 6))),
+    ],
+)
+def test_indexing_is_a_strided_slice(begin, end, strides, masks, index):
+    x = npu(4, 6)
+    assert torch.equal(torch_npu.npu_indexing(x, begin, end, strides, **masks).cpu(), x.cpu()[index])
+
+
+CONVOLUTIONS = [
+    (
+        torch_npu.npu_conv2d,
+        (2, 3, 9, 9),
+        (6, 3, 3, 3),
+        lambda x, w, b: F.conv2d(x, w, b, 2, 1, 1, 1),
+        ([2, 2], [1, 1], [1, 1], 1),
+    ),
+    (
+        torch_npu.npu_conv3d,
+        (1, 2, 5, 6, 6),
+        (4, 2, 3, 3, 3),
+        lambda x, w, b: F.conv3d(x, w, b, 1, 1, 1, 1),
+        ([1, 1, 1], [1, 1, 1], [1, 1, 1], 1),
+    ),
+    (
+        torch_npu.npu_convolution,
+        (2, 4, 8, 8),
+        (4, 2, 3, 3),
+        lambda x, w, b: F.conv2d(x, w, b, 1, 0, 2, 2),
+        ([1], [0], [2], 2),
+    ),
+]
+
+
+@pytest.mark.parametrize("op,xs,ws,reference,args", CONVOLUTIONS, ids=["conv2d", "conv3d", "convolution"])
+def test_convolutions_match_torch_and_differentiate(op, xs, ws, reference, args):
+    x, w, b = npu(*xs, seed=1).requires_grad_(), npu(*ws, seed=2).requires_grad_(), npu(ws[0], seed=3).requires_grad_()
+    out = op(x, w, b, *args)
+    hx, hw, hb = (t.detach().cpu().requires_grad_() for t in (x, w, b))
+    want = reference(hx, hw, hb)
+    assert torch.equal(out.detach().cpu(), want.detach())
+    out.sum().backward()
+    want.sum().backward()
+    for got, expected in ((x, hx), (w, hw), (b, hb)):
+        assert torch.equal(got.grad.cpu(), expected.grad)
+
+
+def test_transposed_convolutions_match_torch():
+    x, w = npu(1, 3, 5, 5, seed=4), npu(3, 2, 3, 3, seed=5)
+    want = F.conv_transpose2d(x.cpu(), w.cpu(), None, 2, 1, 1, 1, 1)
+    for op in (torch_npu.npu_conv_transpose2d, torch_npu.npu_convolution_transpose):
+        assert torch.equal(op(x, w, None, [1, 1], [1, 1], [2, 2], [1, 1], 1).cpu(), want)
+
+
+def test_silu_layer_norm_eval_and_softmax_cross_entropy():
+    x = npu(4, 8)
+    torch.testing.assert_close(torch_npu.npu_silu(x).cpu(), x.cpu() * torch.sigmoid(x.cpu()))
+    assert torch.equal(torch_npu.npu_silu(x).cpu(), F.silu(x.cpu()))  # the CPU's kernel, bit for bit
+    y = x.clone()
+    assert torch_npu.npu_silu_(y) is y and torch.equal(y.cpu(), F.silu(x.cpu()))
+    weight, bias = npu(8, seed=6), npu(8, seed=7)
+    assert torch.equal(
+        torch_npu.npu_layer_norm_eval(x, [8], weight, bias).cpu(), F.layer_norm(x.cpu(), [8], weight.cpu(), bias.cpu())
+    )
+    labels = torch.softmax(npu(4, 8, seed=8), -1)
+    loss = torch_npu.npu_softmax_cross_entropy_with_logits(x, labels)
+    host = -(labels.cpu() * (x.cpu() - x.cpu().logsumexp(-1, keepdim=True))).sum(-1)
+    torch.testing.assert_close(loss.cpu(), host, rtol=1e-6, atol=1e-6)
+
+
+def test_anchor_response_flags_mark_the_cells_of_box_centres():
+    boxes = torch.tensor([[0.0, 0.0, 16.0, 16.0], [20.0, 4.0, 30.0, 10.0]]).npu()
+    flags = torch_npu.npu_anchor_response_flags(boxes, [4, 5], [8, 8], 3)
+    assert flags.dtype == torch.uint8 and flags.shape == (4 * 5 * 3,)
+    cells = flags.view(20, 3).cpu()
+    # centres (8, 8) -> cell (1, 1) = 6; (25, 7) -> cell (0, 3) = 3
+    assert cells[:, 0].nonzero().flatten().tolist() == [3, 6] and torch.equal(cells[:, 0], cells[:, 2])
+
+
+def test_fake_shapes_and_compiled_graphs():
+    with FakeTensorMode():
+        x = torch.empty(3, 5, 4, device="npu")
+        values, indices = torch_npu.npu_max(x, 2, True)
+        assert values.shape == (3, 5, 1) and indices.dtype == torch.int32
+        assert torch_npu.npu_indexing(x, [0, 1], [3, 5], [2, 2]).shape == (2, 2, 4)
+    x = npu(3, 6)
+    compiled = torch.compile(
+        lambda t: torch_npu.npu_slice(torch_npu.npu_silu(t), [0, 1], [2, 4]).sum() + torch_npu.npu_max(t, 1)[0].sum(),
+        backend="aot_eager",
+        fullgraph=True,
+    )
+    eager = torch_npu.npu_slice(torch_npu.npu_silu(x), [0, 1], [2, 4]).sum() + torch_npu.npu_max(x, 1)[0].sum()
+    assert torch.equal(compiled(x).cpu(), eager.cpu())
+
+
+ERRORS = [
+    (lambda: torch_npu.npu_max(npu(2, 3), 2), "npu_max: dim=2 is out of range for a 2-D input"),
+    (lambda: torch_npu.npu_slice(npu(2, 3), [0], [1]), "npu_slice: offsets and size need 2 entries each, got 1 and 1"),
+    (lambda: torch_npu.npu_slice(npu(2, 3), [1, 2], [2, 1]), "npu_slice: offset 1 + size 2 exceeds dim 0 of size 2"),
+    (
+        lambda: torch_npu.npu_indexing(npu(2, 3), [0, 0], [2, 3], [1, 0]),
+        "npu_indexing: strides[1] must be positive, got 0",
+    ),
+    (
+        lambda: torch_npu.npu_indexing(npu(2, 3), [0], [1], [1], ellipsis_mask=1),
+        "npu_indexing: ellipsis_mask and new_axis_mask are not supported on vnpu; index with Python's ... and None instead",
+    ),
+    (
+        lambda: torch_npu.npu_conv2d(npu(3, 8, 8), npu(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], 1),
+        "npu_conv2d: input must be 4-D, got 3-D",
+    ),
+    (
+        lambda: torch_npu.npu_softmax_cross_entropy_with_logits(npu(2, 3), npu(2, 4)),
+        "npu_softmax_cross_entropy_with_logits: labels must have the shape of self (2, 3), got (2, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_anchor_response_flags(npu(2, 5), [2, 2], [4, 4], 1),
+        "npu_anchor_response_flags: self must be [N, 4] boxes, got (2, 5)",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", ERRORS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(ERRORS)])
+def test_bad_arguments_name_the_argument(call, message):
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert first_line(info.value) == message and "ERR01001 OPS invalid parameter" in str(info.value)
