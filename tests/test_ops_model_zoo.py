@@ -133,6 +133,32 @@ def test_anchor_response_flags_mark_the_cells_of_box_centres():
     assert cells[:, 0].nonzero().flatten().tolist() == [3, 6] and torch.equal(cells[:, 0], cells[:, 2])
 
 
+def test_sign_bits_pack_and_unpack_follow_torch_npus_examples():
+    x = torch.tensor([5, 4, 3, 2, 0, -1, -2, 4, 3, 2, 1, 0, -1, -2], dtype=torch.float32).npu()
+    packed = torch_npu.npu_sign_bits_pack(x, 2)
+    assert packed.dtype == torch.uint8 and packed.cpu().tolist() == [[159], [15]]
+    signs = torch_npu.npu_sign_bits_unpack(packed.flatten(), 1, torch.float16)
+    expected = [1.0, 1, 1, 1, 1, -1, -1, 1, 1, 1, 1, 1, -1, -1, -1, -1]  # the two pad bits unpack as -1
+    assert signs.dtype == torch.float16 and signs.cpu().tolist() == [expected]
+    assert torch.equal(signs.flatten()[:14].cpu(), torch.where(x.cpu() >= 0, 1.0, -1.0).half())
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_apply_adam_takes_tensorflows_adam_step_in_place(nesterov):
+    grad, var0, m0, v0 = npu(6, seed=9), npu(6, seed=10), npu(6, seed=11) * 0.1, npu(6, seed=12).abs() * 0.01
+    var, m, v = var0.clone(), m0.clone(), v0.clone()
+    b1p, b2p, lr, b1, b2, eps = 0.9**3, 0.999**3, 0.01, 0.9, 0.999, 1e-8
+    out = torch_npu.npu_apply_adam(b1p, b2p, lr, b1, b2, eps, grad, False, nesterov, var=var, m=m, v=v)
+    assert out[0] is var and out[1] is m and out[2] is v
+    g, hm, hv, hvar = grad.cpu().double(), m0.cpu().double(), v0.cpu().double(), var0.cpu().double()
+    hm = hm + (1 - b1) * (g - hm)
+    hv = hv + (1 - b2) * (g * g - hv)
+    step = (b1 * hm + (1 - b1) * g) if nesterov else hm
+    hvar = hvar - lr * (1 - b2p) ** 0.5 / (1 - b1p) * step / (hv.sqrt() + eps)
+    for got, want in ((var, hvar), (m, hm), (v, hv)):
+        torch.testing.assert_close(got.cpu(), want.float(), rtol=1e-6, atol=1e-7)
+
+
 def test_fake_shapes_and_compiled_graphs():
     with FakeTensorMode():
         x = torch.empty(3, 5, 4, device="npu")

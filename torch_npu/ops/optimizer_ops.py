@@ -1,5 +1,13 @@
-"""npu_apply_adam_w: one fused AdamW step (the ApplyAdamW kernel).
+"""npu_apply_adam_w and npu_apply_adam: one fused AdamW / Adam step (the ApplyAdamW and ApplyAdam
+kernels).
 
+npu_apply_adam (TensorFlow's ApplyAdam), .out form with var, m, v updated in place:
+    lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+    m += (1 - beta1) * (grad - m);  v += (1 - beta2) * (grad^2 - v)
+    var -= lr_t * m / (sqrt(v) + epsilon), or with use_nesterov
+    var -= lr_t * (beta1 * m + (1 - beta1) * grad) / (sqrt(v) + epsilon)
+
+npu_apply_adam_w:
 With var, m, v updated in place (the .out form):
     g = -grad if maximize else grad;  var *= 1 - lr * weight_decay
     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
@@ -109,3 +117,46 @@ npu_op(
     "-> (Tensor(a!), Tensor(b!), Tensor(c!))",
     fake=lambda *a, var, m, v, **k: (var, m, v),
 )(_out)
+
+
+_ADAM_ARGS = (
+    "Scalar beta1_power, Scalar beta2_power, Scalar lr, Scalar beta1, Scalar beta2, Scalar epsilon, Tensor grad, "
+    "bool? use_locking, bool? use_nesterov"
+)
+
+
+def _adam_step(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_nesterov):
+    check(
+        var.shape == grad.shape == m.shape == v.shape,
+        "npu_apply_adam",
+        f"var, m, v and grad must have one shape, got {tuple(var.shape)}, {tuple(m.shape)}, {tuple(v.shape)}, "
+        f"{tuple(grad.shape)}",
+    )
+    lr_t = lr * (1 - beta2_power) ** 0.5 / (1 - beta1_power)
+    m.add_(grad - m, alpha=1 - beta1)
+    v.add_(grad * grad - v, alpha=1 - beta2)
+    numerator = m * beta1 + grad * (1 - beta1) if use_nesterov else m
+    var.addcdiv_(numerator, v.sqrt().add_(epsilon), value=-lr_t)
+    return var, m, v
+
+
+def _adam_functional(beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking=None, use_nesterov=None):
+    var, m, v = (torch.zeros_like(grad) for _ in range(3))
+    return _adam_step(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, bool(use_nesterov))
+
+
+def _adam_out(
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking=None, use_nesterov=None, *, var, m, v
+):
+    return _adam_step(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, bool(use_nesterov))
+
+
+npu_op(
+    f"npu_apply_adam({_ADAM_ARGS}) -> (Tensor, Tensor, Tensor)",
+    fake=lambda *a, **k: tuple(torch.empty_like(a[6]) for _ in range(3)),
+)(_adam_functional)
+npu_op(
+    f"npu_apply_adam.out({_ADAM_ARGS}, *, Tensor(a!) var, Tensor(b!) m, Tensor(c!) v) "
+    "-> (Tensor(a!), Tensor(b!), Tensor(c!))",
+    fake=lambda *a, var, m, v, **k: (var, m, v),
+)(_adam_out)

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_npu.ops._common import check, dtype_of
-from torch_npu.ops.dtype_support import FLOATS, INDEX_TYPES
+from torch_npu.ops.dtype_support import FLOATS, HALF_AND_FLOAT, INDEX_TYPES
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -154,3 +154,43 @@ def npu_bmmV2(x, mat2, output_sizes):
         x.shape[-1] == mat2.shape[-2], "npu_bmmV2", f"self {tuple(x.shape)} and mat2 {tuple(mat2.shape)} do not chain"
     )
     return torch.matmul(x, mat2)
+
+
+@npu_op("npu_sign_bits_pack(Tensor self, int size) -> Tensor", dtypes={"self": HALF_AND_FLOAT}, api="SignBitsPack")
+def npu_sign_bits_pack(x, size):
+    """1-bit compression of a 1-D tensor: bit i is 1 where x[i] >= 0, eight per byte with the first element in
+    the lowest bit, zero-padded to whole bytes; a uint8 tensor of `size` rows."""
+    check(x.dim() == 1, "npu_sign_bits_pack", f"self must be 1-D, got {x.dim()}-D")
+    bits = (x >= 0).to(torch.uint8)
+    bits = torch.nn.functional.pad(bits, (0, (-bits.numel()) % 8))
+    packed = (bits.view(-1, 8) << torch.arange(8, dtype=torch.uint8, device=x.device)).sum(-1).to(torch.uint8)
+    check(
+        packed.numel() % size == 0,
+        "npu_sign_bits_pack",
+        f"{packed.numel()} packed bytes do not split into size={size} rows",
+    )
+    return packed.view(size, -1)
+
+
+@npu_op(
+    "npu_sign_bits_unpack(Tensor input, int size, ScalarType dtype) -> Tensor",
+    dtypes={"input": (torch.uint8,)},
+    api="SignBitsUnpack",
+)
+def npu_sign_bits_unpack(packed, size, dtype):
+    """The inverse of npu_sign_bits_pack: each bit of the uint8 input as +1 (set) or -1, first element from the
+    lowest bit, as `dtype` (float16 or float32) in `size` rows."""
+    check(
+        dtype in (torch.float16, torch.float32),
+        "npu_sign_bits_unpack",
+        f"dtype must be float16 or float32, got {dtype}",
+    )
+    check(packed.dim() == 1, "npu_sign_bits_unpack", f"input must be 1-D, got {packed.dim()}-D")
+    bits = (packed.view(-1, 1) >> torch.arange(8, dtype=torch.uint8, device=packed.device)) & 1
+    values = bits.reshape(-1).to(dtype) * 2 - 1
+    check(
+        values.numel() % size == 0,
+        "npu_sign_bits_unpack",
+        f"{values.numel()} values do not split into size={size} rows",
+    )
+    return values.view(size, -1)
