@@ -124,6 +124,24 @@ def test_silu_layer_norm_eval_and_softmax_cross_entropy():
     torch.testing.assert_close(loss.cpu(), host, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_mul_is_gelu_of_the_left_half_times_the_right(approximate):
+    x = npu(3, 2, 8).requires_grad_()
+    out = torch_npu.npu_gelu_mul(x, approximate=approximate)
+    host = x.detach().cpu().requires_grad_()
+    want = F.gelu(host[..., :4], approximate=approximate) * host[..., 4:]
+    assert out.shape == (3, 2, 4) and torch.equal(out.detach().cpu(), want.detach())
+    out.sum().backward()
+    want.sum().backward()
+    assert torch.equal(x.grad.cpu(), host.grad)
+
+
+def test_ptiou_is_npu_iou():
+    boxes, gt = torch.tensor([[0.0, 0, 4, 4], [2, 2, 6, 6]]).npu(), torch.tensor([[1.0, 1, 5, 5]]).npu()
+    for mode in (0, 1):
+        assert torch.equal(torch_npu.npu_ptiou(boxes, gt, mode).cpu(), torch_npu.npu_iou(boxes, gt, mode).cpu())
+
+
 def test_anchor_response_flags_mark_the_cells_of_box_centres():
     boxes = torch.tensor([[0.0, 0.0, 16.0, 16.0], [20.0, 4.0, 30.0, 10.0]]).npu()
     flags = torch_npu.npu_anchor_response_flags(boxes, [4, 5], [8, 8], 3)
@@ -195,6 +213,7 @@ ERRORS = [
         lambda: torch_npu.npu_softmax_cross_entropy_with_logits(npu(2, 3), npu(2, 4)),
         "npu_softmax_cross_entropy_with_logits: labels must have the shape of self (2, 3), got (2, 4)",
     ),
+    (lambda: torch_npu.npu_gelu_mul(npu(2, 5)), "npu_gelu_mul: the last dimension of input (5) must be even"),
     (
         lambda: torch_npu.npu_anchor_response_flags(npu(2, 5), [2, 2], [4, 4], 1),
         "npu_anchor_response_flags: self must be [N, 4] boxes, got (2, 5)",

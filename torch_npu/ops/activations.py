@@ -150,3 +150,20 @@ def npu_silu(x):
 def npu_silu_(x):
     """npu_silu in place."""
     return x.copy_(F.silu(x))
+
+
+@npu_op(
+    "npu_gelu_mul(Tensor input, *, str approximate='none') -> Tensor",
+    differentiable=True,
+    dtypes={"input": FLOATS},
+    api="aclnnGeluMul",
+)
+def npu_gelu_mul(x, *, approximate="none"):
+    """GELU of the left half of the last dimension times its right half (aclnnGeluMul); approximate is
+    'none' (erf) or 'tanh'."""
+    op = "npu_gelu_mul"
+    check(approximate in ("none", "tanh"), op, f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    check(2 <= x.dim() <= 8, op, f"input must have 2 to 8 dimensions, got {x.dim()}")
+    check(x.shape[-1] % 2 == 0, op, f"the last dimension of input ({x.shape[-1]}) must be even")
+    left, right = x.chunk(2, -1)
+    return F.gelu(left, approximate=approximate) * right

@@ -47,6 +47,16 @@ def npu_iou(bboxes, gtboxes, mode=0):
     return (inter / _area(g)[:, None]).to(bboxes.dtype)
 
 
+@npu_op(
+    "npu_ptiou(Tensor bboxes, Tensor gtboxes, int mode=0) -> Tensor",
+    dtypes={"bboxes": FLOATS, "gtboxes": FLOATS},
+    api="aclnnIou",
+)
+def npu_ptiou(bboxes, gtboxes, mode=0):
+    """torch_npu's other name of npu_iou (the same kernel)."""
+    return npu_iou(bboxes, gtboxes, mode)
+
+
 def _iou_terms(boxes, gt, trans, is_cross, mode, op):
     """boxes [4, N], gt [4, M] -> (boxes, gt, overlap, union, enclosing top-left, enclosing bottom-right),
     pairwise (aligned: [N]; cross: [M, N]). overlap is the IoU (mode 0) or the IoF, inter / gt area (mode 1,
