@@ -177,6 +177,55 @@ def test_apply_adam_takes_tensorflows_adam_step_in_place(nesterov):
         torch.testing.assert_close(got.cpu(), want.float(), rtol=1e-6, atol=1e-7)
 
 
+def test_yolo_boxes_encode_gives_cell_offsets_and_log_sizes():
+    anchors = torch.tensor([[0.0, 0, 8, 8], [8, 8, 24, 24]]).npu()
+    gt = torch.tensor([[2.0, 2, 10, 6], [4, 10, 20, 30]]).npu()
+    stride = torch.tensor([8, 16], dtype=torch.int32).npu()
+    out = torch_npu.npu_yolo_boxes_encode(anchors, gt, stride).cpu()
+    import math
+
+    expected = torch.tensor(
+        [
+            [(6 - 4) / 8 + 0.5, (4 - 4) / 8 + 0.5, math.log(8 / 8), math.log(4 / 8)],
+            [(12 - 16) / 16 + 0.5, (20 - 16) / 16 + 0.5, math.log(16 / 16), math.log(20 / 16)],
+        ]
+    )
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("assign_all", [False, True])
+def test_grid_assign_positive_follows_the_grid_assigner(assign_all):
+    overlaps = torch.tensor([[0.1, 0.7, 0.7, 0.2, 0.0], [0.6, 0.3, 0.1, 0.9, 0.4]])
+    flags = torch.tensor([1, 1, 1, 0, 1], dtype=torch.uint8)
+    max_overlaps, argmax = overlaps.max(0)
+    gt_max, gt_argmax = overlaps.max(1)
+    start = torch.zeros(5)
+    got = torch_npu.npu_grid_assign_positive(
+        start.npu(),
+        overlaps.npu(),
+        flags.npu(),
+        max_overlaps.npu(),
+        argmax.npu(),
+        gt_max.npu(),
+        gt_argmax.npu(),
+        2,
+        0.5,
+        0.3,
+        assign_all,
+    ).cpu()
+    expected = start.clone()
+    for j in range(5):  # responsible boxes above pos_iou_thr take their best gt
+        if flags[j] and max_overlaps[j] > 0.5:
+            expected[j] = argmax[j] + 1
+    for i in range(2):  # each gt above min_pos_iou takes its best responsible box(es)
+        if gt_max[i] > 0.3:
+            boxes = [j for j in range(5) if overlaps[i, j] == gt_max[i]] if assign_all else [int(gt_argmax[i])]
+            for j in boxes:
+                if flags[j]:
+                    expected[j] = i + 1
+    assert torch.equal(got, expected)
+
+
 def test_fake_shapes_and_compiled_graphs():
     with FakeTensorMode():
         x = torch.empty(3, 5, 4, device="npu")

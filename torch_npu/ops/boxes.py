@@ -8,7 +8,7 @@ import math
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.dtype_support import FLOATS
+from torch_npu.ops.dtype_support import FLOATS, HALF_AND_FLOAT
 from torch_npu.ops.registration import npu_op
 
 __all__ = ["pairwise_iou", "greedy_nms", "roi_align_reference"]
@@ -437,3 +437,79 @@ def npu_anchor_response_flags(gt_bboxes, featmap_size, stride, num_base_anchors)
     flags = torch.zeros(feat_h * feat_w, dtype=torch.uint8, device=gt_bboxes.device)
     flags[centre_y * feat_w + centre_x] = 1
     return flags[:, None].expand(feat_h * feat_w, num_base_anchors).reshape(-1)
+
+
+@npu_op(
+    "npu_yolo_boxes_encode(Tensor self, Tensor gt_bboxes, Tensor stride, bool performance_mode=False) -> Tensor",
+    dtypes={"self": HALF_AND_FLOAT, "gt_bboxes": HALF_AND_FLOAT},
+    api="YoloBoxesEncode",
+)
+def npu_yolo_boxes_encode(anchors, gt_bboxes, stride, performance_mode=False):
+    """YOLO's box encoding of gt_bboxes [N, 4] against anchors [N, 4] (x1, y1, x2, y2) with per-box stride [N]:
+    the centre offset within the cell ((gt centre - anchor centre) / stride + 0.5, clamped to [eps, 1 - eps]) and
+    log(gt size / anchor size), eps = 1e-6 (mmdetection's YOLOBBoxCoder.encode)."""
+    op = "npu_yolo_boxes_encode"
+    check(anchors.dim() == 2 and anchors.shape[1] == 4, op, f"self must be [N, 4], got {tuple(anchors.shape)}")
+    check(
+        gt_bboxes.shape == anchors.shape,
+        op,
+        f"gt_bboxes must have the shape of self {tuple(anchors.shape)}, got {tuple(gt_bboxes.shape)}",
+    )
+    check(
+        stride.dim() == 1 and stride.shape[0] == anchors.shape[0],
+        op,
+        f"stride must be [N] with N={anchors.shape[0]}, got {tuple(stride.shape)}",
+    )
+    eps = 1e-6
+    a, g, s = anchors.float(), gt_bboxes.float(), stride.float()
+    centre_a, size_a = (a[:, :2] + a[:, 2:]) * 0.5, a[:, 2:] - a[:, :2]
+    centre_g, size_g = (g[:, :2] + g[:, 2:]) * 0.5, g[:, 2:] - g[:, :2]
+    offset = ((centre_g - centre_a) / s[:, None] + 0.5).clamp(eps, 1 - eps)
+    scale = torch.log((size_g / size_a).clamp(min=eps))
+    return torch.cat([offset, scale], dim=1).to(anchors.dtype)
+
+
+@npu_op(
+    "npu_grid_assign_positive(Tensor self, Tensor overlaps, Tensor box_responsible_flags, Tensor max_overlaps, "
+    "Tensor argmax_overlaps, Tensor gt_max_overlaps, Tensor gt_argmax_overlaps, int num_gts, float pos_iou_thr, "
+    "float min_pos_iou, bool gt_max_assign_all) -> Tensor",
+    fake=lambda assigned_gt_inds, *args: torch.empty_like(assigned_gt_inds),
+    dtypes={"self": HALF_AND_FLOAT, "overlaps": HALF_AND_FLOAT},
+    api="GridAssignPositive",
+)
+def npu_grid_assign_positive(
+    assigned_gt_inds,
+    overlaps,
+    box_responsible_flags,
+    max_overlaps,
+    argmax_overlaps,
+    gt_max_overlaps,
+    gt_argmax_overlaps,
+    num_gts,
+    pos_iou_thr,
+    min_pos_iou,
+    gt_max_assign_all,
+):
+    """The positive step of a grid assigner (mmdetection's GridAssigner): boxes of responsible cells whose best
+    IoU exceeds pos_iou_thr get their best gt (1-based); then each gt whose best IoU exceeds min_pos_iou takes
+    its best responsible box (all boxes tied at that IoU with gt_max_assign_all). Returns the new assignment."""
+    op = "npu_grid_assign_positive"
+    n = assigned_gt_inds.shape[0]
+    check(
+        overlaps.dim() == 2 and overlaps.shape == (num_gts, n),
+        op,
+        f"overlaps must be [num_gts={num_gts}, {n}], got {tuple(overlaps.shape)}",
+    )
+    responsible = box_responsible_flags.bool()
+    result = assigned_gt_inds.clone()
+    positive = (max_overlaps > pos_iou_thr) & responsible
+    result = torch.where(positive, (argmax_overlaps + 1).to(result.dtype), result)
+    for i in range(num_gts):
+        if gt_max_overlaps[i] <= min_pos_iou:
+            continue
+        if gt_max_assign_all:
+            tied = (overlaps[i] == gt_max_overlaps[i]) & responsible
+            result = torch.where(tied, torch.full_like(result, i + 1), result)
+        elif responsible[gt_argmax_overlaps[i]]:
+            result[gt_argmax_overlaps[i]] = i + 1
+    return result
