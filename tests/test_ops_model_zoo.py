@@ -142,6 +142,24 @@ def test_ptiou_is_npu_iou():
         assert torch.equal(torch_npu.npu_ptiou(boxes, gt, mode).cpu(), torch_npu.npu_iou(boxes, gt, mode).cpu())
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_loss_is_log_softmax_and_nll(reduction, smoothing):
+    x = npu(6, 5, seed=13).requires_grad_()
+    target = torch.tensor([0, 1, 4, -100, 2, 3]).npu()
+    weight = torch.tensor([1.0, 0.5, 0.25, 1.0, 0.75]).npu()
+    loss, log_prob, zloss, lse = torch_npu.npu_cross_entropy_loss(x, target, weight, reduction, -100, smoothing)
+    host = x.detach().cpu().requires_grad_()
+    want = F.cross_entropy(host, target.cpu(), weight.cpu(), reduction=reduction, label_smoothing=smoothing)
+    assert loss.shape == ((6,) if reduction == "none" else (1,))
+    torch.testing.assert_close(loss.detach().cpu().reshape(want.shape), want.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(log_prob.detach().cpu(), torch.log_softmax(host.detach(), -1))
+    assert zloss.numel() == 0 and lse.numel() == 0
+    loss.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), host.grad, rtol=1e-6, atol=1e-6)
+
+
 def test_anchor_response_flags_mark_the_cells_of_box_centres():
     boxes = torch.tensor([[0.0, 0.0, 16.0, 16.0], [20.0, 4.0, 30.0, 10.0]]).npu()
     flags = torch_npu.npu_anchor_response_flags(boxes, [4, 5], [8, 8], 3)
@@ -263,6 +281,14 @@ ERRORS = [
         "npu_softmax_cross_entropy_with_logits: labels must have the shape of self (2, 3), got (2, 4)",
     ),
     (lambda: torch_npu.npu_gelu_mul(npu(2, 5)), "npu_gelu_mul: the last dimension of input (5) must be even"),
+    (
+        lambda: torch_npu.npu_cross_entropy_loss(npu(2, 3), torch.tensor([0, 1]).npu(), return_zloss=True),
+        "npu_cross_entropy_loss: lse_square_scale_for_zloss and return_zloss (zloss) are not supported, as on torch_npu",
+    ),
+    (
+        lambda: torch_npu.npu_cross_entropy_loss(npu(2, 3), torch.tensor([0, 1]).npu(), reduction="avg"),
+        "npu_cross_entropy_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'",
+    ),
     (
         lambda: torch_npu.npu_anchor_response_flags(npu(2, 5), [2, 2], [4, 4], 1),
         "npu_anchor_response_flags: self must be [N, 4] boxes, got (2, 5)",
