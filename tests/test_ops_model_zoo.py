@@ -160,6 +160,25 @@ def test_cross_entropy_loss_is_log_softmax_and_nll(reduction, smoothing):
     torch.testing.assert_close(x.grad.cpu(), host.grad, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_group_norm_swish_is_swish_of_group_norm(scale):
+    x = npu(2, 6, 3, 3, seed=14).requires_grad_()
+    weight, bias = npu(6, seed=15), npu(6, seed=16)
+    out, mean, rstd = torch_npu.npu_group_norm_swish(x, 3, weight, bias, 1e-5, scale)
+    host = x.detach().cpu().double().requires_grad_()
+    normed = F.group_norm(host, 3, weight.cpu().double(), bias.cpu().double(), 1e-5)
+    want = normed * torch.sigmoid(scale * normed)
+    torch.testing.assert_close(out.detach().cpu(), want.detach().float(), rtol=1e-5, atol=1e-5)
+    grouped = host.detach().reshape(2, 3, -1)
+    torch.testing.assert_close(mean.cpu(), grouped.mean(-1).float())
+    torch.testing.assert_close(
+        rstd.cpu(), grouped.var(-1, unbiased=False).add(1e-5).rsqrt().float(), rtol=1e-5, atol=1e-5
+    )
+    out.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), host.grad.float(), rtol=1e-4, atol=1e-5)
+
+
 def test_anchor_response_flags_mark_the_cells_of_box_centres():
     boxes = torch.tensor([[0.0, 0.0, 16.0, 16.0], [20.0, 4.0, 30.0, 10.0]]).npu()
     flags = torch_npu.npu_anchor_response_flags(boxes, [4, 5], [8, 8], 3)

@@ -131,6 +131,33 @@ def npu_group_norm_silu(input, weight, bias, group, eps=1e-5):  # noqa: A002
 
 
 @npu_op(
+    "npu_group_norm_swish(Tensor input, int num_groups, Tensor weight, Tensor bias, float? eps=1e-5, "
+    "float? swish_scale=1.0) -> (Tensor, Tensor, Tensor)",
+    differentiable=True,
+    dtypes={"input": FLOATS, "weight": FLOATS, "bias": FLOATS},
+    api="aclnnGroupNormSwish",
+)
+def npu_group_norm_swish(input, num_groups, weight, bias, eps=1e-5, swish_scale=1.0):  # noqa: A002
+    """swish(group_norm(input)) with swish(z) = z * sigmoid(swish_scale * z), statistics in fp32; returns
+    (out, mean [N, num_groups], rstd [N, num_groups]) in input's dtype."""
+    op = "npu_group_norm_swish"
+    check(
+        input.dim() >= 2 and input.shape[1] % num_groups == 0,
+        op,
+        f"num_groups={num_groups} must divide the channels ({input.shape[1] if input.dim() > 1 else '?'})",
+    )
+    eps = 1e-5 if eps is None else eps
+    swish_scale = 1.0 if swish_scale is None else swish_scale
+    n = input.shape[0]
+    grouped = input.float().reshape(n, num_groups, -1)
+    mean = grouped.mean(-1)
+    rstd = torch.rsqrt(grouped.var(-1, unbiased=False) + eps)
+    normed = F.group_norm(input.float(), num_groups, weight.float(), bias.float(), eps)
+    out = (normed * torch.sigmoid(normed * swish_scale)).to(input.dtype)
+    return out, mean.to(input.dtype), rstd.to(input.dtype)
+
+
+@npu_op(
     "npu_layer_norm_eval(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
     "float eps=1e-05) -> Tensor",
     dtypes={"input": FLOATS},
