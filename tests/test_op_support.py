@@ -147,3 +147,25 @@ def test_a_json_file_that_is_not_a_profile_is_refused_by_name(tmp_path):
     done = run([sys.executable, "-c", "import torch, torch_npu"], dict(os.environ, VNPU_OPS_PROFILE=str(other)))
     assert done.returncode != 0
     assert f"RuntimeError: vnpu: {other} is not an operator-support profile (no npu_kernels list)" in done.stderr
+
+
+def test_custom_operators_are_read_from_op_plugins_documentation():
+    docs = (
+        '_add_torch_npu_docstr(\n    "npu_rms_norm",\n    """..."""\n)\n_add_torch_npu_docstr("npu_silu", """...""")\n'
+    )
+    assert _op_support.custom_operators_from_docs(docs) == ["npu_rms_norm", "npu_silu"]
+
+
+def test_ops_list_custom_shows_each_custom_operator_and_its_state(tmp_path):
+    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))  # the shipped profile
+    env.pop("VNPU_OPS_PROFILE", None)
+    done = run(VNPU + ["ops", "list", "--custom"], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    states = dict(line.split() for line in done.stdout.strip().splitlines()[:-1])
+    assert states["npu_rms_norm"] == "computed" and states["npu_max"] == "computed"
+    assert set(states.values()) == {"computed", "missing"}
+    total = done.stdout.strip().splitlines()[-1]
+    computed = sum(v == "computed" for v in states.values())
+    assert total == (
+        f"torch_npu 2.13.0: {len(states)} custom operators, {computed} computed on vnpu, {len(states) - computed} missing"
+    )

@@ -26,6 +26,7 @@ __all__ = []
 
 _WHEEL_LISTS = ("supported", "autograd", "symint", "quant")
 _CODEGEN_YAML = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
+_OP_PLUGIN_DOCS = "torch_npu/_op_plugin_docs.py"  # op-plugin's documented custom operators
 _BASE_YAML = "torch_npu/csrc/aten/npu_native_functions.yaml"
 _OFF = ("none", "off", "0", "")
 
@@ -77,6 +78,13 @@ def parse_wheel_lists(codegen_yaml, base_yaml=None):
     return lists
 
 
+def custom_operators_from_docs(text):
+    """The custom operators (torch_npu.npu_* and friends) op-plugin documents in the wheel's _op_plugin_docs.py."""
+    import re
+
+    return sorted(set(re.findall(r'_add_torch_npu_docstr\(\s*"([A-Za-z0-9_]+)"', text)))
+
+
 def profile_from_wheel(wheel_path):
     """A profile dict from a torch-npu wheel file."""
     with zipfile.ZipFile(wheel_path) as wheel:
@@ -87,10 +95,17 @@ def profile_from_wheel(wheel_path):
             )
         codegen = wheel.read(_CODEGEN_YAML).decode()
         base = wheel.read(_BASE_YAML).decode() if _BASE_YAML in names else None
+        docs = wheel.read(_OP_PLUGIN_DOCS).decode() if _OP_PLUGIN_DOCS in names else ""
     version = os.path.basename(wheel_path).split("-")[1]
     lists = parse_wheel_lists(codegen, base)
     kernels = sorted(set().union(*lists.values()))
-    return {"torch_npu": version, "wheel": os.path.basename(wheel_path), "npu_kernels": kernels, "lists": lists}
+    return {
+        "torch_npu": version,
+        "wheel": os.path.basename(wheel_path),
+        "npu_kernels": kernels,
+        "lists": lists,
+        "custom_operators": custom_operators_from_docs(docs),
+    }
 
 
 def default_requirement():

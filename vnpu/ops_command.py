@@ -47,12 +47,34 @@ def _active_or_explain(support, console):
     return profile
 
 
+def list_custom_operators(profile, console):
+    """torch_npu's custom operators of the profile's release, each with its state on vnpu: computed (vnpu
+    defines it) or missing (calling it raises AttributeError)."""
+    import torch_npu
+
+    names = profile.get("custom_operators") or []
+    if not names:
+        console.print(f"torch_npu {profile['torch_npu']}: the profile lists no custom operators (run `vnpu ops sync`)")
+        return 1
+    computed = [n for n in names if hasattr(torch_npu, n)]
+    for name in names:
+        console.print(f"{name:56} {'computed' if name in computed else 'missing'}", highlight=False)
+    console.print(
+        f"torch_npu {profile['torch_npu']}: {len(names)} custom operators, {len(computed)} computed on vnpu, "
+        f"{len(names) - len(computed)} missing",
+        style="bold",
+    )
+    return 0
+
+
 def list_operators(args):
     support = _support()
     console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     profile = _active_or_explain(support, console)
     if profile is None:
         return 1
+    if args.custom:
+        return list_custom_operators(profile, console)
     names = support.fallback_operators(profile) if args.fallback else profile["npu_kernels"]
     what = "operators that would fall back to the CPU" if args.fallback else "operators with NPU kernels"
     for name in names:
@@ -104,6 +126,7 @@ def add_parser(sub):
     p.set_defaults(func=sync)
     p = ops_sub.add_parser("list", help="operators with NPU kernels in the active profile")
     p.add_argument("--fallback", action="store_true", help="list the operators that would fall back to the CPU")
+    p.add_argument("--custom", action="store_true", help="torch_npu's custom operators and their state on vnpu")
     p.set_defaults(func=list_operators)
     p = ops_sub.add_parser("check", help="how real hardware runs an ATen operator (exit 1 if on the CPU)")
     p.add_argument("operator", help="e.g. fmax, fmax.out, aten::fmax.out")
