@@ -179,6 +179,44 @@ def test_group_norm_swish_is_swish_of_group_norm(scale):
     torch.testing.assert_close(x.grad.cpu(), host.grad.float(), rtol=1e-4, atol=1e-5)
 
 
+def _top_k_top_p_reference(row, p, k):
+    """One row, by hand: keep the k largest, then the largest ones whose probabilities reach p."""
+    import math
+
+    ranked = sorted(range(len(row)), key=lambda i: (row[i], i))  # ascending, stable
+    kept = set(ranked[len(row) - k :]) if k is not None else set(ranked)
+    if p is not None:
+        live = [i for i in ranked if i in kept]
+        top = max(row[i] for i in live)
+        weights = {i: math.exp(row[i] - top) for i in live}
+        total, running = sum(weights.values()), 0.0
+        for i in live[:-1]:
+            running += weights[i] / total
+            if running <= 1 - p:
+                kept.discard(i)
+    return [row[i] if i in kept else float("-inf") for i in range(len(row))]
+
+
+@pytest.mark.parametrize("use_p,use_k", [(True, True), (True, False), (False, True)])
+def test_top_k_top_p_filters_like_the_apply_top_k_top_p_kernel(use_p, use_k):
+    logits = npu(4, 12, seed=17)
+    p = torch.tensor([0.9, 0.5, 0.2, 0.99]) if use_p else None
+    k = torch.tensor([3, 12, 1, 7]) if use_k else None
+    got = torch_npu.npu_top_k_top_p(logits, None if p is None else p.npu(), None if k is None else k.npu()).cpu()
+    for b in range(4):
+        want = _top_k_top_p_reference(
+            logits[b].cpu().tolist(), None if p is None else p[b].item(), None if k is None else int(k[b])
+        )
+        assert got[b].tolist() == pytest.approx(want), b
+
+
+def test_reshape_and_one_():
+    x = npu(2, 6)
+    assert torch.equal(torch_npu.npu_reshape(x, [3, 4]).cpu(), x.cpu().reshape(3, 4))
+    y = npu(3)
+    assert torch_npu.one_(y) is y and torch.equal(y.cpu(), torch.ones(3))
+
+
 def test_anchor_response_flags_mark_the_cells_of_box_centres():
     boxes = torch.tensor([[0.0, 0.0, 16.0, 16.0], [20.0, 4.0, 30.0, 10.0]]).npu()
     flags = torch_npu.npu_anchor_response_flags(boxes, [4, 5], [8, 8], 3)
@@ -300,6 +338,14 @@ ERRORS = [
         "npu_softmax_cross_entropy_with_logits: labels must have the shape of self (2, 3), got (2, 4)",
     ),
     (lambda: torch_npu.npu_gelu_mul(npu(2, 5)), "npu_gelu_mul: the last dimension of input (5) must be even"),
+    (
+        lambda: torch_npu.npu_top_k_top_p(npu(2, 4), None, torch.tensor([1, 5]).npu()),
+        "npu_top_k_top_p: k must be in [1, 4]",
+    ),
+    (
+        lambda: torch_npu.npu_reshape(npu(2, 3), [4, 2]),
+        "npu_reshape: shape [4, 2] does not hold the 6 elements of self",
+    ),
     (
         lambda: torch_npu.npu_cross_entropy_loss(npu(2, 3), torch.tensor([0, 1]).npu(), return_zloss=True),
         "npu_cross_entropy_loss: lse_square_scale_for_zloss and return_zloss (zloss) are not supported, as on torch_npu",

@@ -17,6 +17,7 @@ from torch_npu.ops import (  # noqa: F401
     quant,
     reduction_slicing,
     rope,
+    sampling,
     tensor_ops,
 )
 from torch_npu.ops.registration import npu_op

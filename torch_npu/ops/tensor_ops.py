@@ -194,3 +194,25 @@ def npu_sign_bits_unpack(packed, size, dtype):
         f"{values.numel()} values do not split into size={size} rows",
     )
     return values.view(size, -1)
+
+
+@npu_op("npu_reshape(Tensor self, int[] shape, bool can_refresh=False) -> Tensor")
+def npu_reshape(x, shape, can_refresh=False):
+    """x with a new shape (a new tensor; can_refresh, which lets the card reuse x's memory, changes nothing here)."""
+    check(
+        x.numel() == _numel(shape), "npu_reshape", f"shape {list(shape)} does not hold the {x.numel()} elements of self"
+    )
+    return x.reshape(shape).clone(memory_format=torch.contiguous_format)
+
+
+def _numel(shape):
+    total = 1
+    for d in shape:
+        total *= d
+    return total
+
+
+@npu_op("one_(Tensor(a!) self) -> Tensor(a!)")
+def one_(x):
+    """Fills self with ones in place."""
+    return x.fill_(1)

@@ -1,0 +1,43 @@
+"""Sampling filters of inference engines: npu_top_k_top_p (aclnnApplyTopKTopP)."""
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.dtype_support import FLOATS
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+@npu_op(
+    "npu_top_k_top_p(Tensor logits, Tensor? p=None, Tensor? k=None) -> Tensor",
+    dtypes={"logits": FLOATS},
+    api="aclnnApplyTopKTopP",
+)
+def npu_top_k_top_p(logits, p=None, k=None):
+    """Top-k then top-p filtering of [B, V] logits, per row b (aclnnApplyTopKTopP): sort ascending (stable); drop
+    the values below the k[b]-th largest; softmax what is left and accumulate from the smallest probability; drop
+    the positions whose running sum is <= 1 - p[b], always keeping the largest. Dropped logits become -inf, in
+    the original order."""
+    op = "npu_top_k_top_p"
+    check(logits.dim() == 2, op, f"logits must be 2-D [B, V], got {logits.dim()}-D")
+    batch, vocab = logits.shape
+    for name, value in (("p", p), ("k", k)):
+        check(
+            value is None or tuple(value.shape) == (batch,),
+            op,
+            f"{name} must be [B] with B={batch}, got {None if value is None else tuple(value.shape)}",
+        )
+    if k is not None:
+        check(bool(((k >= 1) & (k <= vocab)).all()), op, f"k must be in [1, {vocab}]")
+    values, order = torch.sort(logits, dim=-1, stable=True)
+    values = values.float()
+    if k is not None:
+        threshold = values.gather(-1, (vocab - k.long()).unsqueeze(-1))
+        values = values.masked_fill(values < threshold, float("-inf"))
+    if p is not None:
+        cumulative = values.softmax(dim=-1).cumsum(dim=-1)
+        drop = cumulative <= 1 - p.float().unsqueeze(-1)
+        drop[:, -1] = False
+        values = values.masked_fill(drop, float("-inf"))
+    return torch.empty_like(logits).scatter_(-1, order, values.to(logits.dtype))
