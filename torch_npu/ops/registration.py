@@ -227,8 +227,10 @@ def _export(name):
     import torch_npu
 
     packet = _exported_packet(getattr(torch.ops.npu, name))
+    overloads = packet.overloads()
+    first = "default" if "default" in overloads else (overloads[0] if overloads else None)
     try:
-        packet.__signature__ = _schema_signature(packet.default)
+        packet.__signature__ = _schema_signature(getattr(packet, first))
     except (AttributeError, TypeError):
         pass
     setattr(torch_npu, name, packet)
