@@ -210,6 +210,20 @@ def test_top_k_top_p_filters_like_the_apply_top_k_top_p_kernel(use_p, use_k):
         assert got[b].tolist() == pytest.approx(want), b
 
 
+def test_scatter_and_scatter_update_follow_torch_npus_examples():
+    x = torch.tensor([[1.6279, 0.1226], [0.9041, 1.0980]]).npu()
+    out = torch_npu.npu_scatter(
+        x, torch.tensor([0, 1], dtype=torch.int32).npu(), torch.tensor([-1.1993, -1.5247]).npu(), 0
+    )
+    assert torch.equal(out.cpu(), torch.tensor([[-1.1993, 0.1226], [0.9041, -1.5247]]))
+    data = torch.tensor([[[[1.0] * 8, [2.0] * 8]]]).npu()
+    updates = torch.full((1, 1, 1, 8), 3.0).npu()
+    updated = torch_npu.scatter_update(data, torch.tensor([1]).npu(), updates, -2)
+    assert torch.equal(updated.cpu(), torch.tensor([[[[1.0] * 8, [3.0] * 8]]])) and data.cpu()[0, 0, 1, 0] == 2
+    assert torch_npu.scatter_update_(data, torch.tensor([0]).npu(), updates, -2) is data
+    assert torch.equal(data.cpu(), torch.tensor([[[[3.0] * 8, [2.0] * 8]]]))
+
+
 def test_reshape_and_one_():
     x = npu(2, 6)
     assert torch.equal(torch_npu.npu_reshape(x, [3, 4]).cpu(), x.cpu().reshape(3, 4))

@@ -216,3 +216,60 @@ def _numel(shape):
 def one_(x):
     """Fills self with ones in place."""
     return x.fill_(1)
+
+
+@npu_op("npu_scatter(Tensor self, Tensor indices, Tensor updates, int dim) -> Tensor")
+def npu_scatter(x, indices, updates, dim):
+    """torch.scatter with one index per slice: out[..., indices[j], ...] (position j of the other dimension)
+    takes updates[j] along `dim`; indices and updates have self's shape without `dim`."""
+    op = "npu_scatter"
+    check(-x.dim() <= dim < x.dim(), op, f"dim={dim} is out of range for a {x.dim()}-D self")
+    dim %= x.dim()
+    expected = tuple(x.shape[:dim] + x.shape[dim + 1 :])
+    check(
+        tuple(indices.shape) == expected and tuple(updates.shape) == expected,
+        op,
+        f"indices and updates must have the shape {expected} (self without dim {dim}), got {tuple(indices.shape)} and {tuple(updates.shape)}",
+    )
+    return x.clone().scatter_(dim, indices.long().unsqueeze(dim), updates.to(x.dtype).unsqueeze(dim))
+
+
+def _scatter_update(data, indices, updates, axis, op):
+    check(
+        2 <= data.dim() <= 8 and updates.dim() == data.dim(),
+        op,
+        f"data and updates must have the same rank, 2 to 8, got {data.dim()} and {updates.dim()}",
+    )
+    check(
+        indices.dim() == 1 and indices.shape[0] == data.shape[0],
+        op,
+        f"indices must be [batch] with batch={data.shape[0]} (2-D indices are not supported on vnpu), got {tuple(indices.shape)}",
+    )
+    check(
+        -data.dim() < axis < data.dim() and axis % data.dim() != 0,
+        op,
+        f"axis={axis} must name a dimension after the batch dimension",
+    )
+    axis %= data.dim()
+    length = updates.shape[axis]
+    for b, start in enumerate(indices.tolist()):
+        check(
+            0 <= start and start + length <= data.shape[axis],
+            op,
+            f"indices[{b}]={start} + {length} updates exceed axis {axis} of size {data.shape[axis]}",
+        )
+        data[b].narrow(axis - 1, start, length).copy_(updates[b])
+    return data
+
+
+@npu_op("scatter_update(Tensor self, Tensor indices, Tensor updates, int axis) -> Tensor")
+def scatter_update(data, indices, updates, axis):
+    """A copy of data where, for each batch b, the slice starting at indices[b] along `axis` is replaced by
+    updates[b] (as long as updates' size on that axis)."""
+    return _scatter_update(data.clone(), indices, updates, axis, "scatter_update")
+
+
+@npu_op("scatter_update_(Tensor(a!) self, Tensor indices, Tensor updates, int axis) -> Tensor(a!)")
+def scatter_update_(data, indices, updates, axis):
+    """scatter_update in place."""
+    return _scatter_update(data, indices, updates, axis, "scatter_update_")
