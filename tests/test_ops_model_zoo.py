@@ -224,6 +224,37 @@ def test_scatter_and_scatter_update_follow_torch_npus_examples():
     assert torch.equal(data.cpu(), torch.tensor([[[[3.0] * 8, [2.0] * 8]]]))
 
 
+def _bits(mask, n):
+    return [(int(mask[i // 8]) >> (i % 8)) & 1 for i in range(n)]
+
+
+def test_dropout_gen_mask_draws_bits_in_128_element_blocks():
+    torch.manual_seed(3)
+    mask = torch_npu.npu_dropout_gen_mask([300], 0.25)
+    assert mask.dtype == torch.uint8 and mask.device.type == "npu" and mask.shape == (48,)  # 3 blocks of 16 bytes
+    torch.manual_seed(3)
+    assert torch.equal(torch_npu.npu_dropout_gen_mask([300], 0.25).cpu(), mask.cpu())  # the npu generator's draw
+    big = torch_npu.npu_dropout_gen_mask([256, 512], 0.25).cpu()
+    kept = sum(bin(b).count("1") for b in big.tolist()) / (256 * 512)
+    assert abs(kept - 0.75) < 0.01
+    assert torch_npu.npu_dropout_gen_mask([128], 0.0).cpu().tolist() == [255] * 16
+    assert torch_npu.npu_dropout_gen_mask([128], 1.0).cpu().tolist() == [0] * 16
+
+
+def test_dropout_do_mask_and_npu_dropout_apply_the_mask_bits():
+    x = npu(5, 7, seed=18)
+    mask = torch_npu.npu_dropout_gen_mask([5, 7], 0.4)
+    out, returned = torch_npu.npu_dropout_do_mask(x, mask, 0.4)
+    bits = torch.tensor(_bits(mask.cpu(), 35), dtype=torch.float32).view(5, 7)
+    assert torch.equal(out.cpu(), x.cpu() * bits * (1 / 0.6)) and torch.equal(returned.cpu(), mask.cpu())
+    y = npu(4, 9, seed=19).requires_grad_()
+    dropped, drop_mask = torch_npu._npu_dropout(y, 0.5)
+    keep = torch.tensor(_bits(drop_mask.cpu(), 36), dtype=torch.float32).view(4, 9)
+    assert torch.equal(dropped.detach().cpu(), y.detach().cpu() * keep * 2)
+    dropped.backward(torch.ones(4, 9).npu())
+    assert torch.equal(y.grad.cpu(), keep * 2)  # the backward reuses the forward's mask
+
+
 def test_reshape_and_one_():
     x = npu(2, 6)
     assert torch.equal(torch_npu.npu_reshape(x, [3, 4]).cpu(), x.cpu().reshape(3, 4))

@@ -7,6 +7,7 @@ from torch_npu.ops import (  # noqa: F401
     attention_infer,
     boxes,
     convolutions,
+    dropout_masks,
     format_cast,
     fusion_attention,
     losses,
