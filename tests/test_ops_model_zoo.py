@@ -255,6 +255,30 @@ def test_dropout_do_mask_and_npu_dropout_apply_the_mask_bits():
     assert torch.equal(y.grad.cpu(), keep * 2)  # the backward reuses the forward's mask
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_attention_update_merges_partial_attention_like_one_softmax(dtype):
+    # three ranks each attend to a third of the keys; merging their outputs gives attention over all keys
+    torch.manual_seed(20)
+    q, k, v = torch.randn(6, 8), torch.randn(6, 12, 8), torch.randn(6, 12, 8)
+    scores = torch.einsum("nd,nkd->nk", q, k)
+    parts_lse, parts_out = [], []
+    for keys in (slice(0, 4), slice(4, 8), slice(8, 12)):
+        s = scores[:, keys]
+        parts_lse.append(torch.logsumexp(s, -1).npu())
+        parts_out.append(torch.einsum("nk,nkd->nd", s.softmax(-1), v[:, keys]).to(dtype).npu())
+    out, lse = torch_npu.npu_attention_update(parts_lse, parts_out, 1)
+    whole = torch.einsum("nk,nkd->nd", scores.softmax(-1), v)
+    assert out.dtype == dtype and lse.dtype == torch.float32
+    torch.testing.assert_close(
+        out.cpu().float(),
+        whole,
+        rtol=1e-3 if dtype == torch.float16 else 1e-5,
+        atol=1e-3 if dtype == torch.float16 else 1e-5,
+    )
+    torch.testing.assert_close(lse.cpu(), torch.logsumexp(scores, -1))
+    assert torch_npu.npu_attention_update(parts_lse, parts_out, 0)[1].numel() == 0
+
+
 def test_reshape_and_one_():
     x = npu(2, 6)
     assert torch.equal(torch_npu.npu_reshape(x, [3, 4]).cpu(), x.cpu().reshape(3, 4))
