@@ -279,6 +279,13 @@ def test_attention_update_merges_partial_attention_like_one_softmax(dtype):
     assert torch_npu.npu_attention_update(parts_lse, parts_out, 0)[1].numel() == 0
 
 
+def test_prefetch_checks_its_arguments_and_changes_nothing():
+    weight = npu(16, 16, seed=21)
+    before = weight.cpu().clone()
+    assert torch_npu.npu_prefetch(weight, None, 1024) is None
+    assert torch_npu.npu_prefetch(weight, npu(4), 512, 128) is None and torch.equal(weight.cpu(), before)
+
+
 def test_reshape_and_one_():
     x = npu(2, 6)
     assert torch.equal(torch_npu.npu_reshape(x, [3, 4]).cpu(), x.cpu().reshape(3, 4))
@@ -407,6 +414,7 @@ ERRORS = [
         "npu_softmax_cross_entropy_with_logits: labels must have the shape of self (2, 3), got (2, 4)",
     ),
     (lambda: torch_npu.npu_gelu_mul(npu(2, 5)), "npu_gelu_mul: the last dimension of input (5) must be even"),
+    (lambda: torch_npu.npu_prefetch(npu(4), None, 0), "npu_prefetch: max_size must be positive, got 0"),
     (
         lambda: torch_npu.npu_top_k_top_p(npu(2, 4), None, torch.tensor([1, 5]).npu()),
         "npu_top_k_top_p: k must be in [1, 4]",

@@ -273,3 +273,17 @@ def scatter_update(data, indices, updates, axis):
 def scatter_update_(data, indices, updates, axis):
     """scatter_update in place."""
     return _scatter_update(data, indices, updates, axis, "scatter_update_")
+
+
+@npu_op("npu_prefetch(Tensor self, Tensor? dependency, int max_size, int offset=0) -> ()", fake=lambda *a, **k: None)
+def npu_prefetch(x, dependency, max_size, offset=0):
+    """On a card: start copying up to max_size bytes of self (from byte offset) into the L2 cache once
+    `dependency` is computed, to hide the weight load of a later operator. Caching has no result to compute,
+    so on vnpu it only checks its arguments."""
+    op = "npu_prefetch"
+    check(max_size > 0, op, f"max_size must be positive, got {max_size}")
+    check(
+        0 <= offset < max(x.numel() * x.element_size(), 1),
+        op,
+        f"offset={offset} must be inside self's {x.numel() * x.element_size()} bytes",
+    )
