@@ -14,7 +14,8 @@ def _deprecated_alias(name):
 
 
 def _add_alias(name):
-    if not hasattr(torch, name):
+    # torch_npu's old home for its operators: the npu_* ones (and fast_gelu), not one_ or scatter_update
+    if (name.startswith("npu_") or name == "fast_gelu") and not hasattr(torch, name):
         setattr(torch, name, _deprecated_alias(name))
 
 
