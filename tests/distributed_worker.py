@@ -410,9 +410,9 @@ def case_profiled_collectives():
     print("ok")
 
 
-def case_profiled_slow_rank():
-    """Six all_reduces the last rank joins 200 ms late (far above scheduling noise on a loaded machine),
-    profiled into PROFILE_DIR as databases."""
+def case_profiled_database():
+    """A matmul and six all_reduces the last rank joins 200 ms late (far above scheduling noise on a loaded
+    machine), profiled into PROFILE_DIR as databases."""
     config = torch_npu.profiler._ExperimentalConfig(export_type="db")
     with torch_npu.profiler.profile(
         activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
@@ -420,6 +420,8 @@ def case_profiled_slow_rank():
         on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
         experimental_config=config,
     ) as prof:
+        x = torch.randn(32, 32).to(DEV)
+        x = x @ x
         for _ in range(6):
             if RANK == WORLD - 1:
                 time.sleep(0.2)

@@ -60,15 +60,31 @@ def _dump(tmp_path, name, device, level, task, steps=1, api_list="[]", body="mod
     return out, log
 
 
-def test_importing_msprobe_enables_its_torch_npu_pickle_compatibility(tmp_path):
-    log = _python("import torch_npu\nimport msprobe.pytorch\n", cwd=tmp_path)
+@pytest.fixture(scope="module")
+def model_dumps(tmp_path_factory):
+    """Dumps of the model, made once per (device, level, task): {key: (dump dir, log)}."""
+    root = tmp_path_factory.mktemp("msprobe")
+    made = {}
+
+    def dump(device, level, task):
+        key = (device, level, task)
+        if key not in made:
+            made[key] = _dump(root, "_".join(key), device, level, task)
+        return made[key]
+
+    dump.root = root
+    return dump
+
+
+def test_importing_msprobe_enables_its_torch_npu_pickle_compatibility(model_dumps):
+    _, log = model_dumps("npu", "mix", "statistics")  # the dump imported msprobe.pytorch after torch_npu
     assert "pickle compatibility failed" not in log
 
 
 @pytest.mark.parametrize("level,task", [("L0", "statistics"), ("L1", "tensor"), ("mix", "statistics")])
-def test_npu_and_cpu_dumps_line_up_and_compare_passes(tmp_path, level, task):
-    npu, _ = _dump(tmp_path, "npu", "npu", level, task)
-    cpu, _ = _dump(tmp_path, "cpu", "cpu", level, task)
+def test_npu_and_cpu_dumps_line_up_and_compare_passes(model_dumps, tmp_path, level, task):
+    npu, _ = model_dumps("npu", level, task)
+    cpu, _ = model_dumps("cpu", level, task)
     _msprobe("compare", "-tp", os.path.join(npu, "step0"), "-gp", os.path.join(cpu, "step0"), "-o", "out", cwd=tmp_path)
     (result,) = glob.glob(str(tmp_path / "out" / "compare_result_*.csv"))
     rows = list(csv.DictReader(open(result, encoding="utf-8-sig")))
@@ -92,8 +108,8 @@ def test_l2_dumps_of_three_steps_go_to_three_step_folders(tmp_path):
         assert len(dumped) == 1, (step, os.listdir(os.path.join(out, f"step{step}")))
 
 
-def test_acc_check_runs_the_dumped_apis(tmp_path):
-    out, _ = _dump(tmp_path, "stats", "npu", "L1", "statistics")
+def test_acc_check_runs_the_dumped_apis(model_dumps, tmp_path):
+    out, _ = model_dumps("npu", "mix", "statistics")
     (dump,) = glob.glob(os.path.join(out, "step0", "*", "dump.json"))
     os.makedirs(tmp_path / "acc")
     _msprobe("acc_check", "-api_info", dump, "-o", str(tmp_path / "acc"), cwd=tmp_path)

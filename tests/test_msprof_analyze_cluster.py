@@ -89,8 +89,9 @@ def test_the_cluster_step_times_have_computing_and_communication(cluster):
 
 @pytest.fixture(scope="module")
 def db_cluster(tmp_path_factory):
+    """Four ranks profiled as databases; rank 3 joins every all_reduce late."""
     root = tmp_path_factory.mktemp("cluster_db")
-    _all_ok(launch("profiled_collectives", 2, extra_env={"PROFILE_DIR": str(root), "PROFILE_EXPORT": "db"}))
+    _all_ok(launch("profiled_database", 4, extra_env={"PROFILE_DIR": str(root)}))
     return root
 
 
@@ -119,12 +120,11 @@ def test_the_database_only_analyses_fill_their_tables(db_cluster, analysis, tabl
         assert "MatMulV2" in kinds
 
 
-def test_slow_rank_finds_the_rank_that_joins_late(tmp_path):
-    _all_ok(launch("profiled_slow_rank", 4, extra_env={"PROFILE_DIR": str(tmp_path)}))
+def test_slow_rank_finds_the_rank_that_joins_late(db_cluster):
     done = subprocess.run(
-        [MSPROF_ANALYZE, "-m", "slow_rank", "-d", str(tmp_path)], capture_output=True, text=True, timeout=600
+        [MSPROF_ANALYZE, "-m", "slow_rank", "-d", str(db_cluster)], capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    db = sqlite3.connect(tmp_path / "cluster_analysis_output" / "cluster_analysis.db")
+    db = sqlite3.connect(db_cluster / "cluster_analysis_output" / "cluster_analysis.db")
     slow = dict(db.execute("SELECT * FROM SlowRank").fetchall())
     assert set(slow) == {3} and slow[3] > 0  # the others wait for rank 3, so its collectives are the short ones
