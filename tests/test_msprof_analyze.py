@@ -21,9 +21,10 @@ MSPROF_ANALYZE = os.path.join(os.path.dirname(sys.executable), "msprof-analyze")
 
 
 def _train_session(out, steps=3):
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).npu()
+    # large enough that each step computes for milliseconds (compare prints seconds to 3 decimals)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).npu()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(32, 64, device="npu"), torch.randint(0, 10, (32,), device="npu")
+    x, y = torch.randn(512, 512, device="npu"), torch.randint(0, 10, (512,), device="npu")
     config = torch_npu.profiler._ExperimentalConfig(
         profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
         aic_metrics=torch_npu.profiler.AiCMetrics.PipeUtilization,
