@@ -112,3 +112,66 @@ def test_inputs_on_the_cpu_are_not_captured():
         for _ in range(3):
             assert compiled(a, b).tolist() == [2.0, 2.0, 2.0]
     assert counters["inductor"]["cudagraph_skips"] > before
+
+
+def test_npugraphs_inference_replays_dynamos_graph_bit_for_bit():
+    model, x = replay_model_and_input()
+    existing = {id(r) for r in runners()}
+    compiled = torch.compile(model, backend="npugraphs")
+    with torch.no_grad():
+        expected = model(x)
+        results = [compiled(x).clone() for _ in range(4)]  # warm-up, capture, two replays
+    names = sorted(r.name for r in runners("npugraphs") if r.recordings and id(r) not in existing)
+    assert names == ["npugraphs dynamo graph"]  # no AOT autograd wrapper around an inference replay
+    for result in results:
+        assert torch.equal(result, expected)
+
+
+def _add_in_place(x):
+    x.add_(1)
+    return x * 2
+
+
+def _augmented_add(x):
+    x += 1
+    return x * 2
+
+
+@pytest.mark.parametrize("f", [_add_in_place, _augmented_add], ids=["add_", "+="])
+def test_npugraphs_inference_that_mutates_its_input_keeps_eager_semantics(f):
+    existing = {id(r) for r in runners()}
+    compiled = torch.compile(f, backend="npugraphs")
+    x, reference = torch.zeros(4, device="npu"), torch.zeros(4, device="npu")
+    with torch.no_grad():
+        for _ in range(4):
+            assert torch.equal(compiled(x), f(reference))
+    assert x.tolist() == reference.tolist() == [4.0] * 4
+    made = [r.name for r in runners("npugraphs") if id(r) not in existing]
+    assert made and "npugraphs dynamo graph" not in made  # AOT autograd's functionalization handles it
+
+
+def test_npugraphs_inference_returns_views_of_the_callers_inputs():
+    compiled = torch.compile(lambda x: (x.t(), x + 1), backend="npugraphs")
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(3, 4, device="npu")
+            view, plus = compiled(x)
+            assert view.data_ptr() == x.data_ptr() and torch.equal(view, x.t())
+            assert torch.equal(plus, x + 1)
+
+
+def test_npugraphs_inference_with_dynamic_shapes_and_autocast_matches_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 16), torch.nn.LayerNorm(16), torch.nn.GELU(), torch.nn.Linear(16, 8)
+    ).npu()
+    compiled = torch.compile(model.eval(), backend="npugraphs", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 3, 5, 2, 3, 5):
+            x = torch.randn(batch, 16, device="npu")
+            assert torch.equal(compiled(x), model(x))
+        with torch.autocast("npu", dtype=torch.bfloat16):
+            for _ in range(3):
+                x = torch.randn(4, 16, device="npu")
+                result, expected = compiled(x), model(x)
+                assert result.dtype == torch.bfloat16 and torch.equal(result, expected)

@@ -2,7 +2,8 @@
 points, so `torch.compile(backend="npugraphs")` finds them without importing anything early).
 
 * "npugraphs": AOT autograd, then the forward and backward FX graphs captured into NPU graphs and
-  replayed (no code generation) — PyTorch's "cudagraphs" backend for npu.
+  replayed (no code generation) — PyTorch's "cudagraphs" backend for npu. Graphs compiled without
+  autograd are captured as Dynamo traced them when nothing needs AOT autograd's functionalization.
 * "npugraph_ex": torch_npu's NPU graph backend with FX passes and a compile cache:
   `torch_npu.npu.npugraph_ex.compile_fx`.
 """
@@ -47,9 +48,74 @@ def _graph_compiler(gm, example_inputs, *, fixed, kind):
     return NpuGraphRunner(run, static, device_index=_device_index(gm), name=f"npugraphs {kind} graph")
 
 
+def _example_value(node):
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def _captures_as_traced(gm):
+    """Whether Dynamo's own graph can be captured as it is: only for graphs traced without autograd, that
+    change no input, return no view of an input and do not switch grad mode inside (AOT autograd's
+    functionalization and output-alias handling are what those need)."""
+    import operator
+
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    writes = {operator.setitem, torch._C._set_grad_enabled}
+    writes.update(getattr(operator, f"i{op}") for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
+    writes.update(getattr(operator, f"i{op}") for op in ("and", "or", "xor", "lshift", "rshift", "matmul"))
+    inputs = set()
+    for node in gm.graph.nodes:
+        value = _example_value(node)
+        if node.op == "placeholder":
+            if isinstance(value, torch.Tensor):
+                inputs.add(StorageWeakRef(value.untyped_storage()))
+        elif node.op == "output":
+            for out in node.args[0] if isinstance(node.args[0], (list, tuple)) else (node.args[0],):
+                value = _example_value(out) if isinstance(out, torch.fx.Node) else None
+                if isinstance(value, torch.Tensor) and StorageWeakRef(value.untyped_storage()) in inputs:
+                    return False
+        else:
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            in_place = name.endswith("_") and not name.endswith("__")
+            if (
+                in_place
+                or node.target in writes
+                or node.kwargs.get("out") is not None
+                or node.kwargs.get("inplace") is True
+            ):
+                return False
+    return True
+
+
+def _traced_graph_runner(gm, example_inputs):
+    """Inference without autograd: Dynamo's graph captured directly (AOT autograd's runtime wrappers
+    would only add host time to every replay)."""
+    from torch_npu._inductor.graph_runner import NpuGraphRunner, report_skip
+
+    devices = {v.device for v in map(_example_value, gm.graph.nodes) if isinstance(v, torch.Tensor)}
+    if any(d.type != "npu" for d in devices):
+        report_skip(f"devices {sorted(str(d) for d in devices)} (an NPU graph holds npu work only)")
+        return gm.forward
+    static = [
+        i
+        for i, node in enumerate(gm.graph.find_nodes(op="placeholder"))
+        if (node.meta.get("tensor_dict") or {}).get("_dynamo_static_input_type")
+    ]
+    index = next((d.index for d in devices if d.index is not None), torch.npu.current_device())
+    runner = NpuGraphRunner(lambda args: gm(*args), static, device_index=index, name="npugraphs dynamo graph")
+
+    def run(*args):
+        return runner(list(args))
+
+    return run
+
+
 def npugraphs(gm, example_inputs, **kwargs):
     """torch.compile(model, backend="npugraphs")."""
     from torch._dynamo.backends.common import aot_autograd
+
+    if not torch.is_grad_enabled() and _captures_as_traced(gm):  # Dynamo guards on the grad mode
+        return _traced_graph_runner(gm, example_inputs)
     from torch._inductor.utils import count_tangents, num_fw_fixed_arguments
 
     def forward(aot_gm, aot_inputs, is_inference=False):

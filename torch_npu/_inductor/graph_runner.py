@@ -84,10 +84,7 @@ class NpuGraphRunner:
         return self._record(key, inputs)
 
     def _replay(self, recording, inputs):
-        for i, (buffer, value) in enumerate(zip(recording.inputs, inputs)):
-            if i not in self.static and isinstance(value, torch.Tensor) and buffer.data_ptr() != value.data_ptr():
-                buffer.copy_(value)
-        recording.graph.replay()
+        recording.graph._recording.replay_with_inputs(recording.inputs, inputs, self.static_mask)
         return recording.outputs
 
     def _record(self, key, inputs):

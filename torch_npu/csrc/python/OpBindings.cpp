@@ -188,6 +188,29 @@ void bind_ops(py::module& m) {
                        int device) { g.begin(make_stream(stream_id, static_cast<c10::DeviceIndex>(device))); })
       .def("end", &GraphRecording::end)
       .def("replay", &GraphRecording::replay, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "replay_with_inputs",
+          [](GraphRecording& g, py::list buffers, py::list inputs, const std::vector<bool>& is_static) {
+            // A compiled function's replay: fresh inputs are copied into the graph's own input buffers
+            // (static ones are read where they are), then the graph runs.
+            const size_t n = std::min(buffers.size(), inputs.size());
+            for (size_t i = 0; i < n; ++i) {
+              PyObject* buffer = buffers[i].ptr();
+              PyObject* input = inputs[i].ptr();
+              if ((i < is_static.size() && is_static[i]) || !THPVariable_Check(buffer) || !THPVariable_Check(input)) {
+                continue;
+              }
+              const at::Tensor& dst = THPVariable_Unpack(buffer);
+              const at::Tensor& src = THPVariable_Unpack(input);
+              if (dst.data_ptr() != src.data_ptr()) {
+                py::gil_scoped_release no_gil;
+                const_cast<at::Tensor&>(dst).copy_(src);
+              }
+            }
+            py::gil_scoped_release no_gil;
+            g.replay();
+          },
+          "Copies the non-static inputs into the graph's input buffers, then replays")
       .def("reset", &GraphRecording::reset)
       .def("size", &GraphRecording::size)
       .def("capturing", &GraphRecording::capturing)
