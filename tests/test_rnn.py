@@ -37,6 +37,28 @@ def test_recurrent_layers_equal_cpu_bitwise_forward_and_backward(cls, bias):
     _assert_grads_equal(cpu, npu)
 
 
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("other_op_first", [True, False])
+def test_inputs_shared_with_other_operators_get_the_cpus_gradient_bits(cls, other_op_first):
+    # A bidirectional layer uses its input (and a tied weight is used) once per direction; each use's gradient
+    # must reach the shared tensor separately, in the CPU's order, between the other operators' gradients.
+    def run(device):
+        torch.manual_seed(0)
+        layer = cls(5, 7, num_layers=2, bidirectional=True).to(device)
+        x = torch.randn(6, 3, 5).to(device).requires_grad_()
+        h0 = torch.randn(4, 3, 7).to(device).requires_grad_()
+        shared = x * 1.5
+        other = (shared.sin() * 3).sum() if other_op_first else None
+        out, _ = layer(shared, (h0, h0.cos()) if cls is nn.LSTM else h0)
+        loss = out.square().sum() + (h0 * h0).sum() + layer.weight_ih_l0.square().sum()
+        loss = loss + (other if other_op_first else (shared.sin() * 3).sum())
+        loss.backward()
+        return [x.grad, h0.grad] + [p.grad for p in layer.parameters()]
+
+    for a, b in zip(run("cpu"), run("npu")):
+        assert torch.equal(b.cpu(), a)
+
+
 def test_lstm_with_projection_and_initial_state_and_both_outputs_in_the_loss():
     cpu, npu = _pair(nn.LSTM, 4, 6, proj_size=3)
     x, h0, c0 = torch.randn(5, 2, 4), torch.randn(1, 2, 3, requires_grad=True), torch.randn(1, 2, 6)

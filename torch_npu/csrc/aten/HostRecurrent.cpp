@@ -11,23 +11,59 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace vnpu {
 namespace {
 
 using torch::autograd::variable_list;
 
+// Gradients a recorded CPU graph sends to the aliases of the npu leaves, one per use of a leaf, in the order the
+// CPU's engine delivers them.
+struct Deliveries {
+  std::vector<std::vector<at::Tensor>> per_leaf;
+};
+
+// Stands in the CPU graph where an alias's AccumulateGrad was: records what one use of the leaf contributes.
+struct DeliveryCapture final : torch::autograd::Node {
+  std::shared_ptr<Deliveries> deliveries;
+  size_t leaf = 0;
+
+  DeliveryCapture(std::shared_ptr<Deliveries> deliveries_, size_t leaf_)
+      : Node(/*sequence_nr=*/UINT64_MAX), deliveries(std::move(deliveries_)), leaf(leaf_) {}
+
+  std::string name() const override {
+    return "HostRecurrentGradCapture";
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    deliveries->per_leaf[leaf].push_back(std::move(grads[0]));
+    return {};
+  }
+};
+
 // The backward of one recurrent layer call: the CPU graph recorded on the aliases, run again.
+//
+// A leaf the layer uses more than once (a bidirectional layer projects its input once per direction) gets one edge
+// per use, and each edge carries that use's gradient as the CPU's engine delivered it: npu's engine then adds the
+// contributions to the leaf's gradient one by one, interleaved with the other operators' exactly as on the CPU,
+// where one summed gradient would round differently.
 struct HostGraphBackward final : torch::autograd::Node {
   std::vector<at::Tensor> cpu_outputs;
-  std::vector<at::Tensor> cpu_leaves;  // aliases of the npu inputs that require grad, in edge order
+  std::shared_ptr<Deliveries> deliveries = std::make_shared<Deliveries>();
+  std::vector<size_t> uses;  // per leaf: how many edges it has (in edge order)
   c10::DeviceIndex device = 0;
   bool released = false;  // the CPU graph was freed after a backward without retain_graph
+  std::mutex replay_mutex;
 
   std::string name() const override {
     return "HostRecurrentBackward";
@@ -39,34 +75,90 @@ struct HostGraphBackward final : torch::autograd::Node {
                 "have already been freed). Saved intermediate values of the graph are freed when you call "
                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling backward.");
-    std::vector<at::Tensor> outputs, output_grads;
+    torch::autograd::edge_list roots;
+    variable_list output_grads;
     for (size_t i = 0; i < grads.size() && i < cpu_outputs.size(); ++i) {
       if (grads[i].defined() && cpu_outputs[i].requires_grad()) {
-        outputs.push_back(cpu_outputs[i]);
+        roots.push_back(torch::autograd::impl::gradient_edge(cpu_outputs[i]));
         output_grads.push_back(grads[i].device().type() == kNpu ? owning_cpu_alias(grads[i]) : grads[i]);
       }
     }
-    variable_list result(cpu_leaves.size());
-    if (outputs.empty()) {
+    variable_list result(num_outputs());
+    if (roots.empty()) {
       return result;
     }
-    DevicePoolScope scope(device);
-    const auto found = torch::autograd::grad(outputs, cpu_leaves, output_grads, /*retain_graph=*/true,
-                                             /*create_graph=*/false, /*allow_unused=*/true);
-    for (size_t i = 0; i < found.size(); ++i) {
-      if (found[i].defined()) {
-        result[i] = adopt_cpu_result(found[i], device);
+    std::lock_guard<std::mutex> lock(replay_mutex);
+    for (auto& arrived : deliveries->per_leaf) {
+      arrived.clear();
+    }
+    {
+      DevicePoolScope scope(device);
+      // Every AccumulateGrad of the graph was replaced by a capture, so "accumulate" accumulates nothing.
+      torch::autograd::Engine::get_default_engine().execute(roots, output_grads, /*keep_graph=*/true,
+                                                            /*create_graph=*/false, /*accumulate_grad=*/true);
+    }
+    size_t slot = 0;
+    for (size_t leaf = 0; leaf < uses.size(); ++leaf) {
+      auto& arrived = deliveries->per_leaf[leaf];
+      for (size_t k = 0; k < uses[leaf]; ++k, ++slot) {
+        if (k < arrived.size() && arrived[k].defined()) {
+          result[slot] = adopt_cpu_result(arrived[k], device);
+        }
       }
+      arrived.clear();
     }
     return result;
   }
 
   void release_variables() override {
     cpu_outputs.clear();
-    cpu_leaves.clear();
     released = true;
   }
 };
+
+// Rewires the graph recorded since `first_sequence_nr` so that each use of an alias leaf feeds its own capture, and
+// cuts every edge leading out of the call (nothing outside it receives a gradient from the replay). Returns the number
+// of uses per leaf.
+std::vector<size_t> capture_leaf_uses(const std::vector<at::Tensor>& cpu_outputs,
+                                      const std::vector<at::Tensor>& cpu_leaves, uint64_t first_sequence_nr,
+                                      const std::shared_ptr<Deliveries>& deliveries) {
+  std::unordered_map<const torch::autograd::Node*, size_t> leaf_of;
+  for (size_t i = 0; i < cpu_leaves.size(); ++i) {
+    leaf_of[torch::autograd::impl::grad_accumulator(cpu_leaves[i]).get()] = i;
+  }
+  std::vector<size_t> uses(cpu_leaves.size(), 0);
+  deliveries->per_leaf.assign(cpu_leaves.size(), {});
+  std::vector<torch::autograd::Node*> stack;
+  std::unordered_set<torch::autograd::Node*> seen;
+  for (const auto& out : cpu_outputs) {
+    if (auto* fn = out.grad_fn().get(); fn != nullptr && seen.insert(fn).second) {
+      stack.push_back(fn);
+    }
+  }
+  while (!stack.empty()) {
+    torch::autograd::Node* node = stack.back();
+    stack.pop_back();
+    // Edges are rewritten in place: set_next_edge() would recompute topological numbers, which autograd forbids once
+    // a node has a parent; a capture (topological number 0) keeps every parent's number valid.
+    for (auto& edge : node->next_edges()) {
+      torch::autograd::Node* next = edge.function.get();
+      if (next == nullptr) {
+        continue;
+      }
+      if (auto leaf = leaf_of.find(next); leaf != leaf_of.end()) {
+        auto capture = c10::make_intrusive<DeliveryCapture>(deliveries, leaf->second);
+        capture->add_input_metadata(cpu_leaves[leaf->second]);
+        edge = torch::autograd::Edge(std::move(capture), 0);
+        ++uses[leaf->second];
+      } else if (next->sequence_nr() < first_sequence_nr || next->sequence_nr() == UINT64_MAX) {
+        edge = torch::autograd::Edge();
+      } else if (seen.insert(next).second) {
+        stack.push_back(next);
+      }
+    }
+  }
+  return uses;
+}
 
 bool trains_with_dropout(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, size_t base) {
   double dropout = 0;
@@ -123,6 +215,7 @@ void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, t
   if (device < 0) {
     device = current_device();
   }
+  const uint64_t first_sequence_nr = at::sequence_number::peek();
   {
     DevicePoolScope scope(device);
     op.callBoxed(stack);
@@ -131,15 +224,20 @@ void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, t
   c10::intrusive_ptr<HostGraphBackward> node;
   if (!npu_leaves.empty()) {
     node = c10::make_intrusive<HostGraphBackward>();
-    node->cpu_leaves = cpu_leaves;
     node->device = device;
-    node->set_next_edges(torch::autograd::collect_next_edges(npu_leaves));
+    for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
+      node->cpu_outputs.push_back((*stack)[r].toTensor());  // held first: npu results share, never take over, memory
+    }
+    node->uses = capture_leaf_uses(node->cpu_outputs, cpu_leaves, first_sequence_nr, node->deliveries);
+    torch::autograd::edge_list edges;
+    for (size_t leaf = 0; leaf < npu_leaves.size(); ++leaf) {
+      const auto edge = torch::autograd::impl::gradient_edge(npu_leaves[leaf]);
+      edges.insert(edges.end(), node->uses[leaf], edge);
+    }
+    node->set_next_edges(std::move(edges));
   }
   for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
     at::Tensor cpu = (*stack)[r].toTensor();
-    if (node) {
-      node->cpu_outputs.push_back(cpu);  // held first: the npu result shares, never takes over, its memory
-    }
     at::Tensor npu = adopt_cpu_result(cpu, device);
     if (node && cpu.requires_grad()) {
       torch::autograd::set_history(npu, c10::intrusive_ptr<torch::autograd::Node>(node));
