@@ -42,7 +42,12 @@ def _watch(name, inputs, outputs, device, start_ns, end_ns):
     if _state["flag"]:
         return
     for t in outputs:
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) and t.numel():
+        if (
+            isinstance(t, torch.Tensor)
+            and t.device.type == "npu"  # results copied to the host are not the device's to flag
+            and (t.is_floating_point() or t.is_complex())
+            and t.numel()
+        ):
             if not bool(torch_npu._C._cpu_alias(t).isfinite().all()):
                 _state["flag"] = True
                 return
@@ -54,18 +59,29 @@ def _arm():
             _state["hook"] = _C._add_python_op_hook(_watch)
 
 
+def float_status() -> bool:
+    """The device's float-status flag: whether an npu operator produced inf/NaN since it was last cleared
+    (watched from the first call of a float-status API on; the npu_*_float_status operators read it on
+    every SoC)."""
+    _arm()
+    return _state["flag"]
+
+
+def clear_float_status() -> None:
+    _arm()
+    _state["flag"] = False
+
+
 def get_npu_overflow_flag() -> bool:
     """Whether an operator overflowed since the last clear (saturation-mode SoCs only)."""
     _refuse_on_inf_nan_socs()
-    _arm()
-    return _state["flag"]
+    return float_status()
 
 
 def clear_npu_overflow_flag() -> None:
     """Clear the float-status flag (saturation-mode SoCs only)."""
     _refuse_on_inf_nan_socs()
-    _arm()
-    _state["flag"] = False
+    clear_float_status()
 
 
 def npu_check_overflow(grad: torch.Tensor | float) -> bool:

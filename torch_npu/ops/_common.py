@@ -30,6 +30,12 @@ def check(condition, op, message):
         raise RuntimeError(f"{op}: {message}" + ops_error(ErrCode.PARAM))
 
 
+def require(condition, message):
+    """Raise RuntimeError with torch_npu's own text for this check (no operator prefix) + ERR01001."""
+    if not condition:
+        raise RuntimeError(message + ops_error(ErrCode.PARAM))
+
+
 def dtype_of(value, op, argument="dtype"):
     """The torch.dtype an `int dtype` argument names."""
     if isinstance(value, torch.dtype):

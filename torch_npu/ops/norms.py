@@ -5,14 +5,15 @@ dtype; rstd/mean outputs are float32 with the normalised dims kept as size 1."""
 import torch
 import torch.nn.functional as F
 
-from torch_npu.ops._common import check, reduced_dims
+from torch_npu.ops._common import check, reduced_dims, require
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
-__all__ = []
+__all__ = ["rms_statistics"]
 
 
-def _rms(x, gamma, epsilon, op):
+def rms_statistics(x, gamma, epsilon, op):
+    """(x in float32, rstd over gamma's trailing dims, kept as size-1 dims)."""
     check(
         x.shape[x.dim() - gamma.dim() :] == gamma.shape,
         op,
@@ -32,7 +33,7 @@ def _rms(x, gamma, epsilon, op):
 )
 def npu_rms_norm(x, gamma, epsilon=1e-6):
     """y = x / sqrt(mean(x^2 over gamma's dims) + epsilon) * gamma; returns (y, rstd)."""
-    xf, rstd = _rms(x, gamma, epsilon, "npu_rms_norm")
+    xf, rstd = rms_statistics(x, gamma, epsilon, "npu_rms_norm")
     return (xf * rstd * gamma.float()).to(x.dtype), rstd
 
 
@@ -45,7 +46,7 @@ def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6):
     """x = x1 + x2; returns (rms_norm(x) * gamma, rstd, x)."""
     check(x1.shape == x2.shape, "npu_add_rms_norm", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ")
     x = x1 + x2
-    xf, rstd = _rms(x, gamma, epsilon, "npu_add_rms_norm")
+    xf, rstd = rms_statistics(x, gamma, epsilon, "npu_add_rms_norm")
     return (xf * rstd * gamma.float()).to(x1.dtype), rstd, x
 
 
@@ -56,7 +57,7 @@ def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6):
 )
 def npu_gemma_rms_norm(x, gamma, epsilon=1e-6):
     """Gemma's RMSNorm: y = x * rstd * (1 + gamma); returns (y, rstd)."""
-    xf, rstd = _rms(x, gamma, epsilon, "npu_gemma_rms_norm")
+    xf, rstd = rms_statistics(x, gamma, epsilon, "npu_gemma_rms_norm")
     return (xf * rstd * (1.0 + gamma.float())).to(x.dtype), rstd
 
 
@@ -166,3 +167,32 @@ def npu_group_norm_swish(input, num_groups, weight, bias, eps=1e-5, swish_scale=
 def npu_layer_norm_eval(x, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Layer normalisation for inference: the output only (no mean / rstd for a backward)."""
     return torch.nn.functional.layer_norm(x, list(normalized_shape), weight, bias, eps)
+
+
+def _normalize_batch_fake(x, seq_len, normalize_type=0):
+    return torch.empty_like(x)
+
+
+@npu_op(
+    "npu_normalize_batch(Tensor self, Tensor seq_len, int normalize_type=0) -> Tensor",
+    fake=_normalize_batch_fake,
+)
+def npu_normalize_batch(x, seq_len, normalize_type=0):
+    """x [n, c, d] normalised with the statistics of each sample's first seq_len[i] steps along d:
+    (x - mean) / (std + 1e-5), std unbiased; per feature c (normalize_type 0) or over all features (1)."""
+    require(
+        seq_len.dim() == 1,
+        f"Non-empty 1D seq_len tensor expected but got a tensor with sizes {list(seq_len.shape)}",
+    )
+    require(
+        seq_len.size(0) == x.size(0),
+        f"seq_len's length should be equal self' num, but got seq_len length {seq_len.size(0)}self num {x.size(0)}",
+    )
+    require(normalize_type in (0, 1), f"normalize_type expected to be in range [0, 1], but got {normalize_type}")
+    steps = torch.arange(x.shape[-1], device=x.device)
+    valid = (steps < seq_len.long().unsqueeze(-1)).unsqueeze(1).expand_as(x)  # [n, c, d]
+    dims = (-1,) if normalize_type == 0 else (1, 2)
+    count = valid.sum(dims, keepdim=True)
+    mean = torch.where(valid, x, 0).sum(dims, keepdim=True) / count
+    var = torch.where(valid, (x - mean) ** 2, 0).sum(dims, keepdim=True) / (count - 1)
+    return (x - mean) / (var.sqrt() + 1e-5)

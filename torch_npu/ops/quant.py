@@ -10,7 +10,7 @@ from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["requantize"]
+__all__ = ["pack_int4", "requantize"]
 
 _INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-(2**31), 2**31 - 1)}
 _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
@@ -200,8 +200,14 @@ def npu_convert_weight_to_int4pack(weight, inner_k_tiles=0):
     op = "npu_convert_weight_to_int4pack"
     check(weight.dtype == torch.int32 and weight.dim() == 2, op, f"weight must be 2-D int32, got {weight.dtype}")
     check(weight.shape[-1] % 8 == 0, op, f"weight's last dim ({weight.shape[-1]}) must be a multiple of 8")
-    nibbles = (weight.to(torch.int64) & 0xF).view(weight.shape[0], -1, 8)
-    shifts = torch.arange(0, 32, 4, device=weight.device, dtype=torch.int64)
+    return pack_int4(weight)
+
+
+def pack_int4(values):
+    """Integers in int4's range [..., 8k] -> int32 [..., k]: eight 4-bit values per int32, the first in the
+    lowest nibble (the inverse of unpack_int4)."""
+    nibbles = (values.to(torch.int64) & 0xF).reshape(*values.shape[:-1], -1, 8)
+    shifts = torch.arange(0, 32, 4, device=values.device, dtype=torch.int64)
     packed = (nibbles << shifts).sum(-1)
     return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
 

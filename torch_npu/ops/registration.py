@@ -65,28 +65,39 @@ def _composition_backward(kernel):
         # Under create_graph (double backward) the recomputation starts from the inputs themselves, so the
         # gradients stay connected to them; otherwise from detached copies.
         create_graph = torch.is_grad_enabled()
-        inputs = list(ctx.saved_inputs)
-        leaves, positions = [], []
-        for i, value in enumerate(inputs):
+        inputs, kwargs = list(ctx.saved_inputs), dict(ctx.saved_kwargs)
+        leaves, places = [], []  # places: a positional index, or a keyword-only name
+
+        def as_leaf(value):
+            keep = create_graph and value.requires_grad
+            return value if keep else value.detach().requires_grad_(True)
+
+        for place, value in [*enumerate(inputs), *kwargs.items()]:
             if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-                keep = create_graph and value.requires_grad
-                leaf = value if keep else value.detach().requires_grad_(True)
-                inputs[i] = leaf
+                leaf = as_leaf(value)
+                if isinstance(place, int):
+                    inputs[place] = leaf
+                else:
+                    kwargs[place] = leaf
                 leaves.append(leaf)
-                positions.append(i)
+                places.append(place)
         with torch.enable_grad():
-            outputs = kernel(*inputs, **ctx.saved_kwargs)
+            outputs = kernel(*inputs, **kwargs)
         flat_out, _ = tree_flatten(outputs)
         pairs = [
             (o, g) for o, g in zip(flat_out, grads) if isinstance(o, torch.Tensor) and o.requires_grad and g is not None
         ]
         result = [None] * len(inputs)
+        ctx.keyword_grads = {}
         if pairs and leaves:
             found = torch.autograd.grad(
                 [o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True, create_graph=create_graph
             )
-            for i, g in zip(positions, found):
-                result[i] = g
+            for place, g in zip(places, found):
+                if isinstance(place, int):
+                    result[place] = g
+                else:
+                    ctx.keyword_grads[place] = g
         return tuple(result)
 
     return backward, setup_context
@@ -118,7 +129,12 @@ def _autograd_kernel(op, backward, setup_context):
     tensors (which register_autograd refuses), and without its per-operator class generation at import."""
     pass_keywords = _takes_keyword_only_inputs(setup_context)
 
-    def forward(ctx, kwargs, *args):
+    # Keyword-only tensors travel as trailing inputs of the autograd.Function (so autograd tracks them);
+    # `keyword_names` says which keywords they are, `options` holds the other keyword-only values.
+    def forward(ctx, options, keyword_names, positional_count, *tensors_and_args):
+        args = tensors_and_args[:positional_count]
+        kwargs = {**options, **dict(zip(keyword_names, tensors_and_args[positional_count:]))}
+        ctx.keyword_names = keyword_names
         with torch._C._AutoDispatchBelowAutograd():
             out = op(*args, **kwargs)
         if pass_keywords:
@@ -137,7 +153,9 @@ def _autograd_kernel(op, backward, setup_context):
             result = backward(ctx, *grads)
         finally:
             _operator_backward.depth -= 1
-        return (None, *(result if isinstance(result, tuple) else (result,)))
+        positional = result if isinstance(result, tuple) else (result,)
+        keyword_grads = getattr(ctx, "keyword_grads", {})
+        return (None, None, None, *positional, *(keyword_grads.get(name) for name in ctx.keyword_names))
 
     # Named as torch_npu names its nodes: npu_dtype_cast's grad_fn is NpuDtypeCastBackward.
     name = "".join(part.capitalize() for part in op._schema.name.split("::")[-1].split("_") if part)
@@ -151,7 +169,11 @@ def _autograd_kernel(op, backward, setup_context):
 
     def autograd_kernel(*args, **kwargs):
         positional, keyword_only = _with_defaults(schema_arguments, args, kwargs)
-        return NpuOperatorFunction.apply(keyword_only, *positional)
+        names = tuple(k for k, v in keyword_only.items() if isinstance(v, torch.Tensor))
+        options = {k: v for k, v in keyword_only.items() if k not in names}
+        return NpuOperatorFunction.apply(
+            options, names, len(positional), *positional, *(keyword_only[k] for k in names)
+        )
 
     return autograd_kernel
 

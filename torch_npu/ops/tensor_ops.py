@@ -287,3 +287,40 @@ def npu_prefetch(x, dependency, max_size, offset=0):
         op,
         f"offset={offset} must be inside self's {x.numel() * x.element_size()} bytes",
     )
+
+
+def _range_mask(length, start, end):
+    """[len(start), length] bool: row j is set on [start[j], end[j])."""
+    steps = torch.arange(length, device=start.device)
+    return (steps >= start.long().unsqueeze(-1)) & (steps < end.long().unsqueeze(-1))
+
+
+@npu_op(
+    "npu_masked_fill_range(Tensor self, Tensor start, Tensor end, Tensor value, int axis=-1) -> Tensor",
+    dtypes={"self": (torch.float16, torch.float32, torch.int32, torch.int8), "start": (torch.int32,)},
+    api="MaskedFillRange",
+)
+def npu_masked_fill_range(x, start, end, value, axis=-1):
+    """Fills ranges along `axis` with value[i]: for each (i, j), positions start[i, j] <= k < end[i, j] of
+    x's axis get value[i] — in row j of the leading dim when axis is the last dim of a 2-D/3-D x, across
+    the whole slice otherwise. Later (i, j) overwrite earlier ones. start/end are [num, N], value [num]."""
+    op = "npu_masked_fill_range"
+    check(1 <= x.dim() <= 3, op, f"self must be 1-D, 2-D or 3-D, got {x.dim()}-D")
+    check(start.shape == end.shape and start.dim() == 2, op, "start and end must be [num, N] of the same shape")
+    check(value.numel() == start.shape[0], op, f"value must hold num={start.shape[0]} values, got {value.numel()}")
+    axis = axis % x.dim()
+    per_row = x.dim() > 1 and axis == x.dim() - 1  # row j of dim 0 gets its own range
+    check(not per_row or start.shape[1] <= x.shape[0], op, f"N={start.shape[1]} exceeds self's dim 0 ({x.shape[0]})")
+    out = x.clone()
+    for i in range(start.shape[0]):
+        ranges = _range_mask(x.shape[axis], start[i], end[i])  # [N, axis length]
+        if per_row:
+            mask = torch.zeros(x.shape[0], x.shape[axis], dtype=torch.bool, device=x.device)
+            mask[: start.shape[1]] = ranges
+            mask = mask.view(x.shape[0], *([1] * (x.dim() - 2)), x.shape[axis])
+        else:
+            shape = [1] * x.dim()
+            shape[axis] = x.shape[axis]
+            mask = ranges.any(0).view(shape)
+        out = torch.where(mask, value[i].to(x.dtype), out)
+    return out
