@@ -530,7 +530,7 @@ INVALID_ARGUMENT_ERRORS = [
     ),
     (
         lambda: torch_npu.npu_dynamic_quant(t(2, 4), dst_type=torch.int32),
-        "npu_dynamic_quant: dst_type=3: vnpu quantises to int8 only",
+        "npu_dynamic_quant: dst_type=3: vnpu quantises to torch.int8 or torch.quint4x2 (int4 packed in int32)",
     ),
     (
         lambda: torch_npu.npu_quantize(t(2, 2), t(2), None, torch.float32),

@@ -9,6 +9,7 @@ from torch_npu.ops import (  # noqa: F401
     boxes,
     convolutions,
     dropout_masks,
+    dynamic_quant,
     float_status,
     format_cast,
     fusion_attention,

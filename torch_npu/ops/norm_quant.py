@@ -12,15 +12,14 @@ scales2, the second dynamic quantisation when it is not requested) are zeros on 
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.dynamic_quant import symmetric_dynamic
 from torch_npu.ops.norms import rms_statistics
-from torch_npu.ops.quant import pack_int4, requantize
+from torch_npu.ops.quant import packs_int4, quantised
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 _HALF = (torch.float16, torch.bfloat16)
-_INT8, _QUINT4X2 = 1, 16  # c10::ScalarType numbers of torch.int8 and torch.quint4x2
-_INT4_RANGE = (-8, 7)
 
 
 def _rms_norm_f32(x, gamma, beta, epsilon, op):
@@ -35,30 +34,6 @@ def _added(x1, x2, op):
     return x1 + x2
 
 
-def _packs_int4(dst, op, argument):
-    """False for int8 (the default), True for torch.quint4x2 (int4 packed in int32); other dtypes raise."""
-    if dst is None or dst in (_INT8, torch.int8):
-        return False
-    check(
-        dst in (_QUINT4X2, torch.quint4x2),
-        op,
-        f"{argument}={dst}: vnpu quantises to torch.int8 or torch.quint4x2 (int4 packed in int32)",
-    )
-    return True
-
-
-def _quantised(value, dst, op, argument):
-    """float32 values already scaled -> int8, or int4 packed into int32 (dst = torch.quint4x2)."""
-    if not _packs_int4(dst, op, argument):
-        return requantize(value, torch.int8)
-    check(
-        value.shape[-1] % 8 == 0,
-        op,
-        f"The last dim input shape must be divisible by 8 if y dtype is torch.quint4x2, got {value.shape[-1]}",
-    )
-    return pack_int4(torch.round(value).clamp(*_INT4_RANGE))
-
-
 @npu_op(
     "npu_rms_norm_quant(Tensor x, Tensor gamma, Tensor beta, Tensor scale, Tensor offset, float epsilon=1e-06, *, "
     "int? dst_dtype=None) -> Tensor",
@@ -70,7 +45,7 @@ def npu_rms_norm_quant(x, gamma, beta, scale, offset, epsilon=1e-6, *, dst_dtype
     element."""
     op = "npu_rms_norm_quant"
     y, _ = _rms_norm_f32(x, gamma, beta, epsilon, op)
-    return _quantised(y * scale.float() + offset.float(), dst_dtype, op, "dst_dtype")
+    return quantised(y * scale.float() + offset.float(), dst_dtype, op, "dst_dtype")
 
 
 @npu_op(
@@ -120,17 +95,11 @@ def npu_add_rms_norm_quant(
         value = y / scales.float() if div_mode else y * scales.float()
         if zero_points is not None:
             value = value + zero_points.float()
-        return _quantised(value, dst_type, op, "dst_type")
+        return quantised(value, dst_type, op, "dst_type")
 
     y1 = quantise(scales1, zero_points1)
     y2 = quantise(scales2, zero_points2) if scales2 is not None else torch.zeros_like(y1)
     return y1, y2, x
-
-
-def _dynamic_quantised(y, smooth, dst, op):
-    value = y if smooth is None else y * smooth.float()
-    scale = value.abs().amax(-1) / 127.0
-    return _quantised(value / scale.unsqueeze(-1), dst, op, "y_dtype"), scale
 
 
 @npu_op(
@@ -160,9 +129,9 @@ def npu_add_rms_norm_dynamic_quant(
     outputs = []
     for smooth, want in ((smooth_scale1, wanted[0]), (smooth_scale2, wanted[1])):
         if want:
-            outputs.append(_dynamic_quantised(y, smooth, y_dtype, op))
+            outputs.append(symmetric_dynamic(y if smooth is None else y * smooth.float(), y_dtype, op, "y_dtype"))
         else:
-            dtype = torch.int32 if _packs_int4(y_dtype, op, "y_dtype") else torch.int8
+            dtype = torch.int32 if packs_int4(y_dtype, op, "y_dtype") else torch.int8
             outputs.append((y.new_zeros((), dtype=dtype), y.new_zeros(())))
     (y1, scale1), (y2, scale2) = outputs
     return y1, y2, x, scale1, scale2

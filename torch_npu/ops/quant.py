@@ -1,5 +1,5 @@
 """Quantisation and quantised matmul operators: npu_quant_matmul, npu_weight_quant_batchmatmul,
-npu_dynamic_quant, npu_quantize, npu_anti_quant, npu_convert_weight_to_int4pack, npu_grouped_matmul.
+npu_quantize, npu_anti_quant, npu_convert_weight_to_int4pack, npu_grouped_matmul.
 
 Integer products accumulate exactly (int8 x int8 -> int32 range); int8 outputs round half to even and
 saturate to [-128, 127]."""
@@ -10,7 +10,7 @@ from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["pack_int4", "requantize"]
+__all__ = ["INT4_RANGE", "pack_int4", "packs_int4", "quantised", "requantize"]
 
 _INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-(2**31), 2**31 - 1)}
 _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
@@ -19,6 +19,36 @@ _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint
 def requantize(value, dtype):
     lo, hi = _INT_RANGES[dtype]
     return torch.round(value).clamp(lo, hi).to(dtype)
+
+
+_INT8, _QUINT4X2 = 1, 16  # c10::ScalarType numbers of torch.int8 and torch.quint4x2
+INT4_RANGE = (-8, 7)
+
+
+def packs_int4(dst, op, argument):
+    """False for int8 (dst None, torch.int8), True for torch.quint4x2 (int4 packed in int32); other dtypes
+    raise."""
+    if dst is None or dst in (_INT8, torch.int8):
+        return False
+    check(
+        dst in (_QUINT4X2, torch.quint4x2),
+        op,
+        f"{argument}={dst}: vnpu quantises to torch.int8 or torch.quint4x2 (int4 packed in int32)",
+    )
+    return True
+
+
+def quantised(value, dst, op, argument):
+    """float32 values already scaled -> int8 (round half to even, saturated), or int4 packed eight to an
+    int32 (dst = torch.quint4x2; the last dim must be a multiple of 8)."""
+    if not packs_int4(dst, op, argument):
+        return requantize(value, torch.int8)
+    check(
+        value.shape[-1] % 8 == 0,
+        op,
+        f"The last dim input shape must be divisible by 8 if y dtype is torch.quint4x2, got {value.shape[-1]}",
+    )
+    return pack_int4(torch.round(value).clamp(*INT4_RANGE))
 
 
 def _out_dtype(output_dtype, op):
@@ -116,31 +146,6 @@ def npu_weight_quant_batchmatmul(
         q = y.float() * quant_scale.float()
         return requantize(q + (quant_offset.float() if quant_offset is not None else 0.0), torch.int8)
     return y
-
-
-@npu_op(
-    "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, int? dst_type=None, "
-    "str quant_mode='pertoken', float dst_type_max=0.0) -> (Tensor, Tensor)"
-)
-def npu_dynamic_quant(
-    x, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken", dst_type_max=0.0
-):
-    """Per-row symmetric int8: scale = max|x * smooth| / 127 over the last dim (float32, shape
-    x.shape[:-1]); y = round(x * smooth / scale). quant_mode 'pertensor' uses one scale."""
-    op = "npu_dynamic_quant"
-    check(
-        quant_mode in ("pertoken", "pertensor"), op, f"quant_mode must be 'pertoken' or 'pertensor', got {quant_mode!r}"
-    )
-    check(dst_type in (None, 1, torch.int8), op, f"dst_type={dst_type}: vnpu quantises to int8 only")
-    xf = x.float()
-    if smooth_scales is not None:
-        xf = xf * smooth_scales.float()
-    limit = dst_type_max if dst_type_max > 0 else 127.0
-    if quant_mode == "pertensor":
-        scale = xf.abs().amax().clamp(min=1e-12) / limit
-        return requantize(xf / scale, torch.int8), scale.reshape(1)
-    scale = xf.abs().amax(-1).clamp(min=1e-12) / limit
-    return requantize(xf / scale.unsqueeze(-1), torch.int8), scale
 
 
 @npu_op(
