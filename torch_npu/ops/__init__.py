@@ -23,6 +23,7 @@ from torch_npu.ops import (  # noqa: F401
     quant,
     reduction_slicing,
     rope,
+    rotated_boxes,
     sampling,
     tensor_ops,
 )
