@@ -20,6 +20,7 @@ from torch_npu.ops import (  # noqa: F401
     norm_quant,
     norms,
     optimizer_ops,
+    ps_roi_pooling,
     quant,
     reduction_slicing,
     rope,
