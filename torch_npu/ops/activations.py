@@ -1,5 +1,7 @@
 """Activation and softmax operators: npu_swiglu, npu_geglu, npu_gelu, fast_gelu / npu_fast_gelu,
-npu_mish, npu_scaled_masked_softmax, npu_dropout_with_add_softmax."""
+npu_mish, npu_scaled_masked_softmax, npu_dropout_with_add_softmax, npu_clipped_swiglu."""
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -167,3 +169,29 @@ def npu_gelu_mul(x, *, approximate="none"):
     check(x.shape[-1] % 2 == 0, op, f"the last dimension of input ({x.shape[-1]}) must be even")
     left, right = x.chunk(2, -1)
     return F.gelu(left, approximate=approximate) * right
+
+
+@npu_op(
+    "npu_clipped_swiglu(Tensor x, *, Tensor? group_index=None, int dim=-1, float alpha=1.702, float limit=7.0, "
+    "float bias=1.0, bool interleaved=True) -> Tensor",
+    differentiable=True,
+    dtypes={"x": FLOATS},
+    api="aclnnClippedSwiglu",
+)
+def npu_clipped_swiglu(x, *, group_index=None, dim=-1, alpha=1.702, limit=7.0, bias=1.0, interleaved=True):
+    """GPT-OSS's clipped SwiGLU: x is viewed as [pre, rest] (pre = the dims before `dim`); rest is split into A
+    and B (even / odd elements when interleaved, else halves); A = min(A, limit), B = clamp(B, -limit, limit),
+    y = A * sigmoid(alpha * A) * (B + bias), in float32, returned in x's dtype with `dim` halved. With
+    group_index only the first sum(group_index) rows of pre are computed; the others are 0."""
+    op = "npu_clipped_swiglu"
+    dim = dim % x.dim() if x.dim() else 0
+    check(x.shape[dim] % 2 == 0, op, f"the size of dim {dim} ({x.shape[dim]}) must be even")
+    out_shape = list(x.shape)
+    out_shape[dim] //= 2
+    rows = x.reshape(math.prod(x.shape[:dim]), -1).float()
+    a, b = (rows[:, ::2], rows[:, 1::2]) if interleaved else rows.chunk(2, -1)
+    a = a.clamp(max=limit)
+    y = a * torch.sigmoid(alpha * a) * (b.clamp(-limit, limit) + bias)
+    if group_index is not None:
+        y = torch.where(torch.arange(y.shape[0], device=y.device)[:, None] < group_index.sum(), y, 0.0)
+    return y.to(x.dtype).reshape(out_shape)
