@@ -1,10 +1,12 @@
-"""Sampling filters of inference engines: npu_top_k_top_p (aclnnApplyTopKTopP)."""
+"""Sampling operators of inference engines: npu_top_k_top_p (aclnnApplyTopKTopP) and npu_sim_exponential_
+(the exponential draws of Gumbel-style sampling)."""
 
 import torch
 
 from torch_npu.ops._common import check
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
+from torch_npu.utils._error_code import ErrCode, ops_error
 
 __all__ = []
 
@@ -41,3 +43,21 @@ def npu_top_k_top_p(logits, p=None, k=None):
         drop[:, -1] = False
         values = values.masked_fill(drop, float("-inf"))
     return torch.empty_like(logits).scatter_(-1, order, values.to(logits.dtype))
+
+
+@npu_op(
+    "npu_sim_exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)",
+    dtypes={"self": FLOATS},
+    api="aclnnSimThreadExponential",
+)
+def npu_sim_exponential_(x, lambd=1.0, *, generator=None):
+    """Fills self with exponential samples -ln(1 - u) / lambd, u ~ U(0, 1], drawn from the npu generator (the
+    default one, or `generator`); lambd = inf gives zeros. The numbers follow vnpu's npu generator, not the
+    card's Philox stream."""
+    if not lambd > 0.0:
+        raise RuntimeError(
+            f"npu_sim_exponential_ expects lambd > 0.0, but found lambd={lambd}" + ops_error(ErrCode.PARAM)
+        )
+    if lambd == float("inf"):
+        return x.zero_()
+    return x.exponential_(lambd, generator=generator)
