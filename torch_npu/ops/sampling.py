@@ -1,5 +1,5 @@
-"""Sampling operators of inference engines: npu_top_k_top_p (aclnnApplyTopKTopP) and npu_sim_exponential_
-(the exponential draws of Gumbel-style sampling)."""
+"""Sampling operators: npu_top_k_top_p (aclnnApplyTopKTopP), npu_sim_exponential_ (the exponential draws of
+Gumbel-style sampling) and npu_random_choice_with_mask."""
 
 import torch
 
@@ -61,3 +61,35 @@ def npu_sim_exponential_(x, lambd=1.0, *, generator=None):
     if lambd == float("inf"):
         return x.zero_()
     return x.exponential_(lambd, generator=generator)
+
+
+def _random_choice_fake(x, count=256, seed=0, seed2=0):
+    rows = count if count > 0 else torch.library.get_ctx().new_dynamic_size()
+    return x.new_empty(rows, x.dim(), dtype=torch.int32), x.new_empty(rows, dtype=torch.bool)
+
+
+@npu_op(
+    "npu_random_choice_with_mask(Tensor x, int count=256, int seed=0, int seed2=0) -> (Tensor, Tensor)",
+    fake=_random_choice_fake,
+    dtypes={"x": (torch.bool,)},
+    api="RandomChoiceWithMask",
+)
+def npu_random_choice_with_mask(x, count=256, seed=0, seed2=0):
+    """The indices of x's true elements in random order: y int32 [count, x.dim()] and mask bool [count] (False
+    on the zero rows that pad when fewer than count are true); count=0 returns them all. With seed == seed2 ==
+    0 the order comes from the npu generator, otherwise from the seeds ((seed2 << 32) + seed), reproducibly."""
+    op = "npu_random_choice_with_mask"
+    check(1 <= x.dim() <= 5, op, f"x must have 1 to 5 dimensions, got {x.dim()}")
+    check(count >= 0 and seed >= 0 and seed2 >= 0, op, "count, seed and seed2 must be non-negative")
+    found = torch.nonzero(x).to(torch.int32)
+    generator = None
+    if seed or seed2:
+        generator = torch.Generator(device=x.device)
+        generator.manual_seed((seed2 << 32) + seed)
+    chosen = found[torch.randperm(found.shape[0], generator=generator, device=x.device)]
+    rows = count if count > 0 else chosen.shape[0]
+    y = chosen.new_zeros(rows, x.dim())
+    taken = min(rows, chosen.shape[0])
+    y[:taken] = chosen[:taken]
+    mask = torch.arange(rows, device=x.device) < taken
+    return y, mask
