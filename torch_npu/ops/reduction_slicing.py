@@ -1,5 +1,5 @@
 """Reductions, sorting, slicing and broadcasting: npu_max, npu_min, npu_sort_v2, npu_slice,
-npu_broadcast, npu_indexing (a strided slice with TensorFlow's begin/end/shrink masks)."""
+npu_broadcast, npu_indexing (a strided slice with TensorFlow's begin/end/shrink masks), npu_gather_sparse_index."""
 
 import torch
 
@@ -102,3 +102,17 @@ def npu_indexing(
     for d in reversed(dropped):
         out = out.squeeze(d)
     return out.clone(memory_format=torch.contiguous_format)
+
+
+@npu_op(
+    "npu_gather_sparse_index(Tensor input, Tensor index) -> Tensor",
+    differentiable=True,
+    dtypes={"index": (torch.int32, torch.int64)},
+    api="aclnnGatherSparseIndex",
+)
+def npu_gather_sparse_index(table, index):
+    """Rows of a 2-D table picked by index (an embedding lookup): out [*index.shape, table.shape[1]]; the
+    gradient adds each output row back into its table row."""
+    op = "npu_gather_sparse_index"
+    check(table.dim() == 2, op, f"input must be 2-D [num_embeddings, embedding_dim], got {table.dim()}-D")
+    return table.index_select(0, index.reshape(-1).long()).view(*index.shape, table.shape[1])
