@@ -107,3 +107,36 @@ DYNAMIC_QUANT_ERRORS = [
 @pytest.mark.parametrize("call,message", DYNAMIC_QUANT_ERRORS, ids=[c[1][:60] for c in DYNAMIC_QUANT_ERRORS])
 def test_dynamic_quant_invalid_arguments(call, message):
     raises_operator_error(call, message)
+
+
+def block_reference(x, rows, cols, limit, to):
+    m, n = x.shape[-2:]
+    scale = torch.zeros(*x.shape[:-2], -(-m // rows), -(-n // cols))
+    y = torch.zeros(x.shape)
+    for i in range(scale.shape[-2]):
+        for j in range(scale.shape[-1]):
+            block = x.float()[..., i * rows : (i + 1) * rows, j * cols : (j + 1) * cols]
+            s = block.abs().amax(dim=(-2, -1)) / limit
+            scale[..., i, j] = s
+            y[..., i * rows : (i + 1) * rows, j * cols : (j + 1) * cols] = block / s[..., None, None]
+    return to(y), scale
+
+
+@pytest.mark.parametrize("shape,rows,cols", [((5, 300), 1, 128), ((2, 7, 40), 4, 16)])
+def test_block_quant_int8_scales_each_block_to_127(shape, rows, cols):
+    x = torch.randn(shape, dtype=torch.bfloat16)
+    y, scale = torch_npu.npu_dynamic_block_quant(x.npu(), row_block_size=rows, col_block_size=cols)
+    want_y, want_scale = block_reference(x, rows, cols, 127.0, lambda v: int_round(v, -128, 127).to(torch.int8))
+    torch.testing.assert_close(scale.cpu(), want_scale)
+    assert y.dtype == torch.int8 and (y.cpu().int() - want_y.int()).abs().max() <= 1
+
+
+def test_block_quant_to_float8_and_half_away_rounding():
+    x = torch.randn(4, 64, dtype=torch.float16)
+    y, scale = torch_npu.npu_dynamic_block_quant(x.npu(), dst_type=24, col_block_size=32)
+    want_y, want_scale = block_reference(x, 1, 32, 448.0, lambda v: v.to(torch.float8_e4m3fn))
+    assert y.dtype == torch.float8_e4m3fn and torch.equal(y.cpu().float(), want_y.float())
+    halves = torch.tensor([[0.5, 1.5, -2.5, 127.0]], dtype=torch.float16)  # the block max maps to 127 exactly
+    rint = torch_npu.npu_dynamic_block_quant(halves.npu())[0].cpu().tolist()
+    away = torch_npu.npu_dynamic_block_quant(halves.npu(), round_mode="round")[0].cpu().tolist()
+    assert rint == [[0, 2, -2, 127]] and away == [[1, 2, -3, 127]]

@@ -1,6 +1,6 @@
 """Dynamic quantisation (the scale comes from the data): npu_dynamic_quant (symmetric) and
 npu_dynamic_quant_asymmetric, per token (each row of the last dim) or per tensor, as CANN's
-DynamicQuant / DynamicQuantV2 compute them:
+DynamicQuant / DynamicQuantV2 compute them, and npu_dynamic_block_quant (symmetric, per block):
 
 * symmetric:  scale = max|x| / DST_MAX,                     y = round(x / scale)
 * asymmetric: scale = (max x - min x) / (DST_MAX - DST_MIN), offset = DST_MAX - max x / scale,
@@ -126,3 +126,59 @@ def npu_dynamic_quant_asymmetric(
     if quant_mode == "pertensor":
         return y, scale.reshape(1), offset.reshape(1)
     return y, scale, offset
+
+
+_BLOCK_TYPES = {1: (torch.int8, 127.0), 24: (torch.float8_e4m3fn, 448.0), 23: (torch.float8_e5m2, 57344.0)}
+
+
+def _rounded(value, round_mode, op):
+    check(round_mode in ("rint", "round"), op, f"round_mode must be 'rint' or 'round', got {round_mode!r}")
+    return torch.round(value) if round_mode == "rint" else torch.sign(value) * torch.floor(value.abs() + 0.5)
+
+
+def _block_quant_fake(
+    x, *, min_scale=0.0, round_mode="rint", dst_type=1, row_block_size=1, col_block_size=128, dst_type_max=0.0
+):
+    rows, cols = -(-x.shape[-2] // row_block_size), -(-x.shape[-1] // col_block_size)
+    dtype = _BLOCK_TYPES[dst_type][0] if dst_type in _BLOCK_TYPES else torch.int8
+    return x.new_empty(x.shape, dtype=dtype), x.new_empty(*x.shape[:-2], rows, cols, dtype=torch.float32)
+
+
+@npu_op(
+    'npu_dynamic_block_quant(Tensor x, *, float min_scale=0.0, str round_mode="rint", int dst_type=1, '
+    "int row_block_size=1, int col_block_size=128, float dst_type_max=0.0) -> (Tensor y, Tensor scale)",
+    fake=_block_quant_fake,
+    dtypes={"x": (torch.float16, torch.bfloat16)},
+    api="aclnnDynamicBlockQuant",
+)
+def npu_dynamic_block_quant(
+    x, *, min_scale=0.0, round_mode="rint", dst_type=1, row_block_size=1, col_block_size=128, dst_type_max=0.0
+):
+    """Block-wise dynamic quantisation of the last two dims of x ([M, N] or [B, M, N]) in blocks of
+    row_block_size x col_block_size: scale = max|x| over the block / DST_MAX (capped at 1 / min_scale when
+    min_scale > 0), y = x / scale rounded (round_mode 'rint': half to even, 'round': half away from zero) to
+    int8 (dst_type 1, DST_MAX 127) or cast to float8_e4m3fn (24, 448) / float8_e5m2 (23, 57344). Returns (y,
+    scale float32 [..., ceil(M / row_block_size), ceil(N / col_block_size)])."""
+    op = "npu_dynamic_block_quant"
+    check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
+    check(
+        dst_type in _BLOCK_TYPES,
+        op,
+        f"dst_type={dst_type}: vnpu quantises to int8 (1), float8_e4m3fn (24) or float8_e5m2 (23)",
+    )
+    check(row_block_size > 0 and col_block_size > 0, op, "row_block_size and col_block_size must be positive")
+    dtype, limit = _BLOCK_TYPES[dst_type]
+    limit = dst_type_max if dst_type_max > 0 else limit
+    m, n = x.shape[-2:]
+    rows, cols = -(-m // row_block_size), -(-n // col_block_size)
+    xf = x.float()
+    padded = torch.nn.functional.pad(xf.abs(), (0, cols * col_block_size - n, 0, rows * row_block_size - m))
+    blocks = padded.reshape(*x.shape[:-2], rows, row_block_size, cols, col_block_size)
+    scale = blocks.amax(dim=(-3, -1)) / limit
+    if min_scale > 0:
+        scale = scale.clamp(max=1.0 / min_scale)
+    per_element = scale.repeat_interleave(row_block_size, -2).repeat_interleave(col_block_size, -1)[..., :m, :n]
+    value = xf / per_element.clamp(min=_TINY)
+    if dtype == torch.int8:
+        return _rounded(value, round_mode, op).clamp(-128, 127).to(torch.int8), scale
+    return value.to(dtype), scale
