@@ -10,7 +10,7 @@ from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["INT4_RANGE", "pack_int4", "packs_int4", "quantised", "requantize"]
+__all__ = ["INT4_RANGE", "group_row_counts", "pack_int4", "packs_int4", "quantised", "requantize"]
 
 _INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-(2**31), 2**31 - 1)}
 _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
@@ -217,7 +217,7 @@ def pack_int4(values):
     return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
 
 
-def _group_sizes(group_list, group_list_type, total, op):
+def group_row_counts(group_list, group_list_type, total, op):
     sizes = group_list.tolist()
     if group_list_type == 0:
         sizes = [b - a for a, b in zip([0] + sizes[:-1], sizes)]
@@ -326,7 +326,7 @@ def _grouped_matmul(
         "scale (quantised) and antiquant_scale (weight antiquant) exclude " "each other",
     )
     if group_list is not None and len(x) == 1 and len(weight) > 1:
-        sizes = _group_sizes(group_list, group_list_type, x[0].shape[0], op)
+        sizes = group_row_counts(group_list, group_list_type, x[0].shape[0], op)
         check(len(sizes) == len(weight), op, f"group_list has {len(sizes)} groups for {len(weight)} weights")
         xs = list(x[0][: sum(sizes)].split(sizes, 0))
         token_scales = list(per_token_scale[0][: sum(sizes)].split(sizes, 0)) if per_token_scale else None
