@@ -28,6 +28,7 @@ from torch_npu.ops import (  # noqa: F401
     rotated_boxes,
     sampling,
     tensor_ops,
+    transpose_batchmatmul,
 )
 from torch_npu.ops.registration import npu_op
 
