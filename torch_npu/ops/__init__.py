@@ -23,6 +23,7 @@ from torch_npu.ops import (  # noqa: F401
     optimizer_ops,
     ps_roi_pooling,
     quant,
+    quant_matmul_gelu,
     reduction_slicing,
     rope,
     rotated_boxes,

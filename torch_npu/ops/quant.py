@@ -10,7 +10,16 @@ from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["INT4_RANGE", "group_row_counts", "pack_int4", "packs_int4", "quantised", "requantize"]
+__all__ = [
+    "INT4_RANGE",
+    "group_row_counts",
+    "int_matmul",
+    "pack_int4",
+    "packs_int4",
+    "quantised",
+    "requantize",
+    "unpack_int4",
+]
 
 _INT_RANGES = {torch.int8: (-128, 127), torch.uint8: (0, 255), torch.int32: (-(2**31), 2**31 - 1)}
 _QUANT_DTYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}  # torch.qint8 / quint8 / qint32
@@ -59,7 +68,7 @@ def _out_dtype(output_dtype, op):
     )
 
 
-def _int_matmul(a, b):
+def int_matmul(a, b):
     # exact: int8 products summed in float64 stay integers far beyond int32's range
     return torch.matmul(a.to(torch.float64), b.to(torch.float64))
 
@@ -84,7 +93,7 @@ def _quant_matmul(
     check(x1.dtype == torch.int8 and x2.dtype == torch.int8, op, f"x1 and x2 must be int8, got {x1.dtype}, {x2.dtype}")
     check(x1.shape[-1] == x2.shape[-2], op, f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} do not chain")
     out_dtype = _out_dtype(output_dtype, op)
-    acc = _int_matmul(x1, x2)
+    acc = int_matmul(x1, x2)
     if bias is not None:
         acc = acc + bias.to(torch.float64)
     if out_dtype == torch.int32:
