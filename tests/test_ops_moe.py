@@ -461,3 +461,27 @@ INVALID_ARGUMENT_ERRORS = [
 @pytest.mark.parametrize("call,message", INVALID_ARGUMENT_ERRORS, ids=[c[1][:56] for c in INVALID_ARGUMENT_ERRORS])
 def test_invalid_argument_error_message(call, message):
     raises_operator_error(call, message)
+
+
+@pytest.mark.parametrize("renorm", [0, 1])
+def test_moe_gating_top_k_softmax_v2(renorm):
+    x = torch.randn(6, 8)
+    finished = torch.tensor([False, True, False, False, True, False])
+
+    def ref(x, *, k, finished, renorm, output_softmax):
+        if renorm == 0:
+            p = torch.softmax(x.float(), -1)
+            y, idx = p.topk(k, -1)
+            softmax = p if output_softmax else x.new_empty(0)
+        else:
+            top, idx = x.topk(k, -1)
+            y, softmax = torch.softmax(top, -1), x.new_empty(0)
+        return y, idx.masked_fill(finished[:, None], 8).int(), softmax
+
+    kwargs = {"k": 3, "finished": finished, "renorm": renorm, "output_softmax": True}
+    y, _, softmax = check_op(
+        lambda x, **kw: torch_npu.npu_moe_gating_top_k_softmax_v2(x, **kw), (x,), ref, kwargs, atol=1e-6, rtol=1e-6
+    )
+    if renorm == 1:  # the k probabilities of each row are renormalised to sum to 1
+        torch.testing.assert_close(y.cpu().sum(-1), torch.ones(6))
+        assert softmax.numel() == 0

@@ -32,6 +32,41 @@ def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     return y.to(x.dtype), idx, row_idx
 
 
+def _softmax_v2_fake(x, *, k=1, finished=None, renorm=0, output_softmax=False):
+    softmax = x.new_empty(x.shape, dtype=torch.float32) if output_softmax and renorm == 0 else x.new_empty(0)
+    return x.new_empty(*x.shape[:-1], k), x.new_empty(*x.shape[:-1], k, dtype=torch.int32), softmax
+
+
+@npu_op(
+    "npu_moe_gating_top_k_softmax_v2(Tensor x, *, int k=1, Tensor? finished=None, int? renorm=0, "
+    "bool? output_softmax=False) -> (Tensor, Tensor, Tensor)",
+    fake=_softmax_v2_fake,
+    dtypes={"x": FLOATS, "finished": (torch.bool,)},
+    api="aclnnMoeGatingTopKSoftmaxV2",
+)
+def npu_moe_gating_top_k_softmax_v2(x, *, k=1, finished=None, renorm=0, output_softmax=False):
+    """renorm 0: softmax(x) (float32) then top-k; renorm 1: top-k of x then softmax over the k. Returns (y in
+    x's dtype, expert_idx int32, the float32 softmax when output_softmax and renorm == 0, else empty);
+    finished rows get expert_idx = the number of experts."""
+    op = "npu_moe_gating_top_k_softmax_v2"
+    check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
+    check(1 <= k <= min(x.shape[-1], 1024), op, f"k={k} must be in [1, {min(x.shape[-1], 1024)}]")
+    check(renorm in (0, 1), op, f"renorm must be 0 or 1, got {renorm}")
+    softmax = x.new_empty(0)
+    if renorm == 0:
+        probabilities = torch.softmax(x.float(), -1)
+        y, idx = probabilities.topk(k, dim=-1)
+        if output_softmax:
+            softmax = probabilities
+    else:
+        top, idx = x.float().topk(k, dim=-1)
+        y = torch.softmax(top, -1)
+    idx = idx.to(torch.int32)
+    if finished is not None:
+        idx = idx.masked_fill(finished.to(torch.bool).unsqueeze(-1), x.shape[-1])
+    return y.to(x.dtype), idx, softmax
+
+
 def npu_moe_gating_top_k(
     x,
     k,
