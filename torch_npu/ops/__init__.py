@@ -13,6 +13,7 @@ from torch_npu.ops import (  # noqa: F401
     float_status,
     format_cast,
     fusion_attention,
+    fusion_attention_v2,
     grouped_matmul_add,
     losses,
     moe,

@@ -37,7 +37,7 @@ from torch_npu.ops.attention_core import (
 )
 from torch_npu.ops.registration import npu_op
 
-__all__ = []
+__all__ = ["fusion_attention_fake", "saved_forward_grad"]
 
 OP = "npu_fusion_attention"
 _BIG = 2147483647
@@ -282,7 +282,7 @@ def npu_fusion_attention(
     return out, softmax_max, softmax_sum, query.new_empty(0), seed, offset, numels
 
 
-def _fusion_attention_fake(query, key, value, head_num, input_layout, *args, **kwargs):
+def fusion_attention_fake(query, key, value, head_num, input_layout, *args, **kwargs):
     _check_layout(input_layout)
     if input_layout == "TND":
         stats_shape = (query.shape[0], head_num, 8)
@@ -339,29 +339,38 @@ def _setup(ctx, inputs, output, keyword_only_inputs=None):
     ctx.out, ctx.softmax_max, ctx.softmax_sum, ctx.seed = output[0], output[1], output[2], output[4]
 
 
-def _backward(ctx, dout, *unused):
-    a = ctx.args
+def saved_forward_grad(ctx, query, key, value, dout, head_num, input_layout, options):
+    """(dq, dk, dv, dpse) of a forward whose ctx saved out / softmax_max / softmax_sum / seed; options holds
+    npu_fusion_attention's arguments by name."""
     dq, dk, dv, dpse, _ = torch.ops.npu.npu_fusion_attention_grad(
-        a["query"],
-        a["key"],
-        a["value"],
+        query,
+        key,
+        value,
         dout,
-        a["head_num"],
-        a["input_layout"],
-        pse=a["pse"],
-        atten_mask=a["atten_mask"],
+        head_num,
+        input_layout,
+        pse=options["pse"],
+        atten_mask=options["atten_mask"],
         softmax_max=ctx.softmax_max,
         softmax_sum=ctx.softmax_sum,
         attention_in=ctx.out,
-        scale_value=a["scale"],
-        keep_prob=a["keep_prob"],
-        pre_tockens=a["pre_tockens"],
-        next_tockens=a["next_tockens"],
+        scale_value=options["scale"],
+        keep_prob=options["keep_prob"],
+        pre_tockens=options["pre_tockens"],
+        next_tockens=options["next_tockens"],
         seed=ctx.seed,
-        prefix=a["prefix"],
-        actual_seq_qlen=a["actual_seq_qlen"],
-        actual_seq_kvlen=a["actual_seq_kvlen"],
-        sparse_mode=a["sparse_mode"],
+        prefix=options["prefix"],
+        actual_seq_qlen=options["actual_seq_qlen"],
+        actual_seq_kvlen=options["actual_seq_kvlen"],
+        sparse_mode=options["sparse_mode"],
+    )
+    return dq, dk, dv, dpse
+
+
+def _backward(ctx, dout, *unused):
+    a = ctx.args
+    dq, dk, dv, dpse = saved_forward_grad(
+        ctx, a["query"], a["key"], a["value"], dout, a["head_num"], a["input_layout"], a
     )
     grads = [None] * len(_ARG_NAMES)
     grads[0], grads[1], grads[2] = dq, dk, dv
@@ -377,7 +386,7 @@ npu_op(
     "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, "
     'bool sync=False, str softmax_layout="", Tensor? sink=None, Tensor? dropout_mask=None, int seed=0, '
     "int offset=0) -> (Tensor, Tensor, Tensor, Tensor, int, int, int)",
-    fake=_fusion_attention_fake,
+    fake=fusion_attention_fake,
     backward=_backward,
     setup_context=_setup,
 )(npu_fusion_attention)
