@@ -25,6 +25,7 @@ from torch_npu.ops import (  # noqa: F401
     ps_roi_pooling,
     quant,
     quant_matmul_gelu,
+    quant_param,
     reduction_slicing,
     rope,
     rotated_boxes,

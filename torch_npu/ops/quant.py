@@ -69,8 +69,11 @@ def _out_dtype(output_dtype, op):
 
 
 def int_matmul(a, b):
-    # exact: int8 products summed in float64 stay integers far beyond int32's range
-    return torch.matmul(a.to(torch.float64), b.to(torch.float64))
+    """The exact product of int8 (or unpacked int4) matrices: as float32 while every partial sum stays below 2^24
+    (K * 128 * 128 < 2^24, where float32 is exact and fast), as int64 beyond — npu has no float64, as on the card."""
+    if a.shape[-1] * 128 * 128 < 2**24:
+        return torch.matmul(a.float(), b.float())
+    return torch.matmul(a.to(torch.int64), b.to(torch.int64)).to(torch.float32)
 
 
 def _quant_matmul(
@@ -95,14 +98,19 @@ def _quant_matmul(
     out_dtype = _out_dtype(output_dtype, op)
     acc = int_matmul(x1, x2)
     if bias is not None:
-        acc = acc + bias.to(torch.float64)
+        acc = acc + bias.float()
     if out_dtype == torch.int32:
         return acc.to(torch.int32)
-    value = acc * scale.to(torch.float64)
+    if scale.dtype == torch.int64:  # npu_trans_quant_param's packed words: the FP19 scale and the offset
+        from torch_npu.ops.quant_param import unpacked_quant_param
+
+        scale, packed_offset = unpacked_quant_param(scale)
+        offset = offset if offset is not None else packed_offset
+    value = acc * scale.float()
     if pertoken_scale is not None:
-        value = value * pertoken_scale.to(torch.float64).unsqueeze(-1)
+        value = value * pertoken_scale.float().unsqueeze(-1)
     if offset is not None:
-        value = value + offset.to(torch.float64)
+        value = value + offset.float()
     if out_dtype == torch.int8:
         return requantize(value, torch.int8)
     return value.to(out_dtype)
