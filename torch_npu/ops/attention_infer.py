@@ -104,6 +104,8 @@ def _infer_attention(
     block_size,
     int8_scales=None,
     half_scores=False,
+    sink=None,
+    length_names=("actual_seq_lengths", "actual_seq_lengths_kv"),
 ):
     in_layout, out_layout = _split_layout(input_layout, op)
     check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
@@ -116,14 +118,19 @@ def _infer_attention(
             query,
             key,
             value,
-            atten_mask,
-            actual_seq_lengths,
-            actual_seq_lengths_kv,
-            num_heads,
-            kv_heads,
-            scale,
-            sparse_mode,
-            out_layout,
+            atten_mask=atten_mask,
+            q_cum=actual_seq_lengths,
+            kv_lengths=actual_seq_lengths_kv,
+            block_table=block_table,
+            block_size=block_size,
+            num_heads=num_heads,
+            kv_heads=kv_heads,
+            scale=scale,
+            sparse_mode=sparse_mode,
+            window=(pre_tokens, next_tokens),
+            out_layout=out_layout,
+            sink=sink,
+            length_names=length_names,
         )
     q = to_bnsd(query, in_layout, num_heads, op, "query")
     batch = q.shape[0]
@@ -169,6 +176,8 @@ def _infer_attention(
             dequant_scale2=int8_scales[2],
             op=op,
         )
+    if sink is not None:
+        out, lse = with_sink(out, lse, sink, head_dim=1, op=op)
     if actual_seq_lengths is not None:
         q_len = torch.tensor(list(actual_seq_lengths), device=q.device).view(-1, 1, 1, 1)
         out = out.masked_fill(torch.arange(s1, device=q.device).view(1, 1, s1, 1) >= q_len, 0)
@@ -177,21 +186,91 @@ def _infer_attention(
     return from_bnsd(out, out_layout), lse
 
 
-def _infer_tnd(op, query, key, value, atten_mask, q_cum, kv_cum, num_heads, kv_heads, scale, sparse_mode, out_layout):
-    check(q_cum is not None and kv_cum is not None, op, "layout TND needs actual_seq_lengths and actual_seq_lengths_kv")
+def with_sink(out, lse, sink, *, head_dim, op):
+    """Attention with a learnable sink: one extra score per head (sink[n]) joins each row's softmax with a zero
+    value, so out' = out * exp(lse - lse') with lse' = log(exp(lse) + exp(sink)), the returned logsumexp."""
+    heads = out.shape[head_dim]
+    check(sink.numel() == heads, op, f"learnable_sink must hold one value per query head ({heads}), got {sink.numel()}")
+    shape = [1] * lse.dim()
+    shape[head_dim] = heads
+    total = torch.logaddexp(lse, sink.float().reshape(shape))
+    return (out.float() * torch.exp(lse - total)).to(out.dtype), total
+
+
+def _tnd_band(s1, s2, sparse_mode, window, has_mask, device, op):
+    """The TND attention mask of one batch (True = masked): causal (sparse_mode 2 from the top left, 3 from the
+    bottom right) or the pre/next-token band of sparse_mode 4; sparse_mode 0 takes no mask."""
+    check(
+        sparse_mode in (0, 2, 3, 4),
+        op,
+        f"layout TND supports sparse_mode 0, 2, 3 and 4, got {sparse_mode}",
+    )
+    check(
+        sparse_mode != 0 or not has_mask,
+        op,
+        "layout TND takes atten_mask only with sparse_mode 2, 3 or 4 (the mask is generated)",
+    )
+    if sparse_mode == 0:
+        return None
+    if sparse_mode == 4:
+        return band_mask(s1, s2, window[0], window[1], device, shift=s2 - s1)
+    return band_mask(s1, s2, _BIG, 0, device, shift=0 if sparse_mode == 2 else s2 - s1)
+
+
+def _tnd_kv(key, value, b, rows, block_table, block_size, kv_heads, op):
+    """Batch b's key/value [1, N_kv, S2, D]: the packed rows `rows` (a slice) of a TND cache, or the first
+    `rows` tokens gathered from the paged cache through block_table[b]."""
+    if block_table is None:
+        parts = key[rows], value[rows]
+    else:
+        parts = tuple(_paged(t, block_table[b : b + 1], block_size, 1, op)[0, :rows] for t in (key, value))
+    return tuple(t.reshape(t.shape[0], kv_heads, -1).transpose(0, 1).unsqueeze(0) for t in parts)
+
+
+def _infer_tnd(
+    op,
+    query,
+    key,
+    value,
+    *,
+    atten_mask,
+    q_cum,
+    kv_lengths,
+    block_table,
+    block_size,
+    num_heads,
+    kv_heads,
+    scale,
+    sparse_mode,
+    window,
+    out_layout,
+    sink,
+    length_names,
+):
+    """Packed-token attention: q_cum are cumulative query lengths; kv_lengths are cumulative key/value lengths,
+    or each batch's own length when the cache is paged (block_table)."""
+    check(
+        q_cum is not None and kv_lengths is not None,
+        op,
+        f"layout TND needs {length_names[0]} and {length_names[1]}",
+    )
+    check(len(q_cum) == len(kv_lengths), op, f"{length_names[0]} and {length_names[1]} must have one entry per batch")
+    paged = block_table is not None
     outs, lses = [], []
     q0 = k0 = 0
-    for qe, ke in zip(q_cum, kv_cum):
+    for b, (qe, kv_end) in enumerate(zip(q_cum, kv_lengths)):
         q = query[q0:qe].transpose(0, 1).unsqueeze(0)
-        k, v = (t[k0:ke].transpose(0, 1).unsqueeze(0) for t in (key, value))
+        rows = kv_end if paged else slice(k0, kv_end)
+        k, v = _tnd_kv(key, value, b, rows, block_table, block_size, kv_heads, op)
         k, v = expand_kv(k, v, num_heads, op)
-        s1, s2 = q.shape[2], k.shape[2]
-        mask = band_mask(s1, s2, _BIG, 0, q.device, shift=s2 - s1) if sparse_mode == 3 else None
+        mask = _tnd_band(q.shape[2], k.shape[2], sparse_mode, window, atten_mask is not None, q.device, op)
         out, lse = attend(q, k, v, scale=scale, mask=mask)
         outs.append(out[0].transpose(0, 1))
         lses.append(lse[0].transpose(0, 1))
-        q0, k0 = qe, ke
+        q0, k0 = qe, kv_end
     out, lse = torch.cat(outs), torch.cat(lses)
+    if sink is not None:
+        out, lse = with_sink(out, lse, sink, head_dim=1, op=op)
     return (out.transpose(0, 1).contiguous() if out_layout == "NTD" else out), lse
 
 

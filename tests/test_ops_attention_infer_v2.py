@@ -1,0 +1,291 @@
+"""npu_fused_infer_attention_score_v2 (attention sinks, packed and paged TND as vLLM-Ascend calls it, sliding
+windows), the .out overloads with their workspace, and _infer_output, against softmax compositions written here."""
+
+import pytest
+import torch
+
+import torch_npu
+from op_check import check_op
+
+N, KV_HEADS, D = 4, 2, 8
+
+
+def ref_rows(q, k, v, scale, mask=None, sink=None):
+    """One sequence: q [S1, N, D], k/v [S2, N_kv, D] -> (out [S1, N, D], lse [S1, N, 1]); the sink, one score
+    per head, joins each row's softmax with a zero value."""
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+    v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+    s = torch.einsum("ind,jnd->nij", q.double(), k.double()) * scale
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
+    if sink is not None:
+        s = torch.cat([s, sink.double().view(-1, 1, 1).expand(-1, s.shape[1], 1)], -1)
+    lse = torch.logsumexp(s, -1)
+    p = torch.softmax(s, -1)[..., : k.shape[0]]
+    out = torch.einsum("nij,jnd->ind", p, v.double())
+    return out.to(q.dtype), lse.transpose(0, 1).unsqueeze(-1).float()
+
+
+def causal(s1, s2):
+    """Bottom-right aligned causal mask (True = masked)."""
+    return torch.ones(s1, s2, dtype=torch.bool).triu(s2 - s1 + 1)
+
+
+def test_v2_equals_v1_under_its_new_argument_names():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, n * D, generator=g) for n in (N, KV_HEADS, KV_HEADS))
+    mask = torch.rand(2, 5, 5, generator=g) > 0.7
+    v1 = torch_npu.npu_fused_infer_attention_score(
+        q.npu(),
+        k.npu(),
+        v.npu(),
+        atten_mask=mask.npu(),
+        actual_seq_lengths_kv=[5, 3],
+        num_heads=N,
+        num_key_value_heads=KV_HEADS,
+        scale=0.3,
+        softmax_lse_flag=True,
+    )
+    v2 = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        k.npu(),
+        v.npu(),
+        atten_mask=mask.npu(),
+        actual_seq_kvlen=[5, 3],
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        softmax_scale=0.3,
+        return_softmax_lse=True,
+    )
+    for a, b in zip(v1, v2):
+        assert torch.equal(a.cpu(), b.cpu())
+
+
+def test_learnable_sink_joins_every_softmax():
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(1, N, 3, D, generator=g), torch.randn(1, N, 7, D, generator=g), torch.randn(1, N, 7, D)
+    sink = torch.tensor([0.5, -1.0, 2.0, 4.0])
+    out, lse = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        k.npu(),
+        v.npu(),
+        learnable_sink=sink.npu(),
+        num_query_heads=N,
+        softmax_scale=0.35,
+        input_layout="BNSD",
+        return_softmax_lse=True,
+    )
+    want, want_lse = ref_rows(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), 0.35, sink=sink)
+    torch.testing.assert_close(out.cpu()[0].transpose(0, 1), want, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(lse.cpu()[0].transpose(0, 1), want_lse, atol=1e-6, rtol=1e-5)
+    plain, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(), k.npu(), v.npu(), num_query_heads=N, softmax_scale=0.35, input_layout="BNSD"
+    )
+    assert (out.cpu().norm(dim=-1) < plain.cpu().norm(dim=-1)).all()  # the sink takes probability mass
+
+
+def test_sink_attention_fake_kernel_and_compile():
+    g = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(2, 3, n, D, generator=g) for n in (N, KV_HEADS, KV_HEADS))
+    sink = torch.randn(N, generator=g)
+
+    def op(q, k, v, sink):
+        return torch_npu.npu_fused_infer_attention_score_v2(
+            q,
+            k,
+            v,
+            learnable_sink=sink,
+            num_query_heads=N,
+            num_key_value_heads=KV_HEADS,
+            softmax_scale=0.3,
+            input_layout="BSND",
+            return_softmax_lse=True,
+        )
+
+    def reference(q, k, v, sink):
+        rows = [ref_rows(q[b], k[b], v[b], 0.3, sink=sink) for b in range(q.shape[0])]
+        return torch.stack([r[0] for r in rows]), torch.stack([r[1].transpose(0, 1) for r in rows])
+
+    check_op(op, (q, k, v, sink), reference, atol=1e-5, rtol=1e-5)
+
+
+def _packed(lengths, heads, g):
+    return torch.randn(sum(lengths), heads, D, generator=g)
+
+
+def _cumulative(lengths):
+    return torch.tensor(lengths).cumsum(0).tolist()
+
+
+def test_tnd_paged_prefill_with_causal_mask_and_sinks():
+    """vLLM-Ascend's chunked prefill: packed queries (cumulative lengths), a paged KV cache addressed through
+    block_table with each request's own KV length, sparse_mode 3 and attention sinks."""
+    g = torch.Generator().manual_seed(2)
+    q_lens, kv_lens, block_size = [3, 1, 4], [5, 9, 4], 4
+    q = _packed(q_lens, N, g)
+    cache_k, cache_v = (torch.randn(12, block_size, KV_HEADS, D, generator=g) for _ in range(2))
+    block_table = torch.tensor([[7, 2, 0], [1, 5, 9], [11, 0, 0]], dtype=torch.int32)
+    sink = torch.randn(N, generator=g)
+    mask = torch.ones(2048, 2048, dtype=torch.bool).triu(1)
+    out, lse = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        cache_k.npu(),
+        cache_v.npu(),
+        atten_mask=mask.npu(),
+        actual_seq_qlen=_cumulative(q_lens),
+        actual_seq_kvlen=kv_lens,
+        block_table=block_table.npu(),
+        block_size=block_size,
+        learnable_sink=sink.npu(),
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        softmax_scale=D**-0.5,
+        input_layout="TND",
+        sparse_mode=3,
+        return_softmax_lse=True,
+    )
+    start = 0
+    for b, (s1, s2) in enumerate(zip(q_lens, kv_lens)):
+        k = cache_k[block_table[b].long()].reshape(-1, KV_HEADS, D)[:s2]
+        v = cache_v[block_table[b].long()].reshape(-1, KV_HEADS, D)[:s2]
+        want, want_lse = ref_rows(q[start : start + s1], k, v, D**-0.5, causal(s1, s2), sink)
+        torch.testing.assert_close(out.cpu()[start : start + s1], want, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(lse.cpu()[start : start + s1], want_lse, atol=1e-5, rtol=1e-5)
+        start += s1
+
+
+def test_tnd_packed_sliding_window():
+    g = torch.Generator().manual_seed(3)
+    lengths, window = [6, 4], 2
+    q, k, v = _packed(lengths, N, g), _packed(lengths, KV_HEADS, g), _packed(lengths, KV_HEADS, g)
+    out, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        k.npu(),
+        v.npu(),
+        actual_seq_qlen=_cumulative(lengths),
+        actual_seq_kvlen=_cumulative(lengths),
+        atten_mask=torch.ones(2048, 2048, dtype=torch.bool).triu(1).npu(),
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        softmax_scale=0.4,
+        pre_tokens=window,
+        next_tokens=0,
+        input_layout="TND",
+        sparse_mode=4,
+    )
+    start = 0
+    for s in lengths:
+        i, j = torch.arange(s).unsqueeze(1), torch.arange(s).unsqueeze(0)
+        band = (j > i) | (j < i - window)
+        rows = slice(start, start + s)
+        want, _ = ref_rows(q[rows], k[rows], v[rows], 0.4, band)
+        torch.testing.assert_close(out.cpu()[rows], want, atol=1e-5, rtol=1e-5)
+        start += s
+
+
+def test_int8_kv_cache_dequantised_per_channel_and_per_token():
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 1, N * D, generator=g, dtype=torch.float16)
+    k8, v8 = (torch.randint(-100, 100, (2, 6, KV_HEADS * D), generator=g, dtype=torch.int8) for _ in range(2))
+    key_scale = torch.rand(KV_HEADS * D, generator=g) / 50
+    value_scale = torch.rand(2, 6, generator=g) / 50
+    out, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        k8.npu(),
+        v8.npu(),
+        dequant_scale_key=key_scale.npu(),
+        dequant_scale_value=value_scale.npu(),
+        key_quant_mode=0,
+        value_quant_mode=1,
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        softmax_scale=0.3,
+    )
+    k = (k8.float() * key_scale).half()
+    v = (v8.float() * value_scale.unsqueeze(-1)).half()
+    want, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(), k.npu(), v.npu(), num_query_heads=N, num_key_value_heads=KV_HEADS, softmax_scale=0.3
+    )
+    assert torch.equal(out.cpu(), want.cpu())
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_out_overload_with_workspace_and_infer_output(version):
+    """The aclgraph path: size the workspace, allocate the outputs with _infer_output, call .out."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = torch.randn(2, 3, N * D, generator=g), torch.randn(2, 5, N * D, generator=g), torch.randn(2, 5, N * D)
+    args = (q.npu(), k.npu(), v.npu())
+    if version == "v1":
+        kw = {"num_heads": N, "scale": 0.5, "softmax_lse_flag": True}
+        eager = torch_npu.npu_fused_infer_attention_score(*args, **kw)
+        workspace = torch.ops.npu._npu_fused_infer_attention_score_get_max_workspace(*args, **kw)
+        outs = torch.ops.npu._npu_fused_infer_attention_score_infer_output(
+            q.npu(), v.npu(), num_heads=N, softmax_lse_flag=True
+        )
+        op = torch.ops.npu.npu_fused_infer_attention_score.out
+    else:
+        kw = {"num_query_heads": N, "softmax_scale": 0.5, "return_softmax_lse": True}
+        eager = torch_npu.npu_fused_infer_attention_score_v2(*args, **kw)
+        workspace = torch.ops.npu._npu_fused_infer_attention_score_v2_get_max_workspace(*args, **kw)
+        outs = torch.ops.npu._npu_fused_infer_attention_score_v2_infer_output(
+            q.npu(), v.npu(), num_query_heads=N, return_softmax_lse=True
+        )
+        op = torch.ops.npu.npu_fused_infer_attention_score_v2.out
+    assert workspace.device.type == "npu" and workspace.numel() == 0
+    for planned, got in zip(outs, eager):
+        assert planned.shape == got.shape and planned.dtype == got.dtype and planned.device == got.device
+    result = op(*args, **kw, workspace=workspace, attention_out=outs[0], softmax_lse=outs[1])
+    assert result[0] is outs[0] and result[1] is outs[1]
+    for a, b in zip(outs, eager):
+        assert torch.equal(a.cpu(), b.cpu())
+
+
+@pytest.mark.parametrize(
+    "layout, query_shape, value_shape, paged, want",
+    [
+        ("BNSD_BSND", (2, N, 3, D), (2, KV_HEADS, 5, 16), False, (2, 3, N, 16)),
+        ("TND", (7, N, D), (12, 4, KV_HEADS * 16), True, (7, N, 16)),
+        ("TND_NTD", (7, N, D), (9, KV_HEADS, 16), False, (N, 7, 16)),
+        ("BSND_NBSD", (2, 3, N, D), (2, 5, KV_HEADS, 16), False, (N, 2, 3, 16)),
+    ],
+)
+def test_infer_output_layouts(layout, query_shape, value_shape, paged, want):
+    block_table = torch.zeros(2, 3, dtype=torch.int32, device="npu") if paged else None
+    out, lse = torch.ops.npu._npu_fused_infer_attention_score_v2_infer_output(
+        torch.empty(query_shape, dtype=torch.float16, device="npu"),
+        torch.empty(value_shape, dtype=torch.float16, device="npu"),
+        input_layout=layout,
+        block_table=block_table,
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        quant_scale_out=torch.ones(1, device="npu"),
+    )
+    assert out.shape == want and out.dtype == torch.int8 and lse.numel() == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"dequant_scale_query": torch.ones(1)}, "dequant_scale_query is not supported by vnpu"),
+        ({"quant_scale_p": torch.ones(1)}, "quant_scale_p is not supported by vnpu"),
+        ({"out_dtype": 1}, r"out_dtype \(float8 / hifloat8 inputs\) is not supported by vnpu"),
+        ({"learnable_sink": torch.ones(3)}, r"learnable_sink must hold one value per query head \(4\), got 3"),
+        (
+            {"input_layout": "TND", "actual_seq_qlen": [2]},
+            "layout TND needs actual_seq_qlen and actual_seq_kvlen",
+        ),
+        (
+            {"input_layout": "TND", "actual_seq_qlen": [2], "actual_seq_kvlen": [2], "atten_mask": torch.ones(2, 2)},
+            "layout TND takes atten_mask only with sparse_mode 2, 3 or 4",
+        ),
+    ],
+)
+def test_errors_name_the_operator(kwargs, message):
+    q = torch.randn(2, N, D, device="npu")
+    kwargs = {key: value.npu() if isinstance(value, torch.Tensor) else value for key, value in kwargs.items()}
+    layout = kwargs.pop("input_layout", "BSND")
+    query = q if layout == "TND" else q.unsqueeze(0)
+    with pytest.raises(RuntimeError, match=f"^npu_fused_infer_attention_score_v2: {message}"):
+        torch_npu.npu_fused_infer_attention_score_v2(
+            query, query, query, num_query_heads=N, input_layout=layout, **kwargs
+        )
