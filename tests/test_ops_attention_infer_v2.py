@@ -3,9 +3,9 @@ windows), the .out overloads with their workspace, and _infer_output, against so
 
 import pytest
 import torch
+from op_check import check_op
 
 import torch_npu
-from op_check import check_op
 
 N, KV_HEADS, D = 4, 2, 8
 
