@@ -32,6 +32,7 @@ from torch_npu.ops import (  # noqa: F401
     rotated_boxes,
     sampling,
     tensor_ops,
+    top_k_top_p_sample,
     transpose_batchmatmul,
 )
 from torch_npu.ops.registration import npu_op
