@@ -113,7 +113,7 @@ def test_cache_written_by_scatter_is_read_back_by_paged_attention():
         num_heads=N,
         scale=0.25,
     )
-    for b, n in enumerate(lengths):
+    for b in range(len(lengths)):
         qb = q[b, 0].view(N, D)
         p = torch.softmax(torch.einsum("nd,tnd->nt", qb, keys[b]) * 0.25, -1)
         want = torch.einsum("nt,tnd->nd", p, values[b]).reshape(-1)
