@@ -72,6 +72,21 @@ def test_psroipool_module_runs_the_operator():
     torch.testing.assert_close(got, reference(x, rois.t().unsqueeze(0), 1.0, 3, 2))
 
 
+def test_psroipool_module_takes_torch_npus_roi_layout():
+    """torch_npu's PSROIPool passes rois [batch, 5, rois_num] to the operator unchanged."""
+    x = torch.randn(2, 2 * 3 * 3, 8, 8)
+    rois = torch.tensor(
+        [
+            [[0.0, 0.0], [1.0, 0.0], [1.0, 2.0], [6.0, 7.0], [5.0, 7.0]],
+            [[1.0, 1.0], [0.0, 2.0], [0.0, 1.0], [5.0, 6.0], [6.0, 7.0]],
+        ]
+    )
+    module = PSROIPool(pooled_height=3, pooled_width=3, spatial_scale=1.0, group_size=3, output_dim=2)
+    got = module(x.npu(), rois.npu()).cpu()
+    assert got.shape == (4, 2, 3, 3)
+    torch.testing.assert_close(got, reference(x, rois, 1.0, 3, 2))
+
+
 PS_ROI_ERRORS = [
     (
         lambda: torch_npu.npu_ps_roi_pooling(
@@ -90,6 +105,16 @@ PS_ROI_ERRORS = [
             torch.rand(1, 8, 4, 4, device="npu"), torch.rand(1, 5, 2, device="npu"), 1.0, 128, 2
         ),
         "npu_ps_roi_pooling: group_size must be in (0, 128), got 128",
+    ),
+    (
+        lambda: torch_npu.npu_ps_roi_pooling(
+            torch.rand(1, 8, 4, 4, device="npu"),
+            torch.tensor([[[3.0], [0.0], [0.0], [3.0], [3.0]]], device="npu"),
+            1.0,
+            2,
+            2,
+        ),
+        "npu_ps_roi_pooling: RoI 0 names batch 3, but the input holds 1",
     ),
 ]
 

@@ -21,6 +21,7 @@ from torch_npu.ops import (  # noqa: F401
     moe,
     moe_init_routing_v2,
     moe_routing_map,
+    multi_head_attention,
     norm_quant,
     norms,
     optimizer_ops,

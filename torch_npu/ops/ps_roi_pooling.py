@@ -28,31 +28,57 @@ def _bin_edges(start, size, bins, limit):
     ]
 
 
-def ps_roi_pool(features, rois, spatial_scale, group_size, output_dim, pooled_height, pooled_width):
-    """features [N, output_dim * group_size^2, H, W], rois [K, 5] -> [K, output_dim, pooled_height, pooled_width]."""
-    height, width = features.shape[-2:]
-    channels = torch.arange(output_dim, device=features.device) * group_size * group_size
-    rows = []
+def _roi_bins(rois, spatial_scale, pooled_height, pooled_width, height, width):
+    """Per RoI: its batch index and the [first, end) pixel rows of each bin row and columns of each bin column."""
+    batches, rows, cols = [], [], []
     for roi in rois.tolist():
-        batch = int(roi[0])
         start_w, start_h = round(roi[1]) * spatial_scale, round(roi[2]) * spatial_scale
         end_w, end_h = (round(roi[3]) + 1.0) * spatial_scale, (round(roi[4]) + 1.0) * spatial_scale
-        h_bins = _bin_edges(start_h, max(end_h - start_h, 0.1), pooled_height, height)
-        w_bins = _bin_edges(start_w, max(end_w - start_w, 0.1), pooled_width, width)
-        bins = []
-        for i, (h0, h1) in enumerate(h_bins):
-            gi = min(i * group_size // pooled_height, group_size - 1)
-            for j, (w0, w1) in enumerate(w_bins):
-                if h1 <= h0 or w1 <= w0:
-                    bins.append(features.new_zeros(output_dim))
-                    continue
-                gj = min(j * group_size // pooled_width, group_size - 1)
-                region = features[batch].index_select(0, channels + gi * group_size + gj)[:, h0:h1, w0:w1]
-                bins.append(region.mean(dim=(1, 2)))
-        rows.append(torch.stack(bins, -1).view(output_dim, pooled_height, pooled_width))
-    if not rows:
+        batches.append(int(roi[0]))
+        rows.append(_bin_edges(start_h, max(end_h - start_h, 0.1), pooled_height, height))
+        cols.append(_bin_edges(start_w, max(end_w - start_w, 0.1), pooled_width, width))
+    return batches, rows, cols
+
+
+def ps_roi_pool(features, rois, spatial_scale, group_size, output_dim, pooled_height, pooled_width):
+    """features [N, output_dim * group_size^2, H, W], rois [K, 5] -> [K, output_dim, pooled_height, pooled_width].
+    Every bin's mean comes from a summed-area table of the features (float32), so all RoIs pool at once."""
+    height, width = features.shape[-2:]
+    if rois.shape[0] == 0:
         return features.new_zeros(0, output_dim, pooled_height, pooled_width)
-    return torch.stack(rows)
+    device = features.device
+    batches, rows, cols = _roi_bins(rois, spatial_scale, pooled_height, pooled_width, height, width)
+    for k, (b, roi_rows, roi_cols) in enumerate(zip(batches, rows, cols)):
+        covers = any(e > f for f, e in roi_rows) and any(e > f for f, e in roi_cols)
+        check(
+            not covers or 0 <= b < features.shape[0],
+            "npu_ps_roi_pooling",
+            f"RoI {k} names batch {b}, but the input holds {features.shape[0]}",
+        )
+    batches = [min(max(b, 0), features.shape[0] - 1) for b in batches]  # RoIs with only empty bins read nothing
+    table = torch.nn.functional.pad(features.float().cumsum(-2).cumsum(-1), (1, 0, 1, 0))
+    h0, h1 = (torch.tensor([[edge[e] for edge in roi] for roi in rows], device=device) for e in (0, 1))
+    w0, w1 = (torch.tensor([[edge[e] for edge in roi] for roi in cols], device=device) for e in (0, 1))
+    group_row = torch.tensor([min(i * group_size // pooled_height, group_size - 1) for i in range(pooled_height)])
+    group_col = torch.tensor([min(j * group_size // pooled_width, group_size - 1) for j in range(pooled_width)])
+    channel = (
+        torch.arange(output_dim).view(-1, 1, 1) * group_size * group_size
+        + group_row.view(1, -1, 1) * group_size
+        + group_col.view(1, 1, -1)
+    ).to(device)  # [output_dim, pooled_height, pooled_width]
+    batch = torch.tensor(batches, device=device).view(-1, 1, 1, 1)
+    channel = channel.unsqueeze(0)
+    top, bottom = h0.view(-1, 1, pooled_height, 1), h1.view(-1, 1, pooled_height, 1)
+    left, right = w0.view(-1, 1, 1, pooled_width), w1.view(-1, 1, 1, pooled_width)
+    total = (
+        table[batch, channel, bottom, right]
+        - table[batch, channel, top, right]
+        - table[batch, channel, bottom, left]
+        + table[batch, channel, top, left]
+    )
+    area = ((bottom - top).clamp(min=0) * (right - left).clamp(min=0)).to(total.dtype)
+    pooled = torch.where(area > 0, total / area.clamp(min=1), torch.zeros_like(total))
+    return pooled.to(features.dtype)
 
 
 def _ps_roi_pooling_fake(x, rois, spatial_scale, group_size, output_dim):

@@ -4,15 +4,31 @@ query/key/value are [bsz * len, embed_dim] rows ordered batch first; forward(que
 tgt_len, s_len, ...) returns ([bsz * tgt_len, embed_dim], weights [bsz, tgt_len, s_len] averaged over
 heads, or per head [heads, bsz, tgt_len, s_len] with need_head_weights). attn_mask is added to the
 scores; key_padding_mask [bsz, s_len] (True = padding) masks keys. q is scaled by head_dim ** -0.5.
+
+After _MHAConfig.set_fussion() the layer runs torch_npu.npu_multi_head_attention instead, as torch_npu does:
+key and value are used as given, key_padding_mask is the operator's additive attn_mask
+[bsz, heads, tgt_len, s_len], and forward returns (output, None). (torch_npu's own layer returns (None, None)
+without fusion; vnpu computes the unfused path instead.)
 """
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+import torch_npu
 from torch_npu.contrib.function.matmul_transpose import matmul_transpose
 
 __all__ = ["MultiheadAttention", "Matmul_transpose"]
+
+
+class _MHAConfig:
+    """Whether MultiheadAttention runs the fused npu_multi_head_attention operator."""
+
+    use_fussion_mha = False
+
+    @classmethod
+    def set_fussion(cls):
+        cls.use_fussion_mha = True
 
 
 def Matmul_transpose(tensor1, tensor2):
@@ -112,6 +128,8 @@ class MultiheadAttention(nn.Module):
         before_softmax: bool = False,
         need_head_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
+        if _MHAConfig.use_fussion_mha:
+            return self._fused_attention(query, key, value, key_padding_mask, bsz, tgt_len), None
         if incremental_state is not None:
             raise NotImplementedError(
                 "torch_npu.contrib.MultiheadAttention: incremental decoding (incremental_state) "
@@ -154,6 +172,35 @@ class MultiheadAttention(nn.Module):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return attn, weights
+
+    def _fused_attention(self, query, key, value, attn_mask, bsz, tgt_len):
+        src_len = key.size(0) // bsz
+        dropout_prob = self.dropout if self.training else 0.0
+        dropout_mask = None
+        if dropout_prob > 0:
+            shape = (bsz, self.num_heads, tgt_len, src_len)
+            dropout_mask = torch_npu.npu_dropout_gen_mask(shape, dropout_prob, dtype=query.dtype, device=query.device)
+        return torch_npu.npu_multi_head_attention(
+            query,
+            key,
+            value,
+            self.q_proj.weight,
+            self.k_proj.weight,
+            self.v_proj.weight,
+            attn_mask,
+            self.out_proj.weight,
+            self.q_proj.bias,
+            self.k_proj.bias,
+            self.v_proj.bias,
+            self.out_proj.bias,
+            dropout_mask,
+            self.num_heads,
+            self.head_dim,
+            src_len,
+            tgt_len,
+            dropout_prob,
+            True,
+        )[0]
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Split fairseq's old fused in_proj_weight/in_proj_bias into q/k/v projections."""

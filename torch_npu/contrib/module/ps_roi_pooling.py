@@ -1,4 +1,6 @@
-"""PSROIPool (R-FCN position-sensitive ROI pooling) over rois [K, 5] = (batch index, x1, y1, x2, y2).
+"""PSROIPool (R-FCN position-sensitive ROI pooling). rois are torch_npu's [batch, 5, rois_num] (columns of
+(batch index, x1, y1, x2, y2)) or [K, 5], one RoI per row; the output is [batch * rois_num (or K), output_dim,
+pooled_height, pooled_width].
 
 With pooled_height == pooled_width == group_size (the case torch_npu implements) it runs
 torch_npu.npu_ps_roi_pooling; other pooled sizes use the same pooling with bins mapped onto the groups.
@@ -25,8 +27,9 @@ class PSROIPool(nn.Module):
         ph, pw, gs = self.pooled_height, self.pooled_width, self.group_size
         if features.shape[1] != self.output_dim * gs * gs:
             raise RuntimeError(f"PSROIPool expects {self.output_dim * gs * gs} channels, got {features.shape[1]}")
+        if rois.dim() == 2:  # [K, 5]: one RoI per row
+            rois = rois.t().unsqueeze(0)
         if ph == pw == gs:
-            return torch_npu.npu_ps_roi_pooling(
-                features, rois.t().unsqueeze(0), self.spatial_scale, gs, self.output_dim
-            )
-        return ps_roi_pool(features, rois, self.spatial_scale, gs, self.output_dim, ph, pw)
+            return torch_npu.npu_ps_roi_pooling(features, rois, self.spatial_scale, gs, self.output_dim)
+        flat = rois.transpose(1, 2).reshape(-1, 5)
+        return ps_roi_pool(features, flat, self.spatial_scale, gs, self.output_dim, ph, pw)
