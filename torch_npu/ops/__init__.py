@@ -16,6 +16,7 @@ from torch_npu.ops import (  # noqa: F401
     fusion_attention,
     fusion_attention_v2,
     grouped_matmul_add,
+    ifmr,
     kv_cache,
     losses,
     moe,

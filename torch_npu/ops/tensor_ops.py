@@ -324,3 +324,23 @@ def npu_masked_fill_range(x, start, end, value, axis=-1):
             mask = ranges.any(0).view(shape)
         out = torch.where(mask, value[i].to(x.dtype), out)
     return out
+
+
+@npu_op("npu_stride_add(Tensor self, Tensor other, Scalar offset1, Scalar offset2, Scalar c1_len) -> Tensor")
+def npu_stride_add(x1, x2, offset1, offset2, c1_len):
+    """Adds x1[:, offset1:] and x2[:, offset2:] along dim 1 (the C1 axis of a 5HD tensor), each zero-padded to
+    16 * c1_len channels: [N, 16 * c1_len, ...]."""
+    op = "npu_stride_add"
+    check(x1.dim() == x2.dim() == 5, op, f"self and other must be 5-D (5HD), got {x1.dim()}-D and {x2.dim()}-D")
+    channels = 16 * int(c1_len)
+    parts = []
+    for name, x, offset in (("self", x1, int(offset1)), ("other", x2, int(offset2))):
+        check(0 <= offset <= x.shape[1], op, f"offset for {name} must be in [0, {x.shape[1]}], got {offset}")
+        part = x[:, offset:]
+        check(
+            part.shape[1] <= channels,
+            op,
+            f"{name}[:, {offset}:] has {part.shape[1]} channels, more than 16 * c1_len = {channels}",
+        )
+        parts.append(torch.nn.functional.pad(part, (0, 0, 0, 0, 0, 0, 0, channels - part.shape[1])))
+    return torch.add(*parts)
