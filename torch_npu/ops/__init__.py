@@ -31,6 +31,7 @@ from torch_npu.ops import (  # noqa: F401
     quant_matmul_gelu,
     quant_param,
     reduction_slicing,
+    rnn_layers,
     rope,
     rotated_boxes,
     sampling,

@@ -1,0 +1,143 @@
+"""npu_lstm and npu_gru: one single-direction recurrent layer per call, returning the per-step states and gates
+the card's backward reads.
+
+npu_lstm: weight [input + hidden, 4 * hidden] is torch's weight_ih and weight_hh transposed and stacked,
+bias [4 * hidden] is the one bias; gates in torch's order (i, f, g, o). Returns (y, h, c, i, j, f, o, tanh(c)),
+each [T, B, hidden] per step (j is the cell candidate g). direction=True runs the sequence backwards (outputs
+stay in time order). flag_seq=True (a per-step seq_mask) is not supported.
+npu_gru: weight_input [input, 3 * hidden] and weight_hidden [hidden, 3 * hidden] are torch's weights
+transposed, gates (r, z, n). Returns (y, h, update z, reset r, new n, W_hn h + b_hn), each [T, B, hidden].
+Both compute as torch's cells do, in the input's dtype, and are differentiable through their composition;
+num_layers must be 1 and bidirectional False (torch_npu's nn.LSTM / nn.GRU adaptation calls them per layer
+and direction).
+"""
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+def _check_layer(op, x, num_layers, bidirectional):
+    check(x.dim() == 3, op, f"input must be 3-D [T, B, input] (or [B, T, input] with batch_first), got {x.dim()}-D")
+    check(num_layers == 1, op, f"one layer per call: num_layers must be 1, got {num_layers}")
+    check(not bidirectional, op, "one direction per call: bidirectional must be False (use direction for the reverse)")
+
+
+def _initial(state, batch, hidden, name, op):
+    check(
+        state.numel() == batch * hidden,
+        op,
+        f"{name} must hold [1, B={batch}, hidden={hidden}], got {tuple(state.shape)}",
+    )
+    return state.reshape(batch, hidden)
+
+
+@npu_op(
+    "npu_lstm(Tensor input, Tensor weight, Tensor bias, Tensor seq_mask, Tensor h, Tensor c, bool has_biases, "
+    "int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, bool flag_seq, "
+    "bool direction) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    differentiable=True,
+)
+def npu_lstm(
+    x,
+    weight,
+    bias,
+    seq_mask,
+    h,
+    c,
+    has_biases,
+    num_layers,
+    dropout,
+    train,
+    bidirectional,
+    batch_first,
+    flag_seq,
+    direction,
+):
+    op = "npu_lstm"
+    _check_layer(op, x, num_layers, bidirectional)
+    check(not flag_seq, op, "flag_seq (a per-step seq_mask) is not supported by vnpu")
+    x = x.transpose(0, 1) if batch_first else x
+    steps, batch, size = x.shape
+    check(
+        weight.dim() == 2 and weight.shape[0] > size and weight.shape[1] % 4 == 0,
+        op,
+        f"weight must be [input + hidden, 4 * hidden] with input={size}, got {tuple(weight.shape)}",
+    )
+    hidden = weight.shape[1] // 4
+    check(weight.shape[0] == size + hidden, op, f"weight must have {size + hidden} rows, got {weight.shape[0]}")
+    w_ih, w_hh = weight[:size], weight[size:]
+    h_t, c_t = _initial(h, batch, hidden, "h", op), _initial(c, batch, hidden, "c", op)
+    order = range(steps - 1, -1, -1) if direction else range(steps)
+    records = {name: [None] * steps for name in ("h", "c", "i", "j", "f", "o", "tanhc")}
+    for t in order:
+        gates = x[t] @ w_ih + h_t @ w_hh
+        if has_biases:
+            gates = gates + bias
+        i, f, g, o = gates.chunk(4, 1)
+        i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+        c_t = f * c_t + i * g
+        tanh_c = torch.tanh(c_t)
+        h_t = o * tanh_c
+        for name, value in (("h", h_t), ("c", c_t), ("i", i), ("j", g), ("f", f), ("o", o), ("tanhc", tanh_c)):
+            records[name][t] = value
+    stacked = {name: torch.stack(values) for name, values in records.items()}
+    y = stacked["h"].transpose(0, 1) if batch_first else stacked["h"]
+    return (y, *(stacked[name] for name in ("h", "c", "i", "j", "f", "o", "tanhc")))
+
+
+@npu_op(
+    "npu_gru(Tensor input, Tensor hx, Tensor weight_input, Tensor weight_hidden, Tensor bias_input, "
+    "Tensor bias_hidden, Tensor seq_length, bool has_biases, int num_layers, float dropout, bool train, "
+    "bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    differentiable=True,
+)
+def npu_gru(
+    x,
+    hx,
+    weight_input,
+    weight_hidden,
+    bias_input,
+    bias_hidden,
+    seq_length,
+    has_biases,
+    num_layers,
+    dropout,
+    train,
+    bidirectional,
+    batch_first,
+):
+    op = "npu_gru"
+    _check_layer(op, x, num_layers, bidirectional)
+    x = x.transpose(0, 1) if batch_first else x
+    steps, batch, size = x.shape
+    check(
+        weight_input.dim() == 2 and weight_input.shape[0] == size and weight_input.shape[1] % 3 == 0,
+        op,
+        f"weight_input must be [input={size}, 3 * hidden], got {tuple(weight_input.shape)}",
+    )
+    hidden = weight_input.shape[1] // 3
+    check(
+        tuple(weight_hidden.shape) == (hidden, 3 * hidden),
+        op,
+        f"weight_hidden must be [{hidden}, {3 * hidden}], got {tuple(weight_hidden.shape)}",
+    )
+    h_t = _initial(hx, batch, hidden, "hx", op)
+    records = {name: [] for name in ("h", "z", "r", "n", "hn")}
+    for t in range(steps):
+        gi, gh = x[t] @ weight_input, h_t @ weight_hidden
+        if has_biases:
+            gi, gh = gi + bias_input, gh + bias_hidden
+        i_r, i_z, i_n = gi.chunk(3, 1)
+        h_r, h_z, h_n = gh.chunk(3, 1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        h_t = n + z * (h_t - n)
+        for name, value in (("h", h_t), ("z", z), ("r", r), ("n", n), ("hn", h_n)):
+            records[name].append(value)
+    stacked = {name: torch.stack(values) for name, values in records.items()}
+    y = stacked["h"].transpose(0, 1) if batch_first else stacked["h"]
+    return y, stacked["h"], stacked["z"], stacked["r"], stacked["n"], stacked["hn"]
