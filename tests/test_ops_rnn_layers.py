@@ -7,13 +7,17 @@ from torch import _VF
 
 import torch_npu
 
-T, B, I, H = 5, 3, 6, 4
+T, B, INPUT, H = 5, 3, 6, 4
 
 
 def _lstm_inputs(seed):
     g = torch.Generator().manual_seed(seed)
-    x, h, c = torch.randn(T, B, I, generator=g), torch.randn(1, B, H, generator=g), torch.randn(1, B, H, generator=g)
-    w_ih, w_hh, bias = torch.randn(I, 4 * H, generator=g), torch.randn(H, 4 * H, generator=g), torch.randn(4 * H)
+    x, h, c = (
+        torch.randn(T, B, INPUT, generator=g),
+        torch.randn(1, B, H, generator=g),
+        torch.randn(1, B, H, generator=g),
+    )
+    w_ih, w_hh, bias = torch.randn(INPUT, 4 * H, generator=g), torch.randn(H, 4 * H, generator=g), torch.randn(4 * H)
     return x, h, c, w_ih, w_hh, bias
 
 
@@ -64,8 +68,8 @@ def test_lstm_gradients_match_torch():
 
 def test_gru_matches_torch_with_its_gates():
     g = torch.Generator().manual_seed(3)
-    x, h = torch.randn(T, B, I, generator=g), torch.randn(1, B, H, generator=g)
-    w_i, w_h = torch.randn(I, 3 * H, generator=g), torch.randn(H, 3 * H, generator=g)
+    x, h = torch.randn(T, B, INPUT, generator=g), torch.randn(1, B, H, generator=g)
+    w_i, w_h = torch.randn(INPUT, 3 * H, generator=g), torch.randn(H, 3 * H, generator=g)
     b_i, b_h = torch.randn(3 * H, generator=g), torch.randn(3 * H, generator=g)
     seq = torch.tensor([T], dtype=torch.int32)
     y, hs, z, r, n, hn = (
