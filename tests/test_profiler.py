@@ -103,24 +103,74 @@ def test_without_a_schedule_every_step_records_and_stop_saves(tmp_path):
     assert not torch_npu._C._activity_recording()
 
 
-def test_experimental_config_validates_and_warns_on_use_cuda():
+def test_experimental_config_keeps_valid_values_and_warns_on_use_cuda():
     cfg = torch_npu.profiler._ExperimentalConfig(
         profiler_level=torch_npu.profiler.ProfilerLevel.Level1, aic_metrics=torch_npu.profiler.AiCMetrics.Memory
     )
     assert cfg.to_dict()["_aic_metrics"] == "ACL_AICORE_MEMORY_BANDWIDTH"
     assert "Level2" in torch_npu.profiler.supported_profiler_level()
     assert torch_npu.profiler.supported_export_type() == {"db", "text"}
-    with pytest.raises(ValueError, match="profiler_level must be one of"):
-        torch_npu.profiler._ExperimentalConfig(profiler_level="Level9")
     with pytest.warns(UserWarning, match="This is npu environment, use_cuda is invalid"):
         torch_npu.profiler.profile(use_cuda=True)
 
 
-def test_experimental_config_names_the_bad_argument():
-    with pytest.raises(ValueError) as bad_metrics:
-        torch_npu.profiler._ExperimentalConfig(aic_metrics="ACL_NOTHING")
-    assert str(bad_metrics.value).startswith("aic_metrics must be one of ['ACL_AICORE_ARITHMETIC_UTILIZATION', ")
-    assert str(bad_metrics.value).endswith("got 'ACL_NOTHING'")
-    with pytest.raises(ValueError) as bad_export:
-        torch_npu.profiler._ExperimentalConfig(export_type="csv")
-    assert str(bad_export.value) == "export_type must be among ['db', 'text'], got 'csv'"
+def _profiler_warnings(capsys):
+    return [line.split("profiler.py: ", 1)[1] for line in capsys.readouterr().out.splitlines() if "[WARNING]" in line]
+
+
+def test_experimental_config_resets_invalid_values_with_a_warning(capsys, monkeypatch):
+    """As torch_npu: a bad value is printed as a profiler warning and replaced by its default."""
+    monkeypatch.delenv("RANK", raising=False)
+    cfg = torch_npu.profiler._ExperimentalConfig(profiler_level="Level9", export_type="csv", l2_cache="yes")
+    assert (cfg.profiler_level, cfg.export_type, cfg.to_dict()["_l2_cache"]) == ("Level0", ["text"], False)
+    assert _profiler_warnings(capsys) == [
+        "Invalid parameter profiler_level, reset it to ProfilerLevel.Level0.",
+        "Please use level1 or level2 if you want to collect aic metrics, reset aic metrics to None!",
+        "Invalid parameter l2_cache, which must be of bool type, reset it to False.",
+        "Invalid parameter export_type, reset it to text.",
+    ]
+    cfg = torch_npu.profiler._ExperimentalConfig(profiler_level="Level1", aic_metrics="ACL_NOTHING")
+    assert cfg.aic_metrics == "ACL_AICORE_PIPE_UTILIZATION"
+    none_level = torch_npu.profiler._ExperimentalConfig(profiler_level="Level_none")
+    assert none_level.tx_enabled and none_level.aic_metrics == "ACL_AICORE_NONE"
+    monkeypatch.setenv("TORCH_NPU_WARNING_DISABLE", "1")
+    capsys.readouterr()
+    torch_npu.profiler._ExperimentalConfig(profiler_level="Level9")
+    assert _profiler_warnings(capsys) == []
+
+
+def test_experimental_config_mstx_domains_host_sys_and_native_config(capsys):
+    from torch_npu._C._profiler import _ExperimentalConfig as NativeConfig
+
+    config = torch_npu.profiler._ExperimentalConfig
+    assert config(mstx_domain_include=["x"])._mstx_domain_include == []  # only with mstx / msprof_tx
+    both = config(mstx=True, mstx_domain_include=["x", "x"], mstx_domain_exclude=["y"])
+    assert (both._mstx_domain_include, both._mstx_domain_exclude) == (["x"], [])
+    assert config(mstx=True, mstx_domain_exclude=[1])._mstx_domain_exclude == []
+    assert config(host_sys=["cpu", "mem"])._host_sys == ["cpu", "mem"]
+    assert config(host_sys=["gpu"])._host_sys == []
+    native = config(profiler_level="Level2", aic_metrics="ACL_AICORE_L2_CACHE", mstx=True, host_sys=["cpu"])()
+    assert isinstance(native, NativeConfig)
+    assert (native.trace_level, native.metrics, native.msprof_tx, native.host_sys) == (
+        "Level2",
+        "ACL_AICORE_L2_CACHE",
+        True,
+        ["cpu"],
+    )
+
+
+def test_profiler_constants_and_native_interface():
+    from torch_npu._C._profiler import ProfilerActivity, _get_freq, _get_monotonic, _get_syscnt_enable
+    from torch_npu.profiler.analysis.prof_common_func._cann_package_manager import CannPackageManager
+    from torch_npu.profiler.analysis.prof_common_func._constant import Constant
+
+    assert {Constant.LEVEL0, Constant.LEVEL1, Constant.LEVEL2, Constant.LEVEL_NONE} == (
+        torch_npu.profiler.supported_profiler_level()
+    )
+    assert Constant.AicMetricsNone in torch_npu.profiler.supported_ai_core_metrics()
+    assert {Constant.Db, Constant.Text} == torch_npu.profiler.supported_export_type()
+    assert ProfilerActivity is torch_npu.profiler.ProfilerActivity
+    assert not _get_syscnt_enable() and _get_freq() == 1000
+    first = _get_monotonic()
+    assert _get_monotonic() >= first > 0
+    assert CannPackageManager.is_support_export_db() and not CannPackageManager.is_support_default_export_db()
