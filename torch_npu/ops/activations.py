@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from torch_npu.ops._common import check
 from torch_npu.ops.dtype_support import FLOATS
+from torch_npu.ops.functionalization import functionalized_by
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -152,6 +153,9 @@ def npu_silu(x):
 def npu_silu_(x):
     """npu_silu in place."""
     return x.copy_(F.silu(x))
+
+
+functionalized_by("npu_silu_", "npu_silu")
 
 
 @npu_op(

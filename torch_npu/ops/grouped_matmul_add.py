@@ -6,6 +6,7 @@ Products are computed in float32."""
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.functionalization import functionalized_by
 from torch_npu.ops.quant import group_row_counts
 from torch_npu.ops.registration import npu_op
 
@@ -69,3 +70,6 @@ def npu_grouped_matmul_add_(
         y, x, weight, group_list, transpose_x, transpose_weight, group_type, group_list_type, "npu_grouped_matmul_add_"
     )
     return y.add_(products)
+
+
+functionalized_by("npu_grouped_matmul_add_", "npu_grouped_matmul_add")

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS, HALF_AND_FLOAT, INDEX_TYPES
+from torch_npu.ops.functionalization import functionalized_by
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -103,12 +104,7 @@ npu_op(
 )(_scatter_nd_inplace)
 
 
-@torch.library.impl("npu::npu_scatter_nd_update_", "Functionalize")
-def _scatter_nd_update_functionalized(x, indices, updates):
-    """Functionalization (torch.compile, torch.func.functionalize): the out-of-place operator, then a copy_
-    into self, as torch_npu registers it."""
-    x.copy_(torch.ops.npu.npu_scatter_nd_update(x, indices, updates))
-    return x
+functionalized_by("npu_scatter_nd_update_", "npu_scatter_nd_update")
 
 
 @npu_op("npu_change_data_ptr(Tensor dst, Tensor src, int index) -> int", fake=lambda dst, src, index: 0)
@@ -273,6 +269,9 @@ def scatter_update(data, indices, updates, axis):
 def scatter_update_(data, indices, updates, axis):
     """scatter_update in place."""
     return _scatter_update(data, indices, updates, axis, "scatter_update_")
+
+
+functionalized_by("scatter_update_", "scatter_update")
 
 
 @npu_op("npu_prefetch(Tensor self, Tensor? dependency, int max_size, int offset=0) -> ()", fake=lambda *a, **k: None)
