@@ -30,6 +30,7 @@ from torch_npu.ops import (  # noqa: F401
     quant,
     quant_matmul_gelu,
     quant_param,
+    quant_scatter,
     reduction_slicing,
     rnn_layers,
     rope,
