@@ -174,3 +174,30 @@ def test_profiler_constants_and_native_interface():
     first = _get_monotonic()
     assert _get_monotonic() >= first > 0
     assert CannPackageManager.is_support_export_db() and not CannPackageManager.is_support_default_export_db()
+
+
+def test_schedule_resets_invalid_arguments_and_cycles(capsys, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    Action = torch_npu.profiler.ProfilerAction
+    reset = torch_npu.profiler.schedule(wait=-1, active=0, warmup=-2, repeat=-1, skip_first=-1)
+    assert (reset.wait, reset.active, reset.warmup, reset.repeat, reset.skip_first) == (0, 1, 0, 0, 0)
+    assert [reset(step) for step in (0, 1, 10)] == [Action.RECORD_AND_SAVE] * 3
+    assert "Invalid parameter active, reset it to 1." in capsys.readouterr().out
+    once = torch_npu.profiler.schedule(wait=2, active=2, warmup=2, repeat=1, skip_first=2)
+    assert [once(step) for step in (0, 3, 5, 6, 7, 13)] == [
+        Action.NONE,
+        Action.NONE,
+        Action.WARMUP,
+        Action.RECORD,
+        Action.RECORD_AND_SAVE,
+        Action.NONE,
+    ]
+    eager = torch_npu.profiler.schedule(wait=3, active=1, skip_first=1, skip_first_wait=1)
+    assert [eager(step) for step in (0, 1, 2, 5)] == [
+        Action.NONE,
+        Action.RECORD_AND_SAVE,
+        Action.NONE,
+        Action.RECORD_AND_SAVE,
+    ]
+    with pytest.raises(ValueError, match="Invalid parameter step, which must be not less than 0"):
+        once(-1)
