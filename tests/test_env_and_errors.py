@@ -240,3 +240,17 @@ def test_exact_environment_and_utility_messages(monkeypatch, tmp_path):
     with pytest.raises(ValueError) as info:
         torch_npu.utils.set_thread_affinity([4096, 4097])
     assert first_line(info.value).startswith("None of the cores [4096, 4097] is available to this process (allowed: [")
+
+
+def test_environment_reads_are_logged_once_when_logs_are_on():
+    program = (
+        "import os, torch_npu\n"
+        "import torch_npu.utils.patch_getenv as patch\n"
+        "print(os.getenv is patch._patched_getenv, os.environ.get is patch._patched_environ_get)\n"
+        "os.getenv('VNPU_PROBE'); os.environ.get('VNPU_PROBE'); os.getenv('VNPU_ABSENT', 'x')\n"
+    )
+    logged = run_python(program, env={"TORCH_NPU_LOGS": "env", "VNPU_PROBE": "42"})
+    assert logged.stdout.split() == ["True", "True"]
+    assert logged.stderr.count("get env VNPU_PROBE = 42") == 1 and "VNPU_ABSENT" not in logged.stderr
+    quiet = run_python(program, env={"VNPU_PROBE": "42"})
+    assert quiet.stdout.split() == ["False", "False"] and "get env" not in quiet.stderr

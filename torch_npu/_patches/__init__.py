@@ -281,3 +281,14 @@ PATCHES += (
         apply="torch_npu._patches.msprobe_hooks:operator_backward_is_one_api",
     ),
 )
+
+PATCHES += (
+    Patch(
+        target="os.getenv / os.environ.get",
+        module="os",
+        why="torch_npu logs every environment variable a program reads (once each, INFO on torch_npu.env) when its "
+        "logs are on, so a run's configuration can be read back from its log.",
+        when="at import of torch_npu, only when TORCH_NPU_LOGS or TORCH_LOGS is set",
+        apply="torch_npu.utils.patch_getenv:install",
+    ),
+)
