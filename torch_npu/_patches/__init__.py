@@ -114,6 +114,15 @@ PATCHES += (
         changes=("torch.Tensor.npu_format_cast", "torch.Tensor.npu_format_cast_"),
     ),
     Patch(
+        target="torch.Tensor.copy_memory_",
+        module="torch",
+        why="torch_npu gives tensors a copy_memory_(src, non_blocking=False) method (an npu-to-npu memory copy); "
+        "code calls it as a method.",
+        when="at import of torch_npu, after its operators are defined",
+        apply="torch_npu._patches.torch_namespace:tensor_copy_memory_method",
+        changes=("torch.Tensor.copy_memory_",),
+    ),
+    Patch(
         target="torch.distributed.is_hccl_available / torch.distributed.init_process_group",
         module="torch.distributed",
         why="torch_npu adds is_hccl_available to torch.distributed; init_process_group('hccl') without timeout= "

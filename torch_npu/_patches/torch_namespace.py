@@ -46,6 +46,16 @@ def tensor_format_cast_methods():
     return True
 
 
+def tensor_copy_memory_method():
+    """Tensor.copy_memory_(src, non_blocking=False) (torch_npu's Tensor method)."""
+
+    def copy_memory_(self, src, non_blocking=False):
+        return torch.ops.npu.copy_memory_(self, src, non_blocking)
+
+    torch.Tensor.copy_memory_ = copy_memory_
+    return True
+
+
 def hccl_in_torch_distributed():
     """torch.distributed.is_hccl_available, and init_process_group bounding its rendezvous by
     HCCL_CONNECT_TIMEOUT for hccl (other backends are passed through unchanged)."""

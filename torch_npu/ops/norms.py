@@ -196,3 +196,14 @@ def npu_normalize_batch(x, seq_len, normalize_type=0):
     mean = torch.where(valid, x, 0).sum(dims, keepdim=True) / count
     var = torch.where(valid, (x - mean) ** 2, 0).sum(dims, keepdim=True) / (count - 1)
     return (x - mean) / (var.sqrt() + 1e-5)
+
+
+@npu_op("batch_norm_reduce(Tensor input, float eps) -> (Tensor, Tensor)")
+def batch_norm_reduce(x, eps):
+    """SyncBatchNorm's local statistics: the per-channel (dim 1) sum and sum of squares over every other
+    dimension, accumulated in float32 ((sum, square_sum), each [C]); eps is carried for the reduction that
+    follows and does not enter these sums."""
+    check(x.dim() >= 2, "batch_norm_reduce", f"input must have a channel dimension (2-D or more), got {x.dim()}-D")
+    dims = [d for d in range(x.dim()) if d != 1]
+    values = x.float()
+    return values.sum(dims), (values * values).sum(dims)

@@ -343,3 +343,19 @@ def npu_stride_add(x1, x2, offset1, offset2, c1_len):
         )
         parts.append(torch.nn.functional.pad(part, (0, 0, 0, 0, 0, 0, 0, channels - part.shape[1])))
     return torch.add(*parts)
+
+
+@npu_op("copy_memory_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
+def copy_memory_(dst, src, non_blocking=False):
+    """Copies src's elements into self (an npu-to-npu memory copy): both npu tensors of one dtype, on one
+    device, with the same number of elements; returns self."""
+    op = "copy_memory_"
+    check(
+        dst.device.type == src.device.type == "npu",
+        op,
+        f"copy_memory_ only supports npu tensors, got {dst.device} and {src.device}",
+    )
+    check(dst.dtype == src.dtype, op, f"self and src must have one dtype, got {dst.dtype} and {src.dtype}")
+    check(dst.device == src.device, op, f"self and src must be on one device, got {dst.device} and {src.device}")
+    check(dst.numel() == src.numel(), op, f"self has {dst.numel()} elements, src has {src.numel()}")
+    return dst.copy_(src.reshape(dst.shape), non_blocking=non_blocking)
