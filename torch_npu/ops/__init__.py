@@ -20,6 +20,7 @@ from torch_npu.ops import (  # noqa: F401
     kv_cache,
     losses,
     moe,
+    moe_gating_backward,
     moe_init_routing_v2,
     moe_routing_map,
     multi_head_attention,
