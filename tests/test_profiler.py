@@ -201,3 +201,31 @@ def test_schedule_resets_invalid_arguments_and_cycles(capsys, monkeypatch):
     ]
     with pytest.raises(ValueError, match="Invalid parameter step, which must be not less than 0"):
         once(-1)
+
+
+def test_c_children_cd_logging_and_flops_count():
+    import logging
+
+    from torch_npu._C._cd import DType
+    from torch_npu._C._flops_count import _FlopCountContext
+    from torch_npu._C._logging import _LogContext
+
+    assert (torch_npu.hifloat8, torch_npu.float4_e2m1fn_x2, torch_npu.int4) == (290, 296, 285)
+    assert torch_npu.hifloat8 is DType.hifloat8
+    with pytest.raises(
+        RuntimeError, match="^npu_dtype_cast: dtype=torch_npu.hifloat8 is a format vnpu does not compute"
+    ):
+        torch_npu.npu_dtype_cast(torch.ones(2, device="npu"), torch_npu.hifloat8)
+    _LogContext.GetInstance().setLogs({"torch_npu.memory": logging.DEBUG, "torch.other": logging.ERROR})
+    assert logging.getLogger("torch_npu.memory").level == logging.DEBUG
+    logging.getLogger("torch_npu.memory").setLevel(logging.NOTSET)
+    counter = _FlopCountContext.GetInstance()
+    counter.enable()
+    torch.ones(4, 8, device="npu") @ torch.ones(8, 2, device="npu")
+    counter.pause()
+    torch.ones(4, 8, device="npu") @ torch.ones(8, 2, device="npu")
+    counter.resume()
+    counter.disable()
+    assert (counter.recordedCount, counter.traversedCount) == (2 * 4 * 8 * 2, 2 * 2 * 4 * 8 * 2)
+    counter.reset()
+    assert counter.traversedCount == 0

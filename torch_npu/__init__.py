@@ -48,9 +48,11 @@ def _refuse_second_accelerator():
 _refuse_second_accelerator()
 
 from torch_npu import _C  # noqa: E402,F401  (loads the C++ core)
-from torch_npu._native_profiler import register as _register_native_profiler  # noqa: E402
+from torch_npu._c_children import register as _register_c_children  # noqa: E402
 
-_register_native_profiler(_C)
+for _dtype in _register_c_children(_C):  # torch_npu.hifloat8, ...: torch_npu's dtypes outside PyTorch
+    globals()[_dtype.name] = _dtype
+del _dtype
 from torch_npu._device_registration import register_npu_device  # noqa: E402
 
 unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8]

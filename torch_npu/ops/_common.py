@@ -40,6 +40,12 @@ def dtype_of(value, op, argument="dtype"):
     """The torch.dtype an `int dtype` argument names."""
     if isinstance(value, torch.dtype):
         return value
+    from torch_npu._c_children import DType
+
+    npu_only = DType._value2member_map_.get(value)
+    check(
+        npu_only is None, op, f"{argument}=torch_npu.{getattr(npu_only, 'name', '')} is a format vnpu does not compute"
+    )
     check(
         value in _SCALAR_TYPES,
         op,

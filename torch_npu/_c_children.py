@@ -1,0 +1,127 @@
+"""The children of torch_npu._C that torch_npu's Python layer and tools import (``torch_npu._C._profiler``,
+``._cd``, ``._logging``, ``._flops_count``), registered in sys.modules so ``from torch_npu._C._x import ...``
+works. Each is a thin native-style interface over vnpu's implementation:
+
+- _profiler: the profiler's configuration object and host clocks (loaded with torch_npu.profiler on first use);
+- _cd: DType, the numbers torch_npu gives the dtypes PyTorch lacks (torch_npu.hifloat8 = 290, ...); vnpu's
+  operators refuse them with a clear error, as they compute none of these formats;
+- _logging: _LogContext, which sets the levels of the torch_npu.<module> loggers from torch._logging's state;
+- _flops_count: _FlopCountContext, the process-wide matmul flops counter (torch_npu.utils.FlopsCounter).
+"""
+
+import enum
+import logging
+import sys
+import types
+
+__all__ = ["register"]
+
+
+class _NativeProfilerModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):  # module introspection (inspect, pickle) must not load the profiler
+            raise AttributeError(name)
+        from torch_npu.profiler import _native
+
+        members = _native.members()
+        if name not in members:
+            raise AttributeError(f"module 'torch_npu._C._profiler' has no attribute {name!r}")
+        self.__dict__.update(members)
+        return members[name]
+
+    def __dir__(self):
+        from torch_npu.profiler import _native
+
+        return sorted(set(super().__dir__()) | set(_native.members()))
+
+
+class DType(enum.IntEnum):
+    """torch_npu's dtypes outside PyTorch, by the number its operators take in their dtype arguments."""
+
+    int4 = 285
+    hifloat8 = 290
+    float8_e8m0fnu = 293
+    float4_e2m1fn_x2 = 296
+    float4_e1m2fn_x2 = 297
+
+
+class _LogContext:
+    """torch_npu's log levels, fed from torch._logging (qualified logger name -> level)."""
+
+    _instance = None
+
+    @classmethod
+    def GetInstance(cls):  # noqa: N802 (torch_npu's name)
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def setLogs(self, levels):  # noqa: N802 (torch_npu's name)
+        """Apply the levels of the torch_npu.* loggers among `levels` ({name: logging level})."""
+        for name, level in dict(levels).items():
+            if name == "torch_npu" or name.startswith("torch_npu."):
+                logging.getLogger(name).setLevel(level)
+
+
+class _FlopCountContext:
+    """The flops counter behind torch_npu.utils.FlopsCounter, with torch_npu's native method names."""
+
+    _instance = None
+
+    @classmethod
+    def GetInstance(cls):  # noqa: N802 (torch_npu's name)
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    @staticmethod
+    def _counter():
+        from torch_npu.utils.flops_count import FlopsCounter
+
+        return FlopsCounter()
+
+    def enable(self):
+        self._counter().start()
+
+    def disable(self):
+        counter = self._counter()
+        recorded, traversed = counter.get_flops()
+        counter.stop()
+        counter._recorded, counter._traversed = recorded, traversed  # disable keeps the counts; reset drops them
+
+    def reset(self):
+        counter = self._counter()
+        counter._recorded = counter._traversed = 0
+
+    def pause(self):
+        self._counter().pause()
+
+    def resume(self):
+        self._counter().resume()
+
+    @property
+    def recordedCount(self):  # noqa: N802 (torch_npu's name)
+        return self._counter().get_flops()[0]
+
+    @property
+    def traversedCount(self):  # noqa: N802 (torch_npu's name)
+        return self._counter().get_flops()[1]
+
+
+def _module(name, doc, **members):
+    module = types.ModuleType(f"torch_npu._C.{name}", doc)
+    module.__dict__.update(members)
+    return module
+
+
+def register(c_module):
+    children = {
+        "_profiler": _NativeProfilerModule("torch_npu._C._profiler", "The profiler's native interface."),
+        "_cd": _module("_cd", "torch_npu's dtypes outside PyTorch.", DType=DType),
+        "_logging": _module("_logging", "torch_npu's log levels.", _LogContext=_LogContext),
+        "_flops_count": _module("_flops_count", "The matmul flops counter.", _FlopCountContext=_FlopCountContext),
+    }
+    for name, module in children.items():
+        setattr(c_module, name, module)
+        sys.modules[f"torch_npu._C.{name}"] = module
+    return DType
