@@ -278,3 +278,14 @@ def test_a_cpu_tensors_data_can_be_set_to_an_npu_tensor():
     cpu, npu = torch.zeros(3), torch.arange(3.0, device="npu")
     cpu.data = npu  # torch_npu allows it
     assert cpu.device.type == "npu" and torch.equal(cpu.cpu(), torch.arange(3.0))
+
+
+def test_foreach_copy_accepts_cpu_sources_and_matches_per_tensor_copies():
+    sources = [torch.randn(3, 4), torch.randn(5).half(), torch.randn(2, 2).npu()]
+    targets = [torch.empty(3, 4, device="npu"), torch.empty(5, device="npu"), torch.empty(2, 2, device="npu")]
+    result = torch._foreach_copy_(targets, sources)
+    assert len(result) == 3 and all(r is t for r, t in zip(result, targets))
+    for target, source in zip(targets, sources):
+        assert target.device.type == "npu" and torch.equal(target.cpu(), source.cpu().to(target.dtype))
+    with pytest.raises(RuntimeError, match="Tensor lists must have the same number of tensors, got 1 and 2"):
+        torch._foreach_copy_([torch.empty(1, device="npu")], [torch.ones(1), torch.ones(1)])

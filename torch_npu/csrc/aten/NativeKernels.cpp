@@ -151,6 +151,16 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
 }
 
+// One copy_ per pair, as PyTorch's own slow path does on every backend: the pairs may mix npu and CPU tensors
+// (torch._foreach_copy_((npu,), (cpu,)) copies across), which the redirect's single-device rule would refuse.
+void foreach_copy_(at::TensorList self, at::TensorList src, bool non_blocking) {
+  TORCH_CHECK(self.size() == src.size(), "Tensor lists must have the same number of tensors, got ", self.size(),
+              " and ", src.size());
+  for (size_t i = 0; i < self.size(); ++i) {
+    self[i].copy_(src[i], non_blocking);
+  }
+}
+
 void record_stream(at::Tensor& self, c10::Stream stream) {
   TORCH_CHECK(stream.device_type() == kNpu && stream.device_index() == self.device().index(),
               "record_stream: the stream is on ", stream.device(), " but the tensor is on ", self.device());
@@ -176,6 +186,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", vnpu::set_tensor);
   m.impl("set_", vnpu::set_empty);
   m.impl("record_stream", vnpu::record_stream);
+  m.impl("_foreach_copy_", vnpu::foreach_copy_);
   m.impl("_has_compatible_shallow_copy_type", vnpu::has_compatible_shallow_copy_type);
 }
 
