@@ -430,6 +430,70 @@ def case_profiled_database():
     print("ok")
 
 
+def case_matmul_collectives():
+    """npu_mm_all_reduce_base / npu_all_gather_base_mm / npu_mm_reduce_scatter_base against their collectives
+    written out over every rank's inputs."""
+
+    def inputs(rank, *shape, dtype=torch.float32):
+        g = torch.Generator().manual_seed(100 + rank)
+        if dtype == torch.int8:
+            return torch.randint(-8, 8, shape, generator=g, dtype=torch.int8)
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    x1s, x2s = [inputs(r, 4, 6) for r in range(WORLD)], [inputs(r + 50, 6, 5) for r in range(WORLD)]
+    x3s, bias = [inputs(r + 70, 4, 5) for r in range(WORLD)], inputs(99, 5)
+    out = torch_npu.npu_mm_all_reduce_base(
+        x1s[RANK].to(DEV), x2s[RANK].to(DEV), hcom, bias=bias.to(DEV), x3=x3s[RANK].to(DEV)
+    )
+    want = sum(x1 @ x2 + bias + x3 for x1, x2, x3 in zip(x1s, x2s, x3s))
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    weights = [inputs(r + 20, 6, 5, dtype=torch.int8) for r in range(WORLD)]
+    scale, offset = inputs(5, 5).abs() / 8, inputs(6, 5).round()
+    out = torch_npu.npu_mm_all_reduce_base(
+        x1s[RANK].to(DEV), weights[RANK].to(DEV), hcom, antiquant_scale=scale.to(DEV), antiquant_offset=offset.to(DEV)
+    )
+    want = sum(x1 @ ((w.float() + offset) * scale) for x1, w in zip(x1s, weights))
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    quant_x1 = [inputs(r + 30, 4, 6, dtype=torch.int8) for r in range(WORLD)]
+    dequant = (inputs(7, 5).abs() / 16).to(torch.bfloat16)
+    out = torch_npu.npu_mm_all_reduce_base(
+        quant_x1[RANK].to(DEV), weights[RANK].to(DEV), hcom, dequant_scale=dequant.to(DEV)
+    )
+    assert out.dtype == torch.bfloat16
+    want = sum((q.float() @ w.float() * dequant.float()).to(torch.bfloat16).float() for q, w in zip(quant_x1, weights))
+    torch.testing.assert_close(out.cpu().float(), want, rtol=2e-2, atol=2e-2)
+
+    shards = [inputs(r + 40, 3, 6) for r in range(WORLD)]
+    out, gathered = torch_npu.npu_all_gather_base_mm(
+        shards[RANK].to(DEV), x2s[RANK].to(DEV), hcom, WORLD, bias=bias.to(DEV)
+    )
+    same(gathered, torch.cat(shards))
+    torch.testing.assert_close(out.cpu(), torch.cat(shards) @ x2s[RANK] + bias, rtol=1e-5, atol=1e-5)
+    _, empty = torch_npu.npu_all_gather_base_mm(
+        shards[RANK].to(DEV), x2s[RANK].to(DEV), hcom, WORLD, gather_output=False
+    )
+    assert empty.numel() == 0
+
+    rows = [inputs(r + 60, 2 * WORLD, 6) for r in range(WORLD)]
+    out = torch_npu.npu_mm_reduce_scatter_base(rows[RANK].to(DEV), x2s[RANK].to(DEV), hcom, WORLD, bias=bias.to(DEV))
+    want = sum(x @ w + bias for x, w in zip(rows, x2s))[2 * RANK : 2 * RANK + 2]
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    pair = dist.new_group(list(range(WORLD)))
+    pair_hcom = pair._get_backend(DEV).get_hccl_comm_name(RANK)
+    assert pair_hcom != hcom
+    out = torch_npu.npu_mm_all_reduce_base(x1s[RANK].to(DEV), x2s[RANK].to(DEV), pair_hcom)
+    torch.testing.assert_close(out.cpu(), sum(x1 @ x2 for x1, x2 in zip(x1s, x2s)), rtol=1e-5, atol=1e-5)
+    try:
+        torch_npu.npu_mm_all_reduce_base(x1s[RANK].to(DEV), x2s[RANK].to(DEV), "hccl_nowhere")
+        raise AssertionError("an unknown hcom was accepted")
+    except RuntimeError as err:
+        assert "npu_mm_all_reduce_base: hcom 'hccl_nowhere' names no hccl process group" in str(err), err
+
+
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)

@@ -7,7 +7,10 @@ import sys
 import time
 
 import pytest
+import torch
 import torch.distributed as dist
+
+import torch_npu
 
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
 
@@ -60,6 +63,10 @@ def _all_ok(results):
 @pytest.mark.parametrize("world", [2, 4])
 def test_every_collective_matches_its_single_process_reference(world):
     _all_ok(launch("collectives", world))
+
+
+def test_matmul_collective_operators_equal_their_collectives_written_out():
+    _all_ok(launch("matmul_collectives", 2))
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -213,3 +220,14 @@ def test_bad_hccl_timeout_values_are_refused_by_name():
         "Invalid value 'soon' of environment variable HCCL_EXEC_TIMEOUT: expected a positive integer number of "
         "seconds"
     ) in done.stderr and "ERR02003 DIST invalid value" in done.stderr
+
+
+def test_matmul_collective_operators_need_a_process_group():
+    x = torch.ones(2, 3, device="npu")
+    w = torch.ones(3, 4, device="npu")
+    with pytest.raises(RuntimeError, match="^npu_mm_all_reduce_base: hcom 'hccl_0': the default process group"):
+        torch_npu.npu_mm_all_reduce_base(x, w, "hccl_0")
+    with pytest.raises(RuntimeError, match=r"^npu_mm_reduce_scatter_base: k of x1 \(3\) and x2 \(2\) must be equal"):
+        torch_npu.npu_mm_reduce_scatter_base(x, torch.ones(2, 4, device="npu"), "hccl_0", 2)
+    with pytest.raises(RuntimeError, match="^npu_mm_all_reduce_base: comm_quant_scale_1 is not supported by vnpu"):
+        torch_npu.npu_mm_all_reduce_base(x, w, "hccl_0", comm_quant_scale_1=torch.ones(4, device="npu"))

@@ -19,6 +19,7 @@ from torch_npu.ops import (  # noqa: F401
     ifmr,
     kv_cache,
     losses,
+    matmul_collectives,
     moe,
     moe_gating_backward,
     moe_init_routing_v2,
