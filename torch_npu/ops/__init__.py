@@ -38,6 +38,7 @@ from torch_npu.ops import (  # noqa: F401
     rope,
     rotated_boxes,
     sampling,
+    swiglu_quant,
     tensor_ops,
     top_k_top_p_sample,
     transpose_batchmatmul,
