@@ -16,6 +16,7 @@ from torch_npu.ops import (  # noqa: F401
     fusion_attention,
     fusion_attention_v2,
     grouped_matmul_add,
+    grouped_matmul_finalize_routing,
     ifmr,
     kv_cache,
     losses,
