@@ -7,6 +7,7 @@ from torch_npu.ops import (  # noqa: F401
     attention_infer,
     attention_infer_v2,
     attention_update,
+    batch_gather_matmul,
     boxes,
     convolutions,
     dropout_masks,
