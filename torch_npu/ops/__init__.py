@@ -10,6 +10,7 @@ from torch_npu.ops import (  # noqa: F401
     batch_gather_matmul,
     boxes,
     convolutions,
+    dequant_swiglu_quant,
     dropout_masks,
     dynamic_quant,
     float_status,
