@@ -247,8 +247,41 @@ def test_torch_npus_transfer_helpers(tmp_path):
     got = json.loads(last_line(out))
     assert got["valid"] == [True, False, False]
     assert got["loaded"] == [{"transformers": {"version": "4.0", "apis": {}}}, {}, {}]
-    assert got["dict"] == {"npu:1": "npu", "cuda_weights": 1}
+    assert got["dict"] == {"npu:1": "npu", "npu_weights": 1}
     assert got["to"] == "npu:0"
     assert got["libraries_see_cuda"] == [False, True]
     assert got["profile"] == ["record_shapes"]
     assert got["nccl_default"] is False
+
+
+def test_transfer_helpers_behave_as_torch_npus_own_tests_expect():
+    out = run_python("""
+        import json, logging, torch
+        from unittest.mock import patch
+        import torch_npu
+        import torch_npu.contrib.transfer_to_npu as transfer
+        generic = transfer._wrapper_hccl(lambda *args, **kwargs: (args, kwargs))
+        args, kwargs = generic("nccl", "cpu", backend="cuda:nccl", device="gpu")
+        with patch("torch_npu.contrib.transfer_to_npu._check_input_file_valid", return_value=True), \\
+                patch("json.load", return_value={"key": 1}), patch("builtins.open"):
+            loaded = transfer._load_json_file("anywhere.json")
+        with patch("logging.warning") as warned:
+            kept = transfer._wrapper_profiler(lambda **kw: sorted(kw))(experimental_config="cuda's", x=1)
+        print(json.dumps({
+            "args": list(args), "backend": kwargs["backend"], "device": kwargs["device"], "loaded": loaded,
+            "warned": warned.call_count, "kept": kept,
+            "amp_common": torch.cuda.amp.common is torch_npu.npu.amp.common,
+            "dict": transfer._replace_cuda_to_npu_in_dict({"cuda_version": "cuda:0", 3: "x"}),
+        }))
+    """)
+    got = json.loads(last_line(out))
+    assert got == {
+        "args": ["hccl", "cpu"],
+        "backend": "npu:hccl",
+        "device": "gpu",
+        "loaded": {"key": 1},
+        "warned": 1,
+        "kept": ["x"],
+        "amp_common": True,
+        "dict": {"npu_version": "npu:0", "3": "x"},
+    }

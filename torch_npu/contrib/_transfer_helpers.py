@@ -1,52 +1,25 @@
 """The helpers torch_npu's transfer_to_npu module exposes, which migration code and tests call by name.
 
-They use vnpu's rewriting rules: only whole device strings ("cuda", "cuda:N") and the backend argument
-are rewritten, never a file name or a message that merely contains "cuda" or "nccl".
+_wrapper_cuda and _wrapper_hccl use vnpu's rewriting rules: only whole device strings ("cuda", "cuda:N") and
+backend names are rewritten. _replace_cuda_to_npu_in_dict is torch_npu's plain substring replacement.
 """
 
 import functools
-import json
 import logging
-import os
 
 import torch
 
-from torch_npu.contrib._device_arguments import _device_rewriting, _hccl_instead_of_nccl, _npu_device
-
-_logger = logging.getLogger("torch_npu.contrib.transfer_to_npu")
-_MAX_CONFIG_BYTES = 10 * 1024**2
-_MAX_NAME_LENGTH = 200
-
-
-def _check_input_file_valid(file_path):
-    """True for a readable regular file that is not a symbolic link, with a name of at most 200
-    characters and at most 10 MiB of content (torch_npu's checks for its API configuration file)."""
-    if os.path.islink(os.path.abspath(file_path)):
-        return False
-    path = os.path.realpath(file_path)
-    return (
-        os.path.isfile(path)
-        and os.access(path, os.R_OK)
-        and len(os.path.basename(path)) <= _MAX_NAME_LENGTH
-        and os.path.getsize(path) <= _MAX_CONFIG_BYTES
-    )
-
-
-def _load_json_file(file_path):
-    """The JSON object in file_path, or {} when the file is not valid, not JSON or not an object."""
-    if not _check_input_file_valid(file_path):
-        return {}
-    try:
-        with open(file_path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
+from torch_npu.contrib._device_arguments import _device_rewriting, _hccl_backend, _hccl_instead_of_nccl
 
 
 def _replace_cuda_to_npu_in_dict(device_dict):
-    """A copy of a map_location-style dict with its CUDA device keys and values made npu ones."""
-    return {_npu_device(k, False): _npu_device(v, False) for k, v in device_dict.items()}
+    """A copy of the dict with "cuda" replaced by "npu" in its string keys and values, as torch_npu's helper does
+    ({"cuda_version": "cuda:0"} -> {"npu_version": "npu:0"}); other keys and values are kept."""
+
+    def replaced(item):
+        return item.replace("cuda", "npu") if isinstance(item, str) else item
+
+    return {replaced(k): replaced(v) for k, v in device_dict.items()}
 
 
 def _wrapper_cuda(fn):
@@ -57,8 +30,22 @@ def _wrapper_cuda(fn):
 
 
 def _wrapper_hccl(fn):
-    """fn (init_process_group-like) with an nccl backend argument made hccl."""
-    return _hccl_instead_of_nccl(fn, getattr(fn, "__qualname__", repr(fn)))
+    """fn (init_process_group-like) with an nccl backend made hccl ("nccl" -> "hccl", "cuda:nccl" -> "npu:hccl") and a
+    CUDA device_id made npu. For a function without a backend parameter, every string positional argument and
+    the backend keyword are rewritten."""
+    try:
+        return _hccl_instead_of_nccl(fn, getattr(fn, "__qualname__", repr(fn)))
+    except ValueError:  # no `backend` parameter: (*args, **kwargs)
+        pass
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        args = tuple(_hccl_backend(a) if isinstance(a, str) else a for a in args)
+        if "backend" in kwargs:
+            kwargs["backend"] = _hccl_backend(kwargs["backend"])
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _wrapper_profiler(fn):
@@ -71,7 +58,7 @@ def _wrapper_profiler(fn):
 
         config = kwargs.get("experimental_config")
         if "experimental_config" in kwargs and not isinstance(config, torch_npu.profiler._ExperimentalConfig):
-            _logger.warning(
+            logging.warning(
                 "The parameter experimental_config of torch.profiler.profile has been deleted by the tool because "
                 "it can only be used in cuda, please manually modify the code and use the experimental_config "
                 "parameter adapted to npu."

@@ -27,6 +27,7 @@ Deliberate differences from torch_npu's version (its known regressions):
 
 import functools
 import inspect
+import json
 import os
 import warnings
 
@@ -44,9 +45,7 @@ from torch_npu.contrib._device_arguments import (
     patched_calls,
 )
 from torch_npu.contrib._transfer_helpers import (  # noqa: F401  (torch_npu's helper names)
-    _check_input_file_valid,
     _del_nccl_device_backend_map,
-    _load_json_file,
     _replace_cuda_to_npu_in_dict,
     _wrapper_cuda,
     _wrapper_hccl,
@@ -55,6 +54,35 @@ from torch_npu.contrib._transfer_helpers import (  # noqa: F401  (torch_npu's he
 )
 
 __all__ = ["patched_calls"]
+
+_MAX_CONFIG_BYTES = 10 * 1024**2
+_MAX_NAME_LENGTH = 200
+
+
+def _check_input_file_valid(file_path):
+    """True for a readable existing path that is not a symbolic link, with a name of at most 200 characters and
+    at most 10 MiB of content (torch_npu's checks for its API configuration file)."""
+    if os.path.islink(os.path.abspath(file_path)):
+        return False
+    path = os.path.realpath(file_path)
+    return (
+        os.path.exists(path)
+        and os.access(path, os.R_OK)
+        and len(os.path.basename(path)) <= _MAX_NAME_LENGTH
+        and os.path.getsize(path) <= _MAX_CONFIG_BYTES
+    )
+
+
+def _load_json_file(file_path):
+    """The JSON object in file_path, or {} when the file is not valid, not JSON or not an object."""
+    if not _check_input_file_valid(file_path):
+        return {}
+    try:
+        with open(file_path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 _TORCH_FACTORIES = (
