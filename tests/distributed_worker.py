@@ -160,6 +160,30 @@ def case_uneven():
         assert "must give" in str(err) or "does not match" in str(err), err
 
 
+def case_all_to_all_vc():
+    from torch_npu.distributed import all_to_all_vc
+
+    # rank i sends (2i + j + 1) elements to rank j (not symmetric), each valued 100 * i + j; all ranks pass it
+    matrix = [[2 * i + j + 1 for j in range(WORLD)] for i in range(WORLD)]
+    sends = torch.cat([torch.full((matrix[RANK][j],), 100.0 * RANK + j) for j in range(WORLD)])
+    output = torch.empty(sum(matrix[i][RANK] for i in range(WORLD)), device=DEV)
+    all_to_all_vc(output, sends.to(DEV), matrix)
+    same(output, torch.cat([torch.full((matrix[i][RANK],), 100.0 * i + RANK) for i in range(WORLD)]))
+    work = all_to_all_vc(output, sends.to(DEV), matrix, async_op=True)
+    work.wait()
+    same(output, torch.cat([torch.full((matrix[i][RANK],), 100.0 * i + RANK) for i in range(WORLD)]))
+    for bad, text in [
+        (matrix[:-1], f"must have {WORLD} rows"),
+        ([row[:-1] for row in matrix], "must be a square"),
+        ([[1] * WORLD for _ in range(WORLD)], "but input has"),
+    ]:
+        try:
+            all_to_all_vc(output, sends.to(DEV), bad)
+            raise AssertionError(f"accepted {bad}")
+        except ValueError as err:
+            assert text in str(err), err
+
+
 def _model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))

@@ -74,6 +74,11 @@ def test_uneven_all_gather_and_reduce_scatter(world):
     _all_ok(launch("uneven", world))
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_all_to_all_vc_moves_the_counts_of_the_shared_matrix(world):
+    _all_ok(launch("all_to_all_vc", world))
+
+
 def test_ddp_training_equals_single_process_training_on_cpu():
     _all_ok(launch("ddp", 2))
 
@@ -231,3 +236,10 @@ def test_matmul_collective_operators_need_a_process_group():
         torch_npu.npu_mm_reduce_scatter_base(x, torch.ones(2, 4, device="npu"), "hccl_0", 2)
     with pytest.raises(RuntimeError, match="^npu_mm_all_reduce_base: comm_quant_scale_1 is not supported by vnpu"):
         torch_npu.npu_mm_all_reduce_base(x, w, "hccl_0", comm_quant_scale_1=torch.ones(4, device="npu"))
+
+
+def test_all_to_all_vc_refuses_host_tensors_as_torch_npu_does():
+    from torch_npu.distributed import all_to_all_vc
+
+    with pytest.warns(UserWarning, match="Support for Tensors is limited to those of type npu"):
+        assert all_to_all_vc(torch.empty(2), torch.empty(2), [[2]]) is None

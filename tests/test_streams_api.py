@@ -169,10 +169,13 @@ def test_external_stream_of_a_raw_stream_runs_work_and_stays_current():
 EXTERNAL_STREAM_ERRORS = [
     (
         lambda s: s.synchronize(),
-        "NPUStream::synchronize() is not supported on an external stream: synchronize it "
-        "through the runtime that created it",
+        "External NPU stream is not supported in NPUStream::synchronize. The caller is responsible for "
+        "synchronization of external streams.",
     ),
-    (lambda s: s.query(), "Cannot query an external stream: its work is queued outside torch_npu"),
+    (
+        lambda s: s.query(),
+        "Cannot query external NPU stream status. The caller must track stream completion externally.",
+    ),
 ]
 
 
@@ -209,9 +212,8 @@ def test_per_stream_queue_refuses_the_raw_handle_of_an_external_stream():
     env = dict(os.environ, PER_STREAM_QUEUE="1", TASK_QUEUE_ENABLE="1")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == (
-        "An external stream is not supported in NPUStream::stream() when PER_STREAM_QUEUE=1: its tasks cannot "
-        "enter a per-stream task queue"
+    assert (
+        done.stdout.strip() == "External NPU stream is not supported in NPUStream::stream() with per-stream task queue."
     )
 
 

@@ -9,7 +9,11 @@ from torch_npu.distributed.process_group_hccl import (
     is_hccl_available,
     register_backends,  # noqa: F401 (public name of torch_npu.distributed)
 )
-from torch_npu.distributed.uneven_collectives import all_gather_into_tensor_uneven, reduce_scatter_tensor_uneven
+from torch_npu.distributed.uneven_collectives import (
+    all_gather_into_tensor_uneven,
+    all_to_all_vc,
+    reduce_scatter_tensor_uneven,
+)
 
 is_available = _dist.is_available
 
@@ -20,4 +24,5 @@ __all__ = [
     "get_hccl_comm_name",
     "all_gather_into_tensor_uneven",
     "reduce_scatter_tensor_uneven",
+    "all_to_all_vc",
 ]

@@ -133,8 +133,7 @@ c10::Stream external_stream(c10::DeviceIndex device, void* handle) {
 
 void* external_stream_handle(c10::Stream stream) {
   TORCH_CHECK(!per_stream_queue_enabled(),
-              "An external stream is not supported in NPUStream::stream() when PER_STREAM_QUEUE=1: "
-              "its tasks cannot enter a per-stream task queue",
+              "External NPU stream is not supported in NPUStream::stream() with per-stream task queue.",
               error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
   const auto slot = static_cast<size_t>(stream.id() & (kExternalSlots - 1));
   auto& r = raw();

@@ -91,14 +91,14 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
   // Work on an external stream was queued by whoever created it, outside torch_npu's reach.
   bool queryStream(const c10::Stream& stream) const override {
-    TORCH_CHECK(!is_external(stream), "Cannot query an external stream: its work is queued outside torch_npu",
+    TORCH_CHECK(!is_external(stream), "Cannot query external NPU stream status. The caller must track stream completion externally.",
                 error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
     return true;
   }
   void synchronizeStream(const c10::Stream& stream) const override {
     TORCH_CHECK(!is_external(stream),
-                "NPUStream::synchronize() is not supported on an external stream: synchronize it through the "
-                "runtime that created it",
+                "External NPU stream is not supported in NPUStream::synchronize. The caller is responsible for "
+                "synchronization of external streams.",
                 error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
   }
   void synchronizeEvent(void* /*event*/) const override {}
