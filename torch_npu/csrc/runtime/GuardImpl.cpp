@@ -91,7 +91,8 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
   // Work on an external stream was queued by whoever created it, outside torch_npu's reach.
   bool queryStream(const c10::Stream& stream) const override {
-    TORCH_CHECK(!is_external(stream), "Cannot query external NPU stream status. The caller must track stream completion externally.",
+    TORCH_CHECK(!is_external(stream),
+                "Cannot query external NPU stream status. The caller must track stream completion externally.",
                 error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
     return true;
   }
