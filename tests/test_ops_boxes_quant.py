@@ -26,20 +26,46 @@ def rand_boxes(n, seed):
     return torch.cat([xy, xy + wh], 1)
 
 
+def offset_iou_loop(a, b, mode, eps=0.01):
+    """The card's Iou kernel: eps added to the widths and heights of the two areas."""
+    ax1, ay1, ax2, ay2 = a
+    bx1, by1, bx2, by2 = b
+    iw = max(0.0, min(ax2, bx2) - max(ax1, bx1))
+    ih = max(0.0, min(ay2, by2) - max(ay1, by1))
+    area_a, area_b = (ax2 - ax1 + eps) * (ay2 - ay1 + eps), (bx2 - bx1 + eps) * (by2 - by1 + eps)
+    return iw * ih / (area_a if mode == 1 else area_a + area_b - iw * ih)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("mode", [0, 1])
-def test_npu_iou(mode):
-    boxes, gt = rand_boxes(5, 0), rand_boxes(3, 1)
+def test_npu_iou_is_the_float16_kernel_with_its_offset(mode, dtype):
+    boxes, gt = rand_boxes(5, 0).to(dtype), rand_boxes(3, 1).to(dtype)
 
     def ref(boxes, gt, mode=0):
-        out = torch.zeros(3, 5)
-        for m in range(3):
-            for n in range(5):
-                inter, union = box_iou_loop(gt[m].tolist(), boxes[n].tolist())
-                area_gt = float((gt[m, 2] - gt[m, 0]) * (gt[m, 3] - gt[m, 1]))
-                out[m, n] = inter / (union if mode == 0 else area_gt)
-        return out
+        boxes, gt = boxes.half().double(), gt.half().double()
+        out = [[offset_iou_loop(gt[m].tolist(), boxes[n].tolist(), mode) for n in range(5)] for m in range(3)]
+        return torch.tensor(out).half().to(dtype)
 
-    check_op(torch_npu.npu_iou, (boxes, gt), ref, kwargs={"mode": mode})
+    check_op(torch_npu.npu_iou, (boxes, gt), ref, kwargs={"mode": mode}, atol=1e-3, rtol=1e-3)
+
+
+def test_npu_iou_reproduces_torch_npus_documented_example():
+    bboxes = torch.tensor([[0, 0, 10, 10], [10, 10, 20, 20], [32, 32, 38, 42]], dtype=torch.float16)
+    gtboxes = torch.tensor([[0, 0, 10, 20], [0, 10, 10, 10], [10, 10, 20, 20]], dtype=torch.float16)
+    documented = torch.tensor([[0.4985, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.9961, 0.0]], dtype=torch.float16)
+    out = torch_npu.npu_iou(bboxes.npu(), gtboxes.npu(), 0).cpu()
+    assert out.dtype == torch.float16 and out[2, 1] == documented[2, 1]
+    torch.testing.assert_close(out, documented, atol=5e-4, rtol=0)  # the card's reciprocal is approximate
+
+
+def test_npu_iou_of_a_zero_area_box_is_finite_as_on_the_card():
+    boxes = torch.tensor([[0.0, 0, 10, 10], [10, 10, 20, 20]])
+    flat = torch.tensor([[0.0, 10, 10, 10]])  # zero height
+    for mode in (0, 1):
+        out = torch_npu.npu_iou(boxes.npu(), flat.npu(), mode).cpu()
+        want = [offset_iou_loop(flat[0].tolist(), b.tolist(), mode) for b in boxes]
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out, torch.tensor([want]).half().float(), atol=1e-3, rtol=1e-3)
 
 
 def _pair_metric(name, b, g, mode=0):

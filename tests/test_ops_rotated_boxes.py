@@ -105,7 +105,8 @@ def test_axis_aligned_boxes_agree_with_npu_iou():
     rotated = torch_npu.npu_rotated_iou(a.npu(), b.npu()).cpu()[0]
     to_xyxy = lambda r: torch.cat([r[..., :2] - r[..., 2:4] / 2, r[..., :2] + r[..., 2:4] / 2], -1)  # noqa: E731
     plain = torch_npu.npu_iou(to_xyxy(b[0]).npu(), to_xyxy(a[0]).npu()).cpu()  # [M=a, N=b]
-    torch.testing.assert_close(rotated, plain, atol=1e-4, rtol=1e-4)
+    # npu_iou is the float16 kernel with a 0.01 offset on widths and heights (boxes here are 1..10 wide)
+    torch.testing.assert_close(rotated, plain, atol=5e-3, rtol=5e-3)
 
 
 def greedy_reference(dets, scores, threshold, limit=-1):
