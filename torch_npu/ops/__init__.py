@@ -4,6 +4,7 @@ where torch_npu defines one. `npu_op` (registration.py) is the public way to add
 
 from torch_npu.ops import (  # noqa: F401
     activations,
+    advance_step,
     attention_infer,
     attention_infer_v2,
     attention_update,
