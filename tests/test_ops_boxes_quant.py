@@ -246,8 +246,8 @@ def test_npu_quant_matmul_integer_semantics():
     int8 = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu() * 0 + 0.01, bias=bias.npu())
     expected = (torch.tensor(acc(), dtype=torch.float64) * 0.01).round().clamp(-128, 127).to(torch.int8)
     assert torch.equal(int8.cpu(), expected)
-    with pytest.raises(RuntimeError, match="must be int8"):
-        torch_npu.npu_quant_matmul(x1.float().npu(), x2.npu(), scale.npu())
+    with pytest.raises(RuntimeError, match=r"x1 and x2 must be int8 \(A8W8\) or int32 holding int4 \(A4W4\)"):
+        torch_npu.npu_quant_matmul(x1.float().npu(), x2.float().npu(), scale.npu())
 
 
 @pytest.mark.parametrize("group", [0, 4])

@@ -35,6 +35,7 @@ from torch_npu.ops import (  # noqa: F401
     ps_roi_pooling,
     quant,
     quant_matmul_gelu,
+    quant_matmul_reduce_sum,
     quant_param,
     quant_scatter,
     reduction_slicing,

@@ -76,6 +76,27 @@ def int_matmul(a, b):
     return torch.matmul(a.to(torch.int64), b.to(torch.int64)).to(torch.float32)
 
 
+def int8_operands(x1, x2, op):
+    """The int8 matrices of an A8W8 matmul, or of an A4W4 one given as int32 holding eight int4 each."""
+    check(x1.dtype == x2.dtype, op, f"x1 and x2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
+    check(
+        x1.dtype in (torch.int8, torch.int32),
+        op,
+        f"x1 and x2 must be int8 (A8W8) or int32 holding int4 (A4W4), got {x1.dtype}",
+    )
+    if x1.dtype == torch.int32:
+        return _unpack_along_memory(x1), _unpack_along_memory(x2)
+    return x1, x2
+
+
+def _unpack_along_memory(packed):
+    """int4 values are packed along the dimension that is contiguous in memory: the last one, or the one before
+    it for a transposed view (a weight [n, k // 8] passed as .t())."""
+    if packed.dim() >= 2 and packed.stride(-1) != 1 and packed.stride(-2) == 1:
+        return unpack_int4(packed.transpose(-1, -2)).transpose(-1, -2)
+    return unpack_int4(packed)
+
+
 def _quant_matmul(
     x1,
     x2,
@@ -93,7 +114,7 @@ def _quant_matmul(
     y_scale=None,
 ):
     op = "npu_quant_matmul"
-    check(x1.dtype == torch.int8 and x2.dtype == torch.int8, op, f"x1 and x2 must be int8, got {x1.dtype}, {x2.dtype}")
+    x1, x2 = int8_operands(x1, x2, op)
     check(x1.shape[-1] == x2.shape[-2], op, f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} do not chain")
     out_dtype = _out_dtype(output_dtype, op)
     acc = int_matmul(x1, x2)
@@ -123,7 +144,7 @@ npu_op(
     "-> Tensor"
 )(_quant_matmul)
 _quant_matmul.__doc__ = """y = (x1 @ x2 + bias) * scale [* pertoken_scale per row] [+ offset], x1 [.., m, k] and
-x2 [k, n] int8, bias int32; output int8 (default: requantised), int32 (no scaling), float16 or bfloat16."""
+x2 [k, n] int8 (or int32 holding eight int4 each, lowest nibble first), bias int32; output int8 (default: requantised), int32 (no scaling), float16 or bfloat16."""
 
 
 @npu_op(

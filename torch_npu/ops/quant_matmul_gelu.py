@@ -8,24 +8,12 @@ import math
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.quant import int_matmul, unpack_int4
+from torch_npu.ops.quant import int8_operands, int_matmul
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 _APPROXIMATIONS = ("gelu_erf", "gelu_tanh")
-
-
-def _operands(x1, x2, op):
-    check(x1.dtype == x2.dtype, op, f"x1 and x2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
-    check(
-        x1.dtype in (torch.int8, torch.int32),
-        op,
-        f"x1 and x2 must be int8 (A8W8) or int32 holding int4 (A4W4), got {x1.dtype}",
-    )
-    if x1.dtype == torch.int32:
-        return unpack_int4(x1), unpack_int4(x2)
-    return x1, x2
 
 
 def _fake(x1, x2, x1_scale, x2_scale, *, bias=None, approximate="gelu_erf"):
@@ -44,7 +32,7 @@ def npu_quant_matmul_gelu(x1, x2, x1_scale, x2_scale, *, bias=None, approximate=
     """gelu((x1 @ x2) * x1_scale[:, None] * x2_scale[None, :] + bias) (see the module doc)."""
     op = "npu_quant_matmul_gelu"
     check(approximate in _APPROXIMATIONS, op, f"approximate must be 'gelu_erf' or 'gelu_tanh', got {approximate!r}")
-    a, b = _operands(x1, x2, op)
+    a, b = int8_operands(x1, x2, op)
     check(a.shape[-1] == b.shape[-2], op, f"x1 {tuple(a.shape)} and x2 {tuple(b.shape)} do not multiply")
     value = int_matmul(a, b).float() * x1_scale.float().reshape(-1, 1) * x2_scale.float().reshape(1, -1)
     if bias is not None:
