@@ -28,6 +28,7 @@ from torch_npu.ops import (  # noqa: F401
     moe_gating_backward,
     moe_init_routing_v2,
     moe_routing_map,
+    moe_update_expert,
     multi_head_attention,
     norm_quant,
     norms,
