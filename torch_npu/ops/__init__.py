@@ -44,6 +44,7 @@ from torch_npu.ops import (  # noqa: F401
     rope,
     rotated_boxes,
     sampling,
+    swapped_memory,
     swiglu_quant,
     tensor_ops,
     top_k_top_p_sample,

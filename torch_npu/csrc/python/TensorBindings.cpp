@@ -1,10 +1,12 @@
 // torch_npu's tensor-memory helpers: a tensor that refers to another's memory without keeping it
-// alive (_weak_ref_tensor), and pointing a tensor's storage into another's (npu_change_data_ptr).
+// alive (_weak_ref_tensor), pointing a tensor's storage into another's (npu_change_data_ptr), and an npu
+// tensor whose memory is host memory outside the device's caching allocator (empty_with_swapped_memory).
 #include "python/Bindings.h"
 
 #include "runtime/ErrorCode.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace vnpu::python {
@@ -38,11 +40,26 @@ int64_t change_data_ptr(const at::Tensor& dst, const at::Tensor& src, int64_t of
   return 0;
 }
 
+// The card maps host memory into the device's address space; here the bytes come from the host allocator
+// rather than the npu caching allocator, so they count against neither the device's capacity nor its
+// memory statistics, as swapped memory does not on the card.
+at::Tensor empty_with_swapped_memory(const std::vector<int64_t>& sizes, c10::ScalarType dtype, int64_t device) {
+  for (const auto size : sizes) {
+    TORCH_CHECK(size >= 0, "empty_with_swapped_memory: sizes must be non-negative, got ", c10::IntArrayRef(sizes),
+                ops_param_error());
+  }
+  const auto numel = c10::multiply_integers(sizes);
+  auto host = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(numel * c10::elementSize(dtype)));
+  auto options = at::TensorOptions().dtype(dtype).device(c10::Device(kNpuType, static_cast<c10::DeviceIndex>(device)));
+  return at::from_blob(host->get(), sizes, [host](void*) mutable { host.reset(); }, options);
+}
+
 }  // namespace
 
 void bind_tensors(py::module& m) {
   m.def("_weak_ref_tensor", &weak_ref_tensor);
   m.def("_change_data_ptr", &change_data_ptr);
+  m.def("_empty_with_swapped_memory", &empty_with_swapped_memory);
 }
 
 }  // namespace vnpu::python
