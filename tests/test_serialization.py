@@ -1,9 +1,15 @@
 """torch.save / torch.load of npu tensors and state_dicts, with every map_location form."""
 
 import io
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
+
+from torch_npu._patches.legacy_serialization import LEGACY_SAVE_WARNING
 
 
 def saved(obj):
@@ -77,3 +83,28 @@ def test_loading_onto_a_missing_device_is_a_clear_error(checkpoint):
         "Attempting to deserialize object on NPU device 9 but torch.npu.device_count() is 8. "
         "Please use torch.load with map_location to map your storages to an existing device."
     )
+
+
+def test_legacy_save_prints_torch_npus_warning_once_and_saves():
+    script = textwrap.dedent(
+        """
+        import io, torch, torch_npu
+        for _ in range(2):
+            buffer = io.BytesIO()
+            torch.save(torch.arange(3.0).npu(), buffer, _use_new_zipfile_serialization=False)
+            buffer.seek(0)
+            print(torch.load(buffer).cpu().tolist())
+        """
+    )
+    for env, printed in (({}, 1), ({"TORCH_NPU_WARNING_DISABLE": "1"}, 0)):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines.count(LEGACY_SAVE_WARNING) == printed
+        assert lines[-2:] == ["[0.0, 1.0, 2.0]"] * 2

@@ -70,6 +70,15 @@ PATCHES += (
         changes=("torch.UntypedStorage.__deepcopy__",),
     ),
     Patch(
+        target="torch.serialization._legacy_save",
+        module="torch.serialization",
+        why="torch.save(..., _use_new_zipfile_serialization=False) writes the legacy format, which torch_npu does not "
+        "recommend for npu tensors; it prints its warning once per process and saves.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.legacy_serialization:legacy_save_warns_once",
+        changes=("torch.serialization._legacy_save",),
+    ),
+    Patch(
         target="torch.utils.checkpoint.DefaultDeviceType",
         module="torch.utils.checkpoint",
         why="activation checkpointing saves and restores the RNG state of one device type; torch_npu makes it npu, "
