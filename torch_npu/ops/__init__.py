@@ -20,6 +20,7 @@ from torch_npu.ops import (  # noqa: F401
     fusion_attention_v2,
     grouped_matmul_add,
     grouped_matmul_finalize_routing,
+    grouped_matmul_swiglu_quant,
     ifmr,
     kv_cache,
     losses,
