@@ -336,12 +336,16 @@ _ARG_NAMES = (
 
 def _setup(ctx, inputs, output, keyword_only_inputs=None):
     ctx.args = dict(zip(_ARG_NAMES, inputs))
-    ctx.out, ctx.softmax_max, ctx.softmax_sum, ctx.seed = output[0], output[1], output[2], output[4]
+    # outputs go through save_for_backward: kept as ctx attributes they would form a cycle with this node that
+    # Python's collector cannot break, and every step's attention output would leak
+    ctx.save_for_backward(output[0], output[1], output[2])
+    ctx.seed = output[4]
 
 
 def saved_forward_grad(ctx, query, key, value, dout, head_num, input_layout, options):
-    """(dq, dk, dv, dpse) of a forward whose ctx saved out / softmax_max / softmax_sum / seed; options holds
-    npu_fusion_attention's arguments by name."""
+    """(dq, dk, dv, dpse) of a forward whose ctx saved out, softmax_max, softmax_sum (save_for_backward) and the seed;
+    options holds npu_fusion_attention's arguments by name."""
+    out, softmax_max, softmax_sum = ctx.saved_tensors
     dq, dk, dv, dpse, _ = torch.ops.npu.npu_fusion_attention_grad(
         query,
         key,
@@ -351,9 +355,9 @@ def saved_forward_grad(ctx, query, key, value, dout, head_num, input_layout, opt
         input_layout,
         pse=options["pse"],
         atten_mask=options["atten_mask"],
-        softmax_max=ctx.softmax_max,
-        softmax_sum=ctx.softmax_sum,
-        attention_in=ctx.out,
+        softmax_max=softmax_max,
+        softmax_sum=softmax_sum,
+        attention_in=out,
         scale_value=options["scale"],
         keep_prob=options["keep_prob"],
         pre_tockens=options["pre_tockens"],

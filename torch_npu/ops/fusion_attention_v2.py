@@ -121,7 +121,10 @@ def _setup(ctx, inputs, output, keyword_only_inputs=None):
     query, key, value, head_num, layout = inputs
     kw = {**_DEFAULTS, **(keyword_only_inputs or {})}
     ctx.inputs, ctx.kw = (query, key, value, head_num, layout), kw
-    ctx.out, ctx.softmax_max, ctx.softmax_sum, ctx.seed = output[0], output[1], output[2], output[4]
+    # outputs go through save_for_backward: kept as ctx attributes they would form a cycle with this node that
+    # Python's collector cannot break, and every step's attention output would leak
+    ctx.save_for_backward(output[0], output[1], output[2])
+    ctx.seed = output[4]
 
 
 def _backward(ctx, dout, *unused):
