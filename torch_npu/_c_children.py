@@ -45,16 +45,20 @@ class DType(enum.IntEnum):
     float4_e1m2fn_x2 = 297
 
 
-class _LogContext:
-    """torch_npu's log levels, fed from torch._logging (qualified logger name -> level)."""
+class _Singleton:
+    """torch_npu's native contexts are process-wide singletons reached through GetInstance()."""
 
     _instance = None
 
     @classmethod
     def GetInstance(cls):  # noqa: N802 (torch_npu's name)
-        if cls._instance is None:
+        if cls.__dict__.get("_instance") is None:
             cls._instance = cls()
         return cls._instance
+
+
+class _LogContext(_Singleton):
+    """torch_npu's log levels, fed from torch._logging (qualified logger name -> level)."""
 
     def setLogs(self, levels):  # noqa: N802 (torch_npu's name)
         """Apply the levels of the torch_npu.* loggers among `levels` ({name: logging level})."""
@@ -63,16 +67,8 @@ class _LogContext:
                 logging.getLogger(name).setLevel(level)
 
 
-class _FlopCountContext:
+class _FlopCountContext(_Singleton):
     """The flops counter behind torch_npu.utils.FlopsCounter, with torch_npu's native method names."""
-
-    _instance = None
-
-    @classmethod
-    def GetInstance(cls):  # noqa: N802 (torch_npu's name)
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
 
     @staticmethod
     def _counter():

@@ -5,6 +5,7 @@ mask with the result; the backward reuses it, never draws again)."""
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.bit_masks import pack_bits, unpack_bits
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import _export, _library, npu_op
 
@@ -21,11 +22,6 @@ def _check_p(p, op):
     check(0.0 <= p <= 1.0, op, f"p must be in [0, 1], got {p}")
 
 
-def _unpack(mask, numel):
-    bits = (mask.view(-1, 1) >> torch.arange(8, dtype=torch.uint8, device=mask.device)) & 1
-    return bits.reshape(-1)[:numel]
-
-
 def _apply(x, mask, p, op):
     _check_p(p, op)
     check(
@@ -34,7 +30,7 @@ def _apply(x, mask, p, op):
         f"mask must be a 1-D uint8 bit mask, got {mask.dtype} {tuple(mask.shape)}",
     )
     check(mask.numel() * 8 >= x.numel(), op, f"mask has {mask.numel() * 8} bits, self needs {x.numel()}")
-    keep = _unpack(mask, x.numel()).view(x.shape).to(x.dtype)
+    keep = unpack_bits(mask, x.numel()).view(x.shape).to(x.dtype)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     return x * keep * scale
 
@@ -43,9 +39,7 @@ def _generate(shape, p, device):
     numel = 1
     for d in shape:
         numel *= d
-    keep = (torch.rand(_mask_bytes(numel) * 8, device=device) >= p).to(torch.uint8)
-    weights = 1 << torch.arange(8, dtype=torch.uint8, device=device)
-    return (keep.view(-1, 8) * weights).sum(-1).to(torch.uint8)
+    return pack_bits(torch.rand(_mask_bytes(numel) * 8, device=device) >= p)
 
 
 _GEN_MASK = (

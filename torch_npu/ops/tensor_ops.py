@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_npu.ops._common import check, dtype_of
+from torch_npu.ops.bit_masks import pack_bits, unpack_bits
 from torch_npu.ops.dtype_support import FLOATS, HALF_AND_FLOAT, INDEX_TYPES
 from torch_npu.ops.functionalization import functionalized_by
 from torch_npu.ops.registration import npu_op
@@ -157,9 +158,7 @@ def npu_sign_bits_pack(x, size):
     """1-bit compression of a 1-D tensor: bit i is 1 where x[i] >= 0, eight per byte with the first element in
     the lowest bit, zero-padded to whole bytes; a uint8 tensor of `size` rows."""
     check(x.dim() == 1, "npu_sign_bits_pack", f"self must be 1-D, got {x.dim()}-D")
-    bits = (x >= 0).to(torch.uint8)
-    bits = torch.nn.functional.pad(bits, (0, (-bits.numel()) % 8))
-    packed = (bits.view(-1, 8) << torch.arange(8, dtype=torch.uint8, device=x.device)).sum(-1).to(torch.uint8)
+    packed = pack_bits(x >= 0)
     check(
         packed.numel() % size == 0,
         "npu_sign_bits_pack",
@@ -182,8 +181,7 @@ def npu_sign_bits_unpack(packed, size, dtype):
         f"dtype must be float16 or float32, got {dtype}",
     )
     check(packed.dim() == 1, "npu_sign_bits_unpack", f"input must be 1-D, got {packed.dim()}-D")
-    bits = (packed.view(-1, 1) >> torch.arange(8, dtype=torch.uint8, device=packed.device)) & 1
-    values = bits.reshape(-1).to(dtype) * 2 - 1
+    values = unpack_bits(packed).to(dtype) * 2 - 1
     check(
         values.numel() % size == 0,
         "npu_sign_bits_unpack",

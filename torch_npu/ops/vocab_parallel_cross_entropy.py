@@ -19,6 +19,7 @@ grad_weight = grad_logits^T @ input, in input's dtype. label_smoothing: only 0.0
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.bit_masks import pack_bits, unpack_bits
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -45,19 +46,6 @@ def _check_matmul(op, input, weight):
         op,
         f"weight must be [V, H={input.shape[1]}], got {tuple(weight.shape)}",
     )
-
-
-def _packed_mask(target_mask, padding_masked):
-    """bool [BT] -> uint8 [(BT + 7) // 8], token 8k + j in bit j of byte k."""
-    pad = (-target_mask.numel()) % 8
-    bits = torch.cat([target_mask, target_mask.new_full((pad,), padding_masked)]).view(-1, 8).to(torch.int32)
-    weights = 1 << torch.arange(8, device=bits.device, dtype=torch.int32)
-    return (bits * weights).sum(dim=1).to(torch.uint8)
-
-
-def _unpacked_mask(packed, count):
-    shifts = torch.arange(8, device=packed.device, dtype=torch.int32)
-    return ((packed.to(torch.int32).view(-1, 1) >> shifts) & 1).view(-1)[:count].bool()
 
 
 def _forward_fake(input, weight, target, vocab_start_index, vocab_end_index, return_logits=False):
@@ -114,7 +102,7 @@ def npu_fused_linear_online_max_sum(input, weight, target, vocab_start_index, vo
     predicted = torch.where(masked, torch.zeros_like(picked), picked)
     padding_masked = 0 < vocab_start_index or 0 >= vocab_end_index  # the padding tokens count as id 0
     out_logits = logits.to(input.dtype) if return_logits else None
-    return logits_max, sum_exp, predicted, _packed_mask(masked, padding_masked), masked_target, out_logits
+    return logits_max, sum_exp, predicted, pack_bits(masked, padding_masked), masked_target, out_logits
 
 
 def _loss_fake(logits_max, sum_exp_logits, predicted_logits, **kwargs):
@@ -220,7 +208,7 @@ def npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
         _BACKWARD,
         f"masked_target must lie in [0, {vocab})",
     )
-    keep = (~_unpacked_mask(target_mask, bt)).to(torch.float32)
+    keep = 1.0 - unpack_bits(target_mask, bt).to(torch.float32)
     rows = torch.arange(bt, device=grad.device)
     grad_logits[rows, masked_target.long()] -= keep
     grad_logits = grad_logits * grad.unsqueeze(-1)
