@@ -182,6 +182,25 @@ def case_all_to_all_vc():
             raise AssertionError(f"accepted {bad}")
         except ValueError as err:
             assert text in str(err), err
+    negative = [row[:] for row in matrix]
+    negative[0][0] = -1
+    both = torch.zeros(2 * sum(matrix[RANK]), device=DEV)
+    for args, text in [
+        ((output, sends.to(DEV), negative), "send_count_matrix: element counts must be non-negative"),
+        ((output, both[::2], matrix), "all_to_all_vc: input and output must be contiguous"),
+    ]:
+        try:
+            all_to_all_vc(*args)
+            raise AssertionError(f"accepted {text}")
+        except ValueError as err:
+            assert str(err).split("\n")[0] == text, err
+    buffer = torch.zeros(WORLD, device=DEV)  # a one-element exchange with every rank, in place
+    try:
+        all_to_all_vc(buffer, buffer, [[1] * WORLD for _ in range(WORLD)])
+        raise AssertionError("in-place accepted")
+    except ValueError as err:
+        expected = "all_to_all_vc: output must not share memory with input (in-place is not supported)"
+        assert str(err).split("\n")[0] == expected, err
 
 
 def _model():

@@ -4,6 +4,7 @@ kernel (positions advanced by the accepted drafts, the last accepted token befor
 
 import pytest
 import torch
+from error_cases import raises_operator_error
 
 import torch_npu
 
@@ -158,3 +159,139 @@ def test_bad_inputs_are_refused_before_anything_is_written(change, message):
         torch_npu.npu_advance_step_flashattn(**args)
     for name, value in before.items():
         assert torch.equal(args[name].cpu(), value), name
+
+
+L = torch.long
+
+
+def n(*shape, **kwargs):
+    return torch.zeros(*shape, **kwargs).npu()
+
+
+EXACT_ERRORS = [
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(4, dtype=L), n(2, 1, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, 2, dtype=L), 4, 0, 4
+        ),
+        "npu_advance_step_flashattn: num_queries must be a positive integer, got 0",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(3, dtype=L), n(2, 1, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, 2, dtype=L), 4, 2, 4
+        ),
+        "npu_advance_step_flashattn: input_tokens must hold num_seqs=4 values, got (3,)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(4, dtype=L), n(2, 1, dtype=L), n(4, dtype=L), n(4, dtype=L), n(5, dtype=L), n(4, 2, dtype=L), 4, 2, 4
+        ),
+        "npu_advance_step_flashattn: slot_mapping must hold num_seqs=4 values, got (5,)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(8, dtype=L)[::2], n(2, 1, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, dtype=L), n(4, 2, dtype=L), 4, 2, 4
+        ),
+        "npu_advance_step_flashattn: input_tokens must be contiguous (it is updated in place)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 3, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(3, 2, dtype=L),
+            accepted_num=n(4, dtype=L),
+        ),
+        "npu_advance_step_flashattn: spec_token must be [num_seqs=4, spec_num], got (3, 2)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 3, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(4, 2, dtype=L),
+            accepted_num=n(3, dtype=L),
+        ),
+        "npu_advance_step_flashattn: accepted_num must be [num_seqs=4], got (3,)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(4, 2, dtype=L),
+            accepted_num=n(4, dtype=L),
+        ),
+        "npu_advance_step_flashattn: sampled_token_ids must be [num_seqs, 1 + spec_num] = [4, 3], got (4, 2)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 3, dtype=L),
+            n(8, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(4, 2, dtype=L),
+            accepted_num=n(4, dtype=L),
+        ),
+        "npu_advance_step_flashattn: input_positions must be shaped like input_tokens (12,)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 3, dtype=L),
+            torch.full((12,), 99, dtype=L).npu(),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(4, 2, dtype=L),
+            accepted_num=n(4, dtype=L),
+        ),
+        "npu_advance_step_flashattn: speculative: a block index falls outside block_tables of (4, 2) (the card would read past it)",
+    ),
+    (
+        lambda: torch_npu.npu_advance_step_flashattn(
+            n(12, dtype=L),
+            n(4, 3, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(12, dtype=L),
+            n(4, 2, dtype=L),
+            4,
+            4,
+            4,
+            spec_token=n(4, 2, dtype=torch.int32),
+            accepted_num=n(4, dtype=L),
+        ),
+        "npu_advance_step_flashattn: spec_token must be int64, got torch.int32",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", EXACT_ERRORS)
+def test_bad_inputs_give_torch_npus_error_text(call, message):
+    raises_operator_error(call, message)

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from error_cases import raises_operator_error
 
 import torch_npu
 
@@ -89,3 +90,79 @@ def test_under_torch_compile_fullgraph():
     compiled = torch.compile(torch_npu.npu_grouped_matmul_swiglu_quant, backend="aot_eager", fullgraph=True)
     for got, want in zip(compiled(*args), torch_npu.npu_grouped_matmul_swiglu_quant(*args)):
         assert torch.equal(got.cpu(), want.cpu())
+
+
+L = torch.long
+
+
+def n(*shape, **kwargs):
+    return torch.zeros(*shape, **kwargs).npu()
+
+
+EXACT_ERRORS = [
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(8, 4, dtype=torch.int8), n(1, dtype=L), n(1, 4), n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: x must be [M, K] and weight [E, K, N], got (4, 8) and (8, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(1, 7, 4, dtype=torch.int8), n(1, dtype=L), n(1, 4), n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: x's K 8 does not match weight's 7",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(1, 8, 5, dtype=torch.int8), n(1, dtype=L), n(1, 5), n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: weight's N must be even (SwiGLU halves it), got 5",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(1, 8, 4, dtype=torch.int8), n(1, dtype=L), n(4), n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: weight_scale must be [E=1, N=4], got (4,)",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(1, 8, 4, dtype=torch.int8), n(1, dtype=L), n(1, 4), n(3)
+        ),
+        "npu_grouped_matmul_swiglu_quant: x_scale must be [M=4], got (3,)",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(1, 8, 4, dtype=torch.int8), n(1, dtype=L), n(1, 4), n(4), bias=n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: bias and offset are reserved and must be None",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant(
+            n(4, 8, dtype=torch.int8), n(2, 8, 4, dtype=torch.int8), torch.tensor([3, 1]).npu(), n(2, 4), n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant: group_list must describe non-negative group sizes, got [3, -2]",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant_v2(
+            n(4, 8, dtype=torch.int8), [n(1, 8, 4, dtype=torch.int8)] * 2, [n(1, 4)], n(4), n(1, dtype=L)
+        ),
+        "npu_grouped_matmul_swiglu_quant_v2: A8W8 takes weight and weight_scale as one tensor each, got 2 and 1",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant_v2(
+            n(4, 8, dtype=torch.int8), [n(1, 8, 4, dtype=torch.int8)], [n(1, 4)], n(4), n(1, dtype=L), smooth_scale=n(4)
+        ),
+        "npu_grouped_matmul_swiglu_quant_v2: smooth_scale, weight_assist_matrix and bias belong to the MX formats, which vnpu does not support",
+    ),
+    (
+        lambda: torch_npu.npu_grouped_matmul_swiglu_quant_v2(
+            n(4, 8, dtype=torch.int8), [n(1, 8, 4, dtype=torch.int8)], [n(1, 4)], n(4), n(1, dtype=L), group_list_type=2
+        ),
+        "npu_grouped_matmul_swiglu_quant_v2: group_list_type must be 0 (cumsum) or 1 (count), got 2",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", EXACT_ERRORS)
+def test_bad_inputs_give_torch_npus_error_text(call, message):
+    raises_operator_error(call, message)

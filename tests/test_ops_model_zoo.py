@@ -1,12 +1,13 @@
 """The torch_npu operators model zoos call under their own names: npu_max / npu_min (int32 indices),
 npu_sort_v2, npu_slice, npu_broadcast, npu_indexing, the npu_conv* family, npu_silu, npu_layer_norm_eval,
-npu_softmax_cross_entropy_with_logits and npu_anchor_response_flags — each against a reference written
-here, with gradients, fake shapes, torch.compile and its argument errors."""
+npu_softmax_cross_entropy_with_logits, npu_anchor_response_flags, npu_apply_adam_w and npu_fused_attention_score —
+each against a reference written here, with gradients, fake shapes, torch.compile and its argument errors."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from error_cases import first_line
+from op_check import check_op
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_npu
@@ -443,3 +444,57 @@ def test_bad_arguments_name_the_argument(call, message):
     with pytest.raises(RuntimeError) as info:
         call()
     assert first_line(info.value) == message and "ERR01001 OPS invalid parameter" in str(info.value)
+
+
+@pytest.mark.parametrize("amsgrad,maximize", [(False, False), (True, False), (False, True)])
+def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
+    g = torch.Generator().manual_seed(3)
+    p0 = torch.randn(10, generator=g)
+    grads = [torch.randn(10, generator=g) for _ in range(3)]
+    ref = torch.nn.Parameter(p0.clone())
+    opt = torch.optim.AdamW(
+        [ref], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01, amsgrad=amsgrad, maximize=maximize
+    )
+    var, m, v, max_norm = (
+        p0.clone().npu(),
+        torch.zeros(10, device="npu"),
+        torch.zeros(10, device="npu"),
+        torch.zeros(10, device="npu"),
+    )
+    for step, grad in enumerate(grads, 1):
+        ref.grad = grad.clone()
+        opt.step()
+        torch_npu.npu_apply_adam_w(
+            0.9**step,
+            0.99**step,
+            0.1,
+            0.01,
+            0.9,
+            0.99,
+            1e-8,
+            grad.npu(),
+            max_norm,
+            amsgrad,
+            maximize,
+            var=var,
+            m=m,
+            v=v,
+        )
+    torch.testing.assert_close(var.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
+    # functional form: one step from zero state
+    nv, nm, nvv = torch_npu.npu_apply_adam_w(0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, grads[0].npu(), None, False, False)
+    torch.testing.assert_close(
+        nv.cpu(), -0.1 * grads[0].sign() * (1 / (1 + 1e-8 / grads[0].abs())), atol=1e-6, rtol=1e-5
+    )
+
+
+def test_npu_fused_attention_score():
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(2, 3, 5, 4, generator=g) for _ in range(3))
+    mask = torch.randn(2, 1, 5, 5, generator=g)
+
+    def ref(q, k, v, mask, scale, keep_prob):
+        ctx = torch.softmax(q @ k.transpose(-1, -2) * scale + mask, -1) @ v
+        return ctx.permute(0, 2, 1, 3).reshape(10, 12)
+
+    check_op(torch_npu.npu_fused_attention_score, (q, k, v, mask, 0.5, 1.0), ref, atol=1e-5, rtol=1e-5)

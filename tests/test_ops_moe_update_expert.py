@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from error_cases import raises_operator_error
 from op_check import check_op
 
 import torch_npu
@@ -134,3 +135,46 @@ def test_fake_kernel_and_compiled_graph_agree_with_eager():
         atol=0,
         rtol=0,
     )
+
+
+L = torch.long
+
+
+def n(*shape, **kwargs):
+    return torch.zeros(*shape, **kwargs).npu()
+
+
+EXACT_ERRORS = [
+    (
+        lambda: torch_npu.npu_moe_update_expert(
+            n(4, dtype=torch.int32), torch.ones(8, 3, dtype=torch.int32).npu(), balance_mode=1
+        ),
+        "npu_moe_update_expert: expert_ids must be a 2-D int32 or int64 tensor [BS, K], got (4,) torch.int32",
+    ),
+    (
+        lambda: torch_npu.npu_moe_update_expert(
+            n(4, 2, dtype=torch.int32),
+            torch.ones(8, 3, dtype=torch.int32).npu(),
+            expert_scales=n(4, 3),
+            pruning_threshold=n(2),
+            balance_mode=1,
+        ),
+        "npu_moe_update_expert: expert_scales must be a float tensor [4, 2], got (4, 3) torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_moe_update_expert(
+            n(4, 2, dtype=torch.int32),
+            torch.ones(8, 3, dtype=torch.int32).npu(),
+            expert_scales=n(4, 2),
+            pruning_threshold=n(2),
+            active_mask=n(4),
+            balance_mode=1,
+        ),
+        "npu_moe_update_expert: active_mask must be a bool tensor [4], got (4,) torch.float32",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", EXACT_ERRORS)
+def test_bad_inputs_give_torch_npus_error_text(call, message):
+    raises_operator_error(call, message)

@@ -3,6 +3,7 @@ in batch order, bfloat16 out), and npu_quant_matmul on int4 packed eight to an i
 
 import pytest
 import torch
+from error_cases import raises_operator_error
 from op_check import check_op
 
 import torch_npu
@@ -87,3 +88,55 @@ def test_a4w4_weight_given_transposed_is_unpacked_along_its_memory():
         pack_int4(a).npu(), pack_int4(w).npu().t(), scale.npu(), output_dtype=torch.float16
     )
     assert torch.equal(out.cpu(), (torch.matmul(a.float(), w.float().t()) * scale).to(torch.float16))
+
+
+L = torch.long
+
+
+def n(*shape, **kwargs):
+    return torch.zeros(*shape, **kwargs).npu()
+
+
+EXACT_ERRORS = [
+    (
+        lambda: torch_npu.npu_quant_matmul_reduce_sum(
+            n(2, 3, dtype=torch.int8),
+            n(2, 3, 4, dtype=torch.int8),
+            x1_scale=n(2, 2),
+            x2_scale=n(4, dtype=torch.bfloat16),
+        ),
+        "npu_quant_matmul_reduce_sum: x1 and x2 must be 3-D, got (2, 3) and (2, 3, 4)",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul_reduce_sum(
+            n(2, 3, 4, dtype=torch.int8),
+            n(2, 4, 5, dtype=torch.int8),
+            x1_scale=n(2, 3, dtype=torch.float16),
+            x2_scale=n(5, dtype=torch.bfloat16),
+        ),
+        "npu_quant_matmul_reduce_sum: x1_scale must be float32, got torch.float16",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul_reduce_sum(
+            n(2, 3, 4, dtype=torch.int8),
+            n(2, 4, 5, dtype=torch.int8),
+            x1_scale=n(2, 3),
+            x2_scale=n(4, dtype=torch.bfloat16),
+        ),
+        "npu_quant_matmul_reduce_sum: x2_scale must be [n=5], got (4,)",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul_reduce_sum(
+            n(2, 0, 4, dtype=torch.int8),
+            n(2, 4, 5, dtype=torch.int8),
+            x1_scale=n(2, 0),
+            x2_scale=n(5, dtype=torch.bfloat16),
+        ),
+        "npu_quant_matmul_reduce_sum: x1 and x2 must not be empty",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", EXACT_ERRORS)
+def test_bad_inputs_give_torch_npus_error_text(call, message):
+    raises_operator_error(call, message)

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from error_cases import raises_operator_error
 
 import torch_npu
 
@@ -35,10 +36,15 @@ def test_survives_its_python_references_and_serves_operators():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: torch_npu.empty_with_swapped_memory([2], device="cpu"), "makes npu tensors, got device cpu"),
-        (lambda: torch_npu.empty_with_swapped_memory([-1]), "sizes must be non-negative"),
+        (
+            lambda: torch_npu.empty_with_swapped_memory([2], device="cpu"),
+            "empty_with_swapped_memory makes npu tensors, got device cpu",
+        ),
+        (
+            lambda: torch_npu.empty_with_swapped_memory([-1]),
+            "empty_with_swapped_memory: sizes must be non-negative, got [-1]",
+        ),
     ],
 )
 def test_bad_inputs(call, message):
-    with pytest.raises(RuntimeError, match=message):
-        call()
+    raises_operator_error(call, message)

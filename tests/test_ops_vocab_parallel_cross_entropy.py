@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from error_cases import raises_operator_error
 
 import torch_npu
 
@@ -165,3 +166,122 @@ def test_forward_and_loss_under_torch_compile():
     compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
     for got, want in zip(compiled(x.npu(), w.npu(), target), step(x.npu(), w.npu(), target)):
         assert torch.equal(got.cpu(), want.cpu())
+
+
+L = torch.long
+
+
+def n(*shape, **kwargs):
+    return torch.zeros(*shape, **kwargs).npu()
+
+
+EXACT_ERRORS = [
+    (
+        lambda: torch_npu.npu_fused_linear_online_max_sum(
+            n(4, 8, dtype=torch.half), n(16, 8, dtype=torch.half), n(4), 0, 16
+        ),
+        "npu_fused_linear_online_max_sum: target must be int32 or int64 [BT=4], got (4,) torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_online_max_sum(
+            n(4, 8, dtype=torch.half), n(16, 7, dtype=torch.half), n(4, dtype=L), 0, 16
+        ),
+        "npu_fused_linear_online_max_sum: weight must be [V, H=8], got (16, 7)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_online_max_sum(
+            n(4, dtype=torch.half), n(16, 7, dtype=torch.half), n(4, dtype=L), 0, 16
+        ),
+        "npu_fused_linear_online_max_sum: input and weight must be 2-D, got (4,) and (16, 7)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_online_max_sum(
+            n(4, 8, dtype=torch.half), n(16, 8, dtype=torch.half), n(4, dtype=L), -1, 16
+        ),
+        "npu_fused_linear_online_max_sum: vocab_start_index must not be negative, got -1",
+    ),
+    (
+        lambda: torch_npu.npu_fused_cross_entropy_loss_with_max_sum(n(4), n(4), n(4), input=n(4, 8)),
+        "npu_fused_cross_entropy_loss_with_max_sum: input and weight only support None",
+    ),
+    (
+        lambda: torch_npu.npu_fused_cross_entropy_loss_with_max_sum(n(4), n(3), n(4)),
+        "npu_fused_cross_entropy_loss_with_max_sum: sum_exp_logits must be float32 [4], got (3,) torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_fused_cross_entropy_loss_with_max_sum(n(4), n(4), n(4), vocab_parallel_logits=n(3, 8)),
+        "npu_fused_cross_entropy_loss_with_max_sum: vocab_parallel_logits must be [4, V], got (3, 8)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(3),
+            n(4, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            n(4, dtype=L),
+            softmax=n(4, 16),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: grad must be float32 [BT=4], got (3,) torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(12),
+            n(12, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            n(12, dtype=L),
+            softmax=n(12, 16),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: target_mask must be uint8 holding 12 bits, got (1,) torch.uint8",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(4),
+            n(4, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            n(3, dtype=L),
+            softmax=n(4, 16),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: masked_target must be [BT=4], got (3,)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(4),
+            n(4, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            n(4, dtype=L),
+            softmax=n(4, 15),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: softmax must be float32 [4, 16], got (4, 15) torch.float32",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(4),
+            n(4, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            torch.full((4,), 16, dtype=L).npu(),
+            softmax=n(4, 16),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: masked_target must lie in [0, 16)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_linear_cross_entropy_loss_with_max_sum_backward(
+            n(4),
+            n(4, 8, dtype=torch.half),
+            n(16, 8, dtype=torch.half),
+            n(1, dtype=torch.uint8),
+            n(4, dtype=L),
+            0.1,
+            softmax=n(4, 16),
+        ),
+        "npu_fused_linear_cross_entropy_loss_with_max_sum_backward: label_smoothing only supports 0.0, got 0.1",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", EXACT_ERRORS)
+def test_bad_inputs_give_torch_npus_error_text(call, message):
+    raises_operator_error(call, message)

@@ -130,7 +130,11 @@ def npu_fused_cross_entropy_loss_with_max_sum(
 ):
     check(not label_smoothing, _LOSS, f"label_smoothing only supports 0.0, got {label_smoothing}")
     check(input is None and weight is None, _LOSS, "input and weight only support None")
-    for name, t in (("logits_max", logits_max), ("sum_exp_logits", sum_exp_logits), ("predicted", predicted_logits)):
+    for name, t in (
+        ("logits_max", logits_max),
+        ("sum_exp_logits", sum_exp_logits),
+        ("predicted_logits", predicted_logits),
+    ):
         check(
             t.dim() == 1 and t.dtype == torch.float32 and t.shape == logits_max.shape,
             _LOSS,
