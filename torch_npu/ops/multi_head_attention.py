@@ -103,7 +103,7 @@ def npu_multi_head_attention(
         softmax = F.softmax(scores, dim=-1, dtype=torch.float32)
     else:
         softmax = F.softmax(scores, dim=-1)
-    probs = softmax.to(scores.dtype)
+    probs = softmax.to(scores.dtype, copy=True)  # its own output: outputs must not alias one another
     if dropout_mask is None:
         dropout_mask = torch.empty(0, dtype=torch.uint8, device=query.device)
     else:
