@@ -537,6 +537,76 @@ def case_matmul_collectives():
         assert "npu_mm_all_reduce_base: hcom 'hccl_nowhere' names no hccl process group" in str(err), err
 
 
+def case_torch_npu_c10d():
+    """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
+    gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""
+    import warnings
+
+    from torch.distributed.nn.functional import _AllGatherBase
+
+    group = dist.group.WORLD
+    before = group._get_sequence_number_for_group()
+    dist.all_reduce(torch.ones(2, device=DEV))
+    dist.barrier()
+    assert group._get_sequence_number_for_group() >= before + 1, (before, group._get_sequence_number_for_group())
+    everyone = [data(r, n=3 + r) for r in range(WORLD)]  # ranks gather tensors of different sizes
+    for compatible in (False, True):
+        torch.npu.use_compatible_impl(compatible)
+        mine = data(RANK, n=3 + RANK).to(DEV)
+        dst = WORLD - 1
+        gathered = [torch.zeros(3 + r, device=DEV) for r in range(WORLD)] if RANK == dst else None
+        if compatible:  # the backend's gather needs equal sizes
+            mine, gathered = (
+                data(RANK).to(DEV),
+                ([torch.zeros(6, device=DEV) for _ in range(WORLD)] if RANK == dst else None),
+            )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert dist.gather(mine, gathered, dst=dst) is None
+        warned = [str(w.message) for w in caught if "HCCL doesn't support gather" in str(w.message)]
+        assert warned == (
+            ["HCCL doesn't support gather at the moment. Implemented with allgather instead."]
+            if RANK == dst and not compatible
+            else []
+        ), warned
+        if RANK == dst:
+            want = [data(r) for r in range(WORLD)] if compatible else everyone
+            for got, expected in zip(gathered, want):
+                same(got, expected)
+    torch.npu.use_compatible_impl(False)
+    objects = [None] * WORLD if RANK == 0 else None
+    dist.gather_object({"rank": RANK, "items": list(range(RANK + 1))}, objects, dst=0)
+    assert objects is None or objects == [{"rank": r, "items": list(range(r + 1))} for r in range(WORLD)], objects
+    x = data(RANK, n=4).to(DEV).requires_grad_(True)
+    out = torch.empty(4 * WORLD, device=DEV)
+    gathered = _AllGatherBase.apply(out, x, group)
+    (gathered * torch.arange(4 * WORLD, dtype=torch.float32, device=DEV)).sum().backward()
+    same(x.grad, torch.arange(4 * RANK, 4 * RANK + 4, dtype=torch.float32) * WORLD)
+
+
+def case_reinit():
+    """A device fault and recovery: stop and restart the device, rebuild the group's link twice, resume."""
+    everyone = torch.stack([data(r) for r in range(WORLD)]).sum(0)
+    for step in range(3):
+        t = data(RANK).to(DEV)
+        dist.all_reduce(t)
+        same(t, everyone)
+        torch_npu.npu.stop_device(0)
+        try:
+            dist.reinit_process_group()
+            raise AssertionError("a stopped device was reinitialised")
+        except RuntimeError as err:
+            assert "npu:0 is stopped; call torch_npu.npu.restart_device(0) first" in str(err), err
+        torch_npu.npu.restart_device(0)
+        assert dist.reinit_process_group(rebuild_link=step == 2) is (dist.group.WORLD if step == 2 else None)
+        if step < 2:
+            assert dist.reinit_process_group() is dist.group.WORLD
+    t = data(RANK).to(DEV)
+    dist.all_reduce(t)
+    same(t, everyone)
+    assert dist.reinit_process_group is torch_npu.distributed.reinit_process_group
+
+
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)

@@ -1,5 +1,6 @@
 """The hccl backend across processes (2 and 4 ranks on this machine), each run bounded by a timeout."""
 
+import concurrent.futures
 import os
 import socket
 import subprocess
@@ -63,6 +64,14 @@ def _all_ok(results):
 @pytest.mark.parametrize("world", [2, 4])
 def test_every_collective_matches_its_single_process_reference(world):
     _all_ok(launch("collectives", world))
+
+
+def test_sequence_numbers_gather_and_autograd_all_gather_on_hccl_groups():
+    _all_ok(launch("torch_npu_c10d", 2))
+
+
+def test_reinit_process_group_rebuilds_and_resumes_the_link():
+    _all_ok(launch("reinit", 2, timeout=120))
 
 
 def test_matmul_collective_operators_equal_their_collectives_written_out():
@@ -165,6 +174,8 @@ def test_torch_npu_run_over_two_nodes_on_localhost():
                 "127.0.0.1",
                 "--master-port",
                 port,
+                "--enable_tiered_parallel_tcpstore",
+                "true",
                 SCRIPT,
             ],
             stdout=subprocess.PIPE,
@@ -180,6 +191,53 @@ def test_torch_npu_run_over_two_nodes_on_localhost():
         assert node.returncode == 0, out + err
         outputs.append(out)
     assert "rank 0/2 device npu:0 sum 3.0" in outputs[0] and "rank 1/2 device npu:0 sum 3.0" in outputs[1]
+
+
+def test_parallel_store_and_the_parallel_rendezvous():
+    import datetime
+
+    from torch_npu._C._distributed_c10d import ParallelStore
+
+    assert torch_npu.ParallelStore is ParallelStore and "ParallelStore" not in torch_npu.__all__
+    timeout, port = datetime.timedelta(seconds=30), _port()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the server waits for its world of clients
+        serving = pool.submit(ParallelStore, "127.0.0.1", port, 2, False, -1, True, False, timeout)
+        client = ParallelStore("127.0.0.1", port, 2, False, -1, False, True, timeout)
+        server = serving.result(timeout=60)
+    client.set("key", "value")
+    assert server.get("key") == b"value" and isinstance(server, dist.Store) and client.enable_tiered is True
+    with pytest.raises(dist.DistStoreError) as info:  # no client comes: the half-made store stays a safe object
+        ParallelStore("127.0.0.1", _port(), 2, False, -1, True, False, datetime.timedelta(seconds=1))
+    frame = info.tb
+    while frame.tb_next:
+        frame = frame.tb_next
+    unfinished = next(v for v in frame.tb_frame.f_locals.values() if isinstance(v, ParallelStore))
+    assert "ParallelStore object" in repr(unfinished) and not hasattr(unfinished, "port")
+    with pytest.raises(ValueError) as info:
+        ParallelStore("127.0.0.1", 70000, 1, False, -1, True, False, timeout)
+    assert str(info.value) == "port must have value from 0 to 65535 but was 70000."
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch, torch_npu, torch.distributed as dist\n"
+            f"dist.init_process_group('hccl', init_method='parallel://127.0.0.1:{_port()}?rank=0&world_size=1')\n"
+            "t = torch.ones(2, device='npu'); dist.all_reduce(t); print(t.sum().item())\n"
+            "dist.destroy_process_group()\n"
+            "try:\n"
+            "    dist.init_process_group('hccl', init_method='parallel://127.0.0.1:1234?world_size=1')\n"
+            "except ValueError as e:\n"
+            "    print(e)\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
+    assert proc.stdout.splitlines() == [
+        "2.0",
+        "Error initializing torch_npu.distributed using parallel:// rendezvous: rank parameter missing",
+    ], proc.stdout + proc.stderr
 
 
 def test_a_rank_that_never_arrives_fails_the_others_within_hccl_connect_timeout():

@@ -59,7 +59,7 @@ unsupported_dtype = [torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32,
 
 register_npu_device(unsupported_dtype)
 
-from torch_npu.utils import _logging  # noqa: E402
+from torch_npu import _logging  # noqa: E402
 from torch_npu.utils._env import check_environment  # noqa: E402
 
 _logging.configure()
@@ -67,7 +67,6 @@ check_environment()
 
 from torch_npu import npu, ops  # noqa: E402,F401
 from torch_npu.npu._format import Format  # noqa: E402
-from torch_npu.npu.streams import erase_stream  # noqa: E402
 from torch_npu.ops.format_cast import (  # noqa: E402
     empty_with_format,
     get_npu_format,
@@ -78,6 +77,33 @@ from torch_npu.ops.format_cast import (  # noqa: E402
 from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa: E402
 
 apply_extension_environment()
+
+# The modules torch_npu loads at import (code and tools rely on finding them in sys.modules).
+_EAGER_MODULES = (
+    "torch_npu.npu.amp",
+    "torch_npu.optim",
+    "torch_npu.dynamo",
+    "torch_npu.profiler",
+    "torch_npu.asd.checksum",
+    "torch_npu.op_plugin.meta._meta_registrations",
+    "torch_npu.utils._dynamo",
+    "torch_npu.utils._inductor",
+    "torch_npu.utils.custom_ops",
+    "torch_npu.utils.syncbatchnorm",
+    "torch_npu._op_plugin_docs",  # the operators' documentation; not kept as an attribute
+)
+
+
+def _load_eager_modules():
+    import importlib
+
+    for module in _EAGER_MODULES:
+        importlib.import_module(module)
+    del globals()["_op_plugin_docs"]
+    sys.modules["torch_npu.utils.custom_ops"].bind_operators()
+
+
+_load_eager_modules()
 
 from torch_npu._patches import PATCHES as _PATCHES  # noqa: E402
 from torch_npu._patches import apply_patches as _apply_patches  # noqa: E402
@@ -91,10 +117,12 @@ def _registered_operators():
     return list(EXPORTED)
 
 
-_LAZY_SUBMODULES = {"optim", "contrib", "testing", "nn", "profiler"}
+_LAZY_SUBMODULES = {"contrib", "testing", "nn"}
 # Top-level names loaded on first access (listed by dir() and, when public, __all__; not cached before use).
 _LAZY_APIS = {
     "matmul_checksum": ("torch_npu.asd.checksum", "_matmul_checksum"),
+    "erase_stream": ("torch_npu.npu.streams", "erase_stream"),
+    "HiFloat8Tensor": ("torch_npu.utils.hif8_tensor", "_HiFloat8Tensor"),
     "_ShardedGradScaler": ("torch_npu.npu.amp.sharded_grad_scaler", "_ShardedGradScaler"),
     "npu_relu6": ("torch_npu.utils._vnpu_extensions", "npu_relu6"),
 }
@@ -107,7 +135,8 @@ def __getattr__(name):
         return importlib.import_module(f"torch_npu.{name}")
     if name in _LAZY_APIS:
         module, attribute = _LAZY_APIS[name]
-        return getattr(importlib.import_module(module), attribute)
+        value = globals()[name] = getattr(importlib.import_module(module), attribute)  # cached after first use
+        return value
     raise AttributeError(f"module 'torch_npu' has no attribute {name!r}")
 
 
@@ -118,6 +147,7 @@ def __dir__():
 from torch_npu.distributed import register_backends as _register_distributed_backends  # noqa: E402
 
 _register_distributed_backends()
+from torch_npu.distributed import ParallelStore  # noqa: E402,F401  (torch_npu.ParallelStore, not in __all__)
 
 if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
     import torch_npu.contrib.transfer_to_npu  # noqa: F401,E402
@@ -131,6 +161,7 @@ __all__ = [
     "npu",
     "Format",
     "erase_stream",
+    "HiFloat8Tensor",
     "matmul_checksum",
     "npu_format_cast",
     "npu_format_cast_",

@@ -35,7 +35,7 @@ class _NativeProfilerModule(types.ModuleType):
         return sorted(set(super().__dir__()) | set(_native.members()))
 
 
-class DType(enum.IntEnum):
+class DTypeNumber(enum.IntEnum):
     """torch_npu's dtypes outside PyTorch, by the number its operators take in their dtype arguments."""
 
     int4 = 285
@@ -43,6 +43,15 @@ class DType(enum.IntEnum):
     float8_e8m0fnu = 293
     float4_e2m1fn_x2 = 296
     float4_e1m2fn_x2 = 297
+
+
+class DType:
+    """torch_npu._C._cd.DType: the dtypes as attributes (torch_npu exports each under its name)."""
+
+
+for _number in DTypeNumber:
+    setattr(DType, _number.name, _number)
+del _number
 
 
 class _Singleton:
@@ -120,4 +129,4 @@ def register(c_module):
     for name, module in children.items():
         setattr(c_module, name, module)
         sys.modules[f"torch_npu._C.{name}"] = module
-    return DType
+    return DTypeNumber

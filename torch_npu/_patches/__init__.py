@@ -105,13 +105,25 @@ PATCHES += (
         apply="torch_npu._patches.device_defaults:backward_on_the_importing_thread",
     ),
     Patch(
-        target="torch.npu_* (one per torch_npu operator torch does not have)",
+        target="torch.<operator> (one per torch_npu operator torch does not have)",
         module="torch",
-        why="torch_npu's operators once lived in the torch namespace; torch_npu keeps torch.npu_* names that "
-        "raise its deprecation error pointing at torch_npu.npu_*, and code written for it expects that error.",
+        why="torch_npu's operators once lived in the torch namespace; torch_npu keeps torch.<name> aliases that "
+        "raise its deprecation error pointing at torch_npu.<name>, and code written for it expects that error.",
         when="at import of torch_npu, after its operators are defined",
         apply="torch_npu._patches.torch_namespace:deprecated_operator_aliases",
-        changes=("torch.npu_*", "torch.fast_gelu"),
+        changes=(
+            "torch.npu_*",
+            "torch._npu_*",
+            "torch.fast_gelu",
+            "torch.one_",
+            "torch.scatter_update",
+            "torch.scatter_update_",
+            "torch.batch_norm_reduce",
+            "torch.copy_memory_",
+            "torch.empty_with_swapped_memory",
+            "torch.empty_with_format",
+            "torch.get_npu_format",
+        ),
     ),
     Patch(
         target="torch.Tensor.npu_format_cast / torch.Tensor.npu_format_cast_",
@@ -304,9 +316,75 @@ PATCHES += (
     Patch(
         target="os.getenv / os.environ.get",
         module="os",
-        why="torch_npu logs every environment variable a program reads (once each, INFO on torch_npu.env) when its "
-        "logs are on, so a run's configuration can be read back from its log.",
-        when="at import of torch_npu, only when TORCH_NPU_LOGS or TORCH_LOGS is set",
+        why="torch_npu replaces both at import and logs every environment variable a program reads through them "
+        "(once each, INFO on torch_npu.env) when that log is on, so a run's configuration can be read back from "
+        "its log; code checks `os.getenv is torch_npu.utils.patch_getenv._patched_getenv`.",
+        when="at import of torch_npu",
         apply="torch_npu.utils.patch_getenv:install",
+    ),
+)
+
+PATCHES += (
+    Patch(
+        target="torch._dynamo.backends.registry: backends npu, npugraphs, npugraph_ex",
+        module="torch._dynamo.backends.registry",
+        why="torch_npu registers its Dynamo backends by name when Dynamo's registry loads, so "
+        "torch.compile(backend='npu') (torchair's default backend) and code listing _BACKENDS find them; each "
+        "is built on first use.",
+        when="on import of torch._dynamo.backends.registry",
+        apply="torch_npu.dynamo:register_backends",
+    ),
+    Patch(
+        target="torch._inductor.codegen.common.device_op_overrides_dict['npu']",
+        module="torch._inductor.codegen.common",
+        why="inductor looks up per-device host-code overrides by device type; npu graphs compile as the CPU graphs "
+        "they compute, so npu's entry is the CPU's (registered through register_device_op_overrides).",
+        when="on import of torch._inductor.codegen.common",
+        apply="torch_npu.utils._inductor:register_device_op_overrides",
+    ),
+    Patch(
+        target="torch._C._distributed_c10d.ProcessGroup._get_sequence_number_for_group",
+        module="torch.distributed",
+        why="c10d refuses sequence numbers for custom backends ('ProcessGroup custom does not yet support "
+        "sequence numbers'); torch_npu answers for hccl groups with the hccl backend's count of collectives.",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.distributed_c10d:sequence_numbers_of_hccl_groups",
+    ),
+    Patch(
+        target="torch.distributed.gather / torch.distributed.distributed_c10d.gather",
+        module="torch.distributed",
+        why="HCCL has no gather: torch_npu runs dist.gather of npu tensors on hccl groups as an all-gather "
+        "(warning the destination rank) unless torch.npu.use_compatible_impl(True) asks for the backend's gather.",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.distributed_c10d:gather_through_allgather",
+        changes=("torch.distributed.gather",),
+    ),
+    Patch(
+        target="torch.distributed.reinit_process_group",
+        module="torch.distributed",
+        why="torch_npu adds reinit_process_group to torch.distributed: fault-tolerant training rebuilds (or resumes) "
+        "a group's hccl link after a device fault without recreating the group.",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.distributed_c10d:reinit_process_group_in_torch_distributed",
+        changes=("torch.distributed.reinit_process_group",),
+    ),
+    Patch(
+        target="torch.distributed.nn.functional._AllGatherBase.backward",
+        module="torch.distributed.nn.functional",
+        why="PyTorch's backward of the autograd all-gather raises 'Backend not supported!' on any group but "
+        "NCCL/XCCL; torch_npu's reduce-scatters the gradient on hccl groups as well.",
+        when="on import of torch.distributed.nn.functional",
+        apply="torch_npu.distributed.nn.functional:install",
+    ),
+)
+
+PATCHES += (
+    Patch(
+        target="torch.nn.functional.layer_norm / torch.nn.functional.embedding",
+        module="torch.nn.functional",
+        why="with NPU_ASD_ENABLE set, torch_npu checks the gradients of layer-norm inputs and embedding weights for "
+        "silent data corruption: both functions register the detector's gradient hook before computing.",
+        when="at import of torch_npu, only when NPU_ASD_ENABLE is set and not 0",
+        apply="torch_npu.asd.asd:check_layer_norm_and_embedding",
     ),
 )

@@ -5,8 +5,11 @@ import torch
 
 def _deprecated_alias(name):
     def deprecated(*args, **kwargs):
+        from torch_npu.utils._error_code import ErrCode, pta_error
+
         raise RuntimeError(
             f"torch.{name} is deprecated and will be removed in future version. Use torch_npu.{name} instead."
+            + pta_error(ErrCode.NOT_SUPPORT)
         )
 
     deprecated.__name__ = name
@@ -14,17 +17,20 @@ def _deprecated_alias(name):
 
 
 def _add_alias(name):
-    # torch_npu's old home for its operators: the npu_* ones (and fast_gelu), not one_ or scatter_update
-    if (name.startswith("npu_") or name == "fast_gelu") and not hasattr(torch, name):
+    # torch_npu's old home for its operators: every one of the npu namespace torch does not define itself
+    if not hasattr(torch, name):
         setattr(torch, name, _deprecated_alias(name))
 
 
 def deprecated_operator_aliases():
-    """torch.npu_* (for each operator of the npu namespace torch lacks, torch_npu's and those defined later
-    with npu_op) raising torch_npu's deprecation error."""
+    """torch.<name> for each operator of the npu namespace torch lacks (torch_npu's and those defined later
+    with npu_op), raising torch_npu's deprecation error."""
     from torch_npu.ops.registration import EXPORT_LISTENERS, EXPORTED
 
-    for name in EXPORTED:
+    defined = {
+        op.split("::", 1)[1].split(".", 1)[0] for op in torch._C._dispatch_get_all_op_names() if op.startswith("npu::")
+    }
+    for name in sorted(defined | set(EXPORTED)):
         _add_alias(name)
     EXPORT_LISTENERS.append(_add_alias)
     return True

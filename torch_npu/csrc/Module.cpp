@@ -137,6 +137,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_typed_stream", [](int d, int type) {
     return stream_tuple(vnpu::typed_pool_stream(static_cast<c10::DeviceIndex>(d), static_cast<vnpu::StreamType>(type)));
   });
+  m.def("_is_device_stopped", [](int d) {
+    vnpu::check_device_index(static_cast<c10::DeviceIndex>(d));
+    return (vnpu::g_stopped_devices.load() & (uint64_t(1) << d)) != 0;
+  });
+  // torch_npu's silent-check generation: 1, the gradient detector of torch_npu.asd.asd runs in Python
+  m.def("_get_silent_check_version", [] { return 1; });
   m.def("_set_device_stopped",
         [](int d, bool stopped) { vnpu::set_device_stopped(static_cast<c10::DeviceIndex>(d), stopped); });
 

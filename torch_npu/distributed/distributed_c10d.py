@@ -1,5 +1,102 @@
-"""torch_npu.distributed.distributed_c10d: torch_npu's additions to c10d."""
+"""torch_npu.distributed.distributed_c10d: torch_npu's additions to c10d, installed in torch.distributed by the
+patch registry.
 
+- `_hccl_get_sequence_number_for_group`: ProcessGroup._get_sequence_number_for_group answers for hccl groups
+  (the hccl backend's count of collectives) where c10d refuses custom backends.
+- `reinit_process_group(group=None, rebuild_link=True)`: after a device fault, the group's hccl link is rebuilt
+  (every rank of the group calls it; later collectives run over the new link) and the group returned; with
+  rebuild_link=False the process groups on npu resume (the device must have been restarted) and None is returned.
+- `_gather`: dist.gather of npu tensors on an hccl group runs as an all-gather, as torch_npu's default mode
+  does (HCCL has no gather; the destination rank is warned once), or as the backend's gather when
+  torch.npu.use_compatible_impl(True) is set.
+"""
+
+import logging
+import math
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from torch_npu.distributed import process_group_hccl
 from torch_npu.distributed.process_group_hccl import is_hccl_available
+from torch_npu.utils._error_code import ErrCode, dist_error
 
-__all__ = ["is_hccl_available"]
+logger = logging.getLogger("torch.distributed")
+
+__all__ = ["is_hccl_available", "reinit_process_group"]
+
+_original = {
+    "get_sequence_number_for_group": c10d.ProcessGroup._get_sequence_number_for_group,
+    "gather": c10d.gather,
+}
+_HCCL = ("hccl", "lccl")
+
+
+def _is_hccl_group(group):
+    try:
+        config = str(dist.get_backend_config(group))
+    except (RuntimeError, ValueError):
+        return False
+    return any(part.rsplit(":", 1)[-1] in _HCCL for part in config.split(","))
+
+
+def _hccl_get_sequence_number_for_group(self):
+    if _is_hccl_group(self):
+        return self._get_backend(torch.device("npu"))._get_sequence_number_for_group()
+    return _original["get_sequence_number_for_group"](self)
+
+
+def _gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    from torch_npu import npu
+
+    group = c10d._group_or_default_group(group)
+    if tensor.device.type != "npu" or not _is_hccl_group(group) or npu.are_compatible_impl_enabled():
+        return _original["gather"](tensor, gather_list, dst, group, async_op, group_dst)
+    c10d._check_single_tensor(tensor, "tensor")
+    if gather_list:
+        c10d._check_tensor_list(gather_list, "gather_list")
+    if c10d._rank_not_in_group(group):
+        c10d._warn_not_in_group("gather")
+        return None
+    if dst is None and group_dst is None:
+        dst = 0
+    group_dst = c10d._canonicalize_group_rank(group, dst, group_dst, return_global=False)
+    is_dst = group.rank() == group_dst
+    c10d._validate_output_list_for_rank(group.rank(), group_dst, gather_list or [])
+    if is_dst:
+        warnings.warn("HCCL doesn't support gather at the moment. Implemented with allgather instead.", stacklevel=2)
+    # every rank receives in an all-gather: each contributes its tensor flattened and padded to the largest
+    sizes = [[tuple(t.shape) for t in gather_list] if is_dst else None]
+    dist.broadcast_object_list(sizes, group_src=group_dst, group=group)
+    counts = [math.prod(shape) for shape in sizes[0]]
+    padded = tensor.new_zeros(max(counts))
+    padded[: tensor.numel()] = tensor.reshape(-1)
+    received = [padded.new_empty(max(counts)) for _ in counts]
+    work = group._get_backend(torch.device("npu")).allgather([received], [padded])
+    work.wait()
+    if is_dst:
+        for out, got, count in zip(gather_list, received, counts):
+            out.copy_(got[:count].view(out.shape))
+    return work if async_op else None
+
+
+def reinit_process_group(group=None, rebuild_link=True):
+    import torch_npu
+
+    device_id = torch.npu.current_device()
+    logger.info("reinit process group, group=%s, rebuild link=%s, device=%s", group, rebuild_link, device_id)
+    if torch_npu._C._is_device_stopped(device_id):
+        raise RuntimeError(
+            f"reinit_process_group: npu:{device_id} is stopped; call torch_npu.npu.restart_device({device_id}) first"
+            + dist_error(ErrCode.UNAVAIL)
+        )
+    if not rebuild_link:
+        logger.info("resume hccl comm end, device_id=%s", device_id)
+        return None
+    group = c10d._group_or_default_group(group)
+    if _is_hccl_group(group):
+        process_group_hccl.rebuild_link(group._get_backend(torch.device("npu")))
+    logger.info("reinit hccl comm end, group=%s, device_id=%s", group, device_id)
+    return group

@@ -77,12 +77,26 @@ def _creator(name):
     def create(backend_opts, options):
         store, rank, size = backend_opts.store, backend_opts.group_rank, backend_opts.group_size
         connect, execute = _timeouts(backend_opts.timeout, options)
-        transport = dist.ProcessGroupGloo(store, rank, size, connect)
-        if execute != connect:
-            transport._set_default_timeout(execute)
-        return ProcessGroupHCCL(transport, rank, size, name)
+        backend = ProcessGroupHCCL(_connect(store, rank, size, connect, execute), rank, size, name)
+        backend._set_link(store, connect.total_seconds(), execute.total_seconds())
+        return backend
 
     return create
+
+
+def _connect(store, rank, size, connect, execute):
+    transport = dist.ProcessGroupGloo(store, rank, size, connect)
+    if execute != connect:
+        transport._set_default_timeout(execute)
+    return transport
+
+
+def rebuild_link(backend):
+    """Connect the group's ranks anew (every rank of the group calls it) and use that link from now on."""
+    store, connect, execute, generation = backend._next_link()
+    seconds = datetime.timedelta(seconds=connect), datetime.timedelta(seconds=execute)
+    prefixed = dist.PrefixStore(f"vnpu_link_{generation}", store)
+    backend._replace_transport(_connect(prefixed, backend.rank(), backend.size(), *seconds))
 
 
 def is_hccl_available():

@@ -45,6 +45,7 @@ from torch_npu.ops import (  # noqa: F401
     rope,
     rotated_boxes,
     sampling,
+    silent_check,
     swapped_memory,
     swiglu_quant,
     tensor_ops,

@@ -40,9 +40,9 @@ def dtype_of(value, op, argument="dtype"):
     """The torch.dtype an `int dtype` argument names."""
     if isinstance(value, torch.dtype):
         return value
-    from torch_npu._c_children import DType
+    from torch_npu._c_children import DTypeNumber
 
-    npu_only = DType._value2member_map_.get(value)
+    npu_only = DTypeNumber._value2member_map_.get(value)
     check(
         npu_only is None, op, f"{argument}=torch_npu.{getattr(npu_only, 'name', '')} is a format vnpu does not compute"
     )

@@ -212,6 +212,7 @@ def _host_compiled_kernel(kernel, qualname):
 # ones (the patch registry gives each a torch.<name> alias raising torch_npu's deprecation error).
 EXPORTED = []
 EXPORT_LISTENERS = []
+KERNEL_DOCS = {}  # operator name -> its kernel's docstring (torch_npu._op_plugin_docs attaches them)
 
 
 def _schema_signature(op):
@@ -307,6 +308,7 @@ def npu_op(
             bw, setup = (backward, setup_context) if backward is not None else _composition_backward(kernel)
             lib.impl(name, _autograd_kernel(overload, bw, setup), "Autograd")
         if namespace == "npu" and "." not in name:
+            KERNEL_DOCS[name] = kernel.__doc__
             _export(name)
         return kernel
 

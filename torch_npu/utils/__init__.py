@@ -3,6 +3,7 @@ affinity, extension building."""
 
 from torch_npu.utils import storage  # noqa: F401  (torch_npu.utils.storage._rebuild_npu_tensor)
 from torch_npu.utils.affinity import reset_thread_affinity, set_thread_affinity
+from torch_npu.utils.asd_detector import register_asd_hook, set_asd_loss_scale  # noqa: F401
 from torch_npu.utils.combine_tensors import get_part_combined_tensor, is_combined_tensor_valid, npu_combine_tensors
 from torch_npu.utils.flops_count import FlopsCounter
 from torch_npu.utils.serialization import save_async

@@ -7,8 +7,8 @@ An invalid value raises ValueError naming the variable and the values it accepts
 import os
 import re
 
+from torch_npu._logging import get_logger
 from torch_npu.utils._error_code import ErrCode, pta_error
-from torch_npu.utils._logging import get_logger
 from torch_npu.utils._warnings import npu_warn_once
 
 

@@ -1,6 +1,7 @@
-"""Logging of the environment a program reads: with torch_npu's logs on (TORCH_NPU_LOGS, TORCH_LOGS), every
-variable read through os.getenv or os.environ.get is logged once, at INFO on the torch_npu.env logger, as
-"get env NAME = value" (empty values are not logged). Installed by the patch registry at import."""
+"""Logging of the environment a program reads. As torch_npu does, `import torch_npu` replaces os.getenv and
+os.environ.get (the patch registry installs them); with the torch_npu.env logger at INFO (TORCH_NPU_LOGS=env,
+TORCH_LOGS) every variable read through them is logged once as "get env NAME = value" (empty values are not
+logged). Otherwise a read is the plain lookup."""
 
 import logging
 import os
@@ -18,7 +19,7 @@ def _read(key, default):
         value = os.environ[key]
     except KeyError:
         return default
-    if value != "" and key not in _seen:
+    if value != "" and key not in _seen and _logger.isEnabledFor(logging.INFO):
         _seen.add(key)
         _logger.info("get env %s = %s", key, value)
     return value
@@ -32,17 +33,9 @@ def _patched_environ_get(key, default=None):
     return _read(key, default)
 
 
-def _logs_requested():
-    return (
-        os.environ.get("TORCH_NPU_LOGS") is not None
-        or os.environ.get("TORCH_LOGS") is not None
-        or _logger.isEnabledFor(logging.INFO)
-    )
-
-
 def install():
-    """Patch os.getenv and os.environ.get when the log is observable; True when patched."""
-    if not _logs_requested() or os.getenv is _patched_getenv:
+    """Patch os.getenv and os.environ.get; True when this call patched them."""
+    if os.getenv is _patched_getenv:
         return False
     os.getenv = _patched_getenv
     os.environ.get = _patched_environ_get

@@ -60,6 +60,32 @@ class ProcessGroupHCCL final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+  // reinit_process_group(rebuild_link=True): what the transport was connected with (the store, the connect and
+  // execute timeouts in seconds), kept with the group; later collectives use a newly connected transport.
+  struct Link {
+    c10::intrusive_ptr<c10d::Store> store;
+    double connect_seconds = 0;
+    double execute_seconds = 0;
+    int64_t generation = 0;
+  };
+  void set_link(Link link) {
+    link_ = std::move(link);
+  }
+  Link& link() {
+    return link_;
+  }
+  void replace_transport(c10::intrusive_ptr<c10d::Backend> transport) {
+    transport_ = std::move(transport);
+  }
+
+  // The group's collective sequence number (torch_npu's _get_sequence_number_for_group), the transport's.
+  void setSequenceNumberForGroup() override {
+    transport_->setSequenceNumberForGroup();
+  }
+  uint64_t getSequenceNumberForGroup() override {
+    return transport_->getSequenceNumberForGroup();
+  }
+
  private:
   c10::intrusive_ptr<c10d::Work> named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
                                        std::vector<at::Tensor> results) const;
@@ -70,6 +96,7 @@ class ProcessGroupHCCL final : public c10d::Backend {
   std::string name_;
   bool desync_debug_ = false;
   int64_t sequence_ = 0;
+  Link link_;
 };
 
 }  // namespace vnpu

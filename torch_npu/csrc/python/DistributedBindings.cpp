@@ -20,7 +20,21 @@ void bind_distributed(py::module& m) {
           py::call_guard<py::gil_scoped_release>())
       .def(
           "get_hccl_comm_name", [](const ProcessGroupHCCL& self, int64_t /*rank*/) { return self.comm_name(); },
-          py::arg("rank") = 0);
+          py::arg("rank") = 0)
+      .def(
+          "_set_link",
+          [](ProcessGroupHCCL& self, const c10::intrusive_ptr<c10d::Store>& store, double connect, double execute) {
+            self.set_link({store, connect, execute, 0});
+          },
+          py::arg("store"), py::arg("connect_seconds"), py::arg("execute_seconds"))
+      .def("_next_link",
+           [](ProcessGroupHCCL& self) {
+             auto& link = self.link();
+             TORCH_CHECK(link.store, "this hccl group keeps no link to rebuild");
+             return py::make_tuple(link.store, link.connect_seconds, link.execute_seconds, ++link.generation);
+           })
+      .def("_replace_transport", &ProcessGroupHCCL::replace_transport, py::arg("transport"),
+           py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace vnpu::python

@@ -1,0 +1,139 @@
+"""Gradient silent-data-corruption detection: the _npu_silent_check operator (levels, history), the detector
+behind torch_npu.utils.set_asd_loss_scale / register_asd_hook, and NPU_ASD_ENABLE's layer-norm hook."""
+
+import logging
+import math
+
+import pytest
+import torch
+from error_cases import raises_exactly
+from subprocess_helpers import run_python
+
+import torch_npu
+
+THRESHOLDS = (1e6, 1e5, 1e4, 5e3)  # level 1 absolute / jump, level 2 absolute / jump
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def silent_log():
+    handler, logger = _Records(), logging.getLogger("torch_npu.silent")
+    logger.addHandler(handler)
+    yield handler.messages
+    logger.removeHandler(handler)
+
+
+def _history():
+    return [torch.tensor(v).npu() for v in (0.0, 1e10, -1e10)]
+
+
+def _check(value, history, counter=7, min_steps=7):
+    grad = torch.ones(3).npu()
+    step = torch.tensor(counter, dtype=torch.int32).npu()
+    out = torch_npu._npu_silent_check(grad, torch.tensor(value).npu(), *history, step, min_steps, *THRESHOLDS)
+    assert torch.equal(grad.cpu(), torch.ones(3))  # the gradient is only read
+    return int(out), [float(t) for t in history]
+
+
+def test_levels_and_history(silent_log):
+    history = _history()
+    assert _check(1.0, history) == (0, [1.0, 1.0, 1.0])
+    assert _check(2.0, history) == (0, [2.0, 1.0, 2.0])
+    assert _check(20000.0, history) == (2, [20000.0, 1.0, 20000.0])  # above level 2's absolute threshold
+    assert _check(2e6, history) == (1, [2e6, 1.0, 2e6])  # above level 1's
+    assert _check(1.0, history)[0] == 0
+    assert _check(6000.0, history)[0] == 2  # a jump of 6000x the previous value
+    assert _check(float("nan"), history) == (1, [6000.0, 1.0, 2e6])  # inf/NaN: level 1, history kept
+    assert [m.split(":")[0] for m in silent_log] == [
+        "silent check level 2 alarm",
+        "silent check level 1 fault",
+        "silent check level 2 alarm",
+        "silent check level 1 fault",
+    ]
+
+
+def test_nothing_is_judged_before_min_steps():
+    history = _history()
+    assert _check(float("inf"), history, counter=0) == (0, [0.0, 1e10, -1e10])
+    assert _check(5e6, history, counter=6)[0] == 0
+
+
+def test_fake_kernel_and_bad_input():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        t = torch.empty(4, device="npu")
+        scalars = [torch.empty((), device="npu") for _ in range(4)]
+        out = torch_npu._npu_silent_check(t, *scalars, torch.empty(1, dtype=torch.int32, device="npu"), 7, *THRESHOLDS)
+    assert out.shape == (1,) and out.dtype == torch.int32
+    with pytest.raises(RuntimeError) as info:
+        _check_with_vector_val()
+    assert str(info.value).splitlines()[0] == "_npu_silent_check: val must hold one value, got shape (2,)"
+
+
+def _check_with_vector_val():
+    step = torch.tensor(7, dtype=torch.int32).npu()
+    return torch_npu._npu_silent_check(torch.ones(2).npu(), torch.ones(2).npu(), *_history(), step, 7, *THRESHOLDS)
+
+
+def test_loss_scale_zero_is_refused():
+    raises_exactly(lambda: torch_npu.utils.set_asd_loss_scale(0), ValueError, "loss scale cannot be 0.")
+    from torch_npu.utils import asd_detector
+
+    assert torch_npu.utils.set_asd_loss_scale is asd_detector.set_asd_loss_scale
+    assert torch_npu.utils.register_asd_hook is asd_detector.register_asd_hook
+
+
+def test_a_hooked_gradient_that_jumps_is_reported(silent_log):
+    from torch_npu.asd import asd
+
+    asd.detector.__init__()  # a fresh history for this test
+    weight = torch.nn.Parameter(torch.ones(4).npu())
+    for step in range(20):  # the first 16 rounds (7 per weight, plus one) only build the history
+        x = torch.ones(4).npu().requires_grad_(True)
+        torch_npu.utils.register_asd_hook(x, weight)
+        scale = 1e7 if step == 19 else 1.0
+        (x * weight * scale).sum().backward()
+    assert len(silent_log) == 1 and silent_log[0].startswith("silent check level 1 fault: val=20000000.0, pre_val=2.0")
+    assert math.isclose(float(asd.detector.histories[id(weight)].pre_val), 2e7)
+
+
+def test_float16_gradients_wait_for_the_loss_scale(silent_log):
+    from torch_npu.asd import asd
+
+    asd.detector.__init__()
+    x = torch.ones(4, dtype=torch.float16).npu().requires_grad_(True)
+    torch_npu.utils.register_asd_hook(x, x)
+    x.sum().backward()
+    assert asd.detector.histories == {}
+    torch_npu.utils.set_asd_loss_scale(1024.0)
+    y = torch.ones(4, dtype=torch.float16).npu().requires_grad_(True)
+    torch_npu.utils.register_asd_hook(y, y)
+    (y * 1024).sum().backward()
+    assert float(asd.detector.histories[id(y)].pre_val) == 2.0  # norm of the unscaled gradient [1, 1, 1, 1]
+
+
+def test_npu_asd_enable_hooks_layer_norm_inputs():
+    proc = run_python(
+        """
+        import torch, torch_npu
+        import torch.nn.functional as F
+        from torch_npu.asd import asd
+        ln = torch.nn.LayerNorm(8).npu()
+        x = torch.randn(2, 8).npu().requires_grad_(True)
+        ln(x).sum().backward()
+        print(F.layer_norm.__vnpu_asd__, list(asd.detector.histories) == [id(ln.weight)])
+        """,
+        env={"NPU_ASD_ENABLE": "1"},
+    )
+    assert proc.stdout.split() == ["True", "True"]
+    plain = run_python("import torch_npu, torch.nn.functional as F; print(hasattr(F.layer_norm, '__vnpu_asd__'))")
+    assert plain.stdout.split() == ["False"]

@@ -1,0 +1,31 @@
+"""torch.distributed changes for hccl groups (torch_npu.distributed.distributed_c10d holds the functions)."""
+
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+
+def sequence_numbers_of_hccl_groups():
+    from torch_npu.distributed.distributed_c10d import _hccl_get_sequence_number_for_group
+
+    if c10d.ProcessGroup._get_sequence_number_for_group is _hccl_get_sequence_number_for_group:
+        return False
+    c10d.ProcessGroup._get_sequence_number_for_group = _hccl_get_sequence_number_for_group
+    return True
+
+
+def gather_through_allgather():
+    from torch_npu.distributed.distributed_c10d import _gather
+
+    if dist.gather is _gather:
+        return False
+    dist.gather = c10d.gather = _gather
+    return True
+
+
+def reinit_process_group_in_torch_distributed():
+    from torch_npu.distributed.distributed_c10d import reinit_process_group
+
+    if getattr(dist, "reinit_process_group", None) is reinit_process_group:
+        return False
+    dist.reinit_process_group = reinit_process_group
+    return True

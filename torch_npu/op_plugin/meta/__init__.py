@@ -1,0 +1,3 @@
+"""torch_npu.op_plugin.meta: the meta (fake) kernels of the npu operators."""
+
+__all__ = []
