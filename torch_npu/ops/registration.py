@@ -228,18 +228,33 @@ def _schema_signature(op):
 
 
 class NpuOperatorPacket(torch._ops.OpOverloadPacket):
-    """torch.ops.npu.<name> as torch_npu exports it: `input=` names the `self` argument, as torch_npu's
-    Python bindings accept (torch_npu.fast_gelu(input=x))."""
+    """torch.ops.npu.<name> as torch_npu exports it, with its Python bindings' argument forms: `input=` names
+    the `self` argument (torch_npu.fast_gelu(input=x)), and `out=` (a tensor, or a tuple for several) fills the
+    written keyword arguments of the `.out` overload (torch_npu.npu_apply_adam_w(..., out=(var, m, v)))."""
 
     def __call__(self, *args, **kwargs):
         if not args and "input" in kwargs and "self" not in kwargs:
             kwargs["self"] = kwargs.pop("input")
+        if "out" in kwargs and "out" in self.overloads():
+            return self.out(*args, **_out_arguments(self.out._schema, kwargs))
         return self._op(*args, **kwargs)
+
+
+def _out_arguments(schema, kwargs):
+    written = [a.name for a in schema.arguments if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+    if written == ["out"]:
+        return kwargs
+    out = kwargs.pop("out")
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(written):
+        raise TypeError(f"{schema.name}: out= takes {len(written)} tensors ({', '.join(written)}), got {len(outs)}")
+    return {**kwargs, **dict(zip(written, outs))}
 
 
 def _exported_packet(packet):
     arguments = packet.default._schema.arguments if hasattr(packet, "default") else []
-    if not arguments or arguments[0].name != "self":
+    takes_self = bool(arguments) and arguments[0].name == "self"
+    if not takes_self and "out" not in packet.overloads():
         return packet
     exported = object.__new__(NpuOperatorPacket)
     exported.__dict__.update(packet.__dict__)
@@ -257,7 +272,8 @@ def _export(name):
     except (AttributeError, TypeError):
         pass
     setattr(torch_npu, name, packet)
-    EXPORTED.append(name)
+    if name not in EXPORTED:  # (a name is exported again when it gains an overload)
+        EXPORTED.append(name)
     public = getattr(torch_npu, "__all__", None)  # torch_npu lists its public operators (see __init__)
     if public is not None and not name.startswith("_") and name not in public:
         public.append(name)
@@ -310,6 +326,8 @@ def npu_op(
         if namespace == "npu" and "." not in name:
             KERNEL_DOCS[name] = kernel.__doc__
             _export(name)
+        elif namespace == "npu" and name.split(".")[0] in EXPORTED:  # an overload: torch_npu.<name> gains it
+            _export(name.split(".")[0])
         return kernel
 
     return register
