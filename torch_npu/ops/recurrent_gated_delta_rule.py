@@ -18,7 +18,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
 
-__all__ = []
+__all__ = ["Recurrence"]
 
 _OP = "npu_recurrent_gated_delta_rule"
 _ARGS = (
@@ -57,27 +57,42 @@ def _run(query, key, value, state, beta, scale, actual_seq_lengths, ssm_state_in
     lengths, slots, accepted = _check(
         query, key, value, state, beta, actual_seq_lengths, ssm_state_indices, num_accepted_tokens, g, gk
     )
-    t, nk, dk = query.shape
-    nv = value.shape[1]
-    scale = dk**-0.5 if scale is None else scale
-    q = query.float().repeat_interleave(nv // nk, dim=1)
-    k = key.float().repeat_interleave(nv // nk, dim=1)
-    v, b = value.float(), beta.float()
-    alpha = torch.ones(t, nv, device=value.device) if g is None else g.float().exp()
-    out = torch.empty(value.shape, dtype=torch.float32, device=value.device)
+    steps = Recurrence(query, key, value, beta, g, scale)
+
+    def store(token, s):  # the state after a token goes to that token's slot
+        state[slots[token]] = s
+
     start = 0
     for length, first in zip(lengths, accepted):
-        if length == 0:
-            continue
-        s = state[slots[start + first - 1]].float()  # [Nv, Dv, Dk]
-        for i in range(start, start + length):
-            decayed = s * alpha[i][:, None, None]
-            error = v[i] - (decayed @ k[i][:, :, None]).squeeze(-1)  # [Nv, Dv]
-            s = decayed + b[i][:, None, None] * error[:, :, None] * k[i][:, None, :]
-            out[i] = (s @ q[i][:, :, None]).squeeze(-1) * scale
-            state[slots[i]] = s.to(state.dtype)
+        if length:
+            steps.run(state[slots[start + first - 1]].float(), start, length, store)
         start += length
-    return out.to(value.dtype)
+    return steps.out.to(value.dtype)
+
+
+class Recurrence:
+    """The gated delta rule over tokens of [T, ...] inputs in float32 (GQA heads repeated); `out` collects o_t."""
+
+    def __init__(self, query, key, value, beta, g, scale):
+        t, nk, dk = query.shape
+        nv = value.shape[1]
+        self.scale = dk**-0.5 if scale is None else scale
+        self.q = query.float().repeat_interleave(nv // nk, dim=1)
+        self.k = key.float().repeat_interleave(nv // nk, dim=1)
+        self.v, self.b = value.float(), beta.float()
+        self.alpha = torch.ones(t, nv, device=value.device) if g is None else g.float().exp()
+        self.out = torch.empty(value.shape, dtype=torch.float32, device=value.device)
+
+    def run(self, s, start, length, store=None):
+        """From state s [Nv, Dv, Dk] over tokens start..start+length-1 (store(i, s) after each); the last state."""
+        for i in range(start, start + length):
+            decayed = s * self.alpha[i][:, None, None]
+            error = self.v[i] - (decayed @ self.k[i][:, :, None]).squeeze(-1)  # [Nv, Dv]
+            s = decayed + self.b[i][:, None, None] * error[:, :, None] * self.k[i][:, None, :]
+            self.out[i] = (s @ self.q[i][:, :, None]).squeeze(-1) * self.scale
+            if store is not None:
+                store(i, s)
+        return s
 
 
 @npu_op(
