@@ -35,6 +35,7 @@ from torch_npu.ops import (  # noqa: F401
     moe_routing_map,
     moe_update_expert,
     multi_head_attention,
+    mx_quant,
     norm_quant,
     norms,
     optimizer_ops,

@@ -1,0 +1,113 @@
+"""npu_dynamic_mx_quant against the OCP MX rule written out (shared exponent from frexp, nearest-value search
+over the FP4 grids with each rounding mode, the paired scale layout built by loops), FP8 and FP4 outputs, other
+axes, and its argument checks."""
+
+import math
+
+import pytest
+import torch
+from error_cases import raises_operator_error
+
+import torch_npu
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+E1M2 = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+
+
+def shared_exponents(blocks, emax):
+    amax = blocks.abs().amax(-1)
+    _, exp = torch.frexp(amax)  # amax = m * 2^exp, m in [0.5, 1)
+    return torch.where(amax > 0, exp - 1 - emax, torch.full_like(exp, -127)).clamp(-127, 127)
+
+
+def fp4_code(value, grid, mode):
+    magnitude = min(abs(value), grid[-1])
+    if mode == "floor":
+        candidates = [i for i, g in enumerate(grid) if (g <= magnitude if value >= 0 else g >= magnitude)]
+        code = max(candidates) if value >= 0 else min(candidates)
+    else:
+        best = min(abs(g - magnitude) for g in grid)
+        ties = [i for i, g in enumerate(grid) if abs(g - magnitude) == best]
+        code = ties[0] if len(ties) == 1 else (ties[-1] if mode == "round" else next(i for i in ties if i % 2 == 0))
+    return code | 8 if value < 0 and code else code
+
+
+def reference(x, axis, dst, mode, block=32):
+    emax = {"e2m1": 2, "e1m2": 0, torch.float8_e5m2: 15, torch.float8_e4m3fn: 8}[dst]
+    moved = x.float().movedim(axis, -1)
+    n = moved.shape[-1]
+    groups = math.ceil(n / block)
+    blocks = torch.nn.functional.pad(moved, (0, groups * block - n)).reshape(*moved.shape[:-1], groups, block)
+    exps = shared_exponents(blocks, emax)
+    scaled = (blocks / torch.exp2(exps.float())[..., None]).reshape(*moved.shape[:-1], -1)[..., :n].movedim(-1, axis)
+    if isinstance(dst, str):
+        grid = E2M1 if dst == "e2m1" else E1M2
+        codes = torch.tensor([fp4_code(v, grid, mode) for v in scaled.flatten().tolist()]).reshape(scaled.shape)
+        y = (codes[..., 0::2] | codes[..., 1::2] << 4).to(torch.uint8)
+    else:
+        big = torch.finfo(dst).max
+        y = scaled.clamp(-big, big).to(dst)
+    flat = (exps + 127).to(torch.uint8)  # [..., groups] with the axis last
+    pairs = torch.zeros(*flat.shape[:-1], (groups + 1) // 2, 2, dtype=torch.uint8)
+    for g in range(groups):
+        pairs[..., g // 2, g % 2] = flat[..., g]
+    return y, pairs.movedim(-2, axis if axis >= 0 else axis - 1)
+
+
+@pytest.mark.parametrize("dst_type, dst", [(291, torch.float8_e5m2), (292, torch.float8_e4m3fn)])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_fp8(dst_type, dst, axis):
+    x = (torch.randn(70, 96) * torch.logspace(-3, 3, 96)).bfloat16()
+    x[:, 5] = 0  # an all-zero block along axis 0
+    y, scale = torch_npu.npu_dynamic_mx_quant(x.npu(), axis=axis, dst_type=dst_type)
+    want_y, want_scale = reference(x, axis, dst, "rint")
+    assert y.dtype == dst and torch.equal(y.cpu().float(), want_y.float())
+    assert torch.equal(scale.cpu(), want_scale)
+
+
+@pytest.mark.parametrize("dst_type, grid", [(296, "e2m1"), (297, "e1m2")])
+@pytest.mark.parametrize("mode", ["rint", "round", "floor"])
+def test_fp4(dst_type, grid, mode):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 64, generator=g) * 3
+    x[0, :8] = torch.tensor([0.25, 0.75, -0.75, 1.25, 2.5, -2.5, 5.0, 7.0])  # ties and values past the grid
+    y, scale = torch_npu.npu_dynamic_mx_quant(x.npu(), round_mode=mode, dst_type=dst_type)
+    want_y, want_scale = reference(x, -1, grid, mode)
+    assert y.shape == (4, 32) and torch.equal(y.cpu(), want_y) and torch.equal(scale.cpu(), want_scale)
+
+
+def test_bad_arguments():
+    x = torch.randn(2, 64).npu()
+    raises_operator_error(
+        lambda: torch_npu.npu_dynamic_mx_quant(x, dst_type=292, round_mode="floor"),
+        "npu_dynamic_mx_quant: round_mode 'floor' is not supported with this dst_type (rint)",
+    )
+    raises_operator_error(
+        lambda: torch_npu.npu_dynamic_mx_quant(x, scale_alg=1, dst_type=291),
+        "npu_dynamic_mx_quant: scale_alg=1 is not computed by vnpu (scale_alg 0, the OCP rule, is)",
+    )
+    raises_operator_error(
+        lambda: torch_npu.npu_dynamic_mx_quant(x, block_size=48),
+        "npu_dynamic_mx_quant: block_size must be a multiple of 32 in [32, 1024], got 48",
+    )
+    raises_operator_error(
+        lambda: torch_npu.npu_dynamic_mx_quant(x, dst_type=1),
+        "npu_dynamic_mx_quant: dst_type must be 291, 292, 296 or 297 (float8_e5m2, float8_e4m3fn, "
+        "float4_e2m1fn_x2, float4_e1m2fn_x2), got 1",
+    )
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dst_type": 291, "axis": 0}, {"dst_type": 292, "block_size": 64}])
+def test_fake_shapes_match_and_compiled_calls_agree(kwargs):
+    x = torch.randn(66, 128).npu()
+    real = torch_npu.npu_dynamic_mx_quant(x, **kwargs)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fake = torch_npu.npu_dynamic_mx_quant(mode.from_tensor(x), **kwargs)
+    assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda t: torch_npu.npu_dynamic_mx_quant(t, **kwargs), backend="aot_eager", fullgraph=True
+    )(x)
+    assert all(torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8)) for a, b in zip(real, compiled))

@@ -1,0 +1,133 @@
+"""npu_dynamic_mx_quant: MX quantisation (OCP Microscaling): every block_size values along `axis` share a
+power-of-two scale, and each value divided by it is cast to an 8- or 4-bit float.
+
+    shared_exp = floor(log2(max |block|)) - emax(dst_type)      (clamped to [-127, 127]; an all-zero block: -127)
+    y = cast(x / 2^shared_exp), saturated to dst_type's largest magnitude
+    mxscale = shared_exp + 127, float8_e8m0fnu returned as uint8
+
+dst_type: torch.float8_e5m2 (291, emax 15), torch.float8_e4m3fn (292, emax 8), float4_e2m1fn_x2 (296, the
+default, emax 2) and float4_e1m2fn_x2 (297, emax 0); FP4 results are two values per uint8 along the last dim,
+the first in the low nibble. round_mode "rint" (half to even; the only one for FP8), "round" (half away from
+zero) or "floor" for FP4. mxscale has input's shape with the axis replaced by (groups rounded up to even) / 2
+and a trailing 2: the scales of groups 2i and 2i+1 side by side (padding groups are 0).
+scale_alg 0 (the OCP rule) is computed; 1 and 2, dst_type_max and max_low_bound are refused.
+"""
+
+import math
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+_OP = "npu_dynamic_mx_quant"
+# dst_type -> (torch dtype or FP4 grid name, emax)
+_DST = {
+    291: (torch.float8_e5m2, 15),
+    23: (torch.float8_e5m2, 15),
+    292: (torch.float8_e4m3fn, 8),
+    24: (torch.float8_e4m3fn, 8),
+    296: ("e2m1", 2),
+    297: ("e1m2", 0),
+}
+_FP4_GRIDS = {  # the non-negative values of each FP4 format, by code 0..7
+    "e2m1": (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0),
+    "e1m2": (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75),
+}
+
+
+def _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound):
+    check(int(dst_type) in _DST, _OP, f"dst_type must be 291, 292, 296 or 297 (float8_e5m2, float8_e4m3fn, "
+          f"float4_e2m1fn_x2, float4_e1m2fn_x2), got {int(dst_type)}")  # fmt: skip
+    dst, emax = _DST[int(dst_type)]
+    modes = ("rint", "round", "floor") if isinstance(dst, str) else ("rint",)
+    check(
+        round_mode in modes, _OP, f"round_mode {round_mode!r} is not supported with this dst_type ({', '.join(modes)})"
+    )
+    check(not scale_alg, _OP, f"scale_alg={scale_alg} is not computed by vnpu (scale_alg 0, the OCP rule, is)")
+    check(not dst_type_max and not max_low_bound, _OP, "dst_type_max and max_low_bound are not computed by vnpu")
+    return dst, emax
+
+
+def _fp4_codes(values, grid_name, round_mode):
+    """Sign-magnitude 4-bit codes of values already within the format's range."""
+    grid = torch.tensor(_FP4_GRIDS[grid_name], dtype=torch.float32, device=values.device)
+    magnitude = values.abs().clamp(max=float(grid[-1]))
+    below = torch.bucketize(magnitude, grid, right=True) - 1  # the largest grid value <= magnitude
+    above = (below + 1).clamp(max=len(grid) - 1)
+    low, high = grid[below], grid[above]
+    if round_mode == "floor":  # toward -inf: negative values go up in magnitude
+        take_high = (magnitude > low) & (values < 0)
+    else:
+        middle = (low + high) / 2
+        tie = magnitude == middle
+        prefer_high = (above % 2 == 0) if round_mode == "rint" else torch.ones_like(tie)
+        take_high = (magnitude > middle) | (tie & prefer_high)
+    code = torch.where(take_high, above, below)
+    return torch.where((values < 0) & (code > 0), code | 8, code)
+
+
+def _layout(scales, axis):
+    """[.., G, ..] scales along `axis` -> [.., ceil(G/2), .., 2]: groups 2i and 2i+1 side by side."""
+    scales = scales.movedim(axis, -1)
+    if scales.shape[-1] % 2:
+        scales = torch.cat([scales, scales.new_zeros(*scales.shape[:-1], 1)], -1)
+    pairs = scales.reshape(*scales.shape[:-1], scales.shape[-1] // 2, 2)
+    return pairs.movedim(-2, axis if axis >= 0 else axis - 1)
+
+
+def _quantise(x, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound):
+    dst, emax = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
+    check(x.dtype in (torch.float16, torch.bfloat16, torch.float32), _OP, f"input must be float16, bfloat16 or float32, got {x.dtype}")  # fmt: skip
+    check(1 <= x.dim() <= 7, _OP, f"input must have 1 to 7 dims, got {x.dim()}")
+    check(-x.dim() <= axis < x.dim(), _OP, f"axis must be in [{-x.dim()}, {x.dim() - 1}], got {axis}")
+    check(block_size > 0 and block_size % 32 == 0 and block_size <= 1024, _OP,
+          f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")  # fmt: skip
+    axis = axis % x.dim()
+    length = x.shape[axis]
+    groups = math.ceil(length / block_size)
+    moved = x.float().movedim(axis, -1)
+    padded = torch.nn.functional.pad(moved, (0, groups * block_size - length))
+    blocks = padded.reshape(*moved.shape[:-1], groups, block_size)
+    amax = blocks.abs().amax(-1)
+    exponent = torch.where(amax > 0, torch.floor(torch.log2(amax)) - emax, torch.full_like(amax, -127.0))
+    exponent = exponent.clamp(-127, 127)
+    scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
+    scaled = scaled.movedim(-1, axis)
+    if isinstance(dst, str):
+        check(x.shape[-1] % 2 == 0, _OP, f"input's last dim must be even for FP4 outputs, got {x.shape[-1]}")
+        codes = _fp4_codes(scaled, dst, round_mode)
+        pairs = codes.reshape(*codes.shape[:-1], -1, 2)
+        y = (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8)
+    else:
+        limit = torch.finfo(dst).max
+        y = scaled.clamp(-limit, limit).to(dst)
+    scale_bytes = (exponent + 127).to(torch.uint8).movedim(-1, axis)
+    return y, _layout(scale_bytes, axis)
+
+
+def _fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0, dst_type_max=0.0,
+          max_low_bound=0.0):  # fmt: skip
+    dst, _ = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
+    axis = axis % input.dim()
+    groups = math.ceil(input.shape[axis] / block_size)
+    scale_shape = list(input.shape)
+    scale_shape[axis] = (groups + 1) // 2
+    if isinstance(dst, str):
+        y = input.new_empty(*input.shape[:-1], input.shape[-1] // 2, dtype=torch.uint8)
+    else:
+        y = input.new_empty(input.shape, dtype=dst)
+    return y, input.new_empty(*scale_shape, 2, dtype=torch.uint8)
+
+
+@npu_op(
+    'npu_dynamic_mx_quant(Tensor input, *, int axis=-1, str round_mode="rint", int dst_type=296, int block_size=32, '
+    "int? scale_alg=0, float dst_type_max=0.0, float max_low_bound=0.0) -> (Tensor, Tensor)",
+    fake=_fake,
+)
+def npu_dynamic_mx_quant(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0,
+                         dst_type_max=0.0, max_low_bound=0.0):  # fmt: skip
+    """(y, mxscale): MX-quantised values and their shared power-of-two scales (e8m0 bytes)."""
+    return _quantise(input, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound)
