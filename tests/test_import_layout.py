@@ -13,6 +13,7 @@ LOADED = [
     "torch_npu.npu",
     "torch_npu.npu.amp",
     "torch_npu.npu.aclnn",
+    "torch_npu._afd",
     "torch_npu.optim",
     "torch_npu.dynamo",
     "torch_npu._logging",

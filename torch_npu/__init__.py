@@ -81,6 +81,7 @@ apply_extension_environment()
 # The modules torch_npu loads at import (code and tools rely on finding them in sys.modules).
 _EAGER_MODULES = (
     "torch_npu.npu.amp",
+    "torch_npu._afd",
     "torch_npu.optim",
     "torch_npu.dynamo",
     "torch_npu.profiler",

@@ -49,19 +49,23 @@ def _active_or_explain(support, console):
 
 def list_custom_operators(profile, console):
     """torch_npu's custom operators of the profile's release, each with its state on vnpu: computed (vnpu
-    defines it) or missing (calling it raises AttributeError)."""
+    defines it), card-only (defined with its schema; calling it says why only the card runs it) or missing
+    (calling it raises AttributeError)."""
     import torch_npu
+    from torch_npu.ops.card_only import CARD_ONLY
 
     names = profile.get("custom_operators") or []
     if not names:
         console.print(f"torch_npu {profile['torch_npu']}: the profile lists no custom operators (run `vnpu ops sync`)")
         return 1
-    computed = [n for n in names if hasattr(torch_npu, n)]
+    card_only = [n for n in names if n in CARD_ONLY]
+    computed = [n for n in names if hasattr(torch_npu, n) and n not in CARD_ONLY]
     for name in names:
-        console.print(f"{name:56} {'computed' if name in computed else 'missing'}", highlight=False)
+        state = "card-only" if name in CARD_ONLY else ("computed" if name in computed else "missing")
+        console.print(f"{name:56} {state}", highlight=False)
     console.print(
         f"torch_npu {profile['torch_npu']}: {len(names)} custom operators, {len(computed)} computed on vnpu, "
-        f"{len(names) - len(computed)} missing",
+        f"{len(card_only)} card-only, {len(names) - len(computed) - len(card_only)} missing",
         style="bold",
     )
     return 0

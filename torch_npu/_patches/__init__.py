@@ -123,6 +123,9 @@ PATCHES += (
             "torch.empty_with_swapped_memory",
             "torch.empty_with_format",
             "torch.get_npu_format",
+            "torch.ffn_worker_scheduler*",
+            "torch.attention_worker_scheduler*",
+            "torch.obfuscation_*",
         ),
     ),
     Patch(

@@ -11,6 +11,7 @@ from torch_npu.ops import (  # noqa: F401
     batch_gather_matmul,
     bert_adam,
     boxes,
+    card_only,
     chunk_gated_delta_rule,
     convolutions,
     dequant_swiglu_quant,
