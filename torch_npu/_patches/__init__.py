@@ -126,6 +126,7 @@ PATCHES += (
             "torch.ffn_worker_scheduler*",
             "torch.attention_worker_scheduler*",
             "torch.obfuscation_*",
+            "torch.reverse",
         ),
     ),
     Patch(

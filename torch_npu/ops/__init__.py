@@ -14,6 +14,8 @@ from torch_npu.ops import (  # noqa: F401
     card_only,
     chunk_gated_delta_rule,
     convolutions,
+    copies,
+    dequant_bias,
     dequant_swiglu_quant,
     dropout_masks,
     dynamic_quant,
