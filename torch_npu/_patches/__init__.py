@@ -127,6 +127,7 @@ PATCHES += (
             "torch.attention_worker_scheduler*",
             "torch.obfuscation_*",
             "torch.reverse",
+            "torch.batch_norm_gather_stats_update",
         ),
     ),
     Patch(

@@ -35,6 +35,7 @@ from torch_npu.ops import (  # noqa: F401
     moe,
     moe_gating_backward,
     moe_init_routing_v2,
+    moe_re_routing,
     moe_routing_map,
     moe_update_expert,
     multi_head_attention,

@@ -207,3 +207,18 @@ def batch_norm_reduce(x, eps):
     dims = [d for d in range(x.dim()) if d != 1]
     values = x.float()
     return values.sum(dims), (values * values).sum(dims)
+
+
+@npu_op(
+    "batch_norm_gather_stats_update(Tensor input, Tensor mean, Tensor invstd, Tensor? running_mean, "
+    "Tensor? running_var, float momentum, float eps, Tensor counts) -> (Tensor, Tensor)",
+    fake=lambda x, mean, invstd, running_mean, running_var, momentum, eps, counts: (
+        mean.new_empty(mean.shape[-1]),
+        invstd.new_empty(invstd.shape[-1]),
+    ),
+)
+def batch_norm_gather_stats_update(x, mean, invstd, running_mean, running_var, momentum, eps, counts):
+    """SyncBatchNorm's gathered statistics: every rank's (mean [R, C], invstd [R, C], counts [R]) combined into
+    the global (mean, invstd), and running_mean / running_var (unbiased variance) updated with momentum in place,
+    as torch.batch_norm_gather_stats_with_counts does."""
+    return torch.batch_norm_gather_stats_with_counts(x, mean, invstd, running_mean, running_var, momentum, eps, counts)
