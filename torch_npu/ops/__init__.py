@@ -29,6 +29,7 @@ from torch_npu.ops import (  # noqa: F401
     ifmr,
     kronecker_quant,
     kv_cache,
+    kv_cache_gather,
     losses,
     matmul_collectives,
     mhc_post,
