@@ -111,3 +111,37 @@ def test_fake_shapes_match_and_compiled_calls_agree(kwargs):
         lambda t: torch_npu.npu_dynamic_mx_quant(t, **kwargs), backend="aot_eager", fullgraph=True
     )(x)
     assert all(torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8)) for a, b in zip(real, compiled))
+
+
+def _decode_reference(y, scale_pairs, axis, src):
+    """Values of the quantised blocks: FP8 as floats, FP4 nibbles through the grid; times 2^(scale - 127)."""
+    if isinstance(src, str):
+        grid = E2M1 if src == "e2m1" else E1M2
+        nibbles = torch.stack([y & 0xF, y >> 4], -1).reshape(*y.shape[:-1], -1).long()
+        values = torch.tensor([(-1 if n & 8 else 1) * grid[n & 7] for n in nibbles.flatten().tolist()]).reshape(
+            nibbles.shape
+        )
+    else:
+        values = y.float()
+    moved = values.movedim(axis, -1)
+    pairs = scale_pairs.movedim(axis if axis >= 0 else axis - 1, -2)
+    exps = [[int(v) - 127 for v in row] for row in pairs.reshape(-1, pairs.shape[-2] * 2).tolist()]
+    flat = moved.reshape(-1, moved.shape[-1]).clone()
+    for r, row in enumerate(exps):
+        for i in range(flat.shape[1]):
+            flat[r, i] *= 2.0 ** row[i // 32]
+    return flat.reshape(moved.shape).movedim(-1, axis)
+
+
+@pytest.mark.parametrize(
+    "src_type, src, axis",
+    [(291, torch.float8_e5m2, -1), (291, torch.float8_e5m2, 0), (292, torch.float8_e4m3fn, -1),
+     (292, torch.float8_e4m3fn, 0), (296, "e2m1", -1), (297, "e1m2", -1)],
+)  # fmt: skip
+def test_anti_mx_quant_decodes_what_mx_quant_encoded(src_type, src, axis):
+    x = torch.randn(64, 40) * 30
+    y, scale = torch_npu.npu_dynamic_mx_quant(x.npu(), axis=axis, dst_type=src_type)
+    got = torch_npu.npu_anti_mx_quant(y, scale, axis=axis, dst_type=6, src_type=src_type)
+    want = _decode_reference(y.cpu(), scale.cpu(), axis, src)
+    assert got.dtype == torch.float32 and torch.equal(got.cpu(), want)
+    assert torch_npu.npu_anti_mx_quant(y, scale, axis=axis, src_type=src_type).dtype == torch.bfloat16

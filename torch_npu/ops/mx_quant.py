@@ -1,4 +1,4 @@
-"""npu_dynamic_mx_quant: MX quantisation (OCP Microscaling): every block_size values along `axis` share a
+"""npu_dynamic_mx_quant / npu_anti_mx_quant: MX quantisation (OCP Microscaling): every block_size values along `axis` share a
 power-of-two scale, and each value divided by it is cast to an 8- or 4-bit float.
 
     shared_exp = floor(log2(max |block|)) - emax(dst_type)      (clamped to [-127, 127]; an all-zero block: -127)
@@ -11,6 +11,8 @@ the first in the low nibble. round_mode "rint" (half to even; the only one for F
 zero) or "floor" for FP4. mxscale has input's shape with the axis replaced by (groups rounded up to even) / 2
 and a trailing 2: the scales of groups 2i and 2i+1 side by side (padding groups are 0).
 scale_alg 0 (the OCP rule) is computed; 1 and 2, dst_type_max and max_low_bound are refused.
+npu_anti_mx_quant decodes: each value (FP8, or FP4 codes in uint8 pairs) times 2^(mxscale - 127) of its block of
+32 along `axis`, as dst_type (bfloat16 by default, float16 or float32).
 """
 
 import math
@@ -131,3 +133,48 @@ def npu_dynamic_mx_quant(input, *, axis=-1, round_mode="rint", dst_type=296, blo
                          dst_type_max=0.0, max_low_bound=0.0):  # fmt: skip
     """(y, mxscale): MX-quantised values and their shared power-of-two scales (e8m0 bytes)."""
     return _quantise(input, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound)
+
+
+_ANTI_DST = {15: torch.bfloat16, 5: torch.float16, 6: torch.float32}
+
+
+def _fp4_values(packed, grid_name):
+    grid = torch.tensor(_FP4_GRIDS[grid_name], dtype=torch.float32, device=packed.device)
+    codes = torch.stack([packed & 0xF, packed >> 4], -1).reshape(*packed.shape[:-1], -1).long()
+    magnitude = grid[codes & 7]
+    return torch.where(codes & 8 > 0, -magnitude, magnitude)
+
+
+def _anti_fake(x, mxscale, *, axis=-1, dst_type=15, src_type=292):
+    shape = list(x.shape)
+    if int(src_type) in (296, 297):
+        shape[-1] *= 2
+    return x.new_empty(shape, dtype=_ANTI_DST.get(int(dst_type), torch.bfloat16))
+
+
+@npu_op(
+    "npu_anti_mx_quant(Tensor x, Tensor mxscale, *, int? axis=-1, int? dst_type=15, int? src_type=292) -> Tensor",
+    fake=_anti_fake,
+)
+def npu_anti_mx_quant(x, mxscale, *, axis=-1, dst_type=15, src_type=292):
+    """MX-quantised values back to dst_type, with their e8m0 block scales."""
+    op = "npu_anti_mx_quant"
+    check(int(dst_type) in _ANTI_DST, op, f"dst_type must be 15 (bfloat16), 5 (float16) or 6 (float32), got {dst_type}")
+    check(int(src_type) in _DST, op, f"src_type must be 291, 292, 296 or 297, got {src_type}")
+    source, _ = _DST[int(src_type)]
+    if isinstance(source, str):
+        check(x.dtype == torch.uint8, op, f"FP4 inputs are uint8 code pairs, got {x.dtype}")
+        values = _fp4_values(x, source)
+    else:
+        check(x.dtype == source, op, f"x must be {source} for src_type {src_type}, got {x.dtype}")
+        values = x.float()
+    axis = (axis if axis is not None else -1) % values.dim()
+    check(mxscale.dim() == values.dim() + 1 and mxscale.shape[-1] == 2, op,
+          f"mxscale must have rank {values.dim() + 1} with a last dim of 2, got {tuple(mxscale.shape)}")  # fmt: skip
+    scales = mxscale.movedim(axis, -2).reshape(*mxscale.movedim(axis, -2).shape[:-2], -1)  # [.., groups] along axis
+    exponent = scales.float() - 127
+    moved = values.movedim(axis, -1)
+    length = moved.shape[-1]
+    check(scales.shape[-1] * 32 >= length, op, f"mxscale holds {scales.shape[-1]} blocks, too few for {length} values")
+    factor = torch.exp2(exponent).repeat_interleave(32, dim=-1)[..., :length]
+    return (moved * factor).movedim(-1, axis).to(_ANTI_DST[int(dst_type)])
