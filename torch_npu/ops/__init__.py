@@ -23,6 +23,7 @@ from torch_npu.ops import (  # noqa: F401
     format_cast,
     fusion_attention,
     fusion_attention_v2,
+    gelu_quant,
     group_quant,
     grouped_matmul_add,
     grouped_matmul_finalize_routing,
