@@ -33,6 +33,7 @@ from torch_npu.ops import (  # noqa: F401
     kv_cache,
     kv_cache_gather,
     losses,
+    masked_softmax_rel_pos,
     matmul_collectives,
     mhc_post,
     moe,
