@@ -141,3 +141,28 @@ def npu_gru(
     stacked = {name: torch.stack(values) for name, values in records.items()}
     y = stacked["h"].transpose(0, 1) if batch_first else stacked["h"]
     return y, stacked["h"], stacked["z"], stacked["r"], stacked["n"], stacked["hn"]
+
+
+@npu_op(
+    "npu_lstm_cell(Tensor input, Tensor w_ih, Tensor w_hh, Tensor h, Tensor c, Tensor? b_ih=None, Tensor? b_hh=None) "
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    differentiable=True,
+)
+def npu_lstm_cell(x, w_ih, w_hh, h, c, b_ih=None, b_hh=None):
+    """One LSTM step with torch's LSTMCell weights (gates i, f, g, o): (y, h, c, i, j, f, o, tanh(c)), each
+    [B, hidden], y = h and j the cell candidate g."""
+    op = "npu_lstm_cell"
+    check(x.dim() == 2 and h.dim() == 2 and c.shape == h.shape, op, "input must be [B, input], h and c [B, hidden]")
+    hidden = h.shape[1]
+    check(tuple(w_ih.shape) == (4 * hidden, x.shape[1]) and tuple(w_hh.shape) == (4 * hidden, hidden), op,
+          f"w_ih must be [4 * hidden, input] = {[4 * hidden, x.shape[1]]} and w_hh [4 * hidden, hidden] = {[4 * hidden, hidden]}")  # fmt: skip
+    gates = x @ w_ih.t() + h @ w_hh.t()
+    for bias in (b_ih, b_hh):
+        if bias is not None:
+            gates = gates + bias
+    i, f, g, o = gates.chunk(4, dim=1)
+    i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+    c_next = f * c + i * g
+    tanh_c = torch.tanh(c_next)
+    h_next = o * tanh_c
+    return h_next, h_next.clone(), c_next, i, g, f, o, tanh_c
