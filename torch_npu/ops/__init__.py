@@ -21,6 +21,7 @@ from torch_npu.ops import (  # noqa: F401
     dynamic_quant,
     float_status,
     format_cast,
+    fused_attention_score,
     fusion_attention,
     fusion_attention_v2,
     gelu_quant,
