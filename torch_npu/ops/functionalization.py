@@ -23,13 +23,14 @@ def _unwrap(value):
     return value
 
 
-def functionalized_by(inplace_name, functional_name):
-    """Register npu::<inplace_name> (mutating its first argument) to functionalize as npu::<functional_name>."""
+def functionalized_by(inplace_name, functional):
+    """Register npu::<inplace_name> (mutating its first argument) to functionalize as npu::<functional> (a name),
+    or as a composition of ATen operators (a function of the same arguments returning the new value)."""
 
     def kernel(target, *args, **kwargs):
-        functional = getattr(torch.ops.npu, functional_name)
+        compute = getattr(torch.ops.npu, functional) if isinstance(functional, str) else functional
         with torch._C._ExcludeDispatchKeyGuard(_FUNCTIONALIZE):
-            result = functional(_unwrap(target), *tree_map(_unwrap, args), **tree_map(_unwrap, kwargs))
+            result = compute(_unwrap(target), *tree_map(_unwrap, args), **tree_map(_unwrap, kwargs))
         torch._functionalize_replace(target, result)
         torch._functionalize_commit_update(target)
         torch._functionalize_sync(target)
