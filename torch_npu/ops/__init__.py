@@ -29,6 +29,7 @@ from torch_npu.ops import (  # noqa: F401
     fused_matmul,
     fusion_attention,
     fusion_attention_v2,
+    fusion_attention_v3,
     gelu_quant,
     group_quant,
     grouped_matmul_add,

@@ -117,12 +117,15 @@ def attend_with_half_scores(q, k, v, *, scale, mask=None, pse=None):
     return tuple(parts[0] if len(parts) == 1 else torch.cat(parts, 2) for parts in (outs, lses))
 
 
-def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None):
+def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None, sink=None):
     """(out, row_max, row_sum): the attention and torch_npu's softmax statistics, float32 [B, N, S1, 1] —
     row_max = max_j s_ij, row_sum = sum_j exp(s_ij - row_max). Optional dropout keeps dropout_mask's True
-    entries, scaled by 1 / keep_prob. The scores are formed a block of query rows at a time, so memory stays
-    bounded for long sequences; no gradient flows through row_max (the softmax does not depend on it)."""
+    entries, scaled by 1 / keep_prob. sink ([N], optional): one learnable score per head joining every row's
+    softmax with a zero value (row_sum includes exp(sink - row_max)). The scores are formed a block of query
+    rows at a time, so memory stays bounded for long sequences; no gradient flows through row_max (the softmax
+    does not depend on it)."""
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
+    sink_scores = None if sink is None else sink.float().reshape(1, -1, 1, 1)
     kt, vf = k.float().transpose(-2, -1), v.float()
     rows = max(1, _SCORE_BLOCK_ELEMENTS // max(1, q.shape[0] * q.shape[1] * k.shape[2]))
     outs, maxima, sums = [], [], []
@@ -134,6 +137,8 @@ def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dro
         row_max = s.detach().amax(-1, keepdim=True)
         e = torch.exp_(s.sub_(row_max))
         row_sum = e.sum(-1, keepdim=True)
+        if sink_scores is not None:
+            row_sum = row_sum + torch.exp(sink_scores - row_max)
         if keep_prob < 1.0:
             e = e * _rows(dropout_mask, start, stop).to(torch.float32) / keep_prob
         outs.append((torch.matmul(e, vf) / row_sum).to(q.dtype))

@@ -37,7 +37,7 @@ from torch_npu.ops.attention_core import (
 )
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["fusion_attention_fake", "saved_forward_grad"]
+__all__ = ["fusion_attention_fake", "input_grads", "saved_forward_grad"]
 
 OP = "npu_fusion_attention"
 _BIG = 2147483647
@@ -122,9 +122,15 @@ def _forward(
     sparse_mode,
     seed,
     dropout_mask,
+    sink=None,
 ):
     """attention_out (in input_layout), softmax_max, softmax_sum."""
     _check_layout(input_layout)
+    check(
+        sink is None or sink.numel() == head_num,
+        OP,
+        f"sink must hold one value per query head ({head_num}), got {None if sink is None else tuple(sink.shape)}",
+    )
     check(head_num > 0, OP, f"head_num must be positive, got {head_num}")
     check(0.0 < keep_prob <= 1.0, OP, f"keep_prob must be in (0, 1], got {keep_prob}")
     mask = as_bool_mask(atten_mask, OP)
@@ -144,6 +150,7 @@ def _forward(
             sparse_mode,
             seed,
             dropout_mask,
+            sink,
         )
     q, k, v = _bnsd_inputs(query, key, value, head_num, input_layout)
     k, v = expand_kv(k, v, head_num, OP)
@@ -158,7 +165,7 @@ def _forward(
             else dropout_keep_mask((b, head_num, s1, s2), keep_prob, seed, q.device)
         )
     out, row_max, row_sum = attend_with_stats(
-        q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob, dropout_mask=drop
+        q, k, v, scale=scale, mask=full_mask, pse=pse, keep_prob=keep_prob, dropout_mask=drop, sink=sink
     )
     return (from_bnsd(out, input_layout), *_stats(row_max, row_sum))
 
@@ -178,6 +185,7 @@ def _forward_tnd(
     sparse_mode,
     seed,
     dropout_mask,
+    sink=None,
 ):
     check(
         query.dim() == 3 and query.shape[1] == head_num,
@@ -205,7 +213,7 @@ def _forward_tnd(
         drop = None
         if keep_prob < 1.0:
             drop = dropout_keep_mask((1, head_num, sq, skv), keep_prob, seed + i, q.device)
-        out, *stats = attend_with_stats(q, k, v, scale=scale, mask=m, keep_prob=keep_prob, dropout_mask=drop)
+        out, *stats = attend_with_stats(q, k, v, scale=scale, mask=m, keep_prob=keep_prob, dropout_mask=drop, sink=sink)
         outs.append(out[0].transpose(0, 1))
         row_max, row_sum = _stats(*stats)
         maxima.append(row_max[0].transpose(0, 1))
@@ -275,6 +283,7 @@ def npu_fusion_attention(
         sparse_mode,
         seed,
         dropout_mask,
+        sink,
     )
     numels = (
         _dropout_numels(query, key, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen) if keep_prob < 1.0 else 0
@@ -343,10 +352,10 @@ def _setup(ctx, inputs, output, keyword_only_inputs=None):
 
 
 def saved_forward_grad(ctx, query, key, value, dout, head_num, input_layout, options):
-    """(dq, dk, dv, dpse) of a forward whose ctx saved out, softmax_max, softmax_sum (save_for_backward) and the seed;
+    """(dq, dk, dv, dpse, dsink) of a forward whose ctx saved out, softmax_max, softmax_sum (save_for_backward) and the seed;
     options holds npu_fusion_attention's arguments by name."""
     out, softmax_max, softmax_sum = ctx.saved_tensors
-    dq, dk, dv, dpse, _ = torch.ops.npu.npu_fusion_attention_grad(
+    dq, dk, dv, dpse, dsink = torch.ops.npu.npu_fusion_attention_grad(
         query,
         key,
         value,
@@ -367,19 +376,26 @@ def saved_forward_grad(ctx, query, key, value, dout, head_num, input_layout, opt
         actual_seq_qlen=options["actual_seq_qlen"],
         actual_seq_kvlen=options["actual_seq_kvlen"],
         sparse_mode=options["sparse_mode"],
+        sink=options["sink"],
     )
-    return dq, dk, dv, dpse
+    return dq, dk, dv, dpse, dsink
 
 
 def _backward(ctx, dout, *unused):
     a = ctx.args
-    dq, dk, dv, dpse = saved_forward_grad(
+    dq, dk, dv, dpse, dsink = saved_forward_grad(
         ctx, a["query"], a["key"], a["value"], dout, a["head_num"], a["input_layout"], a
     )
-    grads = [None] * len(_ARG_NAMES)
+    return input_grads(_ARG_NAMES, a, dq, dk, dv, dpse, dsink)
+
+
+def input_grads(names, args, dq, dk, dv, dpse, dsink):
+    """The gradients of a fusion-attention call's inputs, by argument position (names), for autograd."""
+    grads = [None] * len(names)
     grads[0], grads[1], grads[2] = dq, dk, dv
-    if a["pse"] is not None:
-        grads[5] = dpse
+    for name, grad in (("pse", dpse), ("sink", dsink)):
+        if args[name] is not None:
+            grads[names.index(name)] = grad
     return tuple(grads)
 
 
@@ -439,9 +455,10 @@ def npu_fusion_attention_grad(
         and keep_prob >= 1.0
         and pse is None
         and input_layout != "TND"
+        and key.shape[-1] == value.shape[-1]  # the fused kernel needs one head size (rope parts make Q/K wider)
     )
     if fast:
-        return _fast_grad(
+        grads = _fast_grad(
             query,
             key,
             value,
@@ -458,8 +475,11 @@ def npu_fusion_attention_grad(
             prefix,
             sparse_mode,
         )
+        dsink = _sink_grad(dy, attention_in, softmax_max, softmax_sum, sink, head_num, input_layout)
+        return (*grads[:4], dsink)
     leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
     pse_leaf = pse.detach().requires_grad_(True) if pse is not None else None
+    sink_leaf = sink.detach().float().requires_grad_(True) if sink is not None else None
     with torch.enable_grad():
         out, _, _ = _forward(
             *leaves,
@@ -477,12 +497,31 @@ def npu_fusion_attention_grad(
             sparse_mode,
             seed,
             None,
+            sink_leaf,
         )
-        wanted = leaves + ([pse_leaf] if pse_leaf is not None else [])
-        grads = torch.autograd.grad(out, wanted, dy, allow_unused=True)
+        extra = [t for t in (pse_leaf, sink_leaf) if t is not None]
+        grads = torch.autograd.grad(out, leaves + extra, dy, allow_unused=True)
     dq, dk, dv = (g if g is not None else torch.zeros_like(t) for g, t in zip(grads[:3], (query, key, value)))
     dpse = grads[3] if pse is not None else query.new_empty(0)
-    return dq, dk, dv, dpse, query.new_empty(0)
+    dsink = grads[-1].to(sink.dtype) if sink is not None else query.new_empty(0)
+    return dq, dk, dv, dpse, dsink
+
+
+def _sink_grad(dy, attention_in, softmax_max, softmax_sum, sink, head_num, layout):
+    """d loss / d sink[n] = -sum over rows of p_sink * rowsum(dy * out), p_sink = exp(sink - lse) the sink's
+    share of each row's softmax (the sink's value is zero)."""
+    if sink is None:
+        return dy.new_empty(0)
+    if layout == "TND":  # [T, N, D] rows, stats [T, N, 8]
+        d = (dy.float() * attention_in.float()).sum(-1)
+        lse = softmax_max[..., 0] + torch.log(softmax_sum[..., 0])
+        share = torch.exp(sink.float().view(1, -1) - lse)
+        return (-(share * d).sum(0)).to(sink.dtype)
+    dout = to_bnsd(dy, layout, head_num, OP, "dy").float()
+    out = to_bnsd(attention_in, layout, head_num, OP, "attention_in").float()
+    lse = softmax_max[..., 0] + torch.log(softmax_sum[..., 0])  # [B, N, S1]
+    share = torch.exp(sink.float().view(1, -1, 1) - lse)
+    return (-(share * (dout * out).sum(-1)).sum((0, 2))).to(sink.dtype)
 
 
 def _fast_grad(
@@ -524,7 +563,7 @@ def _grad_fake(query, key, value, dy, head_num, input_layout, *, pse=None, **kwa
         torch.empty_like(key),
         torch.empty_like(value),
         torch.empty_like(pse) if pse is not None else query.new_empty(0),
-        query.new_empty(0),
+        torch.empty_like(kwargs["sink"]) if kwargs.get("sink") is not None else query.new_empty(0),
     )
 
 

@@ -1,4 +1,4 @@
-"""npu_fusion_attention_v2: npu_fusion_attention with rotary parts of the query and key heads passed apart
+"""npu_fusion_attention_v2 (and npu_fusion_attention_grad_v2): npu_fusion_attention with rotary parts of the query and key heads passed apart
 (query_rope / key_rope, as MLA keeps them), a choice of where the position bias enters (pse_type) and
 keyword-only options.
 
@@ -12,7 +12,12 @@ kernels, so dropout uses the seed the forward drew and the statistics are the sa
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.fusion_attention import fusion_attention_fake, npu_fusion_attention, saved_forward_grad
+from torch_npu.ops.fusion_attention import (
+    fusion_attention_fake,
+    npu_fusion_attention,
+    npu_fusion_attention_grad,
+    saved_forward_grad,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -138,12 +143,14 @@ def _backward(ctx, dout, *unused):
         "pre_tockens": kw["pre_tokens"],
         "next_tockens": kw["next_tokens"],
     }
-    dq, dk, dv, dpse = saved_forward_grad(ctx, q, k, value, dout, head_num, layout, options)
+    dq, dk, dv, dpse, dsink = saved_forward_grad(ctx, q, k, value, dout, head_num, layout, options)
     dquery, dquery_rope = _without_rope(dq, kw["query_rope"], head_num, layout)
     dkey, dkey_rope = _without_rope(dk, kw["key_rope"], head_num, layout)
     ctx.keyword_grads = {"query_rope": dquery_rope, "key_rope": dkey_rope}
     if kw["pse"] is not None:
         ctx.keyword_grads["pse"] = dpse if kw["pse_type"] == 1 else dpse / kw["scale"]
+    if kw["sink"] is not None:
+        ctx.keyword_grads["sink"] = dsink
     return dquery, dkey, dv, None, None
 
 
@@ -160,3 +167,48 @@ npu_op(
     backward=_backward,
     setup_context=_setup,
 )(npu_fusion_attention_v2)
+
+
+def npu_fusion_attention_grad_v2(query, key, value, dy, head_num, input_layout, **kw):
+    """(dq, dk, dv, dpse, dquery_rope, dkey_rope, dsink) of npu_fusion_attention_v2; the rope and pse outputs
+    are empty when the forward had none."""
+    saved = {"softmax_max": None, "softmax_sum": None, "attention_in": None, "scale_value": 1.0}
+    kw = {**_DEFAULTS, **saved, **kw}
+    q = _with_rope(query, kw["query_rope"], head_num, input_layout)
+    k = _with_rope(key, kw["key_rope"], head_num, input_layout)
+    pse = _v1_pse(kw["pse"], kw["pse_type"], kw["scale_value"])
+    dq, dk, dv, dpse, dsink = npu_fusion_attention_grad(
+        q, k, value, dy, head_num, input_layout, pse=pse, atten_mask=kw["atten_mask"], softmax_max=kw["softmax_max"],
+        softmax_sum=kw["softmax_sum"], attention_in=kw["attention_in"], scale_value=kw["scale_value"],
+        keep_prob=kw["keep_prob"], pre_tockens=kw["pre_tokens"], next_tockens=kw["next_tokens"], seed=kw["seed"],
+        prefix=kw["prefix"], actual_seq_qlen=kw["actual_seq_qlen"], actual_seq_kvlen=kw["actual_seq_kvlen"],
+        sparse_mode=kw["sparse_mode"], sink=kw["sink"],
+    )  # fmt: skip
+    dquery, dquery_rope = _without_rope(dq, kw["query_rope"], head_num, input_layout)
+    dkey, dkey_rope = _without_rope(dk, kw["key_rope"], head_num, input_layout)
+    if kw["pse"] is not None and kw["pse_type"] == 0:
+        dpse = dpse / kw["scale_value"]
+    empty = query.new_empty(0)
+    return (dquery, dkey, dv, dpse, empty if dquery_rope is None else dquery_rope,
+            empty if dkey_rope is None else dkey_rope, dsink)  # fmt: skip
+
+
+def _grad_fake(query, key, value, dy, head_num, input_layout, **kw):
+    empty = query.new_empty(0)
+    like = lambda t: empty if t is None else torch.empty_like(t)  # noqa: E731
+    return (torch.empty_like(query), torch.empty_like(key), torch.empty_like(value), like(kw.get("pse")),
+            like(kw.get("query_rope")), like(kw.get("key_rope")), like(kw.get("sink")))  # fmt: skip
+
+
+npu_op(
+    "npu_fusion_attention_grad_v2(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, "
+    "str input_layout, *, Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, "
+    "Tensor? softmax_max=None, Tensor? softmax_sum=None, Tensor? softmax_in=None, Tensor? attention_in=None, "
+    "Tensor? query_rope=None, Tensor? key_rope=None, float scale_value=1., float keep_prob=1., "
+    "int pre_tokens=2147483647, int next_tokens=2147483647, int inner_precise=0, int seed=0, int offset=0, "
+    "int numels=0, int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, "
+    "int sparse_mode=0, bool gen_mask_parallel=True, bool sync=False, int pse_type=1, int[]? q_start_idx=None, "
+    'int[]? kv_start_idx=None, str softmax_layout="", Tensor? sink=None) '
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    fake=_grad_fake,
+)(npu_fusion_attention_grad_v2)
