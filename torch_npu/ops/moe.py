@@ -236,11 +236,26 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
     return tokens[order[:count] // topk], torch.argsort(order).to(torch.int32)
 
 
+def _unpermute_setup(ctx, inputs, output):
+    ctx.save_for_backward(*(t if t is not None else torch.empty(0) for t in (inputs[0], inputs[1], inputs[2])))
+    ctx.has_probs, ctx.padded_mode = inputs[2] is not None, inputs[3]
+
+
+def _unpermute_backward(ctx, grad):
+    permuted, sorted_indices, probs = ctx.saved_tensors
+    grad_permuted, grad_probs = torch.ops.npu.npu_moe_token_unpermute_grad(
+        permuted, grad, sorted_indices, probs if ctx.has_probs else None, ctx.padded_mode
+    )
+    return grad_permuted, None, grad_probs if ctx.has_probs else None, None, None
+
+
 @npu_op(
     "npu_moe_token_unpermute(Tensor permuted_tokens, Tensor sorted_indices, Tensor? probs=None, "
     "bool padded_mode=False, int[]? restore_shape=None) -> Tensor",
     dtypes={"permuted_tokens": FLOATS, "sorted_indices": (torch.int32,), "probs": FLOATS},
     api="aclnnMoeTokenUnpermute",
+    backward=_unpermute_backward,
+    setup_context=_unpermute_setup,
 )
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
     """Inverse of npu_moe_token_permute: out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t * topk + j]]
