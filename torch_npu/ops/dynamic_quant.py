@@ -19,7 +19,7 @@ from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.quant import INT4_RANGE, packs_int4, quantised
 from torch_npu.ops.registration import npu_op
 
-__all__ = ["symmetric_dynamic"]
+__all__ = ["block_quantised", "symmetric_dynamic"]
 
 _INT8_RANGE = (-128, 127)
 _MODES = ("pertoken", "pertensor")
@@ -128,7 +128,15 @@ def npu_dynamic_quant_asymmetric(
     return y, scale, offset
 
 
-_BLOCK_TYPES = {1: (torch.int8, 127.0), 24: (torch.float8_e4m3fn, 448.0), 23: (torch.float8_e5m2, 57344.0)}
+# dst_type -> (output dtype, largest magnitude): c10 ScalarType numbers and torch_npu's own (290-292)
+_BLOCK_TYPES = {
+    1: (torch.int8, 127.0),
+    24: (torch.float8_e4m3fn, 448.0),
+    23: (torch.float8_e5m2, 57344.0),
+    292: (torch.float8_e4m3fn, 448.0),
+    291: (torch.float8_e5m2, 57344.0),
+    290: ("hifloat8", 32768.0),
+}
 
 
 def _rounded(value, round_mode, op):
@@ -136,11 +144,48 @@ def _rounded(value, round_mode, op):
     return torch.round(value) if round_mode == "rint" else torch.sign(value) * torch.floor(value.abs() + 0.5)
 
 
+def _block_dtype(dst_type, op):
+    check(
+        dst_type in _BLOCK_TYPES,
+        op,
+        f"dst_type={dst_type}: vnpu quantises to int8 (1), float8_e4m3fn (24 / 292), float8_e5m2 (23 / 291) or "
+        "hifloat8 (290)",
+    )
+    dtype = _BLOCK_TYPES[dst_type][0]
+    return torch.uint8 if dtype == "hifloat8" else dtype
+
+
+def block_quantised(x, min_scale, round_mode, dst_type, row_block_size, col_block_size, dst_type_max, op):
+    """(y, scale [.., ceil(M / row_block_size), ceil(N / col_block_size)]) of x's last two dims, block-wise."""
+    _block_dtype(dst_type, op)
+    check(row_block_size > 0 and col_block_size > 0, op, "row_block_size and col_block_size must be positive")
+    dtype, limit = _BLOCK_TYPES[dst_type]
+    limit = dst_type_max if dst_type_max > 0 else limit
+    m, n = x.shape[-2:]
+    rows, cols = -(-m // row_block_size), -(-n // col_block_size)
+    xf = x.float()
+    padded = torch.nn.functional.pad(xf.abs(), (0, cols * col_block_size - n, 0, rows * row_block_size - m))
+    blocks = padded.reshape(*x.shape[:-2], rows, row_block_size, cols, col_block_size)
+    scale = blocks.amax(dim=(-3, -1)) / limit
+    if min_scale > 0:
+        scale = scale.clamp(max=1.0 / min_scale)
+    per_element = scale.repeat_interleave(row_block_size, -2).repeat_interleave(col_block_size, -1)[..., :m, :n]
+    value = xf / per_element.clamp(min=_TINY)
+    if dtype == torch.int8:
+        return _rounded(value, round_mode, op).clamp(-128, 127).to(torch.int8), scale
+    if dtype == "hifloat8":
+        from torch_npu.utils import hifloat8
+
+        check(round_mode == "round", op, f"round_mode must be 'round' for hifloat8, got {round_mode!r}")
+        return hifloat8.encode(value), scale
+    return value.to(dtype), scale
+
+
 def _block_quant_fake(
     x, *, min_scale=0.0, round_mode="rint", dst_type=1, row_block_size=1, col_block_size=128, dst_type_max=0.0
 ):
     rows, cols = -(-x.shape[-2] // row_block_size), -(-x.shape[-1] // col_block_size)
-    dtype = _BLOCK_TYPES[dst_type][0] if dst_type in _BLOCK_TYPES else torch.int8
+    dtype = _block_dtype(dst_type, "npu_dynamic_block_quant")
     return x.new_empty(x.shape, dtype=dtype), x.new_empty(*x.shape[:-2], rows, cols, dtype=torch.float32)
 
 
@@ -157,28 +202,9 @@ def npu_dynamic_block_quant(
     """Block-wise dynamic quantisation of the last two dims of x ([M, N] or [B, M, N]) in blocks of
     row_block_size x col_block_size: scale = max|x| over the block / DST_MAX (capped at 1 / min_scale when
     min_scale > 0), y = x / scale rounded (round_mode 'rint': half to even, 'round': half away from zero) to
-    int8 (dst_type 1, DST_MAX 127) or cast to float8_e4m3fn (24, 448) / float8_e5m2 (23, 57344). Returns (y,
+    int8 (dst_type 1, DST_MAX 127) or cast to float8_e4m3fn (24 or 292, 448) / float8_e5m2 (23 or 291, 57344) /
+    hifloat8 (290, 32768, uint8 codes, round_mode "round"). Returns (y,
     scale float32 [..., ceil(M / row_block_size), ceil(N / col_block_size)])."""
     op = "npu_dynamic_block_quant"
     check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
-    check(
-        dst_type in _BLOCK_TYPES,
-        op,
-        f"dst_type={dst_type}: vnpu quantises to int8 (1), float8_e4m3fn (24) or float8_e5m2 (23)",
-    )
-    check(row_block_size > 0 and col_block_size > 0, op, "row_block_size and col_block_size must be positive")
-    dtype, limit = _BLOCK_TYPES[dst_type]
-    limit = dst_type_max if dst_type_max > 0 else limit
-    m, n = x.shape[-2:]
-    rows, cols = -(-m // row_block_size), -(-n // col_block_size)
-    xf = x.float()
-    padded = torch.nn.functional.pad(xf.abs(), (0, cols * col_block_size - n, 0, rows * row_block_size - m))
-    blocks = padded.reshape(*x.shape[:-2], rows, row_block_size, cols, col_block_size)
-    scale = blocks.amax(dim=(-3, -1)) / limit
-    if min_scale > 0:
-        scale = scale.clamp(max=1.0 / min_scale)
-    per_element = scale.repeat_interleave(row_block_size, -2).repeat_interleave(col_block_size, -1)[..., :m, :n]
-    value = xf / per_element.clamp(min=_TINY)
-    if dtype == torch.int8:
-        return _rounded(value, round_mode, op).clamp(-128, 127).to(torch.int8), scale
-    return value.to(dtype), scale
+    return block_quantised(x, min_scale, round_mode, dst_type, row_block_size, col_block_size, dst_type_max, op)

@@ -22,7 +22,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
 
-__all__ = []
+__all__ = ["mx_quantised"]
 
 _OP = "npu_dynamic_mx_quant"
 # dst_type -> (torch dtype or FP4 grid name, emax)
@@ -40,16 +40,16 @@ _FP4_GRIDS = {  # the non-negative values of each FP4 format, by code 0..7
 }
 
 
-def _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound):
-    check(int(dst_type) in _DST, _OP, f"dst_type must be 291, 292, 296 or 297 (float8_e5m2, float8_e4m3fn, "
+def _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op=_OP):
+    check(int(dst_type) in _DST, op, f"dst_type must be 291, 292, 296 or 297 (float8_e5m2, float8_e4m3fn, "
           f"float4_e2m1fn_x2, float4_e1m2fn_x2), got {int(dst_type)}")  # fmt: skip
     dst, emax = _DST[int(dst_type)]
     modes = ("rint", "round", "floor") if isinstance(dst, str) else ("rint",)
     check(
-        round_mode in modes, _OP, f"round_mode {round_mode!r} is not supported with this dst_type ({', '.join(modes)})"
+        round_mode in modes, op, f"round_mode {round_mode!r} is not supported with this dst_type ({', '.join(modes)})"
     )
-    check(not scale_alg, _OP, f"scale_alg={scale_alg} is not computed by vnpu (scale_alg 0, the OCP rule, is)")
-    check(not dst_type_max and not max_low_bound, _OP, "dst_type_max and max_low_bound are not computed by vnpu")
+    check(not scale_alg, op, f"scale_alg={scale_alg} is not computed by vnpu (scale_alg 0, the OCP rule, is)")
+    check(not dst_type_max and not max_low_bound, op, "dst_type_max and max_low_bound are not computed by vnpu")
     return dst, emax
 
 
@@ -80,12 +80,13 @@ def _layout(scales, axis):
     return pairs.movedim(-2, axis if axis >= 0 else axis - 1)
 
 
-def _quantise(x, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound):
-    dst, emax = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
-    check(x.dtype in (torch.float16, torch.bfloat16, torch.float32), _OP, f"input must be float16, bfloat16 or float32, got {x.dtype}")  # fmt: skip
-    check(1 <= x.dim() <= 7, _OP, f"input must have 1 to 7 dims, got {x.dim()}")
-    check(-x.dim() <= axis < x.dim(), _OP, f"axis must be in [{-x.dim()}, {x.dim() - 1}], got {axis}")
-    check(block_size > 0 and block_size % 32 == 0 and block_size <= 1024, _OP,
+def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_type_max=0.0, max_low_bound=0.0, op=_OP):
+    """(y, mxscale) of x, MX-quantised along axis in blocks of block_size (see the module doc)."""
+    dst, emax = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op)
+    check(x.dtype in (torch.float16, torch.bfloat16, torch.float32), op, f"input must be float16, bfloat16 or float32, got {x.dtype}")  # fmt: skip
+    check(1 <= x.dim() <= 7, op, f"input must have 1 to 7 dims, got {x.dim()}")
+    check(-x.dim() <= axis < x.dim(), op, f"axis must be in [{-x.dim()}, {x.dim() - 1}], got {axis}")
+    check(block_size > 0 and block_size % 32 == 0 and block_size <= 1024, op,
           f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")  # fmt: skip
     axis = axis % x.dim()
     length = x.shape[axis]
@@ -99,7 +100,7 @@ def _quantise(x, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max
     scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
     scaled = scaled.movedim(-1, axis)
     if isinstance(dst, str):
-        check(x.shape[-1] % 2 == 0, _OP, f"input's last dim must be even for FP4 outputs, got {x.shape[-1]}")
+        check(x.shape[-1] % 2 == 0, op, f"input's last dim must be even for FP4 outputs, got {x.shape[-1]}")
         codes = _fp4_codes(scaled, dst, round_mode)
         pairs = codes.reshape(*codes.shape[:-1], -1, 2)
         y = (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8)
@@ -132,7 +133,7 @@ def _fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, sca
 def npu_dynamic_mx_quant(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0,
                          dst_type_max=0.0, max_low_bound=0.0):  # fmt: skip
     """(y, mxscale): MX-quantised values and their shared power-of-two scales (e8m0 bytes)."""
-    return _quantise(input, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound)
+    return mx_quantised(input, axis, round_mode, dst_type, block_size, scale_alg, dst_type_max, max_low_bound)
 
 
 _ANTI_DST = {15: torch.bfloat16, 5: torch.float16, 6: torch.float32}
