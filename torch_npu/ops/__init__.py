@@ -41,6 +41,7 @@ from torch_npu.ops import (  # noqa: F401
     kronecker_quant,
     kv_cache,
     kv_cache_gather,
+    kv_rmsnorm_rope_cache,
     losses,
     masked_softmax_rel_pos,
     matmul_collectives,
