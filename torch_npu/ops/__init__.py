@@ -18,6 +18,7 @@ from torch_npu.ops import (  # noqa: F401
     chunk_gated_delta_rule,
     convolutions,
     copies,
+    deformable_conv2d,
     dequant_bias,
     dequant_swiglu_quant,
     dropout_masks,
