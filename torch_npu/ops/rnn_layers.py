@@ -4,7 +4,8 @@ the card's backward reads.
 npu_lstm: weight [input + hidden, 4 * hidden] is torch's weight_ih and weight_hh transposed and stacked,
 bias [4 * hidden] is the one bias; gates in torch's order (i, f, g, o). Returns (y, h, c, i, j, f, o, tanh(c)),
 each [T, B, hidden] per step (j is the cell candidate g). direction=True runs the sequence backwards (outputs
-stay in time order). flag_seq=True (a per-step seq_mask) is not supported.
+stay in time order). flag_seq=True (a per-step seq_mask) is not supported; npu_lstm_data takes it (sequences
+of different lengths).
 npu_gru: weight_input [input, 3 * hidden] and weight_hidden [hidden, 3 * hidden] are torch's weights
 transposed, gates (r, z, n). Returns (y, h, update z, reset r, new n, W_hn h + b_hn), each [T, B, hidden].
 Both compute as torch's cells do, in the input's dtype, and are differentiable through their composition;
@@ -60,6 +61,12 @@ def npu_lstm(
     op = "npu_lstm"
     _check_layer(op, x, num_layers, bidirectional)
     check(not flag_seq, op, "flag_seq (a per-step seq_mask) is not supported by vnpu")
+    return _lstm_layer(x, weight, bias, h, c, has_biases, batch_first, direction, None, op)
+
+
+def _lstm_layer(x, weight, bias, h, c, has_biases, batch_first, direction, mask, op):
+    """(y, h, c, i, j, f, o, tanhc) per step; mask [T, B, 1 or hidden] (1 = a real step) freezes the states of
+    finished sequences and zeroes their outputs."""
     x = x.transpose(0, 1) if batch_first else x
     steps, batch, size = x.shape
     check(
@@ -72,21 +79,50 @@ def npu_lstm(
     w_ih, w_hh = weight[:size], weight[size:]
     h_t, c_t = _initial(h, batch, hidden, "h", op), _initial(c, batch, hidden, "c", op)
     order = range(steps - 1, -1, -1) if direction else range(steps)
-    records = {name: [None] * steps for name in ("h", "c", "i", "j", "f", "o", "tanhc")}
+    records = {name: [None] * steps for name in ("y", "h", "c", "i", "j", "f", "o", "tanhc")}
     for t in order:
         gates = x[t] @ w_ih + h_t @ w_hh
         if has_biases:
             gates = gates + bias
         i, f, g, o = gates.chunk(4, 1)
         i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-        c_t = f * c_t + i * g
-        tanh_c = torch.tanh(c_t)
-        h_t = o * tanh_c
-        for name, value in (("h", h_t), ("c", c_t), ("i", i), ("j", g), ("f", f), ("o", o), ("tanhc", tanh_c)):
+        c_new = f * c_t + i * g
+        tanh_c = torch.tanh(c_new)
+        h_new = o * tanh_c
+        if mask is None:
+            h_t, c_t, y_t = h_new, c_new, h_new
+        else:
+            keep = mask[t].to(h_new.dtype)
+            h_t, c_t, y_t = keep * h_new + (1 - keep) * h_t, keep * c_new + (1 - keep) * c_t, keep * h_new
+        for name, value in (("y", y_t), ("h", h_t), ("c", c_t), ("i", i), ("j", g), ("f", f), ("o", o), ("tanhc", tanh_c)):  # fmt: skip
             records[name][t] = value
     stacked = {name: torch.stack(values) for name, values in records.items()}
-    y = stacked["h"].transpose(0, 1) if batch_first else stacked["h"]
+    y = stacked["y"].transpose(0, 1) if batch_first else stacked["y"]
     return (y, *(stacked[name] for name in ("h", "c", "i", "j", "f", "o", "tanhc")))
+
+
+@npu_op(
+    "npu_lstm_data(Tensor input, Tensor batch_sizes, Tensor weight, Tensor bias, Tensor seq_mask, Tensor h, "
+    "Tensor c, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, "
+    "bool flag_seq, bool direction) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+    differentiable=True,
+)
+def npu_lstm_data(x, batch_sizes, weight, bias, seq_mask, h, c, has_biases, num_layers, dropout, train,
+                  bidirectional, batch_first, flag_seq, direction):  # fmt: skip
+    """npu_lstm over padded sequences of different lengths (torch_npu's PackedSequence path): input [T, B, I];
+    seq_mask [T, B, hidden] (flag_seq; 1 where step t belongs to sequence b), else the mask of batch_sizes
+    (sequences active per step, longest first). Finished sequences keep their h and c and output zeros, so the
+    last step's h / c are every sequence's final state; with direction each sequence runs from its own end."""
+    op = "npu_lstm_data"
+    _check_layer(op, x, num_layers, bidirectional)
+    steps, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    if flag_seq:
+        mask = seq_mask if seq_mask.dim() == 3 else seq_mask.reshape(steps, batch, -1)
+    else:
+        check(batch_sizes.numel() == steps, op, f"batch_sizes must hold one count per step ({steps}), got {batch_sizes.numel()}")  # fmt: skip
+        active = batch_sizes.to(x.device).reshape(steps, 1)
+        mask = (torch.arange(batch, device=x.device).reshape(1, batch) < active).unsqueeze(-1)
+    return _lstm_layer(x, weight, bias, h, c, has_biases, batch_first, direction, mask, op)
 
 
 @npu_op(
