@@ -51,6 +51,7 @@ from torch_npu.ops import (  # noqa: F401
     mhc_sinkhorn,
     moe,
     moe_gating_backward,
+    moe_init_routing_quant,
     moe_init_routing_v2,
     moe_re_routing,
     moe_routing_map,
