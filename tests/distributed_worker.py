@@ -537,6 +537,40 @@ def case_matmul_collectives():
         assert "npu_mm_all_reduce_base: hcom 'hccl_nowhere' names no hccl process group" in str(err), err
 
 
+def case_all_to_all_matmul():
+    """npu_all_to_all_matmul / npu_matmul_all_to_all against the all-to-all and matmul written out over every
+    rank's inputs."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+
+    def inputs(rank, *shape):
+        return torch.randn(*shape, generator=torch.Generator().manual_seed(300 + rank))
+
+    bs, h, n = 2 * WORLD, 3, 5
+    x1s, x2, bias = [inputs(r, bs, h) for r in range(WORLD)], inputs(90, h * WORLD, n), inputs(91, n)
+    y, a2a = torch_npu.npu_all_to_all_matmul(x1s[RANK].to(DEV), x2.to(DEV), hcom, WORLD, bias=bias.to(DEV))
+    chunk = bs // WORLD  # rank RANK receives chunk RANK of every rank, laid side by side
+    want_a2a = torch.cat([x1s[r][RANK * chunk : (RANK + 1) * chunk] for r in range(WORLD)], 1)
+    same(a2a, want_a2a)
+    torch.testing.assert_close(y.cpu(), want_a2a @ x2 + bias, rtol=1e-5, atol=1e-5)
+    _, empty = torch_npu.npu_all_to_all_matmul(x1s[RANK].to(DEV), x2.to(DEV), hcom, WORLD, all2all_out_flag=False)
+    assert empty.numel() == 0
+
+    x1b, x2b = [inputs(40 + r, 3, 4) for r in range(WORLD)], inputs(95, 4, 2 * WORLD)
+    y = torch_npu.npu_matmul_all_to_all(x1b[RANK].to(DEV), x2b.to(DEV), hcom, WORLD)
+    width = 2  # H2 / r: rank RANK receives column block RANK of every rank's product, ranks stacked
+    want = torch.cat([(x1 @ x2b)[:, RANK * width : (RANK + 1) * width] for x1 in x1b])
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    strided = torch.empty(3, WORLD, 2, device=DEV).permute(1, 0, 2)  # HCCL moves dense blocks: views are refused
+    for call in (lambda: dist.all_to_all_single(strided, torch.ones(WORLD, 3, 2, device=DEV)),
+                 lambda: dist.all_reduce(strided)):  # fmt: skip
+        try:
+            call()
+            raise AssertionError("a strided tensor was accepted")
+        except ValueError as err:
+            assert str(err).startswith("Tensors must be contiguous"), err
+
+
 def case_torch_npu_c10d():
     """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
     gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""

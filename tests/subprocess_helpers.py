@@ -3,6 +3,7 @@ count, SoC, allocator settings) and process-level behaviour (autoload, fork) nee
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -52,6 +53,13 @@ def run(args, env, timeout=300, cwd=None):
                 f"its stacks and stderr:\n{stderr[-8000:]}"
             ) from None
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
+def free_port():
+    """A TCP port nothing listens on now (for a launcher's rendezvous: tests run two at a time)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def client_env(**extra):

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("accelerate", reason="accelerate is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, run  # noqa: E402
+from subprocess_helpers import checked, client_env, free_port, run  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "accelerate_loop.py")
 LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no"]
@@ -57,7 +57,16 @@ def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
         tmp_path,
         "npu",
         precision,
-        launcher=[*LAUNCH, "--mixed_precision", precision, "--num_processes", "2", "--multi_gpu"],
+        launcher=[
+            *LAUNCH,
+            "--mixed_precision",
+            precision,
+            "--num_processes",
+            "2",
+            "--multi_gpu",
+            "--main_process_port",
+            str(free_port()),
+        ],
     )
     cpu = loop(tmp_path, "cpu", precision, "--cpu", launcher=TORCHRUN)
     assert [r["device"] for r in npu] == ["npu:0", "npu:1"]
@@ -70,7 +79,19 @@ def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
 
 def test_two_process_fp16_keeps_ranks_in_step(tmp_path):
     npu = loop(
-        tmp_path, "npu", "fp16", launcher=[*LAUNCH, "--mixed_precision", "fp16", "--num_processes", "2", "--multi_gpu"]
+        tmp_path,
+        "npu",
+        "fp16",
+        launcher=[
+            *LAUNCH,
+            "--mixed_precision",
+            "fp16",
+            "--num_processes",
+            "2",
+            "--multi_gpu",
+            "--main_process_port",
+            str(free_port()),
+        ],
     )
     assert [r["scaler"] for r in npu] == ["torch_npu.npu.amp.grad_scaler.GradScaler"] * 2
     assert npu[0]["params"] == npu[1]["params"]

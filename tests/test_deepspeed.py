@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, run  # noqa: E402
+from subprocess_helpers import checked, client_env, free_port, run  # noqa: E402
 
 from vnpu import env_command  # noqa: E402
 
@@ -98,7 +98,7 @@ def launch(tmp_path, name, ranks, runs, **env):
     out = str(tmp_path / name)
     checked(
         run(
-            RUNNER + ["--num_gpus", str(ranks), LOOP, "--out", out, *runs],
+            RUNNER + ["--num_gpus", str(ranks), "--master_port", str(free_port()), LOOP, "--out", out, *runs],
             cann_env(**env),
             timeout=900,
             cwd=str(tmp_path),

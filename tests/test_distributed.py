@@ -2,7 +2,6 @@
 
 import concurrent.futures
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -10,21 +9,16 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
+from subprocess_helpers import free_port
 
 import torch_npu
 
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
 
 
-def _port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(case, world, timeout=240, extra_env=None, ranks=None):
     """Start `world` ranks (or only `ranks`) of distributed_worker.py; returns [(returncode, output)] per rank."""
-    port = _port()
+    port = free_port()
     procs = []
     for rank in ranks if ranks is not None else range(world):
         env = dict(
@@ -76,6 +70,10 @@ def test_reinit_process_group_rebuilds_and_resumes_the_link():
 
 def test_matmul_collective_operators_equal_their_collectives_written_out():
     _all_ok(launch("matmul_collectives", 2))
+
+
+def test_all_to_all_matmul_operators_equal_their_exchange_written_out():
+    _all_ok(launch("all_to_all_matmul", 2))
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -146,7 +144,16 @@ def _env():
 
 def test_torchrun_starts_npu_workers_on_their_local_devices():
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_port()), SCRIPT],
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(free_port()),
+            SCRIPT,
+        ],
         capture_output=True,
         text=True,
         timeout=240,
@@ -159,7 +166,7 @@ def test_torchrun_starts_npu_workers_on_their_local_devices():
 def test_torch_npu_run_over_two_nodes_on_localhost():
     launcher = os.path.join(os.path.dirname(sys.executable), "torch_npu_run")
     assert os.path.exists(launcher), "the torch_npu_run console script is installed with the package"
-    port = str(_port())
+    port = str(free_port())
     nodes = [
         subprocess.Popen(
             [
@@ -199,7 +206,7 @@ def test_parallel_store_and_the_parallel_rendezvous():
     from torch_npu._C._distributed_c10d import ParallelStore
 
     assert torch_npu.ParallelStore is ParallelStore and "ParallelStore" not in torch_npu.__all__
-    timeout, port = datetime.timedelta(seconds=30), _port()
+    timeout, port = datetime.timedelta(seconds=30), free_port()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the server waits for its world of clients
         serving = pool.submit(ParallelStore, "127.0.0.1", port, 2, False, -1, True, False, timeout)
         client = ParallelStore("127.0.0.1", port, 2, False, -1, False, True, timeout)
@@ -207,7 +214,7 @@ def test_parallel_store_and_the_parallel_rendezvous():
     client.set("key", "value")
     assert server.get("key") == b"value" and isinstance(server, dist.Store) and client.enable_tiered is True
     with pytest.raises(dist.DistStoreError) as info:  # no client comes: the half-made store stays a safe object
-        ParallelStore("127.0.0.1", _port(), 2, False, -1, True, False, datetime.timedelta(seconds=1))
+        ParallelStore("127.0.0.1", free_port(), 2, False, -1, True, False, datetime.timedelta(seconds=1))
     frame = info.tb
     while frame.tb_next:
         frame = frame.tb_next
@@ -221,7 +228,7 @@ def test_parallel_store_and_the_parallel_rendezvous():
             sys.executable,
             "-c",
             "import torch, torch_npu, torch.distributed as dist\n"
-            f"dist.init_process_group('hccl', init_method='parallel://127.0.0.1:{_port()}?rank=0&world_size=1')\n"
+            f"dist.init_process_group('hccl', init_method='parallel://127.0.0.1:{free_port()}?rank=0&world_size=1')\n"
             "t = torch.ones(2, device='npu'); dist.all_reduce(t); print(t.sum().item())\n"
             "dist.destroy_process_group()\n"
             "try:\n"
@@ -275,7 +282,7 @@ def test_bad_hccl_timeout_values_are_refused_by_name():
         import os, torch, torch_npu, torch.distributed as dist
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(__PORT__), HCCL_EXEC_TIMEOUT="soon")
         dist.init_process_group("hccl", rank=0, world_size=1)
-    """.replace("__PORT__", str(_port())),
+    """.replace("__PORT__", str(free_port())),
         check=False,
     )
     assert done.returncode != 0

@@ -7,25 +7,18 @@ import filecmp
 import json
 import os
 import shutil
-import socket
 import sys
 
 import pytest
-from subprocess_helpers import VNPU, run
+from subprocess_helpers import VNPU, free_port, run
 
 PROJECT = os.path.join(os.path.dirname(__file__), "fixtures", "cuda_project")
 EXPECTED = os.path.join(os.path.dirname(__file__), "fixtures")
 PROGRAMS = ["train.py", "train_amp.py", "streams_memory.py", "configured.py", "ddp_nccl.py"]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 def _env(**extra):
-    env = dict(os.environ, VNPU_OPS_PROFILE="none", FIXTURE_PORT=_free_port())
+    env = dict(os.environ, VNPU_OPS_PROFILE="none", FIXTURE_PORT=str(free_port()))
     env.pop("FIXTURE_DEVICE", None)
     env.update(extra)
     return env

@@ -14,6 +14,7 @@ namespace vnpu {
 struct CollectiveRecord;
 
 constexpr int kDistParam = 1;
+constexpr int kDistType = 2;
 constexpr int kDistNotSupport = 7;
 constexpr int kDistHccl = 200;
 

@@ -22,7 +22,18 @@ at::Tensor host(const at::Tensor& t) {
   return alias.scalar_type() == at::kBool ? alias.view(at::kByte) : alias;
 }
 
+// HCCL reads and writes a tensor's memory as one dense block: like torch_npu, refuse strided views (which the
+// host alias would otherwise fill in the wrong order).
+void check_contiguous(const std::vector<at::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (!t.is_contiguous(t.suggest_memory_format())) {
+      C10_THROW_ERROR(ValueError, "Tensors must be contiguous" + dist_error(kDistType, "invalid type"));
+    }
+  }
+}
+
 std::vector<at::Tensor> hosts(const std::vector<at::Tensor>& tensors) {
+  check_contiguous(tensors);
   std::vector<at::Tensor> out;
   out.reserve(tensors.size());
   for (const auto& t : tensors) {
@@ -34,8 +45,13 @@ std::vector<at::Tensor> hosts(const std::vector<at::Tensor>& tensors) {
 std::vector<std::vector<at::Tensor>> hosts(const std::vector<std::vector<at::Tensor>>& lists) {
   std::vector<std::vector<at::Tensor>> out;
   out.reserve(lists.size());
-  for (const auto& l : lists) {
-    out.push_back(hosts(l));
+  for (const auto& l : lists) {  // per-rank lists are copied through a flat buffer: views are fine there
+    std::vector<at::Tensor> aliases;
+    aliases.reserve(l.size());
+    for (const auto& t : l) {
+      aliases.push_back(host(t));
+    }
+    out.push_back(std::move(aliases));
   }
   return out;
 }
@@ -406,6 +422,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
                                                                const c10d::AllToAllOptions& opts) {
   CollectiveScope scope("all_to_all", comm_name(), getRank(), getSize(), {input});
   check_in_step("all_to_all_single", {input}, -1);
+  check_contiguous({output, input});
   at::Tensor ho = host(output);
   at::Tensor hi = host(input);
   return scope.attach(
