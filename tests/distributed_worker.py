@@ -571,6 +571,44 @@ def case_all_to_all_matmul():
             assert str(err).startswith("Tensors must be contiguous"), err
 
 
+def case_alltoallv_gmm():
+    """npu_alltoallv_gmm / npu_gmm_alltoallv against the exchange, permutation and per-expert matmuls written out
+    over every rank's inputs (2 local experts per rank, uneven counts)."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    experts, h, n = 2, 4, 3
+
+    def counts(rank):  # rows rank sends to (destination, expert), laid out destination-major
+        g = torch.Generator().manual_seed(500 + rank)
+        return torch.randint(0, 4, (WORLD * experts,), generator=g).tolist()
+
+    sends = [counts(r) for r in range(WORLD)]
+    xs = [torch.randn(sum(sends[r]), h, generator=torch.Generator().manual_seed(600 + r)) for r in range(WORLD)]
+    weight = torch.randn(experts, h, n, generator=torch.Generator().manual_seed(700 + RANK))
+    recv = [sends[src][RANK * experts + j] for src in range(WORLD) for j in range(experts)]
+
+    def block(src, dst, j):  # the rows of xs[src] for expert j of rank dst
+        start = sum(sends[src][: dst * experts + j])
+        return xs[src][start : start + sends[src][dst * experts + j]]
+
+    permuted = torch.cat([block(src, RANK, j) for j in range(experts) for src in range(WORLD)])
+    sizes = [sum(sends[src][RANK * experts + j] for src in range(WORLD)) for j in range(experts)]
+    want = torch.cat([part @ weight[j] for j, part in enumerate(permuted.split(sizes))])
+    mm_x, mm_w = torch.randn(2, h), torch.randn(n, h)
+    y, mm_y, perm = torch_npu.npu_alltoallv_gmm(
+        xs[RANK].to(DEV), weight.to(DEV), hcom, WORLD, sends[RANK], recv, mm_x=mm_x.to(DEV), mm_weight=mm_w.to(DEV),
+        trans_mm_weight=True, permute_out_flag=True,
+    )  # fmt: skip
+    same(perm, permuted)
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(mm_y.cpu(), mm_x @ mm_w.t(), rtol=1e-5, atol=1e-5)
+
+    # back: each rank's expert outputs return to the ranks that sent the tokens, in their original order
+    back, _ = torch_npu.npu_gmm_alltoallv(permuted.to(DEV), weight.to(DEV), hcom, WORLD, recv, sends[RANK])
+    weights = [torch.randn(experts, h, n, generator=torch.Generator().manual_seed(700 + r)) for r in range(WORLD)]
+    returned = torch.cat([block(RANK, dst, j) @ weights[dst][j] for dst in range(WORLD) for j in range(experts)])
+    torch.testing.assert_close(back.cpu(), returned, rtol=1e-5, atol=1e-5)
+
+
 def case_torch_npu_c10d():
     """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
     gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""

@@ -7,6 +7,7 @@ from torch_npu.ops import (  # noqa: F401
     add_rms_norm_inplace,
     advance_step,
     all_to_all_matmul,
+    alltoallv_gmm,
     attention_infer,
     attention_infer_v2,
     attention_softmax,
