@@ -609,6 +609,63 @@ def case_alltoallv_gmm():
     torch.testing.assert_close(back.cpu(), returned, rtol=1e-5, atol=1e-5)
 
 
+def case_moe_distribute():
+    """npu_moe_distribute_dispatch / _combine (+ _v2, combine_add_rms_norm): the rows each rank receives, its
+    counts, and the combined result of an "expert" that scales its rows, against the routing written out over
+    every rank's inputs."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    experts, local, bs, k, h = 2 * WORLD, 2, 3, 2, 8
+
+    def inputs(rank):
+        g = torch.Generator().manual_seed(800 + rank)
+        ids = torch.stack([torch.randperm(experts, generator=g)[:k] for _ in range(bs)]).to(torch.int32)
+        return torch.randn(bs, h, generator=g).to(torch.bfloat16), ids, torch.rand(bs, k, generator=g)
+
+    xs, ids, weights = zip(*[inputs(r) for r in range(WORLD)])
+    args = (hcom, WORLD, RANK, experts)
+    out = torch_npu.npu_moe_distribute_dispatch(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, expert_scales=weights[RANK].to(DEV))  # fmt: skip
+    expand_x, _, expand_idx, token_nums, recv_counts, _, expand_scales = out
+    want_rows, want_scales, per = [], [], []
+    for j in range(local):
+        expert = RANK * local + j
+        for src in range(WORLD):
+            routes = [(t, c) for t in range(bs) for c in range(k) if int(ids[src][t, c]) == expert]
+            want_rows += [xs[src][t] for t, _ in routes]
+            want_scales += [float(weights[src][t, c]) for t, c in routes]
+            per.append(len(routes))
+    received = len(want_rows)
+    assert expand_x.shape == (bs * WORLD * min(local, k), h)
+    same(expand_x[:received], torch.stack(want_rows))
+    assert not expand_x[received:].cpu().any()
+    torch.testing.assert_close(expand_scales[:received].cpu(), torch.tensor(want_scales))
+    same(recv_counts, torch.tensor(per).cumsum(0).to(torch.int32))
+    same(token_nums, torch.tensor(per).reshape(local, WORLD).sum(1).to(torch.int64))
+
+    factor = torch.tensor([RANK * local + j + 1.0 for j, n in zip(range(local), torch.tensor(per).reshape(local, WORLD).sum(1)) for _ in range(int(n))])  # fmt: skip
+    processed = expand_x.clone()
+    processed[:received] = (expand_x[:received].float() * factor.to(DEV)[:, None]).to(torch.bfloat16)
+    combined = torch_npu.npu_moe_distribute_combine(processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), *args)  # fmt: skip
+    want = sum(
+        weights[RANK][:, c : c + 1] * (xs[RANK].float() * (ids[RANK][:, c : c + 1].float() + 1)).to(torch.bfloat16).float()
+        for c in range(k)
+    )  # fmt: skip
+    torch.testing.assert_close(combined.cpu().float(), want, atol=2e-2, rtol=2e-2)
+    combined_v2 = torch_npu.npu_moe_distribute_combine_v2(processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), *args)  # fmt: skip
+    same(combined_v2, combined.cpu())
+
+    residual, gamma = torch.randn(bs, h).to(torch.bfloat16), torch.rand(h).to(torch.bfloat16)
+    y, rstd, summed = torch_npu.npu_moe_distribute_combine_add_rms_norm(
+        processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), residual.to(DEV), gamma.to(DEV), *args
+    )  # fmt: skip
+    same(summed, (combined.cpu().float() + residual.float()).to(torch.bfloat16))
+    torch.testing.assert_close(y.cpu().float(), torch.nn.functional.rms_norm(summed.cpu().float(), (h,), gamma.float(), 1e-6), atol=2e-2, rtol=2e-2)  # fmt: skip
+
+    quant = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, quant_mode=2)
+    assert quant[0].dtype == torch.int8
+    dequant = quant[0][:received].float() * quant[1][:received, None]
+    torch.testing.assert_close(dequant.cpu(), torch.stack(want_rows).float(), atol=3e-2, rtol=3e-2)
+
+
 def case_torch_npu_c10d():
     """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
     gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""

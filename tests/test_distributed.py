@@ -80,6 +80,10 @@ def test_alltoallv_grouped_matmul_operators_equal_their_exchange_written_out():
     _all_ok(launch("alltoallv_gmm", 2))
 
 
+def test_moe_distribute_dispatch_and_combine_equal_the_routing_written_out():
+    _all_ok(launch("moe_distribute", 2))
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_uneven_all_gather_and_reduce_scatter(world):
     _all_ok(launch("uneven", world))

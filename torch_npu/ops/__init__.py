@@ -52,6 +52,7 @@ from torch_npu.ops import (  # noqa: F401
     mhc_pre,
     mhc_sinkhorn,
     moe,
+    moe_distribute,
     moe_gating_backward,
     moe_init_routing_quant,
     moe_init_routing_v2,

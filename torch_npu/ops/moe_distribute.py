@@ -1,0 +1,284 @@
+"""npu_moe_distribute_dispatch / _combine (+ _v2, combine_add_rms_norm): expert-parallel MoE token dispatch and
+combine over the hccl group named `group_ep` (MoeDistributeDispatch / MoeDistributeCombine).
+
+Experts are spread evenly: with E_l = moe_expert_num / ep_world_size local experts per rank, expert e lives on
+rank e // E_l as its local expert e % E_l. Dispatch sends every route (token t, choice k) to its expert's rank;
+rank q's expand_x [A, H] holds the rows it received grouped by local expert, then by source rank, then in the
+source's token order (A = BS * ep_world_size * min(E_l, K), or global_bs * min(E_l, K); rows past the
+received ones are zero). quant_mode 2 quantises each row dynamically to int8 (max|x * scales[expert]| / 127,
+dynamic_scales [A]); 0 sends x as is. expert_token_nums: the rows per local expert (counts, or cumulative with
+expert_token_nums_type 0); ep_recv_counts: the cumulative rows per (local expert, source rank), which combine
+takes as ep_send_counts; expand_idx: each route's position in its rank's send order (combine's input; the card
+documents its values as internal); expand_scales: expert_scales exchanged with the rows ([A]).
+
+Combine returns every expert row to the rank its token came from and sums the K rows of each token weighted by
+expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given). combine_add_rms_norm then
+adds residual_x and RmsNorms the sum with gamma: (y, rstd, x).
+
+Not computed by vnpu (refused clearly): shared-expert ranks (shared_expert_rank_num > 0), the TP domain
+(tp_world_size > 1), communication quantisation, and the v2 special experts (zero / copy / const) and
+elastic scaling.
+"""
+
+import torch
+import torch.distributed as dist
+
+from torch_npu.ops._common import check
+from torch_npu.ops.matmul_collectives import process_group
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+def _plan(expert_ids, world, moe_expert_num, op):
+    """(send order of the routes, routes per destination rank, rows per (rank, local expert) [world, E_l])."""
+    check(moe_expert_num % world == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size ({world})")  # fmt: skip
+    flat = expert_ids.reshape(-1).long()
+    check(bool(((flat >= 0) & (flat < moe_expert_num)).all()), op, f"expert_ids must lie in [0, {moe_expert_num})")
+    order = torch.argsort(flat, stable=True)  # experts are rank-major: this is (rank, local expert, route) order
+    per_expert = torch.bincount(flat, minlength=moe_expert_num).reshape(world, moe_expert_num // world)
+    return order, per_expert.sum(1), per_expert
+
+
+def _transposed_blocks(rows, counts):
+    """rows laid out in blocks (a, b) of counts[a, b] rows, a-major -> the same blocks b-major."""
+    blocks, start = {}, 0
+    outer, inner = counts.shape
+    for a in range(outer):
+        for b in range(inner):
+            blocks[a, b] = rows[start : start + int(counts[a, b])]
+            start += int(counts[a, b])
+    return torch.cat([blocks[a, b] for b in range(inner) for a in range(outer)]) if blocks else rows[:0]
+
+
+def _common_checks(op, tp_world_size, shared_expert_rank_num, extra=()):
+    check(tp_world_size <= 1, op, f"tp_world_size={tp_world_size}: the TP domain is not computed by vnpu")
+    check(shared_expert_rank_num == 0, op, "shared-expert ranks (shared_expert_rank_num > 0) are not computed by vnpu")
+    for name, value in extra:
+        check(not value, op, f"{name} is not computed by vnpu")
+
+
+def _group(name, world, rank, op):
+    group = process_group(name, op)
+    check(dist.get_world_size(group) == world and dist.get_rank(group) == rank, op,
+          f"ep_world_size / ep_rank_id ({world}, {rank}) differ from the group's ({dist.get_world_size(group)}, {dist.get_rank(group)})")  # fmt: skip
+    return group
+
+
+def _rows(bs, k, world, moe_expert_num, global_bs):
+    local = moe_expert_num // world
+    return (global_bs if global_bs else bs * world) * min(local, k)
+
+
+def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
+              quant_mode, global_bs, expert_token_nums_type, op):  # fmt: skip
+    check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
+          f"x must be [BS, H] and expert_ids [BS, K], got {tuple(x.shape)} and {tuple(expert_ids.shape)}")  # fmt: skip
+    check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
+    group = _group(group_ep, ep_world_size, ep_rank_id, op)
+    bs, k = expert_ids.shape
+    local = moe_expert_num // ep_world_size
+    order, per_rank, per_expert = _plan(expert_ids, ep_world_size, moe_expert_num, op)
+    counts = torch.empty_like(per_expert.reshape(-1))
+    dist.all_to_all_single(counts, per_expert.reshape(-1).contiguous(), group=group)  # [source, local expert]
+    received = counts.reshape(ep_world_size, local)
+    rows = x[order // k]
+    weights = expert_scales.reshape(-1)[order].float() if expert_scales is not None else torch.zeros(order.numel(), device=x.device)  # fmt: skip
+    payload = torch.cat([rows.float(), weights[:, None], expert_ids.reshape(-1)[order].float()[:, None]], 1)
+    got = payload.new_empty(int(received.sum()), payload.shape[1])
+    dist.all_to_all_single(got, payload, received.sum(1).tolist(), per_rank.tolist(), group=group)
+    arranged = _transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
+    total = _rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    check(arranged.shape[0] <= total, op, f"this rank received {arranged.shape[0]} rows, more than A = {total}: pass global_bs")  # fmt: skip
+    values, experts = arranged[:, :-2], arranged[:, -1].long()
+    expand_scales = x.new_zeros(total, dtype=torch.float32)
+    expand_scales[: arranged.shape[0]] = arranged[:, -2]
+    if quant_mode == 2:
+        smoothed = values * scales.float()[experts] if scales is not None else values
+        row_scale = smoothed.abs().amax(-1) / 127.0
+        expand_x = x.new_zeros(total, x.shape[1], dtype=torch.int8)
+        expand_x[: values.shape[0]] = torch.round(smoothed / row_scale.clamp(min=1e-12)[:, None]).clamp(-128, 127).to(torch.int8)  # fmt: skip
+        dynamic_scales = x.new_zeros(total, dtype=torch.float32)
+        dynamic_scales[: values.shape[0]] = row_scale
+    else:
+        expand_x = x.new_zeros(total, x.shape[1])
+        expand_x[: values.shape[0]] = values.to(x.dtype)
+        dynamic_scales = x.new_empty(0, dtype=torch.float32)
+    per_local = received.sum(0)
+    expert_token_nums = (per_local if expert_token_nums_type == 1 else per_local.cumsum(0)).to(torch.int64)
+    ep_recv_counts = received.t().reshape(-1).cumsum(0).to(torch.int32)  # (local expert, source rank)
+    expand_idx = torch.argsort(order).to(torch.int32)  # each route's position in the send order
+    tp_recv_counts = x.new_zeros(1, dtype=torch.int32)
+    return expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales
+
+
+def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size, ep_rank_id,
+             moe_expert_num, shared_expert_x, op):  # fmt: skip
+    group = _group(group_ep, ep_world_size, ep_rank_id, op)
+    bs, k = expert_ids.shape
+    local = moe_expert_num // ep_world_size
+    _, per_rank, _ = _plan(expert_ids, ep_world_size, moe_expert_num, op)
+    cumulative = ep_send_counts.reshape(-1)[: local * ep_world_size].long()
+    counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(local, ep_world_size)
+    back = _transposed_blocks(expand_x, counts)  # (local expert, source) -> (source, local expert)
+    got = back.new_empty(bs * k, expand_x.shape[1])
+    dist.all_to_all_single(got, back.contiguous(), per_rank.tolist(), counts.sum(0).tolist(), group=group)
+    per_route = got[expand_idx.long()].float().reshape(bs, k, -1)  # rows back in route order (t, k)
+    out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)
+    if shared_expert_x is not None:
+        out = out + shared_expert_x.float()
+    return out.to(expand_x.dtype)
+
+
+_DISPATCH_OUT = "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"
+
+
+def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
+                   global_bs=0, **kwargs):  # fmt: skip
+    bs, k = expert_ids.shape
+    total = _rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    local = moe_expert_num // ep_world_size
+    dtype = torch.int8 if quant_mode == 2 else x.dtype
+    scales = x.new_empty(total if quant_mode == 2 else 0, dtype=torch.float32)
+    return (x.new_empty(total, x.shape[1], dtype=dtype), scales, x.new_empty(bs * k, dtype=torch.int32),
+            x.new_empty(local, dtype=torch.int64), x.new_empty(ep_world_size * local, dtype=torch.int32),
+            x.new_empty(1, dtype=torch.int32), x.new_empty(total, dtype=torch.float32))  # fmt: skip
+
+
+@npu_op(
+    "npu_moe_distribute_dispatch(Tensor x, Tensor expert_ids, str group_ep, int ep_world_size, int ep_rank_id, "
+    "int moe_expert_num, *, Tensor? scales=None, Tensor? x_active_mask=None, Tensor? expert_scales=None, "
+    'str group_tp="", int tp_world_size=0, int tp_rank_id=0, int expert_shard_type=0, int shared_expert_num=1, '
+    "int shared_expert_rank_num=0, int quant_mode=0, int global_bs=0, int expert_token_nums_type=1) " + _DISPATCH_OUT,
+    fake=_dispatch_fake,
+)
+def npu_moe_distribute_dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, scales=None,
+                                x_active_mask=None, expert_scales=None, group_tp="", tp_world_size=0, tp_rank_id=0,
+                                expert_shard_type=0, shared_expert_num=1, shared_expert_rank_num=0, quant_mode=0,
+                                global_bs=0, expert_token_nums_type=1):  # fmt: skip
+    """(expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales)."""
+    op = "npu_moe_distribute_dispatch"
+    _common_checks(op, tp_world_size, shared_expert_rank_num, [("x_active_mask", x_active_mask is not None)])
+    return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
+                     quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
+
+
+@npu_op(
+    "npu_moe_distribute_dispatch_v2(Tensor x, Tensor expert_ids, str group_ep, int ep_world_size, int ep_rank_id, "
+    "int moe_expert_num, *, Tensor? scales=None, Tensor? x_active_mask=None, Tensor? expert_scales=None, "
+    'Tensor? elastic_info=None, Tensor? performance_info=None, str group_tp="", int tp_world_size=0, '
+    "int tp_rank_id=0, int expert_shard_type=0, int shared_expert_num=1, int shared_expert_rank_num=0, "
+    'int quant_mode=0, int global_bs=0, int expert_token_nums_type=1, str comm_alg="", int zero_expert_num=0, '
+    "int copy_expert_num=0, int const_expert_num=0, int? y_dtype=None, int? x_dtype=None, int? scales_dtype=None) "
+    + _DISPATCH_OUT,
+    fake=_dispatch_fake,
+)
+def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *,
+                                   scales=None, x_active_mask=None, expert_scales=None, elastic_info=None,
+                                   performance_info=None, group_tp="", tp_world_size=0, tp_rank_id=0,
+                                   expert_shard_type=0, shared_expert_num=1, shared_expert_rank_num=0, quant_mode=0,
+                                   global_bs=0, expert_token_nums_type=1, comm_alg="", zero_expert_num=0,
+                                   copy_expert_num=0, const_expert_num=0, y_dtype=None, x_dtype=None,
+                                   scales_dtype=None):  # fmt: skip
+    """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums, ep_recv_counts, tp_recv_counts,
+    expand_scales)."""
+    op = "npu_moe_distribute_dispatch_v2"
+    special = [("x_active_mask", x_active_mask is not None), ("elastic_info", elastic_info is not None),
+               ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
+    _common_checks(op, tp_world_size, shared_expert_rank_num, special)
+    return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
+                     quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
+
+
+def _combine_fake(expand_x, expert_ids, *args, **kwargs):
+    return expand_x.new_empty(expert_ids.shape[0], expand_x.shape[1])
+
+
+@npu_op(
+    "npu_moe_distribute_combine(Tensor expand_x, Tensor expert_ids, Tensor expand_idx, Tensor ep_send_counts, "
+    "Tensor expert_scales, str group_ep, int ep_world_size, int ep_rank_id, int moe_expert_num, *, "
+    "Tensor? tp_send_counts=None, Tensor? x_active_mask=None, Tensor? activation_scale=None, "
+    "Tensor? weight_scale=None, Tensor? group_list=None, Tensor? expand_scales=None, Tensor? shared_expert_x=None, "
+    'str group_tp="", int tp_world_size=0, int tp_rank_id=0, int expert_shard_type=0, int shared_expert_num=1, '
+    "int shared_expert_rank_num=0, int global_bs=0, int out_dtype=0, int comm_quant_mode=0, "
+    "int group_list_type=0) -> Tensor",
+    fake=_combine_fake,
+)
+def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep,
+                               ep_world_size, ep_rank_id, moe_expert_num, *, tp_send_counts=None, x_active_mask=None,
+                               activation_scale=None, weight_scale=None, group_list=None, expand_scales=None,
+                               shared_expert_x=None, group_tp="", tp_world_size=0, tp_rank_id=0, expert_shard_type=0,
+                               shared_expert_num=1, shared_expert_rank_num=0, global_bs=0, out_dtype=0,
+                               comm_quant_mode=0, group_list_type=0):  # fmt: skip
+    """[BS, H]: each token's expert rows back from their ranks, summed with expert_scales."""
+    op = "npu_moe_distribute_combine"
+    unsupported = [("comm_quant_mode", comm_quant_mode), ("activation_scale / weight_scale (int32 expand_x)",
+                   activation_scale is not None or weight_scale is not None)]  # fmt: skip
+    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
+                    ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+
+
+@npu_op(
+    "npu_moe_distribute_combine_v2(Tensor expand_x, Tensor expert_ids, Tensor assist_info_for_combine, "
+    "Tensor ep_send_counts, Tensor expert_scales, str group_ep, int ep_world_size, int ep_rank_id, "
+    "int moe_expert_num, *, Tensor? tp_send_counts=None, Tensor? x_active_mask=None, Tensor? expand_scales=None, "
+    "Tensor? shared_expert_x=None, Tensor? elastic_info=None, Tensor? ori_x=None, Tensor? const_expert_alpha_1=None, "
+    "Tensor? const_expert_alpha_2=None, Tensor? const_expert_v=None, Tensor? performance_info=None, "
+    'str group_tp="", int tp_world_size=0, int tp_rank_id=0, int expert_shard_type=0, int shared_expert_num=1, '
+    'int shared_expert_rank_num=0, int global_bs=0, int comm_quant_mode=0, str comm_alg="", int zero_expert_num=0, '
+    "int copy_expert_num=0, int const_expert_num=0) -> Tensor",
+    fake=_combine_fake,
+)
+def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales,
+                                  group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, tp_send_counts=None,
+                                  x_active_mask=None, expand_scales=None, shared_expert_x=None, elastic_info=None,
+                                  ori_x=None, const_expert_alpha_1=None, const_expert_alpha_2=None,
+                                  const_expert_v=None, performance_info=None, group_tp="", tp_world_size=0,
+                                  tp_rank_id=0, expert_shard_type=0, shared_expert_num=1, shared_expert_rank_num=0,
+                                  global_bs=0, comm_quant_mode=0, comm_alg="", zero_expert_num=0, copy_expert_num=0,
+                                  const_expert_num=0):  # fmt: skip
+    """[BS, H], as npu_moe_distribute_combine."""
+    op = "npu_moe_distribute_combine_v2"
+    unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
+                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
+    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, group_ep,
+                    ep_world_size, ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+
+
+def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
+    x = residual_x.new_empty(residual_x.shape)
+    return torch.empty_like(x), x.new_empty(*x.shape[:-1], 1, dtype=torch.float32), torch.empty_like(x)
+
+
+@npu_op(
+    "npu_moe_distribute_combine_add_rms_norm(Tensor expand_x, Tensor expert_ids, Tensor expand_idx, "
+    "Tensor ep_send_counts, Tensor expert_scales, Tensor residual_x, Tensor gamma, str group_ep, int ep_world_size, "
+    "int ep_rank_id, int moe_expert_num, *, Tensor? tp_send_counts=None, Tensor? x_active_mask=None, "
+    "Tensor? activation_scale=None, Tensor? weight_scale=None, Tensor? group_list=None, Tensor? expand_scales=None, "
+    "Tensor? shared_expert_x=None, Tensor? elastic_info=None, Tensor? ori_x=None, Tensor? const_expert_alpha_1=None, "
+    'Tensor? const_expert_alpha_2=None, Tensor? const_expert_v=None, str group_tp="", int tp_world_size=0, '
+    "int tp_rank_id=0, int expert_shard_type=0, int shared_expert_num=1, int shared_expert_rank_num=0, "
+    'int global_bs=0, int out_dtype=0, int comm_quant_mode=0, int group_list_type=0, str comm_alg="", '
+    "float norm_eps=1e-06, int zero_expert_num=0, int copy_expert_num=0, int const_expert_num=0) "
+    "-> (Tensor, Tensor, Tensor)",
+    fake=_add_rms_norm_fake,
+)
+def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales,
+                                            residual_x, gamma, group_ep, ep_world_size, ep_rank_id, moe_expert_num,
+                                            *, shared_expert_x=None, tp_world_size=0, shared_expert_rank_num=0,
+                                            comm_quant_mode=0, norm_eps=1e-6, zero_expert_num=0, copy_expert_num=0,
+                                            const_expert_num=0, **unused):  # fmt: skip
+    """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
+    op = "npu_moe_distribute_combine_add_rms_norm"
+    unsupported = [("comm_quant_mode", comm_quant_mode),
+                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
+    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
+                        ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+    x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
+    xf = x.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)
+    y = (xf * rstd * gamma.float()).to(residual_x.dtype)
+    return y.reshape(residual_x.shape), rstd.reshape(*residual_x.shape[:-1], 1), x.reshape(residual_x.shape)
