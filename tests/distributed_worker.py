@@ -666,6 +666,57 @@ def case_moe_distribute():
     torch.testing.assert_close(dequant.cpu(), torch.stack(want_rows).float(), atol=3e-2, rtol=3e-2)
 
 
+def case_quant_matmul_collectives():
+    """npu_all_gather_quant_mm / npu_quant_mm_reduce_scatter: float, per-token x per-channel int8 and per-block
+    float8 operands against the gathered / reduced dequantised products written out."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+
+    def ints(seed, *shape):
+        return torch.randint(-8, 8, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.int8)
+
+    def floats(seed, *shape):
+        return torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) + 0.5
+
+    x1s, x2 = [ints(900 + r, 4, 6) for r in range(WORLD)], ints(950, 6, 5)
+    s1s, s2 = [floats(960 + r, 4, 1) for r in range(WORLD)], floats(970, 1, 5)
+    y, gathered, amax = torch_npu.npu_all_gather_quant_mm(
+        x1s[RANK].to(DEV), x2.to(DEV), hcom, WORLD, x1_scale=s1s[RANK].to(DEV), x2_scale=s2.to(DEV),
+        y_dtype=torch.float32,
+    )  # fmt: skip
+    full = torch.cat(x1s)
+    same(gathered, full)
+    assert amax.numel() == 0
+    torch.testing.assert_close(y.cpu(), (full.float() @ x2.float()) * torch.cat(s1s) * s2, rtol=1e-5, atol=1e-5)
+
+    a = [torch.randn(256, 256, generator=torch.Generator().manual_seed(980 + r)).to(torch.float8_e4m3fn) for r in range(WORLD)]  # fmt: skip
+    b = torch.randn(256, 128, generator=torch.Generator().manual_seed(990)).to(torch.float8_e4m3fn)
+    sa, sb = [floats(1000 + r, 2, 2) for r in range(WORLD)], floats(1010, 2, 1)
+    y, _, _ = torch_npu.npu_all_gather_quant_mm(
+        a[RANK].to(DEV), b.to(DEV), hcom, WORLD, x1_scale=sa[RANK].to(DEV), x2_scale=sb.to(DEV), y_dtype=torch.float32
+    )
+    full_a, full_sa = torch.cat(a).float(), torch.cat(sa)
+    want = sum(
+        full_a[:, kb * 128 : (kb + 1) * 128] @ b.float()[kb * 128 : (kb + 1) * 128]
+        * full_sa[:, kb].repeat_interleave(128)[:, None] * sb[kb, 0]
+        for kb in range(2)
+    )  # fmt: skip
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-4, atol=1e-3)
+
+    rows = [ints(1020 + r, 2 * WORLD, 6) for r in range(WORLD)]
+    y, _ = torch_npu.npu_quant_mm_reduce_scatter(
+        rows[RANK].to(DEV), x2.to(DEV), hcom, WORLD, x1_scale=torch.tensor([0.5]).to(DEV), x2_scale=s2.to(DEV),
+        y_dtype=torch.float32,
+    )  # fmt: skip
+    want = sum(r.float() @ x2.float() * 0.5 * s2 for r in rows)[2 * RANK : 2 * RANK + 2]
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    try:  # float8 moves as bytes (the gathers above) but is never reduced
+        dist.all_reduce(a[RANK].to(DEV))
+        raise AssertionError("a float8 all_reduce was accepted")
+    except RuntimeError as err:
+        assert "HCCL does not reduce Float8_e4m3fn tensors" in str(err), err
+
+
 def case_torch_npu_c10d():
     """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
     gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""

@@ -17,9 +17,15 @@
 namespace vnpu {
 namespace {
 
+bool moved_as_bytes(at::ScalarType dtype) {
+  // gloo carries no bool or 8-bit float type: these travel as their bytes (reductions are refused for float8)
+  return dtype == at::kBool || dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2 ||
+         dtype == at::kFloat8_e4m3fnuz || dtype == at::kFloat8_e5m2fnuz || dtype == at::kFloat8_e8m0fnu;
+}
+
 at::Tensor host(const at::Tensor& t) {
   at::Tensor alias = t.device().type() == kNpu ? make_cpu_alias(t, /*owning=*/true) : t;
-  return alias.scalar_type() == at::kBool ? alias.view(at::kByte) : alias;
+  return moved_as_bytes(alias.scalar_type()) ? alias.view(at::kByte) : alias;
 }
 
 // HCCL reads and writes a tensor's memory as one dense block: like torch_npu, refuse strided views (which the
@@ -82,6 +88,8 @@ struct Reduction {
 };
 
 Reduction reduction_for(const c10d::ReduceOp& op, at::ScalarType dtype) {
+  TORCH_CHECK(dtype == at::kBool || !moved_as_bytes(dtype), "HCCL does not reduce ", c10::toString(dtype), " tensors",
+              dist_error(kDistType, "invalid type"));
   Reduction r{c10d::ReduceOp(c10d::ReduceOp::SUM)};
   switch (op.op_) {
     case c10d::ReduceOp::BAND:
