@@ -89,6 +89,7 @@ from torch_npu.ops import (  # noqa: F401
     sampling,
     scatter_list,
     silent_check,
+    sparse_attention,
     swapped_memory,
     swiglu_quant,
     tensor_ops,

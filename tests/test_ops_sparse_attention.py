@@ -1,0 +1,104 @@
+"""DeepSeek sparse attention: npu_lightning_indexer against its scoring written out token by token (ReLU dot
+products weighted per head, right-down causal mask, stable top-k), and npu_sparse_flash_attention against dense
+attention whose mask keeps exactly the selected tokens, over BSND, TND and paged (PA_BSND) keys."""
+
+import pytest
+import torch
+
+import torch_npu
+from tests.error_cases import raises_operator_error
+
+B, S1, S2, N1, D, TOPK = 2, 3, 10, 4, 8, 4
+
+
+def indexer_reference(q, k, w, lengths_q, lengths_k):
+    """[B, S1, 1, TOPK] indices and scores, row by row."""
+    idx = torch.full((B, S1, 1, TOPK), -1, dtype=torch.int32)
+    val = torch.full((B, S1, 1, TOPK), float("-inf"))
+    for b in range(B):
+        s1, s2 = lengths_q[b], lengths_k[b]
+        for i in range(s1):
+            scores = []
+            for j in range(s2):
+                if j > i + (s2 - s1):
+                    continue
+                score = sum(
+                    float(w[b, i, h]) * max(float(q[b, i, h].float() @ k[b, j, 0].float()), 0.0) for h in range(N1)
+                )
+                scores.append((-score, j))
+            for slot, (neg, j) in enumerate(sorted(scores)[:TOPK]):
+                idx[b, i, 0, slot], val[b, i, 0, slot] = j, -neg
+    return idx, val
+
+
+def _inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, S1, N1, D, generator=g), torch.randn(B, S2, 1, D, generator=g), torch.rand(B, S1, N1, generator=g))  # fmt: skip
+
+
+def test_indexer_bsnd_and_paged_keys():
+    q, k, w = _inputs(1)
+    lengths_k = [S2, 7]
+    want_idx, want_val = indexer_reference(q, k, w, [S1, S1], lengths_k)
+    idx, val = torch_npu.npu_lightning_indexer(
+        q.npu(), k.npu(), w.npu(), actual_seq_lengths_key=torch.tensor(lengths_k, dtype=torch.int32).npu(),
+        sparse_count=TOPK, return_value=True,
+    )  # fmt: skip
+    assert torch.equal(idx.cpu(), want_idx)
+    torch.testing.assert_close(val.cpu(), want_val, atol=1e-4, rtol=1e-4)
+    block = 4  # the same keys in a paged cache, batch 1's blocks first
+    pages = torch.zeros(6, block, 1, D)
+    table = torch.tensor([[3, 4, 5], [0, 1, 2]], dtype=torch.int32)
+    for b in range(B):
+        pages[table[b].long()] = torch.nn.functional.pad(k[b], (0, 0, 0, 0, 0, 3 * block - S2)).reshape(3, block, 1, D)
+    paged, empty = torch_npu.npu_lightning_indexer(
+        q.npu(), pages.npu(), w.npu(), actual_seq_lengths_key=torch.tensor(lengths_k, dtype=torch.int32).npu(),
+        block_table=table.npu(), layout_key="PA_BSND", sparse_count=TOPK,
+    )  # fmt: skip
+    assert torch.equal(paged.cpu(), want_idx) and empty.numel() == 0
+
+
+def dense_with_mask(q, k, v, qr, kr, indices, scale):
+    out = torch.zeros(B, S1, N1, v.shape[-1])
+    for b in range(B):
+        keep = torch.zeros(S1, S2, dtype=torch.bool)
+        for i in range(S1):
+            for j in indices[b, i, 0].tolist():
+                if 0 <= j <= i + (S2 - S1):
+                    keep[i, j] = True
+        scores = (
+            torch.einsum("ihd,jd->hij", q[b], k[b, :, 0]) + torch.einsum("ihd,jd->hij", qr[b], kr[b, :, 0])
+        ) * scale
+        probs = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1)
+        out[b] = torch.einsum("hij,jd->ihd", probs, v[b, :, 0])
+    return out
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_sparse_flash_attention_equals_masked_dense_attention(layout):
+    q, k, w = _inputs(2)
+    g = torch.Generator().manual_seed(3)
+    qr, kr = torch.randn(B, S1, N1, 4, generator=g), torch.randn(B, S2, 1, 4, generator=g)
+    v = k.clone()  # MLA absorb: key and value share their data
+    indices = torch.stack([torch.stack([torch.randperm(S2, generator=g)[:TOPK] for _ in range(S1)]) for _ in range(B)])[:, :, None].to(torch.int32)  # fmt: skip
+    indices[0, 0, 0, -1] = -1
+    want = dense_with_mask(q, k, v, qr, kr, indices, 0.3)
+    args = dict(query_rope=qr, key_rope=kr, attention_mode=2, return_softmax_lse=True)
+    if layout == "TND":
+        flat = lambda t: t.reshape(B * t.shape[1], *t.shape[2:])  # noqa: E731
+        lengths = dict(actual_seq_lengths_query=torch.tensor([S1, 2 * S1], dtype=torch.int32).npu(),
+                       actual_seq_lengths_kv=torch.tensor([S2, 2 * S2], dtype=torch.int32).npu())  # fmt: skip
+        out, smax, ssum = torch_npu.npu_sparse_flash_attention(
+            flat(q).npu(), flat(k).npu(), flat(v).npu(), flat(indices).npu(), 0.3, layout_query="TND", layout_kv="TND",
+            query_rope=flat(qr).npu(), key_rope=flat(kr).npu(), attention_mode=2, return_softmax_lse=True, **lengths,
+        )  # fmt: skip
+        torch.testing.assert_close(out.cpu(), flat(want), atol=1e-5, rtol=1e-5)
+        assert smax.shape == (1, B * S1, N1)
+        return
+    out, smax, ssum = torch_npu.npu_sparse_flash_attention(q.npu(), k.npu(), v.npu(), indices.npu(), 0.3, **{n: (t.npu() if torch.is_tensor(t) else t) for n, t in args.items()})  # fmt: skip
+    torch.testing.assert_close(out.cpu(), want, atol=1e-5, rtol=1e-5)
+    assert smax.shape == (B, 1, S1, N1) and ssum.shape == (B, 1, S1, N1)
+    raises_operator_error(
+        lambda: torch_npu.npu_sparse_flash_attention(q.npu(), k.npu(), v.npu(), indices.npu(), 0.3, sparse_mode=1),
+        "npu_sparse_flash_attention: sparse_mode must be 0 or 3, got 1",
+    )

@@ -1,0 +1,205 @@
+"""DeepSeek sparse attention (DSA): npu_lightning_indexer picks the key tokens each query token attends to, and
+npu_sparse_flash_attention attends over those tokens only.
+
+Layouts: query BSND [B, S1, N, D] or TND [T1, N, D] (actual_seq_lengths_query cumulative for TND, per batch
+otherwise); key BSND [B, S2, N2, D], TND (cumulative lengths) or PA_BSND (a paged cache [blocks, block_size, N2,
+D] read through block_table, per-batch lengths required).
+
+npu_lightning_indexer: score[i, j] = sum over the heads of a key head's group of weights[i, h] * ReLU(q[i, h] .
+k[j]) (no scale); sparse_mode 3 masks j > i + (S2 - S1) (right-down causal), 0 masks nothing; the top
+sparse_count keys by score (ties to the lower index) in descending score order, -1 (and -inf values) where a
+row has fewer valid keys. Returns (indices int32 [.., N2, sparse_count], values in the query's dtype when
+return_value, else empty).
+
+npu_sparse_flash_attention: for query token i, softmax((q . k_j [+ q_rope . k_rope_j]) * scale_value) over the
+tokens j named by sparse_indices[i] (-1 entries skipped; sparse_block_size > 1: each index names a block of
+that many tokens; sparse_mode 3 also drops j > i + (S2 - S1)), times value_j. Returns (attention_out,
+softmax_max, softmax_sum), the two statistics [B, N2, S1, N1 / N2] ([N2, T1, N1 / N2] for TND) when
+return_softmax_lse, else empty. Computed in float32. Rows with nothing to attend to are zero.
+"""
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+_BIG = 9223372036854775807
+
+
+def _lengths(values, cumulative):
+    values = [int(v) for v in values.reshape(-1).tolist()]
+    if not cumulative:
+        return values
+    return [b - a for a, b in zip([0, *values[:-1]], values)]
+
+
+def _query_batches(query, layout, actual, op):
+    """[(batch, row slice into the query's token rows, rows)], and the query viewed [B * S1 or T1, N, D]."""
+    check(layout in ("BSND", "TND"), op, f"layout_query must be 'BSND' or 'TND', got {layout!r}")
+    if layout == "TND":
+        check(actual is not None, op, "layout_query 'TND' needs actual_seq_lengths_query (cumulative)")
+        lengths = _lengths(actual, cumulative=True)
+        starts = [sum(lengths[:b]) for b in range(len(lengths))]
+        return [(b, starts[b], lengths[b]) for b in range(len(lengths))], query
+    b, s1 = query.shape[:2]
+    lengths = _lengths(actual, cumulative=False) if actual is not None else [s1] * b
+    return [(i, i * s1, lengths[i]) for i in range(b)], query.reshape(b * s1, *query.shape[2:])
+
+
+def _key_rows(key, layout, actual, block_table, batch, op):
+    """The first actual key tokens of a batch: [S2', N2, D]."""
+    check(layout in ("BSND", "TND", "PA_BSND"), op, f"the key layout must be 'BSND', 'TND' or 'PA_BSND', got {layout!r}")  # fmt: skip
+    if layout == "BSND":
+        length = _lengths(actual, False)[batch] if actual is not None else key.shape[1]
+        return key[batch, :length]
+    check(actual is not None, op, f"key layout {layout!r} needs the key's actual sequence lengths")
+    if layout == "TND":
+        lengths = _lengths(actual, cumulative=True)
+        start = sum(lengths[:batch])
+        return key[start : start + lengths[batch]]
+    check(block_table is not None, op, "key layout 'PA_BSND' needs block_table")
+    length = _lengths(actual, False)[batch]
+    blocks = block_table[batch, : -(-length // key.shape[1])].long()
+    return key[blocks].reshape(-1, *key.shape[2:])[:length]
+
+
+def _causal(rows, keys, sparse_mode, device, op):
+    """[rows, keys] True where key j is masked for query row i."""
+    check(sparse_mode in (0, 3), op, f"sparse_mode must be 0 or 3, got {sparse_mode}")
+    if sparse_mode == 0:
+        return torch.zeros(rows, keys, dtype=torch.bool, device=device)
+    i = torch.arange(rows, device=device)[:, None]
+    return torch.arange(keys, device=device)[None, :] > i + (keys - rows)
+
+
+def _indexer_fake(query, key, weights, *, layout_query="BSND", sparse_count=2048, return_value=False, **kwargs):
+    n2 = key.shape[-2]
+    lead = query.shape[:-2]
+    values = query.new_empty(*lead, n2, sparse_count) if return_value else query.new_empty(0)
+    return query.new_empty(*lead, n2, sparse_count, dtype=torch.int32), values
+
+
+@npu_op(
+    "npu_lightning_indexer(Tensor query, Tensor key, Tensor weights, *, Tensor? actual_seq_lengths_query=None, "
+    'Tensor? actual_seq_lengths_key=None, Tensor? block_table=None, str layout_query="BSND", '
+    'str layout_key="BSND", int sparse_count=2048, int sparse_mode=3, int pre_tokens=9223372036854775807, '
+    "int next_tokens=9223372036854775807, bool return_value=False) -> (Tensor, Tensor)",
+    fake=_indexer_fake,
+)
+def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
+                          block_table=None, layout_query="BSND", layout_key="BSND", sparse_count=2048, sparse_mode=3,
+                          pre_tokens=_BIG, next_tokens=_BIG, return_value=False):  # fmt: skip
+    """(top-k key indices, their scores or empty)."""
+    op = "npu_lightning_indexer"
+    check(sparse_count > 0, op, f"sparse_count must be positive, got {sparse_count}")
+    batches, q_rows = _query_batches(query, layout_query, actual_seq_lengths_query, op)
+    w_rows = weights.reshape(-1, weights.shape[-1])
+    n1, n2 = query.shape[-2], key.shape[-2]
+    check(n1 % n2 == 0, op, f"query heads ({n1}) must be a multiple of key heads ({n2})")
+    indices = torch.full((q_rows.shape[0], n2, sparse_count), -1, dtype=torch.int32, device=query.device)
+    values = torch.full((q_rows.shape[0], n2, sparse_count), float("-inf"), device=query.device)
+    for batch, start, rows in batches:
+        keys = _key_rows(key, layout_key, actual_seq_lengths_key, block_table, batch, op).float()
+        if rows == 0 or keys.shape[0] == 0:
+            continue
+        q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1)
+        w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
+        score = (torch.relu(torch.einsum("qngd,knd->qngk", q, keys)) * w).sum(2)  # [rows, n2, S2]
+        masked = _causal(rows, keys.shape[0], sparse_mode, query.device, op)
+        score = score.masked_fill(masked[:, None, :], float("-inf"))
+        count = min(sparse_count, keys.shape[0])
+        top, order = torch.sort(score, dim=-1, descending=True, stable=True)
+        top, order = top[..., :count], order[..., :count]
+        order = torch.where(torch.isinf(top) & (top < 0), torch.full_like(order, -1), order)
+        indices[start : start + rows, :, :count] = order.to(torch.int32)
+        values[start : start + rows, :, :count] = top
+    shape = (*query.shape[:-2], n2, sparse_count)
+    out_values = values.to(query.dtype).reshape(shape) if return_value else query.new_empty(0)
+    return indices.reshape(shape), out_values
+
+
+def _sfa_fake(query, key, value, sparse_indices, scale_value, *, layout_query="BSND", return_softmax_lse=False,
+              **kwargs):  # fmt: skip
+    n1, n2 = query.shape[-2], key.shape[-2]
+    if not return_softmax_lse:
+        return torch.empty_like(query), query.new_empty(0, dtype=torch.float32), query.new_empty(0, dtype=torch.float32)  # fmt: skip
+    if layout_query == "TND":
+        stats = (n2, query.shape[0], n1 // n2)
+    else:
+        stats = (query.shape[0], n2, query.shape[1], n1 // n2)
+    return torch.empty_like(query), query.new_empty(stats, dtype=torch.float32), query.new_empty(stats, dtype=torch.float32)  # fmt: skip
+
+
+@npu_op(
+    "npu_sparse_flash_attention(Tensor query, Tensor key, Tensor value, Tensor sparse_indices, float scale_value, "
+    "*, Tensor? block_table=None, Tensor? actual_seq_lengths_query=None, Tensor? actual_seq_lengths_kv=None, "
+    'Tensor? query_rope=None, Tensor? key_rope=None, int sparse_block_size=1, str layout_query="BSND", '
+    'str layout_kv="BSND", int sparse_mode=3, int pre_tokens=9223372036854775807, '
+    "int next_tokens=9223372036854775807, int attention_mode=0, bool return_softmax_lse=False, "
+    "Tensor? sinks=None) -> (Tensor, Tensor, Tensor)",
+    fake=_sfa_fake,
+)
+def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, block_table=None,
+                               actual_seq_lengths_query=None, actual_seq_lengths_kv=None, query_rope=None,
+                               key_rope=None, sparse_block_size=1, layout_query="BSND", layout_kv="BSND",
+                               sparse_mode=3, pre_tokens=_BIG, next_tokens=_BIG, attention_mode=0,
+                               return_softmax_lse=False, sinks=None):  # fmt: skip
+    """(attention_out, softmax_max, softmax_sum)."""
+    op = "npu_sparse_flash_attention"
+    check(sinks is None, op, "sinks is not computed by vnpu")
+    check(sparse_block_size >= 1, op, f"sparse_block_size must be at least 1, got {sparse_block_size}")
+    check((query_rope is None) == (key_rope is None), op, "query_rope and key_rope go together")
+    batches, q_rows = _query_batches(query, layout_query, actual_seq_lengths_query, op)
+    qr_rows = query_rope.reshape(q_rows.shape[0], *query_rope.shape[-2:]) if query_rope is not None else None
+    idx_rows = sparse_indices.reshape(q_rows.shape[0], *sparse_indices.shape[-2:])
+    n1, n2 = query.shape[-2], key.shape[-2]
+    group = n1 // n2
+    out = torch.zeros(q_rows.shape[0], n1, value.shape[-1], device=query.device)
+    smax = torch.zeros(q_rows.shape[0], n2, group, device=query.device)
+    ssum = torch.zeros_like(smax)
+    for batch, start, rows in batches:
+        keys = _key_rows(key, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
+        vals = _key_rows(value, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
+        krope = _key_rows(key_rope, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float() if key_rope is not None else None  # fmt: skip
+        s2 = keys.shape[0]
+        if rows == 0 or s2 == 0:
+            continue
+        chosen = idx_rows[start : start + rows].long()  # [rows, n2, K]
+        if sparse_block_size > 1:
+            offsets = torch.arange(sparse_block_size, device=query.device)
+            chosen = torch.where(chosen[..., None] >= 0, chosen[..., None] * sparse_block_size + offsets, -1).flatten(
+                -2
+            )
+        valid = (chosen >= 0) & (chosen < s2)
+        if sparse_mode == 3:
+            limit = torch.arange(rows, device=query.device)[:, None, None] + (s2 - rows)
+            valid &= chosen <= limit
+        else:
+            check(sparse_mode == 0, op, f"sparse_mode must be 0 or 3, got {sparse_mode}")
+        safe = chosen.clamp(0, s2 - 1)
+        k_sel = keys[safe, torch.arange(n2, device=query.device)[None, :, None]]  # [rows, n2, K, D]
+        v_sel = vals[safe, torch.arange(n2, device=query.device)[None, :, None]]
+        q = q_rows[start : start + rows].float().reshape(rows, n2, group, -1)
+        scores = torch.einsum("rngd,rnkd->rngk", q, k_sel)
+        if krope is not None:
+            qr = qr_rows[start : start + rows].float().reshape(rows, n2, group, -1)
+            scores = scores + torch.einsum("rngd,rnkd->rngk", qr, krope[safe, torch.arange(n2, device=query.device)[None, :, None]])  # fmt: skip
+        scores = (scores * scale_value).masked_fill(~valid[:, :, None, :], float("-inf"))
+        row_max = scores.amax(-1, keepdim=True)
+        finite_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+        weights = torch.exp(scores - finite_max)
+        total = weights.sum(-1, keepdim=True)
+        probs = torch.where(total > 0, weights / total.clamp(min=1e-30), torch.zeros_like(weights))
+        out[start : start + rows] = torch.einsum("rngk,rnkd->rngd", probs, v_sel).reshape(rows, n1, -1)
+        smax[start : start + rows], ssum[start : start + rows] = row_max[..., 0], total[..., 0]
+    attention = out.to(query.dtype).reshape(*query.shape[:-1], value.shape[-1])
+    if not return_softmax_lse:
+        empty = query.new_empty(0, dtype=torch.float32)
+        return attention, empty, empty
+    if layout_query == "TND":
+        return attention, smax.permute(1, 0, 2).contiguous(), ssum.permute(1, 0, 2).contiguous()
+    b, s1 = query.shape[:2]
+    stats = lambda t: t.reshape(b, s1, n2, group).permute(0, 2, 1, 3).contiguous()  # noqa: E731
+    return attention, stats(smax), stats(ssum)
