@@ -70,6 +70,7 @@ from torch_npu.ops import (  # noqa: F401
     ps_roi_pooling,
     qkv_rms_norm_rope_cache,
     quant,
+    quant_conv2d,
     quant_matmul_collectives,
     quant_matmul_dequant,
     quant_matmul_gelu,
