@@ -102,3 +102,13 @@ def test_sparse_flash_attention_equals_masked_dense_attention(layout):
         lambda: torch_npu.npu_sparse_flash_attention(q.npu(), k.npu(), v.npu(), indices.npu(), 0.3, sparse_mode=1),
         "npu_sparse_flash_attention: sparse_mode must be 0 or 3, got 1",
     )
+
+
+def test_quant_indexer_equals_the_indexer_of_the_dequantised_operands():
+    q, k, w = _inputs(4)
+    q_scale, k_scale = q.abs().amax(-1) / 127, k.abs().amax(-1) / 127  # per token and head
+    q8 = torch.round(q / q_scale[..., None]).to(torch.int8)
+    k8 = torch.round(k / k_scale[..., None]).to(torch.int8)
+    want, _ = indexer_reference(q8.float() * q_scale[..., None], k8.float() * k_scale[..., None], w, [S1, S1], [S2, S2])
+    got = torch_npu.npu_quant_lightning_indexer(q8.npu(), k8.npu(), w.npu(), q_scale.npu(), k_scale.npu(), 0, 0, sparse_count=TOPK)  # fmt: skip
+    assert torch.equal(got.cpu(), want)

@@ -92,21 +92,35 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
                           block_table=None, layout_query="BSND", layout_key="BSND", sparse_count=2048, sparse_mode=3,
                           pre_tokens=_BIG, next_tokens=_BIG, return_value=False):  # fmt: skip
     """(top-k key indices, their scores or empty)."""
-    op = "npu_lightning_indexer"
+    indices, values = _indexer(query, key, weights, None, None, actual_seq_lengths_query, actual_seq_lengths_key,
+                               block_table, layout_query, layout_key, sparse_count, sparse_mode, "npu_lightning_indexer")  # fmt: skip
+    return indices, values.to(query.dtype) if return_value else query.new_empty(0)
+
+
+def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, block_table, layout_query, layout_key,
+             sparse_count, sparse_mode, op):  # fmt: skip
+    """(indices int32, scores float32) [.., N2, sparse_count]; query_scale [.., N1] / key_scale [.., N2] dequantise
+    the per-token-head quantised operands inside the ReLU."""
     check(sparse_count > 0, op, f"sparse_count must be positive, got {sparse_count}")
-    batches, q_rows = _query_batches(query, layout_query, actual_seq_lengths_query, op)
+    batches, q_rows = _query_batches(query, layout_query, actual_q, op)
     w_rows = weights.reshape(-1, weights.shape[-1])
+    qs_rows = query_scale.reshape(-1, query_scale.shape[-1]) if query_scale is not None else None
     n1, n2 = query.shape[-2], key.shape[-2]
     check(n1 % n2 == 0, op, f"query heads ({n1}) must be a multiple of key heads ({n2})")
     indices = torch.full((q_rows.shape[0], n2, sparse_count), -1, dtype=torch.int32, device=query.device)
     values = torch.full((q_rows.shape[0], n2, sparse_count), float("-inf"), device=query.device)
     for batch, start, rows in batches:
-        keys = _key_rows(key, layout_key, actual_seq_lengths_key, block_table, batch, op).float()
+        keys = _key_rows(key, layout_key, actual_k, block_table, batch, op).float()
         if rows == 0 or keys.shape[0] == 0:
             continue
         q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1)
         w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
-        score = (torch.relu(torch.einsum("qngd,knd->qngk", q, keys)) * w).sum(2)  # [rows, n2, S2]
+        dots = torch.einsum("qngd,knd->qngk", q, keys)
+        if query_scale is not None:
+            k_scale = _key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op).float()[..., 0]
+            q_scale = qs_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
+            dots = dots * q_scale * k_scale.t()[None, :, None, :]
+        score = (torch.relu(dots) * w).sum(2)  # [rows, n2, S2]
         masked = _causal(rows, keys.shape[0], sparse_mode, query.device, op)
         score = score.masked_fill(masked[:, None, :], float("-inf"))
         count = min(sparse_count, keys.shape[0])
@@ -116,8 +130,29 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
         indices[start : start + rows, :, :count] = order.to(torch.int32)
         values[start : start + rows, :, :count] = top
     shape = (*query.shape[:-2], n2, sparse_count)
-    out_values = values.to(query.dtype).reshape(shape) if return_value else query.new_empty(0)
-    return indices.reshape(shape), out_values
+    return indices.reshape(shape), values.reshape(shape)
+
+
+@npu_op(
+    "npu_quant_lightning_indexer(Tensor query, Tensor key, Tensor weights, Tensor query_dequant_scale, "
+    "Tensor key_dequant_scale, int query_quant_mode, int key_quant_mode, *, Tensor? actual_seq_lengths_query=None, "
+    'Tensor? actual_seq_lengths_key=None, Tensor? block_table=None, str layout_query="BSND", '
+    'str layout_key="BSND", int sparse_count=2048, int sparse_mode=3, int pre_tokens=9223372036854775807, '
+    "int next_tokens=9223372036854775807, int? query_dtype=None, int? key_dtype=None) -> Tensor",
+    fake=lambda query, key, *args, sparse_count=2048, **kwargs: query.new_empty(
+        *query.shape[:-2], key.shape[-2], sparse_count, dtype=torch.int32
+    ),
+)
+def npu_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, query_quant_mode,
+                                key_quant_mode, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
+                                block_table=None, layout_query="BSND", layout_key="BSND", sparse_count=2048,
+                                sparse_mode=3, pre_tokens=_BIG, next_tokens=_BIG, query_dtype=None, key_dtype=None):  # fmt: skip
+    """Top-k key indices of the int8 (or float8) indexer: scores ReLU(q_scale * k_scale * q . k) weighted."""
+    op = "npu_quant_lightning_indexer"
+    check(query_quant_mode == 0 and key_quant_mode == 0, op, f"the quant modes must be 0 (per token and head), got {query_quant_mode} and {key_quant_mode}")  # fmt: skip
+    check(query_dtype is None and key_dtype is None, op, "query_dtype / key_dtype (HiFloat8 operands) are not computed by vnpu")  # fmt: skip
+    return _indexer(query, key, weights, query_dequant_scale, key_dequant_scale, actual_seq_lengths_query,
+                    actual_seq_lengths_key, block_table, layout_query, layout_key, sparse_count, sparse_mode, op)[0]  # fmt: skip
 
 
 def _sfa_fake(query, key, value, sparse_indices, scale_value, *, layout_query="BSND", return_softmax_lse=False,
