@@ -51,6 +51,7 @@ from torch_npu.ops import (  # noqa: F401
     mhc_post,
     mhc_pre,
     mhc_sinkhorn,
+    mla_prolog,
     moe,
     moe_distribute,
     moe_gating_backward,
