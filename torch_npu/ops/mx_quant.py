@@ -111,7 +111,12 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     return y, _layout(scale_bytes, axis)
 
 
-def _fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0, dst_type_max=0.0,
+def is_mx_type(dst_type):
+    """Whether dst_type names one of the MX destination formats (float8 or float4)."""
+    return dst_type is not None and int(dst_type) in _DST
+
+
+def mx_outputs_fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0, dst_type_max=0.0,
           max_low_bound=0.0):  # fmt: skip
     dst, _ = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
     axis = axis % input.dim()
@@ -128,7 +133,7 @@ def _fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, sca
 @npu_op(
     'npu_dynamic_mx_quant(Tensor input, *, int axis=-1, str round_mode="rint", int dst_type=296, int block_size=32, '
     "int? scale_alg=0, float dst_type_max=0.0, float max_low_bound=0.0) -> (Tensor, Tensor)",
-    fake=_fake,
+    fake=mx_outputs_fake,
 )
 def npu_dynamic_mx_quant(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0,
                          dst_type_max=0.0, max_low_bound=0.0):  # fmt: skip
