@@ -4,6 +4,7 @@ where torch_npu defines one. `npu_op` (registration.py) is the public way to add
 
 from torch_npu.ops import (  # noqa: F401
     activations,
+    add_quant_matmul,
     add_rms_norm_inplace,
     advance_step,
     all_to_all_matmul,
