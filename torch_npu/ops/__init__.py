@@ -25,6 +25,7 @@ from torch_npu.ops import (  # noqa: F401
     dequant_bias,
     dequant_swiglu_quant,
     dropout_masks,
+    dual_level_quant,
     dynamic_quant,
     ffn,
     float_status,

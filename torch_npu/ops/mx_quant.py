@@ -144,7 +144,7 @@ def npu_dynamic_mx_quant(input, *, axis=-1, round_mode="rint", dst_type=296, blo
 _ANTI_DST = {15: torch.bfloat16, 5: torch.float16, 6: torch.float32}
 
 
-def _fp4_values(packed, grid_name):
+def fp4_values(packed, grid_name):
     grid = torch.tensor(_FP4_GRIDS[grid_name], dtype=torch.float32, device=packed.device)
     codes = torch.stack([packed & 0xF, packed >> 4], -1).reshape(*packed.shape[:-1], -1).long()
     magnitude = grid[codes & 7]
@@ -170,7 +170,7 @@ def npu_anti_mx_quant(x, mxscale, *, axis=-1, dst_type=15, src_type=292):
     source, _ = _DST[int(src_type)]
     if isinstance(source, str):
         check(x.dtype == torch.uint8, op, f"FP4 inputs are uint8 code pairs, got {x.dtype}")
-        values = _fp4_values(x, source)
+        values = fp4_values(x, source)
     else:
         check(x.dtype == source, op, f"x must be {source} for src_type {src_type}, got {x.dtype}")
         values = x.float()
