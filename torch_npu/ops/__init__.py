@@ -67,6 +67,7 @@ from torch_npu.ops import (  # noqa: F401
     moe_update_expert,
     multi_head_attention,
     mx_quant,
+    mx_quant_two_axes,
     norm_mx_quant,
     norm_quant,
     norms,

@@ -40,7 +40,7 @@ _FP4_GRIDS = {  # the non-negative values of each FP4 format, by code 0..7
 }
 
 
-def _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op=_OP):
+def mx_destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op=_OP):
     check(int(dst_type) in _DST, op, f"dst_type must be 291, 292, 296 or 297 (float8_e5m2, float8_e4m3fn, "
           f"float4_e2m1fn_x2, float4_e1m2fn_x2), got {int(dst_type)}")  # fmt: skip
     dst, emax = _DST[int(dst_type)]
@@ -71,7 +71,7 @@ def _fp4_codes(values, grid_name, round_mode):
     return torch.where((values < 0) & (code > 0), code | 8, code)
 
 
-def _layout(scales, axis):
+def mx_scale_layout(scales, axis):
     """[.., G, ..] scales along `axis` -> [.., ceil(G/2), .., 2]: groups 2i and 2i+1 side by side."""
     scales = scales.movedim(axis, -1)
     if scales.shape[-1] % 2:
@@ -82,7 +82,7 @@ def _layout(scales, axis):
 
 def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_type_max=0.0, max_low_bound=0.0, op=_OP):
     """(y, mxscale) of x, MX-quantised along axis in blocks of block_size (see the module doc)."""
-    dst, emax = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op)
+    dst, emax = mx_destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound, op)
     check(x.dtype in (torch.float16, torch.bfloat16, torch.float32), op, f"input must be float16, bfloat16 or float32, got {x.dtype}")  # fmt: skip
     check(1 <= x.dim() <= 7, op, f"input must have 1 to 7 dims, got {x.dim()}")
     check(-x.dim() <= axis < x.dim(), op, f"axis must be in [{-x.dim()}, {x.dim() - 1}], got {axis}")
@@ -95,20 +95,29 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     padded = torch.nn.functional.pad(moved, (0, groups * block_size - length))
     blocks = padded.reshape(*moved.shape[:-1], groups, block_size)
     amax = blocks.abs().amax(-1)
-    exponent = torch.where(amax > 0, torch.floor(torch.log2(amax)) - emax, torch.full_like(amax, -127.0))
-    exponent = exponent.clamp(-127, 127)
+    exponent = shared_exponents(amax, emax)
     scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
     scaled = scaled.movedim(-1, axis)
-    if isinstance(dst, str):
-        check(x.shape[-1] % 2 == 0, op, f"input's last dim must be even for FP4 outputs, got {x.shape[-1]}")
-        codes = _fp4_codes(scaled, dst, round_mode)
-        pairs = codes.reshape(*codes.shape[:-1], -1, 2)
-        y = (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8)
-    else:
-        limit = torch.finfo(dst).max
-        y = scaled.clamp(-limit, limit).to(dst)
     scale_bytes = (exponent + 127).to(torch.uint8).movedim(-1, axis)
-    return y, _layout(scale_bytes, axis)
+    return mx_encoded(scaled, dst, round_mode, op), mx_scale_layout(scale_bytes, axis)
+
+
+def shared_exponents(amax, emax):
+    """The OCP rule: floor(log2(block max |value|)) - emax, clamped to e8m0's range (-127 for an all-zero block)."""
+    exponent = torch.where(amax > 0, torch.floor(torch.log2(amax)) - emax, torch.full_like(amax, -127.0))
+    return exponent.clamp(-127, 127)
+
+
+def mx_encoded(scaled, dst, round_mode, op=_OP):
+    """Values already divided by their block scale -> float8 (saturated), or FP4 codes packed two per uint8 along
+    the last dim."""
+    if isinstance(dst, str):
+        check(scaled.shape[-1] % 2 == 0, op, f"input's last dim must be even for FP4 outputs, got {scaled.shape[-1]}")
+        codes = _fp4_codes(scaled.contiguous(), dst, round_mode)
+        pairs = codes.reshape(*codes.shape[:-1], -1, 2)
+        return (pairs[..., 0] | (pairs[..., 1] << 4)).to(torch.uint8)
+    limit = torch.finfo(dst).max
+    return scaled.clamp(-limit, limit).to(dst)
 
 
 def is_mx_type(dst_type):
@@ -118,7 +127,7 @@ def is_mx_type(dst_type):
 
 def mx_outputs_fake(input, *, axis=-1, round_mode="rint", dst_type=296, block_size=32, scale_alg=0, dst_type_max=0.0,
           max_low_bound=0.0):  # fmt: skip
-    dst, _ = _destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
+    dst, _ = mx_destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound)
     axis = axis % input.dim()
     groups = math.ceil(input.shape[axis] / block_size)
     scale_shape = list(input.shape)
