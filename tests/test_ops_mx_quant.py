@@ -83,8 +83,8 @@ def test_bad_arguments():
         "npu_dynamic_mx_quant: round_mode 'floor' is not supported with this dst_type (rint)",
     )
     raises_operator_error(
-        lambda: torch_npu.npu_dynamic_mx_quant(x, scale_alg=1, dst_type=291),
-        "npu_dynamic_mx_quant: scale_alg=1 is not computed by vnpu (scale_alg 0, the OCP rule, is)",
+        lambda: torch_npu.npu_dynamic_mx_quant(x, scale_alg=1, dst_type=296),
+        "npu_dynamic_mx_quant: scale_alg=1 is not computed by vnpu (0, the OCP rule, is; 1, cuBLAS's, for FP8 outputs)",
     )
     raises_operator_error(
         lambda: torch_npu.npu_dynamic_mx_quant(x, block_size=48),
@@ -145,3 +145,20 @@ def test_anti_mx_quant_decodes_what_mx_quant_encoded(src_type, src, axis):
     want = _decode_reference(y.cpu(), scale.cpu(), axis, src)
     assert got.dtype == torch.float32 and torch.equal(got.cpu(), want)
     assert torch_npu.npu_anti_mx_quant(y, scale, axis=axis, src_type=src_type).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("dst, top", [(torch.float8_e4m3fn, 448.0), (torch.float8_e5m2, 57344.0)])
+def test_cublas_scale_rule_for_fp8(dst, top):
+    """scale_alg 1: scale = the smallest power of two >= amax / the format's largest value, so nothing saturates."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 96, generator=g) * torch.tensor([1e-3, 1.0, 1e3])[:, None]
+    x[1, :32] = 0.0  # an all-zero block
+    x[2, 32] = top * 4  # a block whose amax / top is exactly a power of two
+    y, scale = torch_npu.npu_dynamic_mx_quant(x.npu(), dst_type=dst, scale_alg=1)
+    blocks = x.reshape(3, 3, 32)
+    amax = blocks.abs().amax(-1)
+    exps = torch.tensor([[math.ceil(math.log2(a / top)) if a > 0 else -127 for a in row] for row in amax.tolist()])
+    flat = scale.cpu().reshape(3, -1)[:, :3].long() - 127
+    assert torch.equal(flat, exps)
+    want = (blocks / torch.exp2(exps.float())[..., None]).reshape(3, 96).to(dst)
+    assert torch.equal(y.cpu().view(torch.uint8), want.view(torch.uint8))

@@ -99,6 +99,7 @@ from torch_npu.ops import (  # noqa: F401
     silent_check,
     sparse_attention,
     swapped_memory,
+    swiglu_mx_quant,
     swiglu_quant,
     tensor_ops,
     top_k_top_p_sample,

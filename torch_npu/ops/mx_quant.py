@@ -10,7 +10,8 @@ default, emax 2) and float4_e1m2fn_x2 (297, emax 0); FP4 results are two values 
 the first in the low nibble. round_mode "rint" (half to even; the only one for FP8), "round" (half away from
 zero) or "floor" for FP4. mxscale has input's shape with the axis replaced by (groups rounded up to even) / 2
 and a trailing 2: the scales of groups 2i and 2i+1 side by side (padding groups are 0).
-scale_alg 0 (the OCP rule) is computed; 1 and 2, dst_type_max and max_low_bound are refused.
+scale_alg 0 (the OCP rule) and, for FP8, 1 (the cuBLAS rule: the smallest power of two >= max |block| / the
+format's largest value) are computed; 2, dst_type_max and max_low_bound are refused.
 npu_anti_mx_quant decodes: each value (FP8, or FP4 codes in uint8 pairs) times 2^(mxscale - 127) of its block of
 32 along `axis`, as dst_type (bfloat16 by default, float16 or float32).
 """
@@ -48,7 +49,9 @@ def mx_destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound,
     check(
         round_mode in modes, op, f"round_mode {round_mode!r} is not supported with this dst_type ({', '.join(modes)})"
     )
-    check(not scale_alg, op, f"scale_alg={scale_alg} is not computed by vnpu (scale_alg 0, the OCP rule, is)")
+    fp8 = not isinstance(dst, str)
+    check(scale_alg in (0, None) or (scale_alg == 1 and fp8), op,
+          f"scale_alg={scale_alg} is not computed by vnpu (0, the OCP rule, is; 1, cuBLAS's, for FP8 outputs)")  # fmt: skip
     check(not dst_type_max and not max_low_bound, op, "dst_type_max and max_low_bound are not computed by vnpu")
     return dst, emax
 
@@ -95,7 +98,7 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     padded = torch.nn.functional.pad(moved, (0, groups * block_size - length))
     blocks = padded.reshape(*moved.shape[:-1], groups, block_size)
     amax = blocks.abs().amax(-1)
-    exponent = shared_exponents(amax, emax)
+    exponent = cublas_exponents(amax, dst) if scale_alg == 1 else shared_exponents(amax, emax)
     scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
     scaled = scaled.movedim(-1, axis)
     scale_bytes = (exponent + 127).to(torch.uint8).movedim(-1, axis)
@@ -106,6 +109,15 @@ def shared_exponents(amax, emax):
     """The OCP rule: floor(log2(block max |value|)) - emax, clamped to e8m0's range (-127 for an all-zero block)."""
     exponent = torch.where(amax > 0, torch.floor(torch.log2(amax)) - emax, torch.full_like(amax, -127.0))
     return exponent.clamp(-127, 127)
+
+
+def cublas_exponents(amax, dst):
+    """cuBLAS's rule: the exponent of the smallest power of two >= max |block| / dst's largest value (exact, from the
+    float32 mantissa), clamped to e8m0's range."""
+    ratio = amax / torch.finfo(dst).max
+    mantissa, exponent = torch.frexp(ratio)  # ratio = mantissa * 2^exponent, mantissa in [0.5, 1)
+    exponent = torch.where(mantissa == 0.5, exponent - 1, exponent).float()
+    return torch.where(amax > 0, exponent, torch.full_like(amax, -127.0)).clamp(-127, 127)
 
 
 def mx_encoded(scaled, dst, round_mode, op=_OP):
