@@ -99,6 +99,7 @@ from torch_npu.ops import (  # noqa: F401
     silent_check,
     sparse_attention,
     swapped_memory,
+    swiglu_group_quant,
     swiglu_mx_quant,
     swiglu_quant,
     tensor_ops,
