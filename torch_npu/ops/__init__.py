@@ -105,6 +105,7 @@ from torch_npu.ops import (  # noqa: F401
     tensor_ops,
     top_k_top_p_sample,
     transpose_batchmatmul,
+    transpose_quant_batchmatmul,
     vocab_parallel_cross_entropy,
 )
 from torch_npu.ops.registration import npu_op

@@ -47,7 +47,7 @@ def _self(self, *args, **kwargs):
     return self
 
 
-def _values(x, dtype, name, op):
+def float8_values(x, dtype, name, op):
     """The float32 values of an 8-bit operand."""
     if dtype is not None and int(dtype) == DTypeNumber.hifloat8:
         check(x.element_size() == 1, op, f"{name} holds HiFloat8 codes and must be an 8-bit tensor, got {x.dtype}")
@@ -57,7 +57,7 @@ def _values(x, dtype, name, op):
     return x.float()
 
 
-def _is_e8m0(scale, scale_dtype):
+def is_e8m0(scale, scale_dtype):
     if scale_dtype is not None:
         return int(scale_dtype) == DTypeNumber.float8_e8m0fnu
     return scale.dtype == torch.float8_e8m0fnu
@@ -70,7 +70,7 @@ def _powers(scale, name, op):
     return torch.where(exponent == 255, torch.nan, torch.exp2(exponent - 127))
 
 
-def _mx_matmul(a, b, a_scale, b_scale, op):
+def mx_matmul(a, b, a_scale, b_scale, op):
     """sum over blocks of 32 along K of the block products times both block scales; a_scale [M, pairs, 2],
     b_scale [pairs, N, 2]."""
     m, k = a.shape
@@ -100,17 +100,17 @@ def _operands(self, x1, x2, x1_dtype, x2_dtype, op):
     check(self.dtype == torch.float32, op, f"self must be float32, got {self.dtype}")
     check(x1.dim() == 2 and x2.dim() == 2 and x1.shape[1] == x2.shape[0], op,
           f"x1 [M, K] and x2 [K, N] must share K, got {tuple(x1.shape)} and {tuple(x2.shape)}")  # fmt: skip
-    return _values(x1, x1_dtype, "x1", op), _values(x2, x2_dtype, "x2", op)
+    return float8_values(x1, x1_dtype, "x1", op), float8_values(x2, x2_dtype, "x2", op)
 
 
 def _product(a, b, x1_scale, x2_scale, group_sizes, x1_scale_dtype, x2_scale_dtype, op):
     """One quantised product [M, N] in float32."""
-    mx = _is_e8m0(x2_scale, x2_scale_dtype)
+    mx = is_e8m0(x2_scale, x2_scale_dtype)
     _check_group_sizes(group_sizes, mx, op)
     check(x1_scale is not None, op, "x1_scale is required")
     if mx:
-        check(_is_e8m0(x1_scale, x1_scale_dtype), op, "x1_scale and x2_scale must both be e8m0 (MX) or both float32")
-        return _mx_matmul(a, b, x1_scale, x2_scale, op)
+        check(is_e8m0(x1_scale, x1_scale_dtype), op, "x1_scale and x2_scale must both be e8m0 (MX) or both float32")
+        return mx_matmul(a, b, x1_scale, x2_scale, op)
     check(x1_scale.dtype == torch.float32 and x2_scale.dtype == torch.float32, op,
           f"T-T scales must be float32, got {x1_scale.dtype} and {x2_scale.dtype}")  # fmt: skip
     check(x1_scale.numel() == 1, op, f"x1_scale must hold one value, got {tuple(x1_scale.shape)}")
@@ -157,7 +157,7 @@ def _add_quant_gmm(self, x1, x2, x2_scale, group_list, x1_scale, group_list_type
     check(tuple(self.shape) == (groups, a.shape[0], b.shape[1]), op,
           f"self must be [g, M, N] = [{groups}, {a.shape[0]}, {b.shape[1]}], got {tuple(self.shape)}")  # fmt: skip
     sizes = group_row_counts(group_list, group_list_type or 0, a.shape[1], op)
-    mx = _is_e8m0(x2_scale, x2_scale_dtype)
+    mx = is_e8m0(x2_scale, x2_scale_dtype)
     check(x1_scale is not None, op, "x1_scale is required")
     out, start, pair = [], 0, 0
     for i, size in enumerate(sizes):
