@@ -571,6 +571,129 @@ def case_all_to_all_matmul():
             assert str(err).startswith("Tensors must be contiguous"), err
 
 
+def case_quant_all_to_all_matmul():
+    """npu_all_to_all_quant_matmul (exchange, then per-token dynamic float8 / int8 quantisation) and
+    npu_quant_matmul_all_to_all (per-token x per-channel scales, or MX scales, then the exchange) against every rank's
+    inputs written out."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    bs, h, n = 2 * WORLD, 4, 6
+
+    def x1_of(rank):
+        return torch.randn(bs, h, generator=torch.Generator().manual_seed(700 + rank)).to(torch.bfloat16)
+
+    g = torch.Generator().manual_seed(790)
+    x2 = torch.randint(-4, 5, (h * WORLD, n), generator=g).to(torch.float8_e5m2)
+    x2_scale, bias = torch.rand(n, generator=g), torch.randn(n, generator=g)
+    y, a2a = torch_npu.npu_all_to_all_quant_matmul(
+        x1_of(RANK).to(DEV), x2.to(DEV), hcom, WORLD, bias=bias.to(DEV), x2_scale=x2_scale.to(DEV)
+    )
+    chunk = bs // WORLD
+    permuted = torch.cat([x1_of(r)[RANK * chunk : (RANK + 1) * chunk] for r in range(WORLD)], 1)
+    same(a2a, permuted)
+    token_scale = permuted.float().abs().amax(-1) / 57344.0
+    q = (permuted.float() / token_scale[:, None]).to(torch.float8_e5m2)
+    want = (q.double() @ x2.double()) * token_scale.double()[:, None] * x2_scale.double() + bias.double()
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y.cpu().double(), want, rtol=1e-5, atol=1e-4)
+
+    w8 = torch.randint(-100, 100, (h * WORLD, n), generator=g, dtype=torch.int8)
+    y8, _ = torch_npu.npu_all_to_all_quant_matmul(
+        x1_of(RANK).to(DEV), w8.to(DEV), hcom, WORLD, x2_scale=x2_scale.to(DEV), x1_quant_dtype=torch.int8,
+        all2all_out_flag=False, y_dtype=torch.bfloat16,
+    )  # fmt: skip
+    s8 = permuted.float().abs().amax(-1) / 127.0
+    q8 = torch.round(permuted.float() / s8[:, None]).clamp(-128, 127)
+    want8 = (q8.double() @ w8.double()) * s8.double()[:, None] * x2_scale.double()
+    torch.testing.assert_close(y8.cpu().double(), want8.to(torch.bfloat16).double())
+
+    def int_inputs(rank):
+        gr = torch.Generator().manual_seed(800 + rank)
+        return torch.randint(-128, 128, (3, 64), generator=gr, dtype=torch.int8), torch.rand(3, generator=gr)
+
+    w = torch.randint(-128, 128, (64, 2 * WORLD), generator=g, dtype=torch.int8)
+    ws = torch.rand(2 * WORLD, generator=g)
+    x1r, s1r = int_inputs(RANK)
+    out = torch_npu.npu_quant_matmul_all_to_all(x1r.to(DEV), w.to(DEV), hcom, WORLD, x1_scale=s1r.to(DEV),
+                                                x2_scale=ws.to(DEV))  # fmt: skip
+    width = 2  # H2 / r: rank RANK receives column block RANK of every rank's product
+    blocks = []
+    for r in range(WORLD):
+        xr, sr = int_inputs(r)
+        full = (xr.double() @ w.double()) * sr.double()[:, None] * ws.double()
+        blocks.append(full[:, RANK * width : (RANK + 1) * width])
+    torch.testing.assert_close(out.cpu().double(), torch.cat(blocks).float().double())
+
+    # MX: e8m0 block scales along K from npu_dynamic_mx_quant; the product of the dequantised operands.
+    a = torch.randn(3, 64, generator=torch.Generator().manual_seed(850 + RANK)).to(torch.bfloat16)
+    wb = torch.randn(64, 2 * WORLD, generator=torch.Generator().manual_seed(851)).to(torch.bfloat16)
+    qa, sa = torch_npu.npu_dynamic_mx_quant(a.to(DEV), dst_type=torch.float8_e4m3fn)
+    qw, sw = torch_npu.npu_dynamic_mx_quant(wb.to(DEV), axis=0, dst_type=torch.float8_e4m3fn)
+    mx_out = torch_npu.npu_quant_matmul_all_to_all(qa, qw, hcom, WORLD, x1_scale=sa, x2_scale=sw,
+                                                   x1_scale_dtype=torch_npu.float8_e8m0fnu,
+                                                   x2_scale_dtype=torch_npu.float8_e8m0fnu)  # fmt: skip
+    deq_w = torch_npu.npu_anti_mx_quant(qw, sw, axis=0, dst_type=6, src_type=292).cpu()
+    mine = torch_npu.npu_anti_mx_quant(qa, sa, dst_type=6, src_type=292).cpu() @ deq_w
+    gathered = [torch.empty_like(mine) for _ in range(WORLD)]
+    dist.all_gather_object(gathered, mine)
+    want_mx = torch.cat([p[:, RANK * width : (RANK + 1) * width] for p in gathered])
+    torch.testing.assert_close(mx_out.cpu(), want_mx, rtol=1e-5, atol=1e-5)
+
+    try:
+        torch_npu.npu_quant_matmul_all_to_all(x1r.to(DEV), w[:, :3].contiguous().to(DEV), hcom, WORLD,
+                                              x1_scale=s1r.to(DEV), x2_scale=ws[:3].to(DEV))  # fmt: skip
+        raise AssertionError("an H2 not divisible by world_size was accepted")
+    except RuntimeError as err:
+        assert "The x2 second-axis should be divisible by world_size." in str(err), err
+
+
+def case_quant_alltoallv_gmm():
+    """npu_alltoallv_quant_gmm / npu_quant_gmm_alltoallv equal npu_alltoallv_gmm / npu_gmm_alltoallv run on the
+    dequantised float32 operands (MX float8 with e8m0 scales travelling with their rows; per-tensor HiFloat8)."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    experts, h, n = 2, 64, 3
+    e8m0, hif8 = torch_npu.float8_e8m0fnu, torch_npu.hifloat8
+    sends = [torch.randint(0, 4, (WORLD * experts,), generator=torch.Generator().manual_seed(900 + r)).tolist()
+             for r in range(WORLD)]  # fmt: skip
+    send = sends[RANK]
+    recv = [sends[r][RANK * experts + j] for r in range(WORLD) for j in range(experts)]
+    x = torch.randn(sum(send), h, generator=torch.Generator().manual_seed(910 + RANK)).to(torch.bfloat16).to(DEV)
+    w = torch.randn(experts, h, n, generator=torch.Generator().manual_seed(920)).to(torch.bfloat16).to(DEV)
+    qx, sx = torch_npu.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn)
+    qw, sw = torch_npu.npu_dynamic_mx_quant(w, axis=-2, dst_type=torch.float8_e4m3fn)
+    dx = torch_npu.npu_anti_mx_quant(qx, sx, dst_type=6, src_type=292)
+    dw = torch_npu.npu_anti_mx_quant(qw, sw, axis=-2, dst_type=6, src_type=292)
+    mx = {"gmm_x_quant_mode": 6, "gmm_weight_quant_mode": 6, "gmm_x_scale_dtype": e8m0,
+          "gmm_weight_scale_dtype": e8m0}  # fmt: skip
+    gmm_y, mm_y, permuted = torch_npu.npu_alltoallv_quant_gmm(
+        qx, qw, sx, sw, hcom, WORLD, send, recv, torch.float32, permute_out_flag=True, **mx
+    )
+    want_y, _, want_perm = torch_npu.npu_alltoallv_gmm(dx, dw, hcom, WORLD, send, recv, permute_out_flag=True)
+    assert torch.equal(gmm_y.cpu(), want_y.cpu()) and mm_y.numel() == 0
+    # the permuted rows are the quantised ones: re-quantising the dequantised permutation gives the same codes
+    requantised, _ = torch_npu.npu_dynamic_mx_quant(want_perm.to(torch.bfloat16), dst_type=torch.float8_e4m3fn)
+    assert torch.equal(permuted.cpu().view(torch.uint8), requantised.cpu().view(torch.uint8))
+
+    # compute first: rows grouped (expert, source rank) as the exchange above left them
+    back_send, back_recv = recv, send
+    hx = torch_npu.utils.hifloat8.encode(torch.randn(sum(back_send), h, generator=torch.Generator().manual_seed(930 + RANK)))  # fmt: skip
+    hw = torch_npu.utils.hifloat8.encode(torch.randn(experts, h, n, generator=torch.Generator().manual_seed(931)))
+    sx1, sw1 = torch.tensor([0.5]), torch.tensor([0.25, 2.0])
+    y, _ = torch_npu.npu_quant_gmm_alltoallv(
+        hx.to(DEV), hw.to(DEV), sx1.to(DEV), sw1.to(DEV), hcom, WORLD, back_send, back_recv, torch.float32,
+        gmm_x_quant_mode=1, gmm_weight_quant_mode=1, gmm_x_dtype=hif8, gmm_weight_dtype=hif8,
+    )  # fmt: skip
+    fx = (torch_npu.utils.hifloat8.decode(hx) * 0.5).to(DEV)
+    fw = (torch_npu.utils.hifloat8.decode(hw) * sw1[:, None, None]).to(DEV)
+    want, _ = torch_npu.npu_gmm_alltoallv(fx, fw, hcom, WORLD, back_send, back_recv)
+    assert torch.equal(y.cpu(), want.cpu())
+    try:
+        torch_npu.npu_quant_gmm_alltoallv(hx.to(DEV), hw.to(DEV), sx1.to(DEV), sw1.to(DEV), hcom, WORLD, back_send,
+                                          back_recv, torch.float32, gmm_weight_quant_mode=1)  # fmt: skip
+        raise AssertionError("a missing gmm_x_quant_mode was accepted")
+    except RuntimeError as err:
+        assert "The input gmm_x_quant_mode must be provided, but got None." in str(err), err
+
+
 def case_alltoallv_gmm():
     """npu_alltoallv_gmm / npu_gmm_alltoallv against the exchange, permutation and per-expert matmuls written out
     over every rank's inputs (2 local experts per rank, uneven counts)."""

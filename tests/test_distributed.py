@@ -76,6 +76,14 @@ def test_all_to_all_matmul_operators_equal_their_exchange_written_out():
     _all_ok(launch("all_to_all_matmul", 2))
 
 
+def test_quantised_all_to_all_matmul_operators_equal_their_formulas():
+    _all_ok(launch("quant_all_to_all_matmul", 2))
+
+
+def test_quantised_alltoallv_gmm_operators_equal_the_dequantised_ones():
+    _all_ok(launch("quant_alltoallv_gmm", 2))
+
+
 def test_quantised_matmul_collectives_equal_their_dequantised_products():
     _all_ok(launch("quant_matmul_collectives", 2))
 

@@ -76,6 +76,8 @@ from torch_npu.ops import (  # noqa: F401
     ps_roi_pooling,
     qkv_rms_norm_rope_cache,
     quant,
+    quant_all_to_all_matmul,
+    quant_alltoallv_gmm,
     quant_conv2d,
     quant_matmul_collectives,
     quant_matmul_dequant,

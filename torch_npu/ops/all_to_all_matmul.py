@@ -27,7 +27,7 @@ def _checks(x1, x2, world_size, all2all_axes, op):
     check(not all2all_axes or list(all2all_axes) == [-2, -1], op, f"all2all_axes must be empty or [-2, -1], got {all2all_axes}")  # fmt: skip
 
 
-def _exchanged(chunks, hcom, world_size, op):
+def exchanged(chunks, hcom, world_size, op):
     """all-to-all of chunks [r, ...] (chunk i to rank i) over the group named hcom."""
     group = process_group(hcom, op)
     check(dist.get_world_size(group) == world_size, op, f"world_size {world_size} differs from the group's {dist.get_world_size(group)}")  # fmt: skip
@@ -58,7 +58,7 @@ def npu_all_to_all_matmul(x1, x2, hcom, world_size, bias=None, all2all_axes=None
     bs, h = x1.shape
     check(bs % world_size == 0, op, f"BS ({bs}) must be divisible by world_size ({world_size})")
     check(x2.shape[0] == h * world_size, op, f"x2 must have H * world_size = {h * world_size} rows, got {x2.shape[0]}")  # fmt: skip
-    received = _exchanged(x1.reshape(world_size, bs // world_size, h), hcom, world_size, op)
+    received = exchanged(x1.reshape(world_size, bs // world_size, h), hcom, world_size, op)
     permuted = received.permute(1, 0, 2).reshape(bs // world_size, world_size * h)
     y = _product(permuted, x2, bias, x1.dtype)
     return y, permuted if all2all_out_flag else x1.new_empty(0)
@@ -80,4 +80,4 @@ def npu_matmul_all_to_all(x1, x2, hcom, world_size, bias=None, all2all_axes=None
     check(h2 % world_size == 0, op, f"H2 ({h2}) must be divisible by world_size ({world_size})")
     out = _product(x1, x2, bias, x1.dtype)
     chunks = out.reshape(bs, world_size, h2 // world_size).permute(1, 0, 2)
-    return _exchanged(chunks, hcom, world_size, op).reshape(world_size * bs, h2 // world_size)
+    return exchanged(chunks, hcom, world_size, op).reshape(world_size * bs, h2 // world_size)

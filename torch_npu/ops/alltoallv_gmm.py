@@ -34,13 +34,13 @@ def _layout(counts, world, op, name):
     return [[int(counts[r * experts + j]) for j in range(experts)] for r in range(world)], experts
 
 
-def _exchange(rows, send, recv, group):
+def exchange_rows(rows, send, recv, group):
     out = rows.new_empty(sum(map(sum, recv)), rows.shape[1])
     dist.all_to_all_single(out, rows.contiguous(), [sum(c) for c in recv], [sum(c) for c in send], group=group)
     return out
 
 
-def _reorder(rows, counts, world, experts, rank_major):
+def reorder_rows(rows, counts, world, experts, rank_major):
     """rows in (rank, expert) blocks -> (expert, rank) blocks (rank_major), or back."""
     blocks, start = {}, 0
     order = [(r, j) for r in range(world) for j in range(experts)] if rank_major else [(r, j) for j in range(experts) for r in range(world)]  # fmt: skip
@@ -99,7 +99,7 @@ _COMMON = (
 )
 
 
-def _counts(gmm_x, gmm_weight, send_counts, recv_counts, world, op):
+def expert_counts(gmm_x, gmm_weight, send_counts, recv_counts, world, op):
     """(send, recv as [rank][expert] lists, local experts), checked against the inputs."""
     send, experts = _layout(send_counts, world, op, "send_counts")
     recv, _ = _layout(recv_counts, world, op, "recv_counts")
@@ -108,7 +108,7 @@ def _counts(gmm_x, gmm_weight, send_counts, recv_counts, world, op):
     return send, recv, experts
 
 
-def _group(hcom, world, op):
+def ep_group(hcom, world, op):
     group = process_group(hcom, op)
     check(dist.get_world_size(group) == world, op, f"ep_world_size {world} differs from the group's {dist.get_world_size(group)}")  # fmt: skip
     return group
@@ -123,9 +123,9 @@ def npu_alltoallv_gmm(gmm_x, gmm_weight, hcom, ep_world_size, send_counts, recv_
                       trans_mm_weight=False, permute_out_flag=False, comm_mode=None):  # fmt: skip
     """(gmm_y, mm_y, permute_out)."""
     op = "npu_alltoallv_gmm"
-    send, recv, experts = _counts(gmm_x, gmm_weight, send_counts, recv_counts, ep_world_size, op)
-    received = _exchange(gmm_x, send, recv, _group(hcom, ep_world_size, op))
-    permuted = _reorder(received, recv, ep_world_size, experts, rank_major=True)
+    send, recv, experts = expert_counts(gmm_x, gmm_weight, send_counts, recv_counts, ep_world_size, op)
+    received = exchange_rows(gmm_x, send, recv, ep_group(hcom, ep_world_size, op))
+    permuted = reorder_rows(received, recv, ep_world_size, experts, rank_major=True)
     sizes = [sum(recv[r][j] for r in range(ep_world_size)) for j in range(experts)]
     gmm_y = _grouped(permuted, gmm_weight, sizes, trans_gmm_weight)
     return gmm_y, _shared(mm_x, mm_weight, trans_mm_weight, gmm_x), permuted if permute_out_flag else gmm_x.new_empty(0)
@@ -140,9 +140,9 @@ def npu_gmm_alltoallv(gmm_x, gmm_weight, hcom, ep_world_size, send_counts, recv_
                       trans_mm_weight=False, comm_mode=None):  # fmt: skip
     """(y, mm_y)."""
     op = "npu_gmm_alltoallv"
-    send, recv, experts = _counts(gmm_x, gmm_weight, send_counts, recv_counts, ep_world_size, op)
+    send, recv, experts = expert_counts(gmm_x, gmm_weight, send_counts, recv_counts, ep_world_size, op)
     sizes = [sum(send[r][j] for r in range(ep_world_size)) for j in range(experts)]
     gmm_y = _grouped(gmm_x, gmm_weight, sizes, trans_gmm_weight)
-    rank_ordered = _reorder(gmm_y, send, ep_world_size, experts, rank_major=False)
-    y = _exchange(rank_ordered, send, recv, _group(hcom, ep_world_size, op))
+    rank_ordered = reorder_rows(gmm_y, send, ep_world_size, experts, rank_major=False)
+    y = exchange_rows(rank_ordered, send, recv, ep_group(hcom, ep_world_size, op))
     return y, _shared(mm_x, mm_weight, trans_mm_weight, gmm_x)
