@@ -15,6 +15,7 @@ from torch_npu.ops import (  # noqa: F401
     attention_update,
     batch_gather_matmul,
     bert_adam,
+    block_sparse_attention,
     boxes,
     byte_mask_dropout,
     card_only,
