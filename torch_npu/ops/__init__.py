@@ -81,6 +81,7 @@ from torch_npu.ops import (  # noqa: F401
     quant_all_to_all_matmul,
     quant_alltoallv_gmm,
     quant_conv2d,
+    quant_fusion_attention,
     quant_matmul_collectives,
     quant_matmul_dequant,
     quant_matmul_gelu,
