@@ -46,7 +46,7 @@ def inputs(n1=4, n2=2, s=300, d=32, seed=0):
 @pytest.mark.parametrize("layout", ["BNSD", "BSND"])
 def test_forward_matches_the_golden(layout):
     (q8, k8, v8), (dq, dk, dv), factors = inputs()
-    want, m, l = golden(q8, k8, v8, *factors, 0.088)
+    want, m, total = golden(q8, k8, v8, *factors, 0.088)
     to = (lambda t: t.transpose(1, 2).contiguous()) if layout == "BSND" else (lambda t: t)
     out, smax, ssum, empty, seed, offset, numels = torch_npu.npu_quant_fusion_attention(
         to(q8).npu(), to(k8).npu(), to(v8).npu(), 4, layout, d_scale_q=dq.npu(), d_scale_k=dk.npu(),
@@ -55,7 +55,7 @@ def test_forward_matches_the_golden(layout):
     assert out.dtype == torch.float16 and empty.numel() == 0 and (seed, offset, numels) == (0, 0, 0)
     torch.testing.assert_close(out.cpu().float(), to(want).half().float(), rtol=2e-3, atol=2e-3)
     torch.testing.assert_close(smax.cpu(), m.expand(*m.shape[:-1], 8), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(ssum.cpu(), l.expand(*l.shape[:-1], 8), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ssum.cpu(), total.expand(*total.shape[:-1], 8), rtol=1e-5, atol=1e-5)
 
 
 def test_backward_is_the_gradient_of_the_dequantised_attention():
