@@ -49,6 +49,7 @@ from torch_npu.ops import (  # noqa: F401
     kronecker_quant,
     kv_cache,
     kv_cache_gather,
+    kv_quant_sparse_attention,
     kv_rmsnorm_rope_cache,
     losses,
     masked_causal_conv1d,
