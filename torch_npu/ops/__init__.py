@@ -51,6 +51,7 @@ from torch_npu.ops import (  # noqa: F401
     kv_cache_gather,
     kv_quant_sparse_attention,
     kv_rmsnorm_rope_cache,
+    lightning_indexer_loss,
     losses,
     masked_causal_conv1d,
     masked_softmax_rel_pos,
