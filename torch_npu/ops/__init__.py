@@ -75,6 +75,7 @@ from torch_npu.ops import (  # noqa: F401
     norm_mx_quant,
     norm_quant,
     norms,
+    nsa_attention_infer,
     nsa_compress,
     nsa_compress_attention,
     nsa_select_attention,
