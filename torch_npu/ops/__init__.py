@@ -33,6 +33,7 @@ from torch_npu.ops import (  # noqa: F401
     format_cast,
     fused_attention_layernorm_qkv,
     fused_attention_score,
+    fused_causal_conv1d,
     fused_floyd_attention,
     fused_matmul,
     fusion_attention,
