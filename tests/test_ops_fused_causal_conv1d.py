@@ -88,7 +88,7 @@ def test_under_compile_the_cache_update_survives_functionalization():
     x, w = torch.randn(5, DIM, generator=g).half().npu(), torch.randn(3, DIM, generator=g).half().npu()
     states = torch.randn(1, 2, DIM, generator=g).half().npu()
     loc = torch.tensor([0, 5], dtype=torch.int32).npu()
-    compiled = torch.compile(lambda x, w, s, l: torch_npu.npu_fused_causal_conv1d(x, w, s, query_start_loc=l),
+    compiled = torch.compile(lambda x, w, s, starts: torch_npu.npu_fused_causal_conv1d(x, w, s, query_start_loc=starts),
                              backend="aot_eager", fullgraph=True)  # fmt: skip
     eager_states, compiled_states = states.clone(), states.clone()
     want = torch_npu.npu_fused_causal_conv1d(x, w, eager_states, query_start_loc=loc)
