@@ -789,6 +789,39 @@ def case_moe_distribute():
     torch.testing.assert_close(dequant.cpu(), torch.stack(want_rows).float(), atol=3e-2, rtol=3e-2)
 
 
+def case_moe_distribute_phases():
+    """The setup / teardown pairs equal the one-call dispatch and combine: the same expand_x (plain, and int8 with
+    smooth scales), dynamic scales, counts and combined tokens."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    experts, bs, k, h = 2 * WORLD, 3, 2, 40
+    g = torch.Generator().manual_seed(900 + RANK)
+    ids = torch.stack([torch.randperm(experts, generator=g)[:k] for _ in range(bs)]).to(torch.int32).to(DEV)
+    x = torch.randn(bs, h, generator=g).to(torch.bfloat16).to(DEV)
+    weights = torch.rand(bs, k, generator=g).to(DEV)
+    smooth = torch.rand(experts, h, generator=torch.Generator().manual_seed(950)).to(DEV) + 0.5
+    args = (hcom, WORLD, RANK, experts)
+    for quant_mode, scales in ((0, None), (2, smooth)):
+        y, expand_idx, cmd = torch_npu.npu_moe_distribute_dispatch_setup(
+            x, ids, *args, scales=scales, quant_mode=quant_mode
+        )
+        assert y.shape == (bs * k, 512 if quant_mode == 2 else 256)
+        expand_x, dyn, assist, nums = torch_npu.npu_moe_distribute_dispatch_teardown(
+            x, y, ids, cmd, *args, quant_mode=quant_mode
+        )
+        one = torch_npu.npu_moe_distribute_dispatch(x, ids, *args, scales=scales, quant_mode=quant_mode)
+        same(expand_x, one[0].cpu())
+        same(dyn, one[1].cpu())
+        same(assist, one[4].cpu())
+        same(nums, one[3].cpu())
+        same(expand_idx, one[2].cpu())
+    y, idx, cmd = torch_npu.npu_moe_distribute_dispatch_setup(x, ids, *args)
+    expand_x, _, assist, _ = torch_npu.npu_moe_distribute_dispatch_teardown(x, y, ids, cmd, *args)
+    processed = (expand_x.float() * 1.5).to(torch.bfloat16)
+    quant_x, cmd = torch_npu.npu_moe_distribute_combine_setup(processed, ids, assist, *args)
+    out = torch_npu.npu_moe_distribute_combine_teardown(processed, quant_x, ids, idx, weights, cmd, *args)
+    same(out, torch_npu.npu_moe_distribute_combine(processed, ids, idx, assist, weights, *args).cpu())
+
+
 def case_quant_matmul_collectives():
     """npu_all_gather_quant_mm / npu_quant_mm_reduce_scatter: float, per-token x per-channel int8 and per-block
     float8 operands against the gathered / reduced dequantised products written out."""

@@ -92,6 +92,10 @@ def test_alltoallv_grouped_matmul_operators_equal_their_exchange_written_out():
     _all_ok(launch("alltoallv_gmm", 2))
 
 
+def test_moe_distribute_setup_and_teardown_equal_the_one_call_forms():
+    _all_ok(launch("moe_distribute_phases", 2))
+
+
 def test_moe_distribute_dispatch_and_combine_equal_the_routing_written_out():
     _all_ok(launch("moe_distribute", 2))
 

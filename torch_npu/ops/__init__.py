@@ -63,6 +63,7 @@ from torch_npu.ops import (  # noqa: F401
     mla_prolog,
     moe,
     moe_distribute,
+    moe_distribute_phases,
     moe_gating_backward,
     moe_init_routing_quant,
     moe_init_routing_v2,

@@ -30,7 +30,7 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 
-def _plan(expert_ids, world, moe_expert_num, op):
+def route_plan(expert_ids, world, moe_expert_num, op):
     """(send order of the routes, routes per destination rank, rows per (rank, local expert) [world, E_l])."""
     check(moe_expert_num % world == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size ({world})")  # fmt: skip
     flat = expert_ids.reshape(-1).long()
@@ -40,7 +40,7 @@ def _plan(expert_ids, world, moe_expert_num, op):
     return order, per_expert.sum(1), per_expert
 
 
-def _transposed_blocks(rows, counts):
+def transposed_blocks(rows, counts):
     """rows laid out in blocks (a, b) of counts[a, b] rows, a-major -> the same blocks b-major."""
     blocks, start = {}, 0
     outer, inner = counts.shape
@@ -51,21 +51,21 @@ def _transposed_blocks(rows, counts):
     return torch.cat([blocks[a, b] for b in range(inner) for a in range(outer)]) if blocks else rows[:0]
 
 
-def _common_checks(op, tp_world_size, shared_expert_rank_num, extra=()):
+def refuse_unsupported(op, tp_world_size, shared_expert_rank_num, extra=()):
     check(tp_world_size <= 1, op, f"tp_world_size={tp_world_size}: the TP domain is not computed by vnpu")
     check(shared_expert_rank_num == 0, op, "shared-expert ranks (shared_expert_rank_num > 0) are not computed by vnpu")
     for name, value in extra:
         check(not value, op, f"{name} is not computed by vnpu")
 
 
-def _group(name, world, rank, op):
+def ep_group(name, world, rank, op):
     group = process_group(name, op)
     check(dist.get_world_size(group) == world and dist.get_rank(group) == rank, op,
           f"ep_world_size / ep_rank_id ({world}, {rank}) differ from the group's ({dist.get_world_size(group)}, {dist.get_rank(group)})")  # fmt: skip
     return group
 
 
-def _rows(bs, k, world, moe_expert_num, global_bs):
+def expanded_rows(bs, k, world, moe_expert_num, global_bs):
     local = moe_expert_num // world
     return (global_bs if global_bs else bs * world) * min(local, k)
 
@@ -75,10 +75,10 @@ def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num
     check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
           f"x must be [BS, H] and expert_ids [BS, K], got {tuple(x.shape)} and {tuple(expert_ids.shape)}")  # fmt: skip
     check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
-    group = _group(group_ep, ep_world_size, ep_rank_id, op)
+    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     local = moe_expert_num // ep_world_size
-    order, per_rank, per_expert = _plan(expert_ids, ep_world_size, moe_expert_num, op)
+    order, per_rank, per_expert = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
     counts = torch.empty_like(per_expert.reshape(-1))
     dist.all_to_all_single(counts, per_expert.reshape(-1).contiguous(), group=group)  # [source, local expert]
     received = counts.reshape(ep_world_size, local)
@@ -87,8 +87,8 @@ def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num
     payload = torch.cat([rows.float(), weights[:, None], expert_ids.reshape(-1)[order].float()[:, None]], 1)
     got = payload.new_empty(int(received.sum()), payload.shape[1])
     dist.all_to_all_single(got, payload, received.sum(1).tolist(), per_rank.tolist(), group=group)
-    arranged = _transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
-    total = _rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
+    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
     check(arranged.shape[0] <= total, op, f"this rank received {arranged.shape[0]} rows, more than A = {total}: pass global_bs")  # fmt: skip
     values, experts = arranged[:, :-2], arranged[:, -1].long()
     expand_scales = x.new_zeros(total, dtype=torch.float32)
@@ -114,13 +114,13 @@ def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num
 
 def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size, ep_rank_id,
              moe_expert_num, shared_expert_x, op):  # fmt: skip
-    group = _group(group_ep, ep_world_size, ep_rank_id, op)
+    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     local = moe_expert_num // ep_world_size
-    _, per_rank, _ = _plan(expert_ids, ep_world_size, moe_expert_num, op)
+    _, per_rank, _ = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
     cumulative = ep_send_counts.reshape(-1)[: local * ep_world_size].long()
     counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(local, ep_world_size)
-    back = _transposed_blocks(expand_x, counts)  # (local expert, source) -> (source, local expert)
+    back = transposed_blocks(expand_x, counts)  # (local expert, source) -> (source, local expert)
     got = back.new_empty(bs * k, expand_x.shape[1])
     dist.all_to_all_single(got, back.contiguous(), per_rank.tolist(), counts.sum(0).tolist(), group=group)
     per_route = got[expand_idx.long()].float().reshape(bs, k, -1)  # rows back in route order (t, k)
@@ -136,7 +136,7 @@ _DISPATCH_OUT = "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
                    global_bs=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
-    total = _rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
     local = moe_expert_num // ep_world_size
     dtype = torch.int8 if quant_mode == 2 else x.dtype
     scales = x.new_empty(total if quant_mode == 2 else 0, dtype=torch.float32)
@@ -158,7 +158,7 @@ def npu_moe_distribute_dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_
                                 global_bs=0, expert_token_nums_type=1):  # fmt: skip
     """(expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales)."""
     op = "npu_moe_distribute_dispatch"
-    _common_checks(op, tp_world_size, shared_expert_rank_num, [("x_active_mask", x_active_mask is not None)])
+    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, [("x_active_mask", x_active_mask is not None)])
     return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
                      quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
 
@@ -185,7 +185,7 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     op = "npu_moe_distribute_dispatch_v2"
     special = [("x_active_mask", x_active_mask is not None), ("elastic_info", elastic_info is not None),
                ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    _common_checks(op, tp_world_size, shared_expert_rank_num, special)
+    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, special)
     return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
                      quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
 
@@ -214,7 +214,7 @@ def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts,
     op = "npu_moe_distribute_combine"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("activation_scale / weight_scale (int32 expand_x)",
                    activation_scale is not None or weight_scale is not None)]  # fmt: skip
-    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
     return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
                     ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
 
@@ -242,7 +242,7 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
     op = "npu_moe_distribute_combine_v2"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
                    ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
     return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, group_ep,
                     ep_world_size, ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
 
@@ -274,7 +274,7 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
     op = "npu_moe_distribute_combine_add_rms_norm"
     unsupported = [("comm_quant_mode", comm_quant_mode),
                    ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    _common_checks(op, tp_world_size, shared_expert_rank_num, unsupported)
+    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
     combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
                         ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
