@@ -120,6 +120,7 @@ from torch_npu.ops import (  # noqa: F401
     transpose_batchmatmul,
     transpose_quant_batchmatmul,
     vocab_parallel_cross_entropy,
+    weight_quant_preprocess,
 )
 from torch_npu.ops.registration import npu_op
 
