@@ -22,6 +22,10 @@ CALLS = {
     ),
     "obfuscation_initialize": lambda: torch_npu.obfuscation_initialize(16, 0, 1),
     "obfuscation_calculate": lambda: torch_npu.obfuscation_calculate(torch.zeros(1).npu(), torch.ones(2).npu(), torch.ones(1).npu()),
+    "npu_matmul_compress_dequant": lambda: torch_npu.npu_matmul_compress_dequant(
+        torch.zeros(2, 8, dtype=torch.int8).npu(), torch.zeros(16, dtype=torch.int8).npu(),
+        torch.zeros(8, dtype=torch.int8).npu(), torch.zeros(1, 2, dtype=torch.int32).npu(), torch.ones(1, 2).npu()
+    ),
 }  # fmt: skip
 
 

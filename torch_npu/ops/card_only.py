@@ -7,6 +7,8 @@ says what the card does and why vnpu cannot (ERR00007), at run time and while tr
   through those windows; vnpu has no remote device windows to poll or write.
 - PMCC model obfuscation: the operators call the confidential-computing engine installed beside the driver
   (torch_npu.npu.obfuscation_* raise the same way); vnpu has no such engine.
+- npu_matmul_compress_dequant: its weight is the lossless compression msModelSlim's weight_compression tool writes,
+  in a format that tool's compressor defines and does not publish; vnpu cannot decompress it.
 """
 
 from torch_npu.ops._library import npu_lib
@@ -18,6 +20,10 @@ __all__ = ["CARD_ONLY"]
 _AFD = (
     "Attention-FFN disaggregation runs on the card: it exchanges tokens through ScheduleContext windows that other "
     "devices write by RDMA, and vnpu has no remote device windows"
+)
+_COMPRESSED = (
+    "the weight is msModelSlim weight_compression's lossless compressed stream, decompressed by the card's "
+    "MatmulCompressDequant kernel; the compressed format is not published, so vnpu cannot decompress it"
 )
 _PMCC = "PMCC model obfuscation runs in the confidential-computing engine beside the driver, which vnpu does not have"
 
@@ -61,6 +67,11 @@ _SCHEMAS = {
         _PMCC,
     ),
     "obfuscation_finalize": ("obfuscation_finalize(Tensor fd_to_close) -> Tensor", _PMCC),
+    "npu_matmul_compress_dequant": (
+        "npu_matmul_compress_dequant(Tensor x1, Tensor x2, Tensor compress_index, Tensor bias, Tensor scale, *, "
+        "Tensor? offsetW=None, int? offsetX=None) -> Tensor",
+        _COMPRESSED,
+    ),
     "obfuscation_calculate": (
         "obfuscation_calculate(Tensor fd, Tensor x, Tensor param, *, float? obf_coefficient=1.0) -> Tensor",
         _PMCC,
