@@ -64,3 +64,17 @@ def test_reverse():
     for axes in ([0], [1, 2], [-1, 0]):
         check_op(lambda t, a=axes: torch_npu.reverse(t, a), (x,), lambda t, a=axes: reference(t, a), atol=0, rtol=0)
     raises_operator_error(lambda: torch_npu.reverse(x.npu(), [3]), "reverse: axis 3 is out of range for a 3-D tensor")
+
+
+def test_trans_contiguous_out_overloads_fill_out():
+    x = torch.arange(60.0).reshape(3, 4, 5)
+    out = torch.empty(0).npu()
+    got = torch_npu.npu_transpose_trans_contiguous(x.npu(), [2, 0, 1], out=out)
+    assert got.data_ptr() == out.data_ptr() and got.is_contiguous()
+    assert torch.equal(out.cpu(), x.permute(2, 0, 1))
+    got = torch_npu.npu_indexing_trans_contiguous(x.npu(), [0, 1, -4], [3, 4, 5], [2, 2, 3], out=out)
+    assert torch.equal(got.cpu(), x[0:3:2, 1:4:2, 1:5:3])
+    raises_operator_error(
+        lambda: torch_npu.npu_transpose_trans_contiguous(x.npu(), [0, 0, 1], out=out),
+        "npu_transpose_trans_contiguous: perm must be a permutation of the 3 dims, got [0, 0, 1]",
+    )

@@ -145,3 +145,17 @@ def test_errors_leave_the_caches_unchanged(change, message):
     with pytest.raises(RuntimeError, match=f"^npu_scatter_pa_kv_cache: {message}"):
         torch_npu.npu_scatter_pa_kv_cache(**args)
     assert not args["key_cache"].cpu().any() and not args["value_cache"].cpu().any()
+
+
+def test_scatter_pa_cache_writes_one_norm_cache():
+    g = torch.Generator().manual_seed(11)
+    key = torch.randn(TOKENS, N, D, generator=g).half()
+    cache = torch.zeros(BLOCKS, BLOCK_SIZE, N, D).half()
+    slots = torch.tensor([3, -1, 0, 19, 7, 8, 12], dtype=torch.int32)
+    npu_cache = cache.npu()
+    returned = torch_npu.npu_scatter_pa_cache(key.npu(), slots.npu(), key_cache=npu_cache)
+    want = cache.clone()
+    for token, slot in enumerate(slots.tolist()):
+        if slot >= 0:
+            want[slot // BLOCK_SIZE, slot % BLOCK_SIZE] = key[token]
+    assert returned.data_ptr() == npu_cache.data_ptr() and torch.equal(npu_cache.cpu(), want)

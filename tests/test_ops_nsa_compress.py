@@ -42,3 +42,20 @@ def test_refuses_lengths_that_do_not_end_at_t():
         lambda: torch_npu.npu_nsa_compress(x.npu(), w.npu(), 4, 2, actual_seq_len=[5, 8]),
         "npu_nsa_compress: actual_seq_len must be non-decreasing cumulative lengths ending at T = 10, got [5, 8]",
     )
+
+
+def test_infer_compresses_the_window_each_batch_completes():
+    g = torch.Generator().manual_seed(7)
+    page, block, stride = 8, 4, 2
+    pages = torch.randn(6, page, 2, 4, generator=g).half()
+    table = torch.tensor([[4, 1, 2], [0, 3, 5]], dtype=torch.int32)
+    w = torch.randn(block, 2, generator=g).half()
+    cache = torch.zeros(5, 2, 4).half()
+    lengths = [10, 9]  # batch 0 completes a window (10 - 4 = 6, a multiple of 2); batch 1 does not
+    npu_cache = cache.npu()
+    torch_npu.npu_nsa_compress_infer(pages.npu(), w.npu(), torch.tensor([3, 1]).int().npu(), block, stride, page,
+                                     block_table=table.npu(), actual_seq_len=lengths, cache=npu_cache)  # fmt: skip
+    tokens = torch.cat([pages[4], pages[1]])[:10]  # batch 0's logical sequence
+    want = cache.clone()
+    want[3] = sum(tokens[6 + j].float() * w[j].float()[:, None] for j in range(block)).half()
+    assert torch.equal(npu_cache.cpu(), want)

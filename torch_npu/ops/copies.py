@@ -1,5 +1,6 @@
 """Copying operators: npu_stride_copy(.out) (a strided window of self, copied contiguous), npu_view_copy (other
-copied into self, a view), npu_dtype_cast_ (src cast into self's dtype, in place) and reverse (flip along axes)."""
+copied into self, a view), npu_dtype_cast_ (src cast into self's dtype, in place), reverse (flip along axes) and
+npu_transpose_trans_contiguous.out (self permuted, copied contiguous into out)."""
 
 import torch
 
@@ -61,3 +62,18 @@ def reverse(x, axis):
     for a in axis:
         check(-x.dim() <= a < max(x.dim(), 1), "reverse", f"axis {a} is out of range for a {x.dim()}-D tensor")
     return torch.flip(x, list(axis))
+
+
+@npu_op(
+    "npu_transpose_trans_contiguous.out(Tensor self, int[] perm, bool require_contiguous=True, *, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    fake=lambda x, perm, require_contiguous=True, *, out: out,
+)
+def npu_transpose_trans_contiguous_out(x, perm, require_contiguous=True, *, out):
+    """self.permute(perm) copied into out (resized to the permuted shape); out returned."""
+    op = "npu_transpose_trans_contiguous"
+    check(sorted(int(p) % max(x.dim(), 1) for p in perm) == list(range(x.dim())), op,
+          f"perm must be a permutation of the {x.dim()} dims, got {list(perm)}")  # fmt: skip
+    permuted = x.permute(*perm)
+    out.resize_(permuted.shape)
+    return out.copy_(permuted)

@@ -5,7 +5,8 @@ slot_mapping[i] = block * block_size + offset is where token i goes. cache_mode 
 [blocks, N * D // last, block_size, last] (the fractal layout, last = 16 for 16-bit types, 32 for int8) and
 cache[block, :, offset, :] = token viewed as [N * D // last, last]. Negative slots are padding tokens and
 write nothing (vLLM's convention). Not supported: the compressed scenarios (compress_lens,
-compress_seq_offsets, seq_lens).
+compress_seq_offsets, seq_lens). npu_scatter_pa_cache.value writes one cache the same way ("Norm" for a cache
+[blocks, block_size, N, D], "PA_NZ" for [blocks, N * D // last, block_size, last]).
 """
 
 import torch
@@ -136,3 +137,20 @@ def npu_scatter_pa_kv_cache_functional(
     key_cache, value_cache = key_cache.clone(), value_cache.clone()
     _write(key, value, key_cache, value_cache, slot_mapping, compress_lens, compress_seq_offsets, seq_lens, cache_mode)
     return key_cache, value_cache
+
+
+@npu_op(
+    "npu_scatter_pa_cache.value(Tensor key, Tensor slot_mapping, *, Tensor? compress_lens=None, "
+    "Tensor? compress_seq_offsets=None, Tensor? seq_lens=None, Tensor(a!) key_cache) -> Tensor(a!)",
+    fake=lambda key, slot_mapping, *, key_cache, **kwargs: key_cache,
+)
+def npu_scatter_pa_cache_value(key, slot_mapping, *, compress_lens=None, compress_seq_offsets=None, seq_lens=None,
+                               key_cache):  # fmt: skip
+    """Each token of key written into key_cache at its slot; key_cache returned."""
+    for name, given in (("compress_lens", compress_lens), ("compress_seq_offsets", compress_seq_offsets), ("seq_lens", seq_lens)):  # fmt: skip
+        check(given is None, "npu_scatter_pa_cache", f"{name} (the compressed KV-cache scenarios) is not supported by vnpu")  # fmt: skip
+    check(slot_mapping.dim() == 1 and slot_mapping.shape[0] == key.shape[0], "npu_scatter_pa_cache",
+          f"slot_mapping must hold one slot per token ({key.shape[0]}), got {tuple(slot_mapping.shape)}")  # fmt: skip
+    mode = "Norm" if key_cache.dim() == 4 and key_cache.shape[2:] == key.shape[1:] else "PA_NZ"
+    _scatter(key, key_cache, slot_mapping, _block_size("key", key, key_cache, slot_mapping, mode), mode)
+    return key_cache

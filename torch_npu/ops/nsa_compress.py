@@ -7,6 +7,9 @@ l = compress_block_size, d = compress_stride) covers tokens [i * d, i * d + l):
     out[w, n, :] = sum_j weight[j, n] * input[start + j, n, :]
 The windows of all segments are concatenated ([T', N, D], T' = sum max(0, 1 + (L - l) // d)); sums accumulate in
 float32 and round to input's dtype. The grad returns (d input, d weight); npu_nsa_compress is differentiable.
+npu_nsa_compress_infer.cache (decoding): input is a paged cache [blocks, page_block_size, N, D] read through
+block_table, actual_seq_len the per-batch lengths; when a batch's length L completes a window (L >= l and
+(L - l) % d == 0) its last window is compressed into cache[slot_mapping[b]]; cache returned.
 """
 
 import torch
@@ -103,3 +106,28 @@ def npu_nsa_compress_grad(grad, input, weight, compress_block_size, compress_str
     contributions = torch.einsum("wnd,jn->wjnd", g, weight.float())
     d_input.index_add_(0, index.reshape(-1), contributions.reshape(-1, *input.shape[1:]))
     return d_input.to(input.dtype), d_weight.to(weight.dtype)
+
+
+@npu_op(
+    "npu_nsa_compress_infer.cache(Tensor input, Tensor weight, Tensor slot_mapping, int compress_block_size, "
+    "int compress_stride, int page_block_size, *, Tensor? block_table=None, int[]? actual_seq_len=None, "
+    "Tensor(a!) cache) -> Tensor(a!)",
+    fake=lambda input, weight, slot_mapping, *args, cache, **kwargs: cache,
+)
+def npu_nsa_compress_infer_cache(input, weight, slot_mapping, compress_block_size, compress_stride, page_block_size,  # noqa: A002
+                                 *, block_table=None, actual_seq_len=None, cache):  # fmt: skip
+    """The windows the latest tokens complete, compressed into cache; cache returned."""
+    op = "npu_nsa_compress_infer"
+    check(input.dim() == 4 and input.shape[1] == page_block_size, op,
+          f"input must be a paged cache [blocks, {page_block_size}, N, D], got {tuple(input.shape)}")  # fmt: skip
+    check(tuple(weight.shape) == (compress_block_size, input.shape[2]), op, f"weight must be [{compress_block_size}, {input.shape[2]}], got {tuple(weight.shape)}")  # fmt: skip
+    check(actual_seq_len is not None and block_table is not None and len(actual_seq_len) == block_table.shape[0], op,
+          "actual_seq_len (per batch) and block_table (one row per batch) are required")  # fmt: skip
+    check(cache.dim() == 3 and cache.shape[1:] == input.shape[2:], op, f"cache must be [slots, {input.shape[2]}, {input.shape[3]}], got {tuple(cache.shape)}")  # fmt: skip
+    for b, length in enumerate(int(v) for v in actual_seq_len):
+        if length < compress_block_size or (length - compress_block_size) % compress_stride:
+            continue
+        positions = torch.arange(length - compress_block_size, length, device=input.device)
+        window = input[block_table[b].long()[positions // page_block_size], positions % page_block_size].float()
+        cache[int(slot_mapping[b])] = torch.einsum("jnd,jn->nd", window, weight.float()).to(cache.dtype)
+    return cache

@@ -116,3 +116,17 @@ def npu_gather_sparse_index(table, index):
     op = "npu_gather_sparse_index"
     check(table.dim() == 2, op, f"input must be 2-D [num_embeddings, embedding_dim], got {table.dim()}-D")
     return table.index_select(0, index.reshape(-1).long()).view(*index.shape, table.shape[1])
+
+
+@npu_op(
+    "npu_indexing_trans_contiguous.out(Tensor self, int[] begin, int[] end, int[] strides, int begin_mask=0, "
+    "int end_mask=0, int ellipsis_mask=0, int new_axis_mask=0, int shrink_axis_mask=0, *, Tensor(a!) out) "
+    "-> Tensor(a!)",
+    fake=lambda x, begin, end, strides, *args, out, **kwargs: out,
+)
+def npu_indexing_trans_contiguous_out(x, begin, end, strides, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                                      new_axis_mask=0, shrink_axis_mask=0, *, out):  # fmt: skip
+    """npu_indexing's strided slice copied contiguous into out (resized to it); out returned."""
+    sliced = npu_indexing(x, begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)
+    out.resize_(sliced.shape)
+    return out.copy_(sliced)
