@@ -45,6 +45,7 @@ from torch_npu.ops import (  # noqa: F401
     grouped_matmul_add,
     grouped_matmul_finalize_routing,
     grouped_matmul_swiglu_quant,
+    hans_codec,
     ifmr,
     image_preprocessing,
     kronecker_quant,
