@@ -112,3 +112,45 @@ def test_quant_indexer_equals_the_indexer_of_the_dequantised_operands():
     want, _ = indexer_reference(q8.float() * q_scale[..., None], k8.float() * k_scale[..., None], w, [S1, S1], [S2, S2])
     got = torch_npu.npu_quant_lightning_indexer(q8.npu(), k8.npu(), w.npu(), q_scale.npu(), k_scale.npu(), 0, 0, sparse_count=TOPK)  # fmt: skip
     assert torch.equal(got.cpu(), want)
+
+
+def test_indexer_grad_matches_autograd_of_the_selected_scores():
+    q, k, w = _inputs(5)
+    idx, _ = indexer_reference(q, k, w, [S1, S1], [S2, S2])
+    idx[1, 0, 0, 0] = -1
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, w)]
+    dy = torch.randn(B, S1, 1, TOPK, generator=torch.Generator().manual_seed(6))
+    total = 0.0
+    for b in range(B):
+        for i in range(S1):
+            for slot, j in enumerate(idx[b, i, 0].tolist()):
+                if j < 0:
+                    continue
+                score = (leaves[2][b, i] * torch.relu(leaves[0][b, i] @ leaves[1][b, j, 0])).sum()
+                total = total + dy[b, i, 0, slot] * score
+    total.backward()
+    grads = torch_npu.npu_lightning_indexer_grad(q.npu(), k.npu(), dy.npu(), idx.npu(), w.npu())
+    for got, leaf in zip(grads, leaves):
+        torch.testing.assert_close(got.cpu(), leaf.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_sparse_flash_attention_grad_matches_autograd_of_the_dense_form():
+    q, k, _ = _inputs(7)
+    g = torch.Generator().manual_seed(8)
+    qr, kr = torch.randn(B, S1, N1, 4, generator=g), torch.randn(B, S2, 1, 4, generator=g)
+    v = torch.randn(B, S2, 1, D, generator=g)
+    indices = torch.stack([torch.stack([torch.randperm(S2, generator=g)[:TOPK] for _ in range(S1)]) for _ in range(B)])[:, :, None].to(torch.int32)  # fmt: skip
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v, qr, kr)]
+    want = dense_with_mask(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], indices, 0.3)
+    d_out = torch.randn(want.shape, generator=g)
+    want.backward(d_out)
+    out, smax, ssum = torch_npu.npu_sparse_flash_attention(
+        q.npu(), k.npu(), v.npu(), indices.npu(), 0.3, query_rope=qr.npu(), key_rope=kr.npu(), attention_mode=2,
+        return_softmax_lse=True,
+    )  # fmt: skip
+    grads = torch_npu.npu_sparse_flash_attention_grad(
+        q.npu(), k.npu(), v.npu(), indices.npu(), d_out.npu(), out, smax, ssum, 0.3, 1, query_rope=qr.npu(),
+        key_rope=kr.npu(), attention_mode=2,
+    )  # fmt: skip
+    for got, leaf in zip(grads, leaves):
+        torch.testing.assert_close(got.cpu(), leaf.grad, atol=1e-5, rtol=1e-5)

@@ -35,7 +35,7 @@ def _lengths(values, cumulative):
     return [b - a for a, b in zip([0, *values[:-1]], values)]
 
 
-def _query_batches(query, layout, actual, op):
+def query_batches(query, layout, actual, op):
     """[(batch, row slice into the query's token rows, rows)], and the query viewed [B * S1 or T1, N, D]."""
     check(layout in ("BSND", "TND"), op, f"layout_query must be 'BSND' or 'TND', got {layout!r}")
     if layout == "TND":
@@ -48,7 +48,7 @@ def _query_batches(query, layout, actual, op):
     return [(i, i * s1, lengths[i]) for i in range(b)], query.reshape(b * s1, *query.shape[2:])
 
 
-def _key_rows(key, layout, actual, block_table, batch, op):
+def key_rows(key, layout, actual, block_table, batch, op):
     """The first actual key tokens of a batch: [S2', N2, D]."""
     check(layout in ("BSND", "TND", "PA_BSND"), op, f"the key layout must be 'BSND', 'TND' or 'PA_BSND', got {layout!r}")  # fmt: skip
     if layout == "BSND":
@@ -65,7 +65,7 @@ def _key_rows(key, layout, actual, block_table, batch, op):
     return key[blocks].reshape(-1, *key.shape[2:])[:length]
 
 
-def _causal(rows, keys, sparse_mode, device, op):
+def causal_mask(rows, keys, sparse_mode, device, op):
     """[rows, keys] True where key j is masked for query row i."""
     check(sparse_mode in (0, 3), op, f"sparse_mode must be 0 or 3, got {sparse_mode}")
     if sparse_mode == 0:
@@ -102,7 +102,7 @@ def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, bl
     """(indices int32, scores float32) [.., N2, sparse_count]; query_scale [.., N1] / key_scale [.., N2] dequantise
     the per-token-head quantised operands inside the ReLU."""
     check(sparse_count > 0, op, f"sparse_count must be positive, got {sparse_count}")
-    batches, q_rows = _query_batches(query, layout_query, actual_q, op)
+    batches, q_rows = query_batches(query, layout_query, actual_q, op)
     w_rows = weights.reshape(-1, weights.shape[-1])
     qs_rows = query_scale.reshape(-1, query_scale.shape[-1]) if query_scale is not None else None
     n1, n2 = query.shape[-2], key.shape[-2]
@@ -110,18 +110,18 @@ def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, bl
     indices = torch.full((q_rows.shape[0], n2, sparse_count), -1, dtype=torch.int32, device=query.device)
     values = torch.full((q_rows.shape[0], n2, sparse_count), float("-inf"), device=query.device)
     for batch, start, rows in batches:
-        keys = _key_rows(key, layout_key, actual_k, block_table, batch, op).float()
+        keys = key_rows(key, layout_key, actual_k, block_table, batch, op).float()
         if rows == 0 or keys.shape[0] == 0:
             continue
         q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1)
         w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
         dots = torch.einsum("qngd,knd->qngk", q, keys)
         if query_scale is not None:
-            k_scale = _key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op).float()[..., 0]
+            k_scale = key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op).float()[..., 0]
             q_scale = qs_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
             dots = dots * q_scale * k_scale.t()[None, :, None, :]
         score = (torch.relu(dots) * w).sum(2)  # [rows, n2, S2]
-        masked = _causal(rows, keys.shape[0], sparse_mode, query.device, op)
+        masked = causal_mask(rows, keys.shape[0], sparse_mode, query.device, op)
         score = score.masked_fill(masked[:, None, :], float("-inf"))
         count = min(sparse_count, keys.shape[0])
         top, order = torch.sort(score, dim=-1, descending=True, stable=True)
@@ -186,7 +186,7 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
     check(sinks is None, op, "sinks is not computed by vnpu")
     check(sparse_block_size >= 1, op, f"sparse_block_size must be at least 1, got {sparse_block_size}")
     check((query_rope is None) == (key_rope is None), op, "query_rope and key_rope go together")
-    batches, q_rows = _query_batches(query, layout_query, actual_seq_lengths_query, op)
+    batches, q_rows = query_batches(query, layout_query, actual_seq_lengths_query, op)
     qr_rows = query_rope.reshape(q_rows.shape[0], *query_rope.shape[-2:]) if query_rope is not None else None
     idx_rows = sparse_indices.reshape(q_rows.shape[0], *sparse_indices.shape[-2:])
     n1, n2 = query.shape[-2], key.shape[-2]
@@ -195,9 +195,9 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
     smax = torch.zeros(q_rows.shape[0], n2, group, device=query.device)
     ssum = torch.zeros_like(smax)
     for batch, start, rows in batches:
-        keys = _key_rows(key, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
-        vals = _key_rows(value, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
-        krope = _key_rows(key_rope, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float() if key_rope is not None else None  # fmt: skip
+        keys = key_rows(key, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
+        vals = key_rows(value, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float()
+        krope = key_rows(key_rope, layout_kv, actual_seq_lengths_kv, block_table, batch, op).float() if key_rope is not None else None  # fmt: skip
         s2 = keys.shape[0]
         if rows == 0 or s2 == 0:
             continue
