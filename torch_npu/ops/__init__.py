@@ -3,6 +3,7 @@ torch.library: each has an npu kernel composed of ATen operators, a fake kernel,
 where torch_npu defines one. `npu_op` (registration.py) is the public way to add your own."""
 
 from torch_npu.ops import (  # noqa: F401
+    activation_backward,
     activations,
     add_quant_matmul,
     add_rms_norm_inplace,
@@ -76,6 +77,7 @@ from torch_npu.ops import (  # noqa: F401
     mx_quant,
     mx_quant_two_axes,
     named_grads,
+    norm_backward,
     norm_mx_quant,
     norm_quant,
     norms,

@@ -105,15 +105,22 @@ def _dropout_add_softmax_setup(ctx, inputs, output, keyword_only_inputs=None):
     ctx.alpha, ctx.prob, ctx.dim = alpha, prob, dim
 
 
-def _dropout_add_softmax_backward(ctx, grad_mask, grad_softmax, grad_dropout):
-    mask, s = ctx.saved_tensors
+def dropout_add_softmax_grads(mask, softmax_out, alpha, prob, dim, grad_dropout=None, grad_softmax=None):
+    """(d self, d x1) of npu_dropout_with_add_softmax from its saved mask and softmax output."""
+    s = softmax_out
     g = torch.zeros_like(s)
     if grad_dropout is not None:
-        g = g + grad_dropout * mask.to(s.dtype) / (1.0 - ctx.prob)
+        g = g + grad_dropout * mask.to(s.dtype) / (1.0 - prob)
     if grad_softmax is not None:
         g = g + grad_softmax
-    grad_y = s * (g - (g * s).sum(ctx.dim, keepdim=True))
-    return grad_y * ctx.alpha, grad_y, None, None, None
+    grad_y = s * (g - (g * s).sum(dim, keepdim=True))
+    return grad_y * alpha, grad_y
+
+
+def _dropout_add_softmax_backward(ctx, grad_mask, grad_softmax, grad_dropout):
+    mask, s = ctx.saved_tensors
+    grad_self, grad_x1 = dropout_add_softmax_grads(mask, s, ctx.alpha, ctx.prob, ctx.dim, grad_dropout, grad_softmax)
+    return grad_self, grad_x1, None, None, None
 
 
 def npu_dropout_with_add_softmax(self, x1, alpha, prob, dim):

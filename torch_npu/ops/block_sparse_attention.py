@@ -14,6 +14,7 @@ import torch
 
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -146,7 +147,7 @@ def npu_block_sparse_attention_backward(d_out, query, key, value, attention_out,
     op = "npu_block_sparse_attention_backward"
     check(q_input_layout == kv_input_layout, op, "kv_input_layout must match q_input_layout")
     leaves = [t.detach().float().requires_grad_(True) for t in (query, key, value)]
-    with torch.enable_grad():
+    with recording_gradients():
         out, _ = _attend(*leaves, block_sparse_mask, block_shape or [128, 128], q_input_layout, actual_seq_lengths,
                          actual_seq_lengths_kv, num_key_value_heads, _scale(scale_value, query), op)  # fmt: skip
         grads = torch.autograd.grad(out, leaves, d_out.float(), allow_unused=True)

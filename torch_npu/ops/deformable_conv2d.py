@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -110,7 +111,7 @@ def npu_deformable_conv2dbk(x, grad_output, offset_out, weight, offset, kernel_s
     """(grad_input, grad_weight, grad_offset, grad_bias)."""
     op = "npu_deformable_conv2dbk"
     leaves = [t.detach().float().requires_grad_(True) for t in (x, weight, offset)]
-    with torch.enable_grad():
+    with recording_gradients():
         deformed = _deformed(leaves[0], leaves[2], kernel_size, stride, padding, dilation, deformable_groups, modulated, op)  # fmt: skip
         out = F.conv2d(deformed, leaves[1], stride=tuple(kernel_size), groups=groups)
         gx, gw, goff = torch.autograd.grad(out, leaves, grad_output.float())

@@ -14,6 +14,7 @@ import torch
 
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -98,7 +99,7 @@ def npu_fused_floyd_attention_backward(grad_output, query_ik, key_ij, value_ij, 
     inputs = (query_ik, key_ij, value_ij, key_jk, value_jk)
     _checks(*inputs, atten_mask, op)
     leaves = [t.detach().float().requires_grad_(True) for t in inputs]
-    with torch.enable_grad():
+    with recording_gradients():
         out, _, _ = _forward(*leaves, atten_mask, scale_value)
         grads = torch.autograd.grad(out, leaves, grad_output.float())
     return tuple(g.to(t.dtype) for g, t in zip(grads, inputs))

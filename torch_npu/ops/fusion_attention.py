@@ -36,6 +36,7 @@ from torch_npu.ops.attention_core import (
     to_bnsd,
 )
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = ["fusion_attention_fake", "input_grads", "saved_forward_grad"]
 
@@ -480,7 +481,7 @@ def npu_fusion_attention_grad(
     leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
     pse_leaf = pse.detach().requires_grad_(True) if pse is not None else None
     sink_leaf = sink.detach().float().requires_grad_(True) if sink is not None else None
-    with torch.enable_grad():
+    with recording_gradients():
         out, _, _ = _forward(
             *leaves,
             head_num,

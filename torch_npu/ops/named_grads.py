@@ -23,6 +23,7 @@ from torch_npu.ops.moe_routing_map import npu_moe_token_permute_with_routing_map
 from torch_npu.ops.moe_routing_map import npu_moe_token_unpermute_with_routing_map as unpermute_with_routing_map
 from torch_npu.ops.norms import npu_group_norm_swish as group_norm_swish
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -58,7 +59,7 @@ def npu_layernorm_grad(grad_out, input, normalized_shape, mean, rstd, weight, bi
 def npu_geglu_grad(grad_output, x, gelu, dim=-1, approximate=1, activate_left=False):
     """d self of npu_geglu's first output."""
     leaf = x.detach().float().requires_grad_(True)
-    with torch.enable_grad():
+    with recording_gradients():
         y, _ = geglu(leaf, dim, approximate, activate_left)
         (dx,) = _grads(y, [leaf], grad_output.float())
     return dx.to(x.dtype)
@@ -79,7 +80,7 @@ def _gns_fake(grad, input, num_groups, weight, bias, mean, rstd, grad_input_mask
 def npu_group_norm_swish_grad(grad, input, num_groups, weight, bias, mean, rstd, grad_input_mask, swish_scale=1.0):  # noqa: A002
     """(d input, d weight, d bias), the ones grad_input_mask selects."""
     leaves = [t.detach().float().requires_grad_(True) for t in (input, weight, bias)]
-    with torch.enable_grad():
+    with recording_gradients():
         out, _, _ = group_norm_swish(leaves[0], num_groups, leaves[1], leaves[2], 1e-5, 1.0 if swish_scale is None else swish_scale)  # fmt: skip
         grads = _grads(out, leaves, grad.float())
     empty = input.new_empty(0)
@@ -133,7 +134,7 @@ def npu_moe_token_permute_with_routing_map_grad(permuted_token_out_grad, probs_g
           f"routing_map must be [tokens_num, experts_num] = [{tokens_num}, {experts_num}], got {tuple(routing_map.shape)}")  # fmt: skip
     tokens = torch.zeros(tokens_num, permuted_token_out_grad.shape[1], device=routing_map.device, requires_grad=True)
     probs = None if probs_grad is None else torch.zeros(tokens_num, experts_num, device=routing_map.device, requires_grad=True)  # fmt: skip
-    with torch.enable_grad():
+    with recording_gradients():
         permuted, permuted_probs, _ = permute_with_routing_map(tokens, routing_map, probs=probs,
                                                                num_out_tokens=permuted_token_out_grad.shape[0],
                                                                drop_and_pad=drop_and_pad)  # fmt: skip
@@ -164,7 +165,7 @@ def npu_moe_token_unpermute_with_routing_map_grad(unpermuted_tokens_grad, out_in
     leaves = [values.detach().requires_grad_(True)]
     if probs is not None:
         leaves.append(probs.detach().float().requires_grad_(True))
-    with torch.enable_grad():
+    with recording_gradients():
         out = unpermute_with_routing_map(leaves[0], out_index.int(), list(restore_shape),
                                          probs=leaves[1] if probs is not None else None, routing_map=routing_map,
                                          drop_and_pad=drop_and_pad)  # fmt: skip

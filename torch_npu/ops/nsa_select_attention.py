@@ -15,6 +15,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.nsa_compress_attention import cumulative_spans
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -122,7 +123,7 @@ def npu_nsa_select_attention_grad(grad, query, key, value, attention_out, softma
     """(dq, dk, dv) in the inputs' dtypes."""
     op = "npu_nsa_select_attention_grad"
     leaves = [t.detach().float().requires_grad_(True) for t in (query, key, value)]
-    with torch.enable_grad():
+    with recording_gradients():
         out, _, _ = _attend(*leaves, topk_indices, scale_value, select_block_size, atten_mask, actual_seq_qlen,
                             actual_seq_kvlen, None, op)  # fmt: skip
         grads = torch.autograd.grad(out, leaves, grad.float())

@@ -20,6 +20,7 @@ from torch_npu._c_children import DTypeNumber
 from torch_npu.ops._common import check
 from torch_npu.ops.attention_core import from_bnsd, to_bnsd
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 from torch_npu.utils import hifloat8
 
 __all__ = []
@@ -135,7 +136,7 @@ def npu_quant_fusion_attention_backward(query, key, value, dy, head_num, input_l
     grad = _dequantised(_bnsd(_values(dy, query_dtype, "dy", op), input_layout, head_num, "dy", op), d_scale_dy,
                         _Q_BLOCK, "dy", op)  # fmt: skip
     leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
-    with torch.enable_grad():
+    with recording_gradients():
         ke, ve = _expanded(*leaves)
         probs = torch.softmax((leaves[0] @ ke.transpose(-1, -2)) * scale_value, -1)
         dq, dk, dv = torch.autograd.grad(probs @ ve, leaves, grad)

@@ -10,6 +10,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.boxes import npu_roi_align
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -28,7 +29,7 @@ def npu_roi_alignbk(grad, rois, xdiff_shape, pooled_width, pooled_height, spatia
     check(tuple(grad.shape) == want, op, f"self must be the output gradient {want}, got {tuple(grad.shape)}")
     features = grad.new_zeros(list(xdiff_shape)).requires_grad_(True)
     mode = 1 if roi_end_mode is None else roi_end_mode
-    with torch.enable_grad():
+    with recording_gradients():
         out = npu_roi_align(features, rois, spatial_scale, pooled_height, pooled_width, sample_num, mode)
         (feature_grad,) = torch.autograd.grad(out, features, grad)
     return feature_grad

@@ -15,6 +15,7 @@ from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
 from torch_npu.ops.sparse_attention import causal_mask, key_rows, query_batches
 from torch_npu.ops.sparse_attention import npu_sparse_flash_attention as sparse_flash_attention
+from torch_npu.ops.vjp import recording_gradients
 
 __all__ = []
 
@@ -64,7 +65,7 @@ def npu_lightning_indexer_grad(query, key, dy, sparse_indices, weights, actual_s
     op = "npu_lightning_indexer_grad"
     check(dy.shape == sparse_indices.shape, op, f"dy must have sparse_indices' shape {tuple(sparse_indices.shape)}, got {tuple(dy.shape)}")  # fmt: skip
     leaves = [t.detach().float().requires_grad_(True) for t in (query, key, weights)]
-    with torch.enable_grad():
+    with recording_gradients():
         scores, valid = _selected_scores(*leaves, sparse_indices, actual_seq_lengths_query, actual_seq_lengths_key,
                                          layout or "BSND", 3 if sparse_mode is None else sparse_mode, op)  # fmt: skip
         upstream = dy.float().reshape(scores.shape) * valid
@@ -95,7 +96,7 @@ def npu_sparse_flash_attention_grad(query, key, value, sparse_indices, d_out, ou
     inputs = [query, key, value, query_rope, key_rope]
     leaves = [None if t is None else t.detach().float().requires_grad_(True) for t in inputs]
     layout = layout or "BSND"
-    with torch.enable_grad():
+    with recording_gradients():
         result, _, _ = sparse_flash_attention(
             leaves[0], leaves[1], leaves[2], sparse_indices, scale_value, actual_seq_lengths_query=actual_seq_qlen,
             actual_seq_lengths_kv=actual_seq_kvlen, query_rope=leaves[3], key_rope=leaves[4],
