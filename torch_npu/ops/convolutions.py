@@ -16,22 +16,20 @@ _TRANSPOSED = (
 )
 
 
-def _convolve(op, ranks, x, weight, bias, stride, padding, dilation, groups, transposed=False, output_padding=(0,)):
+def convolution_arguments(op, ranks, x, weight, stride, padding, dilation, output_padding=(0,)):
+    """Check the input / weight ranks; (stride, padding, dilation, output_padding), each given once for every
+    spatial dim or per dim, as per-dim lists."""
     check(x.dim() in ranks, op, f"input must be {' or '.join(f'{r}-D' for r in ranks)}, got {x.dim()}-D")
     check(weight.dim() == x.dim(), op, f"weight must be {x.dim()}-D like the input, got {weight.dim()}-D")
     spatial = x.dim() - 2
-    expand = lambda v: list(v) * spatial if len(v) == 1 else list(v)  # noqa: E731
-    return torch.convolution(
-        x,
-        weight,
-        bias,
-        expand(stride),
-        expand(padding),
-        expand(dilation),
-        transposed,
-        expand(output_padding),
-        groups,
+    return [list(v) * spatial if len(v) == 1 else list(v) for v in (stride, padding, dilation, output_padding)]
+
+
+def _convolve(op, ranks, x, weight, bias, stride, padding, dilation, groups, transposed=False, output_padding=(0,)):
+    stride, padding, dilation, output_padding = convolution_arguments(
+        op, ranks, x, weight, stride, padding, dilation, output_padding
     )
+    return torch.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
 @npu_op("npu_conv2d" + _CONV, differentiable=True, dtypes={"input": FLOATS}, api="aclnnConvolution")
