@@ -1,6 +1,7 @@
 """The backward operators of torch_npu's tensor operators: npu_confusion_transpose_backward (torch_npu's
 autograd calls it with the input's sizes and transpose_first flipped), npu_dtype_cast_backward,
-npu_linear_backward and npu_bmm_v2_mat1_backward / npu_bmm_v2_mat2_backward."""
+npu_linear_backward, npu_bmm_v2_mat1_backward / npu_bmm_v2_mat2_backward and matmul_double_backward (the gradient of
+matmul's backward)."""
 
 import torch
 
@@ -68,3 +69,22 @@ for _wanted, _name in enumerate(("npu_bmm_v2_mat1_backward", "npu_bmm_v2_mat2_ba
         f"{_name}(Tensor grad, Tensor mat1, Tensor mat2, SymInt[] size) -> Tensor",
         fake=lambda grad, mat1, mat2, size: grad.new_empty(size),
     )(_bmm_v2(_wanted))
+
+
+def _matmul_backward(grad_out, x, other):
+    """matmul's first backward (d self, d other), kept differentiable."""
+    return torch.autograd.grad(torch.matmul(x, other), [x, other], grad_out, create_graph=True)
+
+
+@npu_op(
+    "matmul_double_backward(Tensor? grad_self, Tensor? grad_other, Tensor grad_out, Tensor self, Tensor other, "
+    "bool[3] mask) -> (Tensor, Tensor, Tensor)",
+    fake=lambda grad_self, grad_other, grad_out, x, other, mask: tuple(
+        torch.empty_like(t) if keep else t.new_empty(0) for t, keep in zip((grad_out, x, other), mask)
+    ),
+)
+def matmul_double_backward(grad_self, grad_other, grad_out, x, other, mask):
+    """(d grad_out, d self, d other) of matmul's backward, given the gradients of its two outputs (a missing one
+    contributes nothing); an output mask leaves out is an empty tensor."""
+    grads = vjp(_matmul_backward, [grad_out, x, other], [0, 1, 2], [grad_self, grad_other])
+    return tuple(g if keep else g.new_empty(0) for g, keep in zip(grads, mask))
