@@ -91,6 +91,7 @@ from torch_npu.ops import (  # noqa: F401
     nsa_compress_attention,
     nsa_select_attention,
     optimizer_ops,
+    plugin_overloads,
     proposal_sampling,
     ps_roi_pooling,
     qkv_rms_norm_rope_cache,
