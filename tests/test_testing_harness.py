@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import torch_npu
 from torch_npu.testing.common_utils import (
     Baseline,
     create_common_tensor,
@@ -67,6 +68,21 @@ def test_assert_rtol_equal_tolerances():
         t.assertRtolEqual(np.zeros(2, dtype=np.float32), np.zeros(2, dtype=np.float16))
     t.assertRtolEqual(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
     t.assertRtolEqual(torch.ones(2, dtype=torch.bfloat16, device="npu"), torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_assert_rtol_equal_compares_an_operators_outputs_pairwise():
+    t = TestCase()
+    x = torch.randn(4, 8, 6, 6)
+    expected = list(torch.ops.aten.native_group_norm(x, None, None, 4, 8, 36, 2, 1e-5))
+    got = torch_npu.npu_group_norm_silu(x.npu(), None, None, 2, 1e-5)
+    expected[0] = torch.nn.functional.silu(expected[0])
+    t.assertRtolEqual(expected, got)
+    with pytest.raises(AssertionError, match="result error"):
+        t.assertRtolEqual(expected, (got[0], got[1] + 1, got[2]))
+    t.assertRtolEqual(torch.tensor([1.0, 2.0]), [1.0, 2.0])
+    t.assertRtolEqual(torch.tensor([1.0, 2.0], dtype=torch.float16), torch.tensor([1.0, 2.0]), auto_trans_dtype=True)
+    with pytest.raises(AssertionError, match="dtype error"):
+        t.assertRtolEqual(torch.tensor([1.0, 2.0], dtype=torch.float16), torch.tensor([1.0, 2.0]))
 
 
 def test_assert_equal_with_prec_and_warn_helpers():

@@ -45,6 +45,13 @@ def _is_sequence(value):
     )
 
 
+def _is_rtol_sequence(value):
+    """What assertRtolEqual compares element by element, as torch_npu's does: a list, tuple or torch.Size."""
+    import collections.abc
+
+    return isinstance(value, collections.abc.Sequence) and not isinstance(value, (str, bytes))
+
+
 def run_tests():
     """unittest.main for a torch_npu test file (argv as usual)."""
     unittest.main(argv=sys.argv)
@@ -83,9 +90,19 @@ class TestCase(_BaseTestCase):
 
     # --- torch_npu's comparisons -----------------------------------------------------------
     def assertRtolEqual(self, x, y, prec=1.0e-4, prec16=1.0e-3, auto_trans_dtype=False, message=None):
+        """Sequences (an operator's tuple of outputs) are compared pairwise; a tensor against a sequence
+        takes the sequence as a tensor of its dtype; auto_trans_dtype casts x to y's dtype first."""
+        if _is_rtol_sequence(x) and _is_rtol_sequence(y):
+            for x_item, y_item in zip(x, y):
+                self.assertRtolEqual(x_item, y_item, prec, prec16, auto_trans_dtype, message)
+            return
+        if isinstance(x, torch.Tensor) and _is_rtol_sequence(y):
+            y = torch.as_tensor(y, dtype=x.dtype)
+        elif _is_rtol_sequence(x) and isinstance(y, torch.Tensor):
+            x = torch.as_tensor(x, dtype=y.dtype)
+        if auto_trans_dtype and isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            x = x.to(y.dtype)
         x, y = _to_numpy(x), _to_numpy(y)
-        if auto_trans_dtype:
-            y = y.astype(x.dtype)
         if x.shape != y.shape:
             self.fail(f"shape error: {x.shape} vs {y.shape}" + (f" ({message})" if message else ""))
         if x.dtype != y.dtype:
