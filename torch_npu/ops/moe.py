@@ -17,16 +17,14 @@ __all__ = []
 )
 def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
     """p = softmax(x, -1) (float32); y, expert_idx (int32) = topk(p, k); row_idx[n, j] = j * N + n (int32).
-    Rows marked finished get y = 0 and expert_idx = the number of experts (no expert)."""
+    Rows marked finished keep their y and get expert_idx = the number of experts (no expert), as the card does."""
     op = "npu_moe_gating_top_k_softmax"
     check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
     check(1 <= k <= x.shape[-1], op, f"k={k} must be in [1, {x.shape[-1]}]")
     y, idx = torch.softmax(x.float(), -1).topk(k, dim=-1)
     idx = idx.to(torch.int32)
     if finished is not None:
-        done = finished.to(torch.bool).unsqueeze(-1)
-        y = y.masked_fill(done, 0.0)
-        idx = idx.masked_fill(done, x.shape[-1])
+        idx = idx.masked_fill(finished.to(torch.bool).unsqueeze(-1), x.shape[-1])
     rows = x.shape[:-1].numel()
     row_idx = torch.arange(rows * k, device=x.device, dtype=torch.int32).view(k, rows).t().reshape(*x.shape[:-1], k)
     return y.to(x.dtype), idx, row_idx
