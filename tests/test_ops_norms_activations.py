@@ -485,3 +485,16 @@ def test_in_place_scatter_nd_update_functionalizes_to_the_out_of_place_operator_
     update(eager, indices, updates)
     torch.compile(update, backend="aot_eager")(compiled, indices, updates)
     assert torch.equal(eager.cpu(), compiled.cpu()) and eager.sum().item() == 4.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gated_activations_compute_in_float32_and_round_once(dtype):
+    """The card's vector unit computes SwiGLU / GeGLU / GeluMul of half inputs in float32 and rounds the result
+    once (Ascend's own test of npu_swiglu compares with exactly that)."""
+    x = torch.randn(64, 32).to(dtype)
+    a, b = x.float().chunk(2, -1)
+    assert torch.equal(torch_npu.npu_swiglu(x.npu()).cpu(), (F.silu(a) * b).to(dtype))
+    y, gelu = torch_npu.npu_geglu(x.npu(), -1, 1, False)
+    want_gelu = F.gelu(b, approximate="tanh")
+    assert torch.equal(y.cpu(), (a * want_gelu).to(dtype)) and torch.equal(gelu.cpu(), want_gelu.to(dtype))
+    assert torch.equal(torch_npu.npu_gelu_mul(x.npu()).cpu(), (F.gelu(a) * b).to(dtype))

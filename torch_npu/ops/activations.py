@@ -24,9 +24,10 @@ def _halves(x, dim, op):
     "npu_swiglu(Tensor self, int dim=-1) -> Tensor", differentiable=True, dtypes={"self": FLOATS}, api="aclnnSwiGlu"
 )
 def npu_swiglu(x, dim=-1):
-    """a, b = x.chunk(2, dim); silu(a) * b (the size of `dim` halves)."""
-    a, b = _halves(x, dim, "npu_swiglu")
-    return F.silu(a) * b
+    """a, b = x.chunk(2, dim); silu(a) * b (the size of `dim` halves), computed in float32 and rounded once to
+    x's dtype as the card's vector unit does."""
+    a, b = _halves(x.float(), dim, "npu_swiglu")
+    return (F.silu(a) * b).to(x.dtype)
 
 
 @npu_op(
@@ -37,15 +38,14 @@ def npu_swiglu(x, dim=-1):
 )
 def npu_geglu(x, dim=-1, approximate=1, activate_left=False):
     """a, b = x.chunk(2, dim); with activate_left gelu = GELU(a), y = gelu * b, otherwise gelu = GELU(b),
-    y = a * gelu. approximate 1 = tanh, 0 = erf. Returns (y, gelu)."""
+    y = a * gelu. approximate 1 = tanh, 0 = erf. Returns (y, gelu), computed in float32 and each rounded once to
+    x's dtype."""
     check(approximate in (0, 1), "npu_geglu", f"approximate must be 0 (erf) or 1 (tanh), got {approximate}")
-    a, b = _halves(x, dim, "npu_geglu")
+    a, b = _halves(x.float(), dim, "npu_geglu")
     mode = "tanh" if approximate == 1 else "none"
-    if activate_left:
-        gelu = F.gelu(a, approximate=mode)
-        return gelu * b, gelu
-    gelu = F.gelu(b, approximate=mode)
-    return a * gelu, gelu
+    gate, other = (a, b) if activate_left else (b, a)
+    gelu = F.gelu(gate, approximate=mode)
+    return (gelu * other).to(x.dtype), gelu.to(x.dtype)
 
 
 @npu_op(
@@ -178,8 +178,8 @@ def npu_gelu_mul(x, *, approximate="none"):
     check(approximate in ("none", "tanh"), op, f"approximate must be 'none' or 'tanh', got {approximate!r}")
     check(2 <= x.dim() <= 8, op, f"input must have 2 to 8 dimensions, got {x.dim()}")
     check(x.shape[-1] % 2 == 0, op, f"the last dimension of input ({x.shape[-1]}) must be even")
-    left, right = x.chunk(2, -1)
-    return F.gelu(left, approximate=approximate) * right
+    left, right = x.float().chunk(2, -1)
+    return (F.gelu(left, approximate=approximate) * right).to(x.dtype)  # float32, rounded once
 
 
 @npu_op(
