@@ -52,6 +52,7 @@ from torch_npu.ops import (  # noqa: F401
     ifmr,
     image_preprocessing,
     index_backward,
+    internal_operators,
     kronecker_quant,
     kv_cache,
     kv_cache_gather,

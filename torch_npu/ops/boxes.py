@@ -157,13 +157,22 @@ def npu_diou(boxes, gtboxes, trans=False, is_cross=False, mode=0):
 def npu_ciou(boxes, gtboxes, trans=False, is_cross=True, mode=0, atan_sub_flag=False):
     """CIoU = DIoU - a v, v = 4/pi^2 (atan(wg/hg) - atan(w/h))^2, a = v / (1 - IoU + v); shapes and modes as
     npu_giou (mode 1: the IoF stands for the IoU in both places)."""
-    b, g, iou, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, "npu_ciou")
+    return ciou_with_atan_difference(boxes, gtboxes, trans, is_cross, mode, "npu_ciou")[0]
+
+
+def ciou_with_atan_difference(boxes, gtboxes, trans, is_cross, mode, op):
+    """(CIoU, atan(wg/hg) - atan(w/h)) of the box pairs, both shaped as npu_ciou's result (the second is what the
+    card's CIoU backward reads)."""
+    b, g, iou, _, lt, rb = _iou_terms(boxes, gtboxes, trans, is_cross, mode, op)
     penalty = _diou_penalty(b, g, lt, rb)
     wb, hb = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
     wg, hg = g[..., 2] - g[..., 0], g[..., 3] - g[..., 1]
-    v = (4 / math.pi**2) * (torch.atan(wg / hg) - torch.atan(wb / hb)).pow(2)
+    atan_sub = torch.atan(wg / hg) - torch.atan(wb / hb)
+    v = (4 / math.pi**2) * atan_sub.pow(2)
     alpha = v / (1 - iou + v + 1e-10)
-    return _shape_result(iou - penalty - alpha * v, is_cross, boxes, aligned_as_row=True)
+    return tuple(
+        _shape_result(value, is_cross, boxes, aligned_as_row=True) for value in (iou - penalty - alpha * v, atan_sub)
+    )
 
 
 def greedy_nms(boxes, scores, iou_threshold):
