@@ -943,6 +943,47 @@ def case_reinit():
     assert dist.reinit_process_group is torch_npu.distributed.reinit_process_group
 
 
+def case_distribute_barrier():
+    """_npu_distribute_barrier returns only once every live rank called it: over the whole group (a late rank
+    holds the others), over the ranks elastic_info keeps (a dropped rank never calls), and it fails naming how
+    many arrived when a live rank does not come within time_out."""
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    store = dist.distributed_c10d._get_default_store()
+    x_ref = torch.arange(4, dtype=torch.int32, device=DEV)
+    time.sleep(0.4 * RANK)
+    store.set(f"before/{RANK}", "1")
+    out = torch_npu._npu_distribute_barrier(x_ref, hcom, WORLD)
+    assert all(store.check([f"before/{r}"]) for r in range(WORLD)), "the barrier returned before every rank came"
+    same(out, x_ref.cpu())
+
+    def elastic(live):
+        table = [-1] * WORLD
+        for local, ep in enumerate(live):
+            table[local] = ep
+        return torch.tensor([1, len(live), 0, 4 * len(live)] + [-1] * WORLD + table, dtype=torch.int32).to(DEV)
+
+    survivors = [r for r in range(WORLD) if r != 1]
+    if RANK in survivors:
+        out = torch_npu._npu_distribute_barrier(x_ref, hcom, WORLD, elastic_info=elastic(survivors))
+        same(out, x_ref.cpu())
+        short = torch.tensor([200000], dtype=torch.int32, device=DEV)
+        try:
+            torch_npu._npu_distribute_barrier(
+                x_ref, hcom, WORLD, time_out=short, elastic_info=elastic(list(range(WORLD)))
+            )
+            raise AssertionError("a barrier missing a live rank returned")
+        except RuntimeError as error:
+            assert f"timed out waiting for group {hcom!r}: {len(survivors)} of {WORLD} ranks arrived" in str(
+                error
+            ), error
+    try:
+        torch_npu._npu_distribute_barrier(x_ref, hcom, WORLD + 1)
+        raise AssertionError("a wrong world_size was accepted")
+    except RuntimeError as error:
+        assert f"world_size {WORLD + 1} differs from group" in str(error), error
+    dist.barrier()
+
+
 def main():
     case = sys.argv[1]
     torch.npu.set_device(0)

@@ -92,6 +92,10 @@ def test_alltoallv_grouped_matmul_operators_equal_their_exchange_written_out():
     _all_ok(launch("alltoallv_gmm", 2))
 
 
+def test_distribute_barrier_waits_for_every_live_rank():
+    _all_ok(launch("distribute_barrier", 3))
+
+
 def test_moe_distribute_setup_and_teardown_equal_the_one_call_forms():
     _all_ok(launch("moe_distribute_phases", 2))
 

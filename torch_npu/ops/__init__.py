@@ -28,6 +28,7 @@ from torch_npu.ops import (  # noqa: F401
     deformable_conv2d,
     dequant_bias,
     dequant_swiglu_quant,
+    distribute_barrier,
     dropout_masks,
     dual_level_quant,
     dynamic_quant,
