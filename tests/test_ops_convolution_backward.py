@@ -85,3 +85,23 @@ def test_a_wrong_rank_is_refused():
     x = torch.randn(1, 2, 5, 5, 5, device="npu")
     with pytest.raises(RuntimeError, match="input must be 4-D, got 5-D"):
         torch_npu.npu_conv2d_backward(x, x, x, [1], [0], [1], 1, [True, True, True])
+
+
+def test_depthwise_conv2d_backward():
+    x, w = torch.randn(2, 3, 7, 7), torch.randn(3, 1, 3, 3)
+    forward = lambda x, w: F.conv2d(x, w, stride=2, padding=1, dilation=1, groups=3)  # noqa: E731
+    dy = torch.randn(forward(x, w).shape)
+
+    def reference(dy, x, w):
+        leaves = [t.clone().requires_grad_(True) for t in (x, w)]
+        return torch.autograd.grad(forward(*leaves), leaves, dy)
+
+    check_op(
+        lambda dy, x, w: torch.ops.npu._conv_depthwise2d_backward(
+            dy, x, w, [3, 3], [2, 2], [1, 1], [1, 1], [True, True]
+        ),
+        (dy, x, w),
+        reference,
+        atol=1e-4,
+        rtol=1e-4,
+    )

@@ -1,5 +1,6 @@
 """The underscore operators torch_npu's own Python calls, each against what it stands for."""
 
+import pytest
 import torch
 
 import torch_npu
@@ -57,3 +58,17 @@ def test_fusion_attention_v3_capture_helpers():
     workspace = torch.ops.npu._npu_fusion_attention_v3_get_max_workspace(q, q, q, 2, "BNSD")
     grad_workspace = torch.ops.npu._npu_fusion_attention_grad_v3_get_max_workspace(q, q, q, q, 2, "BNSD")
     assert workspace.numel() == 0 and grad_workspace.numel() == 0
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+def test_quantize_impl_out_writes_torchs_quantised_integers():
+    x = torch.randn(4, 6) * 20
+    for dtype, int_dtype in ((torch.qint8, torch.int8), (torch.quint8, torch.uint8), (torch.qint32, torch.int32)):
+        result = torch.empty(0, dtype=int_dtype, device=NPU)
+        torch.ops.npu._quantize_per_tensor_impl.out(
+            x.npu(), torch.tensor([0.25], device=NPU), torch.tensor([3], device=NPU), dtype, result=result
+        )
+        assert torch.equal(result.cpu(), torch.quantize_per_tensor(x, 0.25, 3, dtype).int_repr())
+        scales, zero_points = torch.tensor([0.1, 0.5, 0.25, 1.0, 0.3, 0.2]), torch.tensor([0, 1, 2, 3, 4, 5])
+        torch.ops.npu._quantize_per_channel_impl.out(x.npu(), scales.npu(), zero_points.npu(), 1, dtype, result=result)
+        assert torch.equal(result.cpu(), torch.quantize_per_channel(x, scales, zero_points, 1, dtype).int_repr())

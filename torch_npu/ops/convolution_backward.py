@@ -1,7 +1,8 @@
 """The convolution backward operators torch_npu exposes by name (npu_conv2d_backward, npu_conv3d_backward,
 npu_convolution_backward, npu_conv_transpose2d_backward, npu_conv_transpose3d_backward,
 npu_convolution_transpose_backward, slow_conv_dilated2d_backward, slow_conv_transpose2d_backward): PyTorch's own
-convolution backward. An output output_mask leaves out is an empty tensor (torch_npu returns an undefined one)."""
+convolution backward, and _conv_depthwise2d_backward (one group per input channel). An output output_mask leaves
+out is an empty tensor (torch_npu returns an undefined one)."""
 
 import torch
 
@@ -91,3 +92,18 @@ def slow_conv_transpose2d_backward(
     """(d self, d weight, d bias) of a transposed 2-D convolution."""
     op = "slow_conv_transpose2d_backward"
     return _backward(op, (4,), x, grad_output, weight, stride, padding, dilation, 1, output_mask, True, output_padding)
+
+
+@npu_op(
+    "_conv_depthwise2d_backward(Tensor grad_output, Tensor self, Tensor weight, int[2] kernel_size, int[2] stride, "
+    "int[2] padding, int[2] dilation, bool[2] output_mask) -> (Tensor grad_input, Tensor grad_weight)",
+    fake=lambda grad, x, weight, kernel_size, stride, padding, dilation, output_mask: _fake(
+        x, weight, x.shape[1], [*output_mask, False]
+    )[:2],
+)
+def _conv_depthwise2d_backward(grad_output, x, weight, kernel_size, stride, padding, dilation, output_mask):
+    """(d self, d weight) of a depthwise 2-D convolution (one group per input channel)."""
+    op = "_conv_depthwise2d_backward"
+    check(len(output_mask) == 2, op, f"output_mask must hold 2 flags, got {len(output_mask)}")
+    grads = _backward(op, (4,), x, grad_output, weight, stride, padding, dilation, x.shape[1], [*output_mask, False])
+    return grads[:2]

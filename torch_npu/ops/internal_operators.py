@@ -1,12 +1,14 @@
 """The underscore operators of op-plugin's schema list that torch_npu's own Python calls: _npu_dtype_cast (+
 _backward), _amp_foreach_non_finite_check (GradScaler's inf / nan test), _npu_ciou (CIoU with the atan difference
-its backward reads), _npu_moe_token_unpermute (the unpermuted tokens and the tokens kept for the backward) and the
-aclgraph capture helpers of npu_fusion_attention_v3 / _grad_v3 (_infer_output allocates the outputs a call will
+its backward reads), _npu_moe_token_unpermute (the unpermuted tokens and the tokens kept for the backward),
+_quantize_per_tensor_impl.out / _quantize_per_channel_impl.out (torch.quantize_per_tensor / _per_channel's integer
+values, zero_point + round-half-even(x / scale) clamped to the quantised dtype's range) and the aclgraph capture helpers of npu_fusion_attention_v3 / _grad_v3 (_infer_output allocates the outputs a call will
 write, _get_max_workspace the scratch memory its .out overload takes: none on the host)."""
 
 import torch
 
 from torch_npu.ops import boxes, fusion_attention_v3, moe  # noqa: F401  (the operators these build on)
+from torch_npu.ops._common import check
 from torch_npu.ops.fusion_attention import fusion_attention_fake
 from torch_npu.ops.registration import npu_op
 
@@ -85,6 +87,43 @@ def _npu_fusion_attention_grad_v3_infer_output(query, key, value, pse=None, sink
     """Empty (dq, dk, dv, dpse, dsink) of the shapes npu_fusion_attention_grad_v3 returns."""
     optional = [query.new_empty(0) if t is None else torch.empty_like(t) for t in (pse, sink)]
     return (torch.empty_like(query), torch.empty_like(key), torch.empty_like(value), *optional)
+
+
+_QUANTISED_RANGES = {torch.qint8: (-128, 127), torch.quint8: (0, 255), torch.qint32: (-(2**31), 2**31 - 1)}
+
+
+def _quantised_into(result, inputs, scales, zero_points, dtype, op):
+    check(dtype in _QUANTISED_RANGES, op, f"dtype must be torch.qint8, torch.quint8 or torch.qint32, got {dtype}")
+    low, high = _QUANTISED_RANGES[dtype]
+    values = torch.round(inputs.float() / scales.float()) + zero_points.float()
+    result.resize_(inputs.shape)
+    return result.copy_(values.clamp(low, high).to(result.dtype))
+
+
+@npu_op(
+    "_quantize_per_tensor_impl.out(Tensor inputs, Tensor scales, Tensor zero_points, ScalarType dtype, *, "
+    "Tensor(a!) result) -> Tensor(a!)",
+    fake=lambda inputs, scales, zero_points, dtype, *, result: result,
+)
+def _quantize_per_tensor_impl_out(inputs, scales, zero_points, dtype, *, result):
+    """One scale and zero point ([1] each) for the whole tensor."""
+    return _quantised_into(result, inputs, scales, zero_points, dtype, "_quantize_per_tensor_impl")
+
+
+@npu_op(
+    "_quantize_per_channel_impl.out(Tensor inputs, Tensor scales, Tensor zero_points, int axis, ScalarType dtype, *, "
+    "Tensor(a!) result) -> Tensor(a!)",
+    fake=lambda inputs, scales, zero_points, axis, dtype, *, result: result,
+)
+def _quantize_per_channel_impl_out(inputs, scales, zero_points, axis, dtype, *, result):
+    """A scale and zero point per index of `axis`."""
+    op = "_quantize_per_channel_impl"
+    axis = axis % max(inputs.dim(), 1)
+    check(scales.numel() == inputs.shape[axis] == zero_points.numel(), op,
+          f"scales and zero_points must hold one value per index of axis {axis} ({inputs.shape[axis]})")  # fmt: skip
+    shape = [1] * inputs.dim()
+    shape[axis] = inputs.shape[axis]
+    return _quantised_into(result, inputs, scales.reshape(shape), zero_points.reshape(shape), dtype, op)
 
 
 def _no_workspace(query, *args, **kwargs):
