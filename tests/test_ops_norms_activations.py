@@ -216,8 +216,10 @@ def test_npu_rotary_mul(mode):
         kwargs={"rotary_mode": mode},
         grad=(0, 1, 2),
     )
-    with pytest.raises(RuntimeError, match="rotary_mode must be"):
-        torch_npu.npu_rotary_mul(x.npu(), r1.npu(), r2.npu(), "quarter")
+    raises_operator_error(
+        lambda: torch_npu.npu_rotary_mul(x.npu(), r1.npu(), r2.npu(), "quarter"),
+        "The rotary_mode of npu_rotary_mul should be half or interleave, but got quarter",
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ rotate_half (rotary_mode 'half'): x = [x1, x2] halves of the last dim -> [-x2, x
 
 import torch
 
-from torch_npu.ops._common import check
+from torch_npu.ops._common import check, require
 from torch_npu.ops.dtype_support import FLOATS, INDEX_TYPES
 from torch_npu.ops.registration import npu_op
 
@@ -30,6 +30,10 @@ def rotate(x, mode, op):
 )
 def npu_rotary_mul(x, r1, r2, rotary_mode="half", rotate_matrix=None):
     """x * r1 + rotate(x) * r2 (r1, r2 broadcast to x; `rotate` given: rotate(x) = x @ rotate)."""
+    require(
+        rotary_mode in ("half", "interleave"),
+        f"The rotary_mode of npu_rotary_mul should be half or interleave, but got {rotary_mode}",
+    )
     check(x.dim() in (3, 4), "npu_rotary_mul", f"self must be 3-D or 4-D, got {x.dim()}-D")
     check(x.shape[-1] % 2 == 0, "npu_rotary_mul", f"the last dim ({x.shape[-1]}) must be even")
     rotated = x @ rotate_matrix if rotate_matrix is not None else rotate(x, rotary_mode, "npu_rotary_mul")
