@@ -71,6 +71,24 @@ def test_out_tuples_of_the_adam_operators():
     assert str(info.value) == "npu::npu_bert_apply_adam: out= takes 3 tensors (var, m, v), got 2"
 
 
+def test_positional_out_form_of_apply_adam_w_matches_the_amsgrad_formula():
+    """torch_npu.npu_apply_adam_w_out(..., amsgrad, maximize, var, m, v) with one-element tensor hyper-parameters,
+    against AdamW with amsgrad written out (the form Ascend's own test of the operator calls)."""
+    g = torch.Generator().manual_seed(4)
+    var, m, v, grad, max_norm = (torch.rand(64, generator=g) for _ in range(5))
+    hp = dict(beta1_power=0.9, beta2_power=0.99, lr=0.01, weight_decay=0.1, beta1=0.9, beta2=0.99, eps=1e-8)
+    m_want = m * hp["beta1"] + (1 - hp["beta1"]) * grad
+    v_want = v * hp["beta2"] + (1 - hp["beta2"]) * grad * grad
+    denom = torch.sqrt(torch.maximum(max_norm, v_want) / (1 - hp["beta2_power"])) + hp["eps"]
+    var_want = var * (1 - hp["lr"] * hp["weight_decay"]) - hp["lr"] * m_want / (1 - hp["beta1_power"]) / denom
+    state = [t.npu() for t in (var, m, v)]
+    scalars = [torch.tensor([value]).npu() for value in hp.values()]
+    out = torch_npu.npu_apply_adam_w_out(*scalars, grad.npu(), max_norm.npu(), True, False, *state)
+    assert out[0] is state[0]
+    for got, want in zip(state, (var_want, m_want, v_want)):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_bad_arguments():
     grad, state = torch.ones(4).npu(), [torch.zeros(4).npu() for _ in range(3)]
     raises_operator_error(

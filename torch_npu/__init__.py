@@ -74,6 +74,7 @@ from torch_npu.ops.format_cast import (  # noqa: E402
     npu_format_cast,
     npu_format_cast_,
 )
+from torch_npu.ops.optimizer_ops import npu_apply_adam_w_out  # noqa: E402,F401  (torch_npu's positional out form)
 from torch_npu.utils._vnpu_extensions import apply_extension_environment  # noqa: E402
 
 apply_extension_environment()

@@ -160,3 +160,12 @@ npu_op(
     "-> (Tensor(a!), Tensor(b!), Tensor(c!))",
     fake=lambda *a, var, m, v, **k: (var, m, v),
 )(_adam_out)
+
+
+def npu_apply_adam_w_out(beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm,
+                         amsgrad, maximize, var, m, v):  # fmt: skip
+    """torch_npu's positional out form of npu_apply_adam_w: the tensors it updates (var, m, v) come last; the
+    hyper-parameters may be numbers or one-element tensors."""
+    scalars = [float(s) if isinstance(s, torch.Tensor) else s for s in (beta1_power, beta2_power, lr, weight_decay,
+                                                                         beta1, beta2, epsilon)]  # fmt: skip
+    return torch.ops.npu.npu_apply_adam_w.out(*scalars, grad, max_grad_norm, amsgrad, maximize, var=var, m=m, v=v)
