@@ -45,3 +45,24 @@ def test_eval_mode_is_identity_and_module_runs_it():
     raises_operator_error(
         lambda: torch_npu.dropout_with_byte_mask(x, 1.5, True), "dropout_with_byte_mask: p must be in [0, 1], got 1.5"
     )
+
+
+def test_seeded_bit_mask_is_a_function_of_seed_and_offset():
+    x = torch.randn(17, 19, device="npu")
+    mask = torch_npu._npu_dropout_gen_mask(x, x.shape, 0.4, 2, 100, parallel=True)
+    assert mask.dtype == torch.uint8 and mask.numel() == (17 * 19 + 127) // 128 * 16
+    assert torch.equal(mask.cpu(), torch_npu._npu_dropout_gen_mask(x, x.shape, 0.4, 2, 100, parallel=False).cpu())
+    assert not torch.equal(mask.cpu(), torch_npu._npu_dropout_gen_mask(x, x.shape, 0.4, 2, 101).cpu())
+    kept = torch_npu.npu_dropout_do_mask(torch.ones(17, 19, device="npu"), mask, 0.4)[0].cpu() != 0
+    assert 0.45 < kept.float().mean().item() < 0.75
+    used_bytes = (17 * 19 + 7) // 8
+    assert int(mask[used_bytes:].cpu().abs().sum()) == 0  # the padding bytes stay zero
+
+
+def test_keep_everything_mask_has_ones_for_the_elements_and_zero_padding():
+    full = torch_npu._npu_dropout_gen_mask(torch.empty(0, device="npu"), [32, 17], 0.0, 1, 0)
+    used_bytes = (32 * 17 + 7) // 8
+    assert full[:used_bytes].cpu().tolist() == [255] * used_bytes
+    assert full[used_bytes:].cpu().tolist() == [0] * (full.numel() - used_bytes)
+    plain = torch_npu.npu_dropout_gen_mask([32, 17], 0.0, device="npu")
+    assert torch.equal(plain.cpu(), full.cpu())

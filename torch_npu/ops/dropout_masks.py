@@ -35,11 +35,17 @@ def _apply(x, mask, p, op):
     return x * keep * scale
 
 
-def _generate(shape, p, device):
+def _generate(shape, p, device, generator=None):
+    """The bit mask of `shape`: bits drawn keep-with-probability 1 - p (from `generator`, a CPU one, when given;
+    the device's otherwise); the padding bytes past the elements' last byte are zero, as the card leaves them."""
     numel = 1
     for d in shape:
         numel *= d
-    return pack_bits(torch.rand(_mask_bytes(numel) * 8, device=device) >= p)
+    bits = _mask_bytes(numel) * 8
+    draws = torch.rand(bits, device=device) if generator is None else torch.rand(bits, generator=generator)
+    mask = pack_bits(draws.to(device) >= p)
+    mask[(numel + 7) // 8 :] = 0
+    return mask
 
 
 _GEN_MASK = (
@@ -59,6 +65,22 @@ def npu_dropout_gen_mask(size, p, *, dtype=None, layout=None, device=None, pin_m
 _library("npu").define(_GEN_MASK)
 _library("npu").impl("npu_dropout_gen_mask", npu_dropout_gen_mask, "CompositeExplicitAutograd")
 _export("npu_dropout_gen_mask")
+
+
+@npu_op(
+    "_npu_dropout_gen_mask.Tensor(Tensor self, int[] size, float p, int seed, int offset, *, bool? parallel=True, "
+    "bool? sync=None) -> Tensor",
+    fake=lambda x, size, p, seed, offset, *, parallel=True, sync=None: x.new_empty(
+        _mask_bytes(int(torch.Size(size).numel())), dtype=torch.uint8
+    ),
+)
+def _npu_dropout_gen_mask(x, size, p, seed, offset, *, parallel=True, sync=None):
+    """The bit mask of npu_dropout_gen_mask for `size`, drawn from the Philox position (seed, offset): the same
+    seed and offset give the same mask (parallel or not). The bits are vnpu's stream, not the card's Philox
+    bits."""
+    _check_p(p, "_npu_dropout_gen_mask")
+    generator = torch.Generator().manual_seed(hash((int(seed), int(offset))) & (2**63 - 1))
+    return _generate(list(size), p, x.device, generator)
 
 
 @npu_op(
