@@ -138,3 +138,14 @@ def test_compile_backend_npu_is_torchairs_and_matches_eager():
     x = torch.randn(5, 8).npu()
     compiled = torch.compile(model, backend="npu")
     assert torch.equal(compiled(x).cpu(), model(x).cpu())
+
+
+def test_import_leaves_garbage_collection_as_it_found_it_and_freezes_its_objects():
+    """Collection pauses while the operators are defined and resumes after; the import-time objects end in the
+    permanent generation (later collections skip them)."""
+    for disable, enabled in (("", "True"), ("gc.disable(); ", "False")):
+        done = run_python(
+            f"import gc; {disable}import torch_npu; print(gc.isenabled(), gc.get_freeze_count() > 100000)",
+            env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        )
+        assert done.stdout.split() == [enabled, "True"], done.stdout + done.stderr
