@@ -419,9 +419,8 @@ def case_desync():
         assert "rank 0: allreduce(#1" in str(err) and "rank 1: broadcast(#1" in str(err), str(err)
 
 
-def case_dead_rank():
-    if RANK == 1:
-        os._exit(3)  # dies without a word, as a crashed process does
+def _all_reduce_expecting_failure():
+    """An all_reduce that must fail: prints the error and how long it took, exits 7."""
     start = time.time()
     try:
         dist.all_reduce(torch.ones(4, device=DEV))
@@ -429,6 +428,101 @@ def case_dead_rank():
     except RuntimeError as err:
         print(f"ERROR after {time.time() - start:.1f}s: {err}", flush=True)
         sys.exit(7)
+
+
+def case_dead_rank():
+    if RANK == 1:
+        os._exit(3)  # dies without a word, as a crashed process does
+    _all_reduce_expecting_failure()
+
+
+def _rank_order(tensors, combine):
+    """The intra-host link's documented order: ((x0 op x1) op x2) ..., each step rounded in the dtype."""
+    result = tensors[0].clone()
+    for t in tensors[1:]:
+        result = combine(result, t)
+    return result
+
+
+def case_intra_host_link():
+    """Collectives over the shared-memory link, several chunks long: every dtype and reduction bit for bit the
+    rank-order reduction; broadcast, all_gather_into_tensor and reduce_scatter_tensor byte for byte; a gloo
+    collective still running is finished before the link touches the same tensor."""
+    backend = dist.group.WORLD._get_backend(DEV)
+    over_shm = os.environ.get("HCCL_INTRA_ROCE_ENABLE") != "1"
+    assert backend._uses_intra_host_link == over_shm, backend._uses_intra_host_link
+    if RANK == 0:  # the segment's name is gone once every rank mapped it: nothing is left behind in /dev/shm
+        assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"vnpu_hccl_{os.getpid()}_")]
+    n = 700_001  # 2.8 MB of float32: several slots, and an odd tail
+    inputs = {}
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8):
+        gen = torch.Generator().manual_seed(1234)
+        if dtype.is_floating_point:
+            everyone = [torch.randn(n, generator=gen).to(dtype) for _ in range(WORLD)]
+        else:
+            info = torch.iinfo(dtype)
+            everyone = [torch.randint(info.min, info.max, (n,), generator=gen, dtype=dtype) for _ in range(WORLD)]
+        inputs[dtype] = everyone
+        for op, combine in (
+            (dist.ReduceOp.SUM, torch.add),
+            (dist.ReduceOp.PRODUCT, torch.mul),
+            (dist.ReduceOp.MIN, torch.minimum),
+            (dist.ReduceOp.MAX, torch.maximum),
+        ):
+            t = everyone[RANK].to(DEV)
+            dist.all_reduce(t, op=op)
+            want = _rank_order(everyone, combine)
+            if over_shm or not dtype.is_floating_point or op in (dist.ReduceOp.MIN, dist.ReduceOp.MAX):
+                same(t, want)
+            else:  # gloo's own summation order
+                torch.testing.assert_close(t.cpu(), want, equal_nan=True)
+    t = inputs[torch.float32][RANK].to(DEV)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    torch.testing.assert_close(t.cpu(), _rank_order(inputs[torch.float32], torch.add) / WORLD, rtol=0, atol=0)
+    flags = (inputs[torch.uint8][RANK] > 200).to(DEV)
+    dist.all_reduce(flags)
+    same(flags, _rank_order([x > 200 for x in inputs[torch.uint8]], torch.logical_or))
+    empty = torch.empty(0, device=DEV)
+    dist.all_reduce(empty)
+    assert empty.numel() == 0
+    b = inputs[torch.float64][RANK].to(DEV)
+    dist.broadcast(b, src=WORLD - 1)
+    same(b, inputs[torch.float64][-1])
+    gathered = torch.empty(WORLD * n, dtype=torch.bfloat16, device=DEV)
+    dist.all_gather_into_tensor(gathered, inputs[torch.bfloat16][RANK].to(DEV))
+    same(gathered, torch.cat(inputs[torch.bfloat16]))
+    part = torch.empty(n // WORLD, dtype=torch.int64, device=DEV)
+    whole = [x[: part.numel() * WORLD] for x in inputs[torch.int64]]
+    dist.reduce_scatter_tensor(part, whole[RANK].to(DEV))
+    same(part, _rank_order(whole, torch.add).chunk(WORLD)[RANK])
+    if not over_shm:
+        return
+    ordered = torch.zeros(n, device=DEV)
+    pieces = [torch.full((n,), r + 1.0, device=DEV) for r in range(WORLD)] if RANK == 0 else None
+    pending = dist.scatter(ordered, pieces, src=0, async_op=True)  # on the gloo transport
+    dist.all_reduce(ordered)  # on the link: starts after the scatter
+    pending.wait()
+    same(ordered, torch.full((n,), WORLD * (WORLD + 1) / 2))
+
+
+def case_intra_host_mismatch():
+    """Ranks passing different sizes are refused by every rank, and the group goes on working."""
+    try:
+        dist.all_reduce(torch.ones(4 + RANK, device=DEV))
+        raise AssertionError("the mismatch went unnoticed")
+    except RuntimeError as err:
+        assert "allreduce differs between ranks" in str(err) and "ERR02200" in str(err), err
+    t = torch.ones(3, device=DEV)
+    dist.all_reduce(t)
+    same(t, torch.full((3,), float(WORLD)))
+
+
+def case_intra_host_late_rank():
+    """Rank 1 arrives long after HCCL_EXEC_TIMEOUT: rank 0 times out naming it, and rank 1, arriving, finds the
+    link abandoned at once."""
+    if RANK == 1:
+        time.sleep(6)
+    _all_reduce_expecting_failure()
 
 
 def case_profiled_collectives():

@@ -161,6 +161,38 @@ def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_time
     assert code == 7, out[-3000:]
     assert "hccl allreduce on group" in out and "failed" in out and "ERR02200" in out, out[-3000:]
     assert elapsed < 10 + 10 + 15, elapsed  # the timeout, the allowance, and two interpreters starting
+    # on the shared-memory link the exit itself is noticed, long before the timeout
+    assert "the process of rank 1" in out and "exited" in out, out[-3000:]
+    assert float(out.split("ERROR after ")[1].split("s")[0]) < 3, out[-3000:]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_collectives_over_the_intra_host_link_are_the_rank_order_reduction_bit_for_bit(world):
+    _all_ok(launch("intra_host_link", world))
+
+
+def test_hccl_intra_roce_enable_keeps_one_hosts_ranks_on_the_network_transport():
+    _all_ok(launch("intra_host_link", 2, extra_env={"HCCL_INTRA_ROCE_ENABLE": "1", "HCCL_INTRA_PCIE_ENABLE": "0"}))
+
+
+def test_pcie_and_roce_both_enabled_is_refused():
+    code, out = launch(
+        "intra_host_link", 2, timeout=60, extra_env={"HCCL_INTRA_ROCE_ENABLE": "1", "HCCL_INTRA_PCIE_ENABLE": "1"}
+    )[0]
+    assert code != 0 and "HCCL_INTRA_PCIE_ENABLE and HCCL_INTRA_ROCE_ENABLE cannot both be 1" in out, out[-3000:]
+
+
+def test_sizes_that_differ_between_ranks_are_refused_on_the_intra_host_link():
+    _all_ok(launch("intra_host_mismatch", 4))
+
+
+def test_a_late_rank_times_out_the_others_and_then_finds_the_link_abandoned():
+    start = time.time()
+    (code0, out0), (code1, out1) = launch("intra_host_late_rank", 2, timeout=60, extra_env={"HCCL_EXEC_TIMEOUT": "2"})
+    assert code0 == 7 and "timed out waiting for rank(s) 1 of the group at the intra-host link" in out0, out0[-3000:]
+    assert "ERR02200" in out0 and float(out0.split("ERROR after ")[1].split("s")[0]) < 2 + 2, out0[-3000:]
+    assert code1 == 7 and "abandoned by rank 0" in out1, out1[-3000:]
+    assert time.time() - start < 6 + 10 + 15
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "torchrun_script.py")

@@ -3,7 +3,8 @@
 ``torch_npu._C._distributed_c10d.ProcessGroupHCCL`` (C++, csrc/distributed/ProcessGroupHCCL.h) is a c10d
 Backend registered for the npu device: each collective hands PyTorch's gloo backend (TCP, multi-node,
 tested upstream) zero-copy CPU aliases of the npu tensors, so results land in npu memory without a copy;
-AVG, PREMUL_SUM and bool reductions are composed around gloo. `dist.init_process_group("hccl")`,
+AVG, PREMUL_SUM and bool reductions are composed around gloo. Groups whose ranks share one host carry
+allreduce, broadcast and allgather_into_tensor over shared memory instead (intra_host_link.py). `dist.init_process_group("hccl")`,
 `dist.get_backend() == "hccl"`, DDP's C++ reducer and functional collectives all reach it.
 
 Timeouts, as on Ascend: HCCL_CONNECT_TIMEOUT (seconds) bounds link setup, HCCL_EXEC_TIMEOUT (seconds)
@@ -19,6 +20,7 @@ import sys
 import torch.distributed as dist
 
 from torch_npu import _C
+from torch_npu.distributed.intra_host_link import connect_intra_host
 from torch_npu.utils._error_code import ErrCode, dist_error
 
 __all__ = ["ProcessGroupHCCL", "is_hccl_available", "register_backends", "get_hccl_comm_name"]
@@ -79,6 +81,7 @@ def _creator(name):
         connect, execute = _timeouts(backend_opts.timeout, options)
         backend = ProcessGroupHCCL(_connect(store, rank, size, connect, execute), rank, size, name)
         backend._set_link(store, connect.total_seconds(), execute.total_seconds())
+        connect_intra_host(backend, store, rank, size)
         return backend
 
     return create

@@ -86,4 +86,21 @@ c10::intrusive_ptr<c10::ivalue::Future> HcclWork::getFuture() {
       c10::ListType::create(c10::TensorType::get()));
 }
 
+CompletedWork::CompletedWork(std::vector<at::Tensor> results, std::exception_ptr error)
+    : error_(std::move(error)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+  if (error_) {
+    future_->setError(error_);
+  } else {
+    future_->markCompleted(c10::IValue(std::move(results)));
+  }
+}
+
+bool CompletedWork::wait(std::chrono::milliseconds /*timeout*/) {
+  if (error_) {
+    std::rethrow_exception(error_);
+  }
+  return true;
+}
+
 }  // namespace vnpu

@@ -53,4 +53,28 @@ class HcclWork final : public c10d::Work {
   std::shared_ptr<CollectiveRecord> record_;
 };
 
+// A collective that ran to the end in the calling thread (the intra-host link): done, or failed with `error`.
+class CompletedWork final : public c10d::Work {
+ public:
+  CompletedWork(std::vector<at::Tensor> results, std::exception_ptr error);
+
+  bool isCompleted() override {
+    return true;
+  }
+  bool isSuccess() const override {
+    return error_ == nullptr;
+  }
+  std::exception_ptr exception() const override {
+    return error_;
+  }
+  bool wait(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    return future_;
+  }
+
+ private:
+  std::exception_ptr error_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 }  // namespace vnpu

@@ -139,6 +139,17 @@ void divide(const std::vector<at::Tensor>& tensors, int size) {
   }
 }
 
+// The intra-host link's reduction for what gloo would be asked to do; false for anything it does not carry.
+bool link_reduce(const c10d::ReduceOp& op, LinkReduce* out) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: *out = LinkReduce::kSum; return true;
+    case c10d::ReduceOp::PRODUCT: *out = LinkReduce::kProduct; return true;
+    case c10d::ReduceOp::MIN: *out = LinkReduce::kMin; return true;
+    case c10d::ReduceOp::MAX: *out = LinkReduce::kMax; return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 ProcessGroupHCCL::ProcessGroupHCCL(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, std::string name)
@@ -238,8 +249,43 @@ std::string ProcessGroupHCCL::describe(const char* collective) const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
-                                                       std::vector<at::Tensor> results) const {
-  return c10::make_intrusive<HcclWork>(std::move(work), describe(collective), std::move(results), nullptr);
+                                                       std::vector<at::Tensor> results) {
+  // gloo's send / recv works can be waited for once only (a second wait blocks): they are not remembered, so an
+  // intra-host collective does not order itself after point-to-point transfers still in flight.
+  const bool p2p = std::string(collective) == "send" || std::string(collective) == "recv";
+  return c10::make_intrusive<HcclWork>(p2p ? std::move(work) : via_transport(std::move(work)), describe(collective),
+                                       std::move(results), nullptr);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::via_transport(c10::intrusive_ptr<c10d::Work> work) {
+  if (intra_host_) {
+    last_transport_work_.emplace(work);
+  }
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::on_intra_host(
+    const std::function<void(std::chrono::milliseconds)>& collective, const std::vector<at::Tensor>& results,
+    std::chrono::milliseconds timeout) {
+  if (last_transport_work_) {  // earlier transport collectives on these tensors finish first
+    if (auto pending = last_transport_work_->lock()) {
+      try {
+        pending->wait();
+      } catch (const std::exception&) {  // reported to whoever waits for that work
+      }
+    }
+    last_transport_work_.reset();
+  }
+  if (timeout == c10d::kUnsetTimeout) {
+    const double seconds = link_.execute_seconds > 0 ? link_.execute_seconds : 1800.0;
+    timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
+  try {
+    collective(timeout);
+  } catch (const std::exception& e) {
+    return c10::make_intrusive<CompletedWork>(results, std::make_exception_ptr(std::runtime_error(e.what())));
+  }
+  return c10::make_intrusive<CompletedWork>(results, nullptr);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tensor>& tensors,
@@ -247,6 +293,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tenso
   CollectiveScope scope("broadcast", comm_name(), getRank(), getSize(), tensors, static_cast<int>(opts.rootRank));
   check_in_step("broadcast", tensors, -1);
   auto h = hosts(tensors);
+  if (intra_host_ && h.size() == 1) {
+    const at::Tensor data = h[0];
+    const int root = static_cast<int>(opts.rootRank);
+    auto done =
+        on_intra_host([&](auto timeout) { intra_host_->broadcast(data, root, timeout); }, tensors, opts.timeout);
+    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("broadcast"), tensors, nullptr));
+  }
   return scope.attach(named("broadcast", transport_->broadcast(h, opts), tensors));
 }
 
@@ -269,8 +322,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tenso
   if (r.average) {
     after = [tensors, size] { divide(tensors, size); };
   }
-  return scope.attach(c10::make_intrusive<HcclWork>(transport_->allreduce(h, gloo_opts), describe("allreduce"), tensors,
-                                                    std::move(after)));
+  LinkReduce op{};
+  if (intra_host_ && h.size() == 1 && link_reduce(r.gloo_op, &op)) {
+    const at::Tensor data = h[0];
+    auto done = on_intra_host([&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout);
+    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allreduce"), tensors, std::move(after)));
+  }
+  return scope.attach(c10::make_intrusive<HcclWork>(via_transport(transport_->allreduce(h, gloo_opts)),
+                                                    describe("allreduce"), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -309,8 +368,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
   if (r.average && root) {
     after = [tensors, size] { divide(tensors, size); };
   }
-  return scope.attach(
-      c10::make_intrusive<HcclWork>(transport_->reduce(h, gloo_opts), describe("reduce"), tensors, std::move(after)));
+  return scope.attach(c10::make_intrusive<HcclWork>(via_transport(transport_->reduce(h, gloo_opts)), describe("reduce"),
+                                                    tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -337,6 +396,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
     parts[0].push_back(out_host.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
   }
   std::vector<at::Tensor> in_host{host(input.contiguous())};
+  if (intra_host_) {
+    const at::Tensor out_data = out_host;
+    const at::Tensor in_data = in_host[0];
+    auto done = on_intra_host([&](auto timeout) { intra_host_->allgather(out_data, in_data, timeout); }, {output},
+                              opts.timeout);
+    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allgather_into_tensor"),
+                                                      std::vector<at::Tensor>{output}, nullptr));
+  }
   return scope.attach(named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output}));
 }
 

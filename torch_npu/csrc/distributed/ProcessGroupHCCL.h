@@ -4,10 +4,20 @@
 // Errors name the collective and the group. With TORCH_HCCL_DESYNC_DEBUG=1 every collective first compares
 // what each rank is about to run (collective, element count, dtype, reduction) and mismatches are
 // reported by every rank instead of hanging or mixing data.
+//
+// Like HCCL choosing HCCS / PCIe inside a server and RoCE between servers, a group whose ranks all run on
+// one host carries allreduce (and the reduce-scatters built on it), broadcast and allgather_into_tensor over
+// an IntraHostLink (shared memory); other collectives, and groups spanning hosts, use the gloo transport.
+// HCCL_INTRA_ROCE_ENABLE=1 keeps one host's ranks on the network transport too.
 #pragma once
+
+#include "distributed/IntraHostLink.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace vnpu {
@@ -78,6 +88,23 @@ class ProcessGroupHCCL final : public c10d::Backend {
     transport_ = std::move(transport);
   }
 
+  // The intra-host link: created by rank 0, opened by the others, unlinked by rank 0 once all have it, closed
+  // by every rank when any of them could not open it (the group then stays on the transport).
+  void open_intra_host_link(const std::string& name, bool create) {
+    intra_host_ = std::make_unique<IntraHostLink>(name, getRank(), getSize(), create);
+  }
+  void unlink_intra_host_link() {
+    if (intra_host_) {
+      intra_host_->unlink();
+    }
+  }
+  void close_intra_host_link() {
+    intra_host_.reset();
+  }
+  bool uses_intra_host_link() const {
+    return intra_host_ != nullptr;
+  }
+
   // The group's collective sequence number (torch_npu's _get_sequence_number_for_group), the transport's.
   void setSequenceNumberForGroup() override {
     transport_->setSequenceNumberForGroup();
@@ -88,15 +115,24 @@ class ProcessGroupHCCL final : public c10d::Backend {
 
  private:
   c10::intrusive_ptr<c10d::Work> named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
-                                       std::vector<at::Tensor> results) const;
+                                       std::vector<at::Tensor> results);
   std::string describe(const char* collective) const;
   void check_in_step(const char* collective, const std::vector<at::Tensor>& tensors, int64_t reduce_op);
+  // A transport work, remembered so that a later intra-host collective starts after it (program order).
+  c10::intrusive_ptr<c10d::Work> via_transport(c10::intrusive_ptr<c10d::Work> work);
+  // Runs `collective` on the intra-host link now; a completed work holding `results`, or the error.
+  c10::intrusive_ptr<c10d::Work> on_intra_host(const std::function<void(std::chrono::milliseconds)>& collective,
+                                               const std::vector<at::Tensor>& results,
+                                               std::chrono::milliseconds timeout);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
   std::string name_;
   bool desync_debug_ = false;
   int64_t sequence_ = 0;
   Link link_;
+  std::unique_ptr<IntraHostLink> intra_host_;
+  // Weak: a transport work nobody holds any more is finished, and its tensors are not kept alive here.
+  std::optional<c10::weak_intrusive_ptr<c10d::Work>> last_transport_work_;
 };
 
 }  // namespace vnpu

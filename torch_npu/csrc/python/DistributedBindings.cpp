@@ -33,6 +33,10 @@ void bind_distributed(py::module& m) {
              TORCH_CHECK(link.store, "this hccl group keeps no link to rebuild");
              return py::make_tuple(link.store, link.connect_seconds, link.execute_seconds, ++link.generation);
            })
+      .def("_open_intra_host_link", &ProcessGroupHCCL::open_intra_host_link, py::arg("name"), py::arg("create"))
+      .def("_unlink_intra_host_link", &ProcessGroupHCCL::unlink_intra_host_link)
+      .def("_close_intra_host_link", &ProcessGroupHCCL::close_intra_host_link)
+      .def_property_readonly("_uses_intra_host_link", &ProcessGroupHCCL::uses_intra_host_link)
       .def("_replace_transport", &ProcessGroupHCCL::replace_transport, py::arg("transport"),
            py::call_guard<py::gil_scoped_release>());
 }

@@ -1,0 +1,74 @@
+// The hccl backend's link between the ranks of one group on one host, as HCCS / PCIe are inside a server: one
+// POSIX shared-memory segment holding each rank's records, a futex barrier ("meetings") and, per rank, two
+// staging slots of kSlotBytes. A collective walks its tensors in chunks of one slot, double-buffered, two
+// meetings per chunk (IntraHostCollectives.cpp); an allreduce is a reduce-scatter and an all-gather per chunk,
+// every rank reducing its own 1/size of it at once, in the order of LinkReduce.h.
+// (Reading the peers' tensors in place with process_vm_readv was measured too: slower than two memcpys through
+// shared memory, since the kernel pins every page it copies.)
+//
+// Failures: a rank that waits longer than the collective's timeout, or finds a peer process gone, marks the
+// segment failed and wakes the others; every later collective on the link fails at once. Ranks passing
+// different collectives or sizes are refused by every rank, and the link stays usable.
+#pragma once
+
+#include "distributed/LinkReduce.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+class IntraHostLink {
+ public:
+  static constexpr int64_t kSlotBytes = int64_t{1} << 21;
+
+  // Creates (the group's rank 0) or opens the named segment; throws when shared memory is not available.
+  IntraHostLink(std::string name, int rank, int size, bool create);
+  ~IntraHostLink();
+  IntraHostLink(const IntraHostLink&) = delete;
+  IntraHostLink& operator=(const IntraHostLink&) = delete;
+
+  // Removes the segment's name once every rank has it mapped (the mapping lives until the last rank closes).
+  void unlink();
+
+  // The collectives, on contiguous host tensors (npu memory seen through its CPU alias), blocking.
+  void allreduce(const at::Tensor& data, LinkReduce op, std::chrono::milliseconds timeout);
+  void broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout);
+  void allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
+
+ private:
+  struct Header;
+  using Clock = std::chrono::steady_clock;
+
+  Header* header() const;
+  // Every peer's process is visible from here (same PID namespace): only then are dead peers detected.
+  bool peers_visible() const;
+  // Records what this rank is about to run; after the first meeting every rank compares all the records.
+  void start_collective(uint64_t call, uint64_t bytes);
+  void check_same_call(const char* collective);
+  uint8_t* slot(int buffer, int rank) const;
+  void meet(Clock::time_point deadline);
+  [[noreturn]] void fail(const std::string& why);
+  void check_usable() const;
+  std::vector<int> missing_peers() const;
+  std::string gone_peers() const;
+
+  std::string name_;
+  int rank_;
+  int size_;
+  size_t bytes_ = 0;
+  void* base_ = nullptr;
+  uint64_t meetings_ = 0;
+  uint64_t next_buffer_ = 0;  // alternates across chunks and collectives alike
+  uint64_t collectives_ = 0;
+  int spins_ = 0;
+  bool unlinked_ = false;
+  bool peers_checked_ = false;
+  bool peers_visible_ = false;
+};
+
+}  // namespace vnpu
