@@ -13,6 +13,7 @@ PIP := $(BIN)/pip install $(WHEELS) $(TORCH_CPU_INDEX)
 READ_PYPROJECT := $(BIN)/python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(
 RUNTIME_REQUIREMENTS := $(READ_PYPROJECT)d['project']['dependencies'] + d['build-system']['requires']))"
 TEST_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['test']))"
+BENCH_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['bench']))"
 
 .PHONY: setup build demo test lint format bench fuzz soak clean
 
@@ -61,15 +62,11 @@ format: setup
 test: setup lint
 	$(BIN)/python -m pytest -q -n auto
 
+# Every benchmark, then the summary (results/summary.json and .svg, the READMEs' benchmark tables).
 bench: build
-	$(BIN)/python bench/bench_overhead.py
-	$(BIN)/python bench/bench_graphs.py
-	$(BIN)/python bench/bench_fusion_attention.py
-	$(BIN)/python bench/bench_fallback_check.py
-	$(BIN)/python bench/bench_migrate.py
-	$(BIN)/python bench/bench_distributed.py
-	$(BIN)/python bench/bench_profiler.py
-	$(BIN)/python bench/bench_compile.py
+	$(BENCH_REQUIREMENTS) > $(VENV)/bench-requirements.txt
+	$(PIP) -r $(VENV)/bench-requirements.txt
+	$(BIN)/python bench/run_all.py
 
 # Differential fuzzing beyond CI's slice: `make fuzz MINUTES=30` (seeds other than CI's).
 MINUTES ?= 10

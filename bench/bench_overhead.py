@@ -19,11 +19,19 @@ import time
 
 import torch
 import torch.nn as nn
+from _models import Block
 from _timing import best_of
 
 import torch_npu  # noqa: F401
 
-BARS = {"a + 1 (10 elements)": 1.35, "matmul 256x256": 1.02, "MLP train step": 1.20, "ConvNet train step": 1.08}
+BARS = {
+    "a + 1 (10 elements)": 1.15,
+    "matmul 256x256": 1.01,
+    "MLP train step": 1.03,
+    "ConvNet train step": 1.03,
+    "transformer block train step": 1.03,
+    "AMP bf16 train step": 1.03,
+}
 
 
 def add_case(device):
@@ -77,11 +85,44 @@ def conv_case(device):
     return step
 
 
+def transformer_case(device):
+    torch.manual_seed(0)
+    model = nn.Sequential(Block(64), Block(64)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(4, 32, 64).to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    return step
+
+
+def amp_case(device):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 10)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(32, 64).to(device)
+    y = torch.randint(0, 10, (32,)).to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 CASES = [
     ("a + 1 (10 elements)", add_case, 20000),
     ("matmul 256x256", matmul_case, 300),
     ("MLP train step", mlp_case, 300),
     ("ConvNet train step", conv_case, 40),
+    ("transformer block train step", transformer_case, 40),
+    ("AMP bf16 train step", amp_case, 200),
 ]
 
 
@@ -148,7 +189,7 @@ def main():
         }
         r = results[name]
         print(
-            f"{name:22s} cpu {r['cpu_us']:10.2f} us  npu {r['npu_us']:10.2f} us  "
+            f"{name:30s} cpu {r['cpu_us']:10.2f} us  npu {r['npu_us']:10.2f} us  "
             f"ratio {r['ratio']:.3f}  (bar <= {r['bar']})",
             flush=True,
         )

@@ -77,6 +77,29 @@ def test_hot_operators_with_npu_kernels_stay_silent(synced, tmp_path):
     assert NEEDLE not in done.stderr and done.stdout.strip() == "{}"
 
 
+def test_functional_and_inplace_variants_run_through_their_structured_delegate():
+    # torch_npu lists gelu.out; gelu and gelu_ reach it as structured kernels, so real hardware does not fall back
+    assert {"gelu", "gelu_", "gelu.out"} <= set(_op_support.with_structured_variants(["gelu.out"]))
+    assert "fmax" not in _op_support.with_structured_variants(["gelu.out"])
+    shipped = set(_op_support.shipped_profile()["npu_kernels"])
+    for op in ("gelu", "gelu_", "cumsum_", "argmax"):
+        assert op in shipped and _op_support.structured_delegates()[op] in shipped, op
+
+
+def test_shipped_profile_keeps_a_gelu_model_silent(tmp_path):
+    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))
+    env.pop("VNPU_OPS_PROFILE", None)
+    script = (
+        "import torch, torch_npu\n"
+        "x = torch.randn(4, 8, device='npu', requires_grad=True)\n"
+        "torch.nn.functional.gelu(x).sum().backward()\n"
+        "torch.nn.functional.gelu(x.detach(), approximate='tanh')\n"
+        "print(torch_npu._op_support.ledger().calls)\n"
+    )
+    done = run([sys.executable, "-c", script], env)
+    assert done.returncode == 0 and NEEDLE not in done.stderr and done.stdout.strip() == "{}", done.stderr
+
+
 def test_ops_check_and_list(synced):
     fallback = run(VNPU + ["ops", "check", "fmax.out"], synced)
     assert fallback.returncode == 1 and "falls back to the CPU" in fallback.stdout

@@ -85,6 +85,26 @@ def custom_operators_from_docs(text):
     return sorted(set(re.findall(r'_add_torch_npu_docstr\(\s*"([A-Za-z0-9_]+)"', text)))
 
 
+def structured_delegates():
+    """{operator: its structured delegate} from torch's own native_functions.yaml ('gelu' -> 'gelu.out'): a
+    backend that implements the delegate runs the functional and in-place variants through it."""
+    import re
+
+    import torchgen
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
+    with open(path) as f:
+        text = f.read()
+    pattern = r"^- func: ([\w.]+)\(.*?\n(?:(?!- func:).*\n)*?\s+structured_delegate: ([\w.]+)"
+    return dict(re.findall(pattern, text, flags=re.MULTILINE))
+
+
+def with_structured_variants(kernels):
+    """The kernels plus the operators whose structured delegate is one of them."""
+    found = set(kernels)
+    return sorted(found | {op for op, delegate in structured_delegates().items() if delegate in found})
+
+
 def profile_from_wheel(wheel_path):
     """A profile dict from a torch-npu wheel file."""
     with zipfile.ZipFile(wheel_path) as wheel:
@@ -98,7 +118,7 @@ def profile_from_wheel(wheel_path):
         docs = wheel.read(_OP_PLUGIN_DOCS).decode() if _OP_PLUGIN_DOCS in names else ""
     version = os.path.basename(wheel_path).split("-")[1]
     lists = parse_wheel_lists(codegen, base)
-    kernels = sorted(set().union(*lists.values()))
+    kernels = with_structured_variants(set().union(*lists.values()))
     return {
         "torch_npu": version,
         "wheel": os.path.basename(wheel_path),
