@@ -491,6 +491,17 @@ def case_intra_host_link():
     gathered = torch.empty(WORLD * n, dtype=torch.bfloat16, device=DEV)
     dist.all_gather_into_tensor(gathered, inputs[torch.bfloat16][RANK].to(DEV))
     same(gathered, torch.cat(inputs[torch.bfloat16]))
+    listed = [torch.empty(n, dtype=torch.float16, device=DEV) for _ in range(WORLD)]
+    dist.all_gather(listed, inputs[torch.float16][RANK].to(DEV))
+    for got, want in zip(listed, inputs[torch.float16]):
+        same(got, want)
+    root = WORLD - 1
+    reduced = inputs[torch.float32][RANK].to(DEV)
+    dist.reduce(reduced, dst=root)
+    if over_shm:  # the root has the rank-order sum, the others keep their tensors (gloo leaves them undefined)
+        same(reduced, _rank_order(inputs[torch.float32], torch.add) if RANK == root else inputs[torch.float32][RANK])
+    elif RANK == root:
+        torch.testing.assert_close(reduced.cpu(), _rank_order(inputs[torch.float32], torch.add))
     part = torch.empty(n // WORLD, dtype=torch.int64, device=DEV)
     whole = [x[: part.numel() * WORLD] for x in inputs[torch.int64]]
     dist.reduce_scatter_tensor(part, whole[RANK].to(DEV))

@@ -1,7 +1,7 @@
 """Choosing an hccl group's link by topology, as HCCL picks HCCS / PCIe inside a server and RoCE between them.
 
 When every rank of a group runs on this host, rank 0 creates a shared-memory segment (csrc/distributed/
-IntraHostLink.h), the others open it, and allreduce, broadcast and allgather_into_tensor travel through it;
+IntraHostLink.h), the others open it, and allreduce, reduce, broadcast, allgather and allgather_into_tensor travel through it;
 otherwise, or when any rank cannot map it, the whole group keeps the gloo transport. HCCL_INTRA_ROCE_ENABLE=1
 (with HCCL_INTRA_PCIE_ENABLE unset or 0) keeps one host's ranks on the network transport, as on a server.
 """

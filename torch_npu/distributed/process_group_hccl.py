@@ -4,7 +4,7 @@
 Backend registered for the npu device: each collective hands PyTorch's gloo backend (TCP, multi-node,
 tested upstream) zero-copy CPU aliases of the npu tensors, so results land in npu memory without a copy;
 AVG, PREMUL_SUM and bool reductions are composed around gloo. Groups whose ranks share one host carry
-allreduce, broadcast and allgather_into_tensor over shared memory instead (intra_host_link.py). `dist.init_process_group("hccl")`,
+allreduce, reduce, broadcast and the allgathers over shared memory instead (intra_host_link.py). `dist.init_process_group("hccl")`,
 `dist.get_backend() == "hccl"`, DDP's C++ reducer and functional collectives all reach it.
 
 Timeouts, as on Ascend: HCCL_CONNECT_TIMEOUT (seconds) bounds link setup, HCCL_EXEC_TIMEOUT (seconds)

@@ -368,6 +368,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
   if (r.average && root) {
     after = [tensors, size] { divide(tensors, size); };
   }
+  LinkReduce op{};
+  if (intra_host_ && h.size() == 1 && link_reduce(r.gloo_op, &op)) {
+    // Every rank reduces its share; the root keeps the result, the others keep their own tensors.
+    const at::Tensor data = root ? h[0] : h[0].clone();
+    auto done = on_intra_host([&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout);
+    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("reduce"), tensors, std::move(after)));
+  }
   return scope.attach(c10::make_intrusive<HcclWork>(via_transport(transport_->reduce(h, gloo_opts)), describe("reduce"),
                                                     tensors, std::move(after)));
 }
@@ -379,6 +386,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
   check_in_step("allgather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
+  if (intra_host_ && hi.size() == 1 && ho.size() == 1 && static_cast<int>(ho[0].size()) == getSize() &&
+      std::all_of(ho[0].begin(), ho[0].end(), [&](const at::Tensor& o) {
+        return o.numel() == hi[0].numel() && o.scalar_type() == hi[0].scalar_type();
+      })) {
+    // Gathered into one buffer, then copied to each output (they may be views of anything).
+    const at::Tensor in_data = hi[0].contiguous();
+    const std::vector<at::Tensor> outs = ho[0];
+    auto done = on_intra_host(
+        [&](auto timeout) {
+          const at::Tensor gathered = at::empty({getSize() * in_data.numel()}, in_data.options());
+          intra_host_->allgather(gathered, in_data, timeout);
+          for (int r = 0; r < getSize(); ++r) {
+            outs[r].copy_(gathered.narrow(0, r * in_data.numel(), in_data.numel()).view(outs[r].sizes()));
+          }
+        },
+        flat(outputs), opts.timeout);
+    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allgather"), flat(outputs), nullptr));
+  }
   return scope.attach(named("allgather", transport_->allgather(ho, hi, opts), flat(outputs)));
 }
 

@@ -6,8 +6,9 @@
 // reported by every rank instead of hanging or mixing data.
 //
 // Like HCCL choosing HCCS / PCIe inside a server and RoCE between servers, a group whose ranks all run on
-// one host carries allreduce (and the reduce-scatters built on it), broadcast and allgather_into_tensor over
-// an IntraHostLink (shared memory); other collectives, and groups spanning hosts, use the gloo transport.
+// one host carries allreduce (and the reduce-scatters built on it), reduce, broadcast, allgather and
+// allgather_into_tensor over an IntraHostLink (shared memory); the others (gather, scatter, all-to-all, send /
+// recv), and groups spanning hosts, use the gloo transport.
 // HCCL_INTRA_ROCE_ENABLE=1 keeps one host's ranks on the network transport too.
 #pragma once
 
