@@ -368,3 +368,30 @@ def test_all_to_all_vc_refuses_host_tensors_as_torch_npu_does():
 
     with pytest.warns(UserWarning, match="Support for Tensors is limited to those of type npu"):
         assert all_to_all_vc(torch.empty(2), torch.empty(2), [[2]]) is None
+
+
+@pytest.mark.parametrize(
+    "env, network",
+    [
+        ({}, False),
+        ({"HCCL_INTRA_ROCE_ENABLE": "1"}, True),
+        ({"HCCL_INTRA_PCIE_ENABLE": "1"}, False),
+        ({"HCCL_INTRA_PCIE_ENABLE": "0", "HCCL_INTRA_ROCE_ENABLE": "1"}, True),
+    ],
+)
+def test_the_intra_host_link_follows_hccl_intra_pcie_and_roce_switches(monkeypatch, env, network):
+    from torch_npu.distributed import intra_host_link
+
+    for name in ("HCCL_INTRA_PCIE_ENABLE", "HCCL_INTRA_ROCE_ENABLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert intra_host_link._network_inside_host() is network
+
+
+def test_a_switch_that_is_not_0_or_1_is_refused_by_name(monkeypatch):
+    from torch_npu.distributed import intra_host_link
+
+    monkeypatch.setenv("HCCL_INTRA_ROCE_ENABLE", "yes")
+    with pytest.raises(ValueError, match="Invalid value 'yes' of environment variable HCCL_INTRA_ROCE_ENABLE"):
+        intra_host_link._network_inside_host()
