@@ -73,3 +73,14 @@ def test_the_chart_is_an_svg(tmp_path):
     path = tmp_path / "summary.svg"
     assert summary.chart(rows, None, str(path))
     assert path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text()
+
+
+def test_run_all_refuses_a_benchmark_it_does_not_know():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "run_all.py"), "overhead", "nosuch"], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "unknown benchmark(s) nosuch; known: overhead, graphs, fusion_attention" in done.stderr

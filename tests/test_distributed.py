@@ -1,6 +1,7 @@
 """The hccl backend across processes (2 and 4 ranks on this machine), each run bounded by a timeout."""
 
 import concurrent.futures
+import datetime
 import os
 import subprocess
 import sys
@@ -395,3 +396,40 @@ def test_a_switch_that_is_not_0_or_1_is_refused_by_name(monkeypatch):
     monkeypatch.setenv("HCCL_INTRA_ROCE_ENABLE", "yes")
     with pytest.raises(ValueError, match="Invalid value 'yes' of environment variable HCCL_INTRA_ROCE_ENABLE"):
         intra_host_link._network_inside_host()
+
+
+def _lone_backend(size, rank=0):
+    """An hccl backend object claiming `rank` of `size` ranks (its gloo transport has only this process)."""
+    store = dist.HashStore()
+    transport = dist.ProcessGroupGloo(store, 0, 1, datetime.timedelta(seconds=5))
+    return torch_npu._C._distributed_c10d.ProcessGroupHCCL(transport, rank, size), store
+
+
+def test_a_segment_that_cannot_be_opened_is_a_clear_error():
+    backend, _ = _lone_backend(2)
+    name = f"/vnpu_test_missing_{os.getpid()}"
+    with pytest.raises(RuntimeError, match=f"shm_open\\({name}\\): No such file or directory"):
+        backend._open_intra_host_link(name, False)
+    owner, _ = _lone_backend(2)
+    owner._open_intra_host_link(name, True)
+    other_group, _ = _lone_backend(4)
+    with pytest.raises(RuntimeError, match=f"shared memory segment {name} has an unexpected size"):
+        other_group._open_intra_host_link(name, False)
+    owner._close_intra_host_link()  # rank 0 of the group removes the name with its link
+    assert not os.path.exists(f"/dev/shm{name}")
+
+
+@pytest.mark.parametrize("published", ["", "/vnpu_test_never_created"], ids=["rank 0 failed", "unopenable"])
+def test_a_rank_that_cannot_map_the_segment_keeps_the_whole_group_on_the_transport(monkeypatch, published):
+    from torch_npu.distributed import intra_host_link
+
+    backend, store = _lone_backend(2, rank=1)
+    # rank 1's side of the agreement; rank 0 (not running) has published its host, the name, and its outcome
+    store.set("vnpu_intra_host/host/0", intra_host_link._host_identity())
+    store.set("vnpu_intra_host/name", published)
+    store.set("vnpu_intra_host/opened/0", "1" if published else "0")
+    for name in ("HCCL_INTRA_PCIE_ENABLE", "HCCL_INTRA_ROCE_ENABLE"):
+        monkeypatch.delenv(name, raising=False)
+    intra_host_link.connect_intra_host(backend, store, 1, 2)
+    assert store.get("vnpu_intra_host/opened/1") == b"0"
+    assert not backend._uses_intra_host_link

@@ -49,6 +49,11 @@ class IntraHostLink {
   bool peers_visible() const;
   // Records what this rank is about to run; after the first meeting every rank compares all the records.
   void start_collective(uint64_t call, uint64_t bytes);
+  // Walks `total` elements of `unit` bytes a slot at a time, double-buffered: per chunk stage(start, n, buffer), a
+  // meeting (the first also compares the ranks' calls), between(...), a meeting, after(...).
+  template <class Stage, class Between, class After>
+  void walk(const char* collective, uint64_t call, int64_t total, int64_t unit, std::chrono::milliseconds timeout,
+            Stage&& stage, Between&& between, After&& after);
   void check_same_call(const char* collective);
   uint8_t* slot(int buffer, int rank) const;
   void meet(Clock::time_point deadline);

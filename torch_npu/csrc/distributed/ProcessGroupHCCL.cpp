@@ -249,24 +249,21 @@ std::string ProcessGroupHCCL::describe(const char* collective) const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
-                                                       std::vector<at::Tensor> results) {
-  // gloo's send / recv works can be waited for once only (a second wait blocks): they are not remembered, so an
-  // intra-host collective does not order itself after point-to-point transfers still in flight.
-  const bool p2p = std::string(collective) == "send" || std::string(collective) == "recv";
-  return c10::make_intrusive<HcclWork>(p2p ? std::move(work) : via_transport(std::move(work)), describe(collective),
-                                       std::move(results), nullptr);
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::via_transport(c10::intrusive_ptr<c10d::Work> work) {
+                                                       std::vector<at::Tensor> results, std::function<void()> after) {
   if (intra_host_) {
     last_transport_work_.emplace(work);
   }
-  return work;
+  return c10::make_intrusive<HcclWork>(std::move(work), describe(collective), std::move(results), std::move(after));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::point_to_point(const char* what, c10::intrusive_ptr<c10d::Work> work,
+                                                                std::vector<at::Tensor> results) const {
+  return c10::make_intrusive<HcclWork>(std::move(work), describe(what), std::move(results), nullptr);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::on_intra_host(
-    const std::function<void(std::chrono::milliseconds)>& collective, const std::vector<at::Tensor>& results,
-    std::chrono::milliseconds timeout) {
+    const char* collective, const std::function<void(std::chrono::milliseconds)>& run,
+    const std::vector<at::Tensor>& results, std::chrono::milliseconds timeout, std::function<void()> after) {
   if (last_transport_work_) {  // earlier transport collectives on these tensors finish first
     if (auto pending = last_transport_work_->lock()) {
       try {
@@ -280,12 +277,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::on_intra_host(
     const double seconds = link_.execute_seconds > 0 ? link_.execute_seconds : 1800.0;
     timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   }
+  std::exception_ptr error;
   try {
-    collective(timeout);
+    run(timeout);
   } catch (const std::exception& e) {
-    return c10::make_intrusive<CompletedWork>(results, std::make_exception_ptr(std::runtime_error(e.what())));
+    error = std::make_exception_ptr(std::runtime_error(e.what()));
   }
-  return c10::make_intrusive<CompletedWork>(results, nullptr);
+  return c10::make_intrusive<HcclWork>(c10::make_intrusive<CompletedWork>(results, error), describe(collective),
+                                       results, std::move(after));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tensor>& tensors,
@@ -296,9 +295,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tenso
   if (intra_host_ && h.size() == 1) {
     const at::Tensor data = h[0];
     const int root = static_cast<int>(opts.rootRank);
-    auto done =
-        on_intra_host([&](auto timeout) { intra_host_->broadcast(data, root, timeout); }, tensors, opts.timeout);
-    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("broadcast"), tensors, nullptr));
+    return scope.attach(on_intra_host(
+        "broadcast", [&](auto timeout) { intra_host_->broadcast(data, root, timeout); }, tensors, opts.timeout));
   }
   return scope.attach(named("broadcast", transport_->broadcast(h, opts), tensors));
 }
@@ -325,11 +323,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tenso
   LinkReduce op{};
   if (intra_host_ && h.size() == 1 && link_reduce(r.gloo_op, &op)) {
     const at::Tensor data = h[0];
-    auto done = on_intra_host([&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout);
-    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allreduce"), tensors, std::move(after)));
+    return scope.attach(on_intra_host(
+        "allreduce", [&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout,
+        std::move(after)));
   }
-  return scope.attach(c10::make_intrusive<HcclWork>(via_transport(transport_->allreduce(h, gloo_opts)),
-                                                    describe("allreduce"), tensors, std::move(after)));
+  return scope.attach(named("allreduce", transport_->allreduce(h, gloo_opts), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -372,11 +370,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
   if (intra_host_ && h.size() == 1 && link_reduce(r.gloo_op, &op)) {
     // Every rank reduces its share; the root keeps the result, the others keep their own tensors.
     const at::Tensor data = root ? h[0] : h[0].clone();
-    auto done = on_intra_host([&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout);
-    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("reduce"), tensors, std::move(after)));
+    return scope.attach(on_intra_host(
+        "reduce", [&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout,
+        std::move(after)));
   }
-  return scope.attach(c10::make_intrusive<HcclWork>(via_transport(transport_->reduce(h, gloo_opts)), describe("reduce"),
-                                                    tensors, std::move(after)));
+  return scope.attach(named("reduce", transport_->reduce(h, gloo_opts), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -393,7 +391,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
     // Gathered into one buffer, then copied to each output (they may be views of anything).
     const at::Tensor in_data = hi[0].contiguous();
     const std::vector<at::Tensor> outs = ho[0];
-    auto done = on_intra_host(
+    return scope.attach(on_intra_host(
+        "allgather",
         [&](auto timeout) {
           const at::Tensor gathered = at::empty({getSize() * in_data.numel()}, in_data.options());
           intra_host_->allgather(gathered, in_data, timeout);
@@ -401,8 +400,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
             outs[r].copy_(gathered.narrow(0, r * in_data.numel(), in_data.numel()).view(outs[r].sizes()));
           }
         },
-        flat(outputs), opts.timeout);
-    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allgather"), flat(outputs), nullptr));
+        flat(outputs), opts.timeout));
   }
   return scope.attach(named("allgather", transport_->allgather(ho, hi, opts), flat(outputs)));
 }
@@ -424,10 +422,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
   if (intra_host_) {
     const at::Tensor out_data = out_host;
     const at::Tensor in_data = in_host[0];
-    auto done = on_intra_host([&](auto timeout) { intra_host_->allgather(out_data, in_data, timeout); }, {output},
-                              opts.timeout);
-    return scope.attach(c10::make_intrusive<HcclWork>(done, describe("allgather_into_tensor"),
-                                                      std::vector<at::Tensor>{output}, nullptr));
+    return scope.attach(on_intra_host(
+        "allgather_into_tensor", [&](auto timeout) { intra_host_->allgather(out_data, in_data, timeout); }, {output},
+        opts.timeout));
   }
   return scope.attach(named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output}));
 }
@@ -562,19 +559,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   CollectiveScope scope("send", comm_name(), getRank(), getSize(), tensors, dst);
   auto h = hosts(tensors);
-  return scope.attach(named("send", transport_->send(h, dst, tag), tensors));
+  return scope.attach(point_to_point("send", transport_->send(h, dst, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors, src);
   auto h = hosts(tensors);
-  return scope.attach(named("recv", transport_->recv(h, src, tag), tensors));
+  return scope.attach(point_to_point("recv", transport_->recv(h, src, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors);
   auto h = hosts(tensors);
-  return scope.attach(named("recv", transport_->recvAnysource(h, tag), tensors));
+  return scope.attach(point_to_point("recv", transport_->recvAnysource(h, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::barrier(const c10d::BarrierOptions& opts) {

@@ -115,16 +115,22 @@ class ProcessGroupHCCL final : public c10d::Backend {
   }
 
  private:
+  // A transport collective's work (errors name the collective and the group), remembered so that a later
+  // intra-host collective starts after it (program order).
   c10::intrusive_ptr<c10d::Work> named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
-                                       std::vector<at::Tensor> results);
+                                       std::vector<at::Tensor> results, std::function<void()> after = nullptr);
+  // A send / recv work: not remembered, since gloo's point-to-point works can be waited for once only (a second
+  // wait blocks); intra-host collectives are not ordered after transfers still in flight.
+  c10::intrusive_ptr<c10d::Work> point_to_point(const char* what, c10::intrusive_ptr<c10d::Work> work,
+                                                std::vector<at::Tensor> results) const;
+  // Runs `run` on the intra-host link now: a completed work holding `results` (then `after`), or the error.
+  c10::intrusive_ptr<c10d::Work> on_intra_host(const char* collective,
+                                               const std::function<void(std::chrono::milliseconds)>& run,
+                                               const std::vector<at::Tensor>& results,
+                                               std::chrono::milliseconds timeout,
+                                               std::function<void()> after = nullptr);
   std::string describe(const char* collective) const;
   void check_in_step(const char* collective, const std::vector<at::Tensor>& tensors, int64_t reduce_op);
-  // A transport work, remembered so that a later intra-host collective starts after it (program order).
-  c10::intrusive_ptr<c10d::Work> via_transport(c10::intrusive_ptr<c10d::Work> work);
-  // Runs `collective` on the intra-host link now; a completed work holding `results`, or the error.
-  c10::intrusive_ptr<c10d::Work> on_intra_host(const std::function<void(std::chrono::milliseconds)>& collective,
-                                               const std::vector<at::Tensor>& results,
-                                               std::chrono::milliseconds timeout);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
   std::string name_;
