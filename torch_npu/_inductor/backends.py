@@ -105,7 +105,7 @@ def _traced_graph_runner(gm, example_inputs):
     runner = NpuGraphRunner(lambda args: gm(*args), static, device_index=index, name="npugraphs dynamo graph")
 
     def run(*args):
-        return runner(list(args))
+        return runner.call(args)
 
     return run
 

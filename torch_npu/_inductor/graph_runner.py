@@ -54,7 +54,7 @@ class NpuGraphRunner:
         self.host_kernel = host_kernel
         self.max_recordings = max_recordings
         self.static = frozenset(static_input_idxs)
-        self.static_mask = []
+        self.static_mask = b""
         self.device_index = device_index
         self.name = name
         self.recordings = {}
@@ -62,16 +62,22 @@ class NpuGraphRunner:
         self.skip_reason = None
 
     def __call__(self, args):
+        """The boxed calling convention: takes the list of inputs and empties it."""
         inputs = list(args)
         args.clear()
+        return self.call(inputs)
+
+    def call(self, inputs):
+        """Runs, captures or replays for a sequence of inputs (left as it is)."""
         if self.skip_reason is not None:
             return self.fn(inputs)
         if len(self.static_mask) != len(inputs):
-            self.static_mask = [i in self.static for i in range(len(inputs))]
+            self.static_mask = bytes(i in self.static for i in range(len(inputs)))
         key = _C._graph_input_key(inputs, self.static_mask)  # static inputs that moved make a new key
         recording = self.recordings.get(key)
         if recording is not None:
-            return self._replay(recording, inputs)
+            recording.graph._recording.replay_with_inputs(recording.inputs, inputs, self.static_mask)
+            return recording.outputs
         if key not in self.warmed_up:
             self.warmed_up.add(key)
             return self.fn(inputs)
@@ -82,10 +88,6 @@ class NpuGraphRunner:
         ):
             return self.fn(inputs)  # beyond the capture limit: these shapes run without a graph
         return self._record(key, inputs)
-
-    def _replay(self, recording, inputs):
-        recording.graph._recording.replay_with_inputs(recording.inputs, inputs, self.static_mask)
-        return recording.outputs
 
     def _record(self, key, inputs):
         buffers = [

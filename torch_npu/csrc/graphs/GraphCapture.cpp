@@ -220,8 +220,9 @@ void GraphRecording::prepare_direct_replay(Record& record) {
       } else {
         stack.push_back(value);
       }
-    } else if (value.isTensorList() || value.isList() || value.isDevice()) {
-      return;  // the redirect maps these
+    } else if (value.isTensorList() || value.isDevice() ||
+               (value.isList() && !value.isIntList() && !value.isDoubleList() && !value.isBoolList())) {
+      return;  // the redirect maps these (lists that may hold tensors, devices)
     } else {
       stack.push_back(value);
     }

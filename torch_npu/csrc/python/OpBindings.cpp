@@ -190,13 +190,15 @@ void bind_ops(py::module& m) {
       .def("replay", &GraphRecording::replay, py::call_guard<py::gil_scoped_release>())
       .def(
           "replay_with_inputs",
-          [](GraphRecording& g, py::list buffers, py::list inputs, const std::vector<bool>& is_static) {
+          [](GraphRecording& g, py::list buffers, py::sequence inputs, py::bytes static_mask) {
             // A compiled function's replay: fresh inputs are copied into the graph's own input buffers
             // (static ones are read where they are), then the graph runs.
+            const std::string_view is_static = static_mask;
             const size_t n = std::min(buffers.size(), inputs.size());
             for (size_t i = 0; i < n; ++i) {
               PyObject* buffer = buffers[i].ptr();
-              PyObject* input = inputs[i].ptr();
+              py::object input_ref = inputs[i];
+              PyObject* input = input_ref.ptr();
               if ((i < is_static.size() && is_static[i]) || !THPVariable_Check(buffer) || !THPVariable_Check(input)) {
                 continue;
               }
@@ -262,13 +264,16 @@ void bind_ops(py::module& m) {
   m.def("_in_host_compiled_region", &HostCompiledRegion::active);
   m.def(
       "_graph_input_key",
-      [](py::list inputs, const std::vector<bool>& is_static) {
+      [](py::sequence inputs, py::bytes static_mask) {
         // What decides whether a captured NPU graph can serve a call: the layout of every tensor input,
-        // and the memory of the static ones (a graph reads those where they are).
+        // and the memory of the static ones (a graph reads those where they are). static_mask holds one
+        // byte per input, nonzero for a static one.
+        const std::string_view is_static = static_mask;
         std::vector<int64_t> key;
         key.reserve(inputs.size() * 8);
         for (size_t i = 0; i < inputs.size(); ++i) {
-          PyObject* item = inputs[i].ptr();
+          py::object item_ref = inputs[i];
+          PyObject* item = item_ref.ptr();
           if (THPVariable_Check(item)) {
             const at::Tensor& t = THPVariable_Unpack(item);
             key.push_back(t.dim());
