@@ -8,6 +8,7 @@
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/PluggableAllocator.h"
+#include "runtime/ProcessRegistry.h"
 #include "runtime/ProfilerMemory.h"
 #include "runtime/SocProfile.h"
 #include "runtime/Stream.h"
@@ -147,6 +148,7 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
   if (bytes >= allocator_config().max_split_size) {
     st.stats.oversize_segments.increase(1);
   }
+  publish_reserved(device, current(st.stats.reserved_bytes));
   return block;
 }
 
@@ -166,6 +168,7 @@ void unmap_segment(DeviceState& st, Block* block) {
   }
   munmap(block->ptr, block->size);
   g_host_mapped -= static_cast<int64_t>(block->size);
+  publish_reserved(block->device, current(st.stats.reserved_bytes));
   st.records.recycle(block);
 }
 
