@@ -32,7 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="train seed 003's TinyNet and a small CNN with AMP on npu:0")
     demo.add_argument("--steps", type=int, default=40)
     demo.set_defaults(func=_demo)
-    from vnpu import env_command, fuzz_command, migrate_command, ops_command, profile_command, run_command
+    from vnpu import (
+        doctor_command,
+        env_command,
+        fuzz_command,
+        migrate_command,
+        ops_command,
+        profile_command,
+        run_command,
+    )
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["profile"]:  # its own options and the program's arguments after --
@@ -43,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     migrate_command.add_parser(sub)
     env_command.add_parser(sub)
     fuzz_command.add_parser(sub)
+    doctor_command.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 
