@@ -164,6 +164,11 @@ from torch_npu.distributed import ParallelStore  # noqa: E402,F401  (torch_npu.P
 if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
     import torch_npu.contrib.transfer_to_npu  # noqa: F401,E402
 
+if _C._plan_mode():  # planning mode: the report `vnpu plan` reads, written at exit
+    from torch_npu.npu import _plan  # noqa: E402
+
+    _plan.install()
+
 if os.environ.get("VNPU_PROFILE_OUTPUT"):  # `msprof --application` / `vnpu profile --`: profile the whole program
     from torch_npu.profiler.program_profile import start_from_env as _start_program_profile  # noqa: E402
 

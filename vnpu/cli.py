@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["plan"]:  # its own options, then the program after --
+        from vnpu import plan_command
+
+        return plan_command.run(argv[1:])
     if argv[:1] == ["profile"]:  # its own options and the program's arguments after --
         return profile_command.run(argparse.Namespace(argv=argv[1:]))
     profile_command.add_parser(sub)

@@ -3,7 +3,6 @@ transfer_to_npu active, then print an Ascend readiness report; `--report FILE.md
 The exit status is the script's."""
 
 import collections
-import json
 import os
 import runpy
 import sys
@@ -12,6 +11,8 @@ import warnings
 
 from rich.console import Console
 from rich.table import Table
+
+from vnpu.report_files import write_report
 
 
 class _Recorder:
@@ -203,11 +204,7 @@ def run(args):
     report = _report(args.script, status, recorder)
     _print(report, Console(stderr=True))
     if args.report:
-        with open(args.report, "w") as f:
-            if args.report.endswith(".json"):
-                json.dump(report, f, indent=2)
-            else:
-                f.write(_markdown(report))
+        write_report(args.report, report, _markdown)
     return status
 
 

@@ -81,13 +81,18 @@ def _creator(name):
         connect, execute = _timeouts(backend_opts.timeout, options)
         backend = ProcessGroupHCCL(_connect(store, rank, size, connect, execute), rank, size, name)
         backend._set_link(store, connect.total_seconds(), execute.total_seconds())
-        connect_intra_host(backend, store, rank, size)
+        if not _C._plan_mode():
+            connect_intra_host(backend, store, rank, size)
         return backend
 
     return create
 
 
 def _connect(store, rank, size, connect, execute):
+    if _C._plan_mode():  # planning mode: collectives are counted and timed, and move nothing
+        from torch._C._distributed_c10d import FakeProcessGroup
+
+        return FakeProcessGroup._create_internal(rank, size)
     transport = dist.ProcessGroupGloo(store, rank, size, connect)
     if execute != connect:
         transport._set_default_timeout(execute)

@@ -4,6 +4,7 @@
 #include "aten/CpuFallback.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
+#include "aten/PlanMode.h"
 #include "aten/RedirectCall.h"
 #include "precision/PrecisionEmulation.h"
 #include "runtime/CachingAllocator.h"
@@ -17,21 +18,9 @@
 
 namespace vnpu {
 
-void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (C10_UNLIKELY(facts.cpu_fallback)) {
-    report_cpu_fallback(facts);
-  }
-  RedirectCall call(facts);
+void map_redirect_arguments(RedirectCall& call, const OpFacts& facts, torch::jit::Stack* stack, size_t base) {
   const size_t nargs = facts.num_args;
-  const size_t base = stack->size() - nargs;
-  const bool observed = slow_path_active();
-  std::vector<c10::IValue> inputs;
-  if (C10_UNLIKELY(observed)) {
-    inputs.assign(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
-    run_hooks_before(op, facts, inputs);
-  }
-
-  // 1. Arguments: npu tensors become CPU aliases, devices are checked, device= is rewritten.
+  // Arguments: npu tensors become CPU aliases, devices are checked, device= is rewritten.
   for (size_t i = 0; i < nargs; ++i) {
     auto& value = (*stack)[base + i];
     const auto arg = static_cast<int>(i);
@@ -64,6 +53,31 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
     auto routed = call.generator(value.isNone() ? std::nullopt : std::optional<at::Generator>(value.toGenerator()));
     value = routed.has_value() ? c10::IValue(*routed) : c10::IValue();
   }
+}
+
+std::vector<c10::IValue> observe_arguments(const c10::OperatorHandle& op, const OpFacts& facts,
+                                           const torch::jit::Stack& stack, size_t base, bool observed) {
+  std::vector<c10::IValue> inputs;
+  if (C10_UNLIKELY(observed)) {
+    inputs.assign(stack.begin() + static_cast<std::ptrdiff_t>(base), stack.end());
+    run_hooks_before(op, facts, inputs);
+  }
+  return inputs;
+}
+
+void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (C10_UNLIKELY(plan_mode())) {
+    run_plan(facts, op, stack);
+    return;
+  }
+  if (C10_UNLIKELY(facts.cpu_fallback)) {
+    report_cpu_fallback(facts);
+  }
+  RedirectCall call(facts);
+  const size_t base = stack->size() - facts.num_args;
+  const bool observed = slow_path_active();
+  const std::vector<c10::IValue> inputs = observe_arguments(op, facts, *stack, base, observed);
+  map_redirect_arguments(call, facts, stack, base);
 
   // 2. Run the CPU kernel. What it allocates comes from the npu pools of the target device.
   const int64_t start_ns = observed ? now_ns() : 0;

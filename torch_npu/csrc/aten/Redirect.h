@@ -27,6 +27,15 @@ at::Tensor owning_cpu_alias(const at::Tensor& npu);
 // Registers the redirect as the PrivateUse1 kernel of each named aten operator ("add.Tensor").
 int64_t register_redirects(const std::vector<std::string>& names);
 
+class RedirectCall;
+// The argument step of a redirected call on a boxed stack (its arguments start at `base`): npu tensors
+// become CPU aliases, devices are checked, device= arguments and generators are rewritten.
+void map_redirect_arguments(RedirectCall& call, const OpFacts& facts, torch::jit::Stack* stack, size_t base);
+
+// The arguments as the caller passed them, handed to the installed hooks first (empty unless observed).
+std::vector<c10::IValue> observe_arguments(const c10::OperatorHandle& op, const OpFacts& facts,
+                                           const torch::jit::Stack& stack, size_t base, bool observed);
+
 // Runs one operator through the redirect on a boxed stack (arguments in, results out).
 void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack);
 

@@ -55,23 +55,6 @@ ZeroAllocator* zero_allocator(c10::Device device) {
   return device.is_cpu() ? &allocators[kMaxDevices] : &allocators[static_cast<size_t>(device.index())];
 }
 
-at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like) {
-  auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kNpuKeys, like.dtype());
-  copy_geometry(like, out);
-  return out;
-}
-
-// An npu view over `base`'s storage with the geometry of the CPU view the kernel returned.
-at::Tensor npu_view(const at::Tensor& base, const at::Tensor& cpu_view) {
-  // The VIEW constructor takes the key set verbatim: reuse the base's (autograd and inference
-  // state included) without its conj/neg bits, which come from the view itself.
-  const auto keys = base.key_set().remove(c10::DispatchKey::Conjugate).remove(c10::DispatchKey::Negative);
-  auto out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()), keys,
-                                                      cpu_view.dtype());
-  copy_geometry(cpu_view, out);
-  return out;
-}
-
 // An npu storage owning the memory of a CPU storage a kernel produced.
 c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) {
   const auto& data_ptr = cpu.data_ptr();
@@ -98,6 +81,23 @@ void check_strided(const at::Tensor& cpu) {
 }
 
 }  // namespace
+
+at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kNpuKeys, like.dtype());
+  copy_geometry(like, out);
+  return out;
+}
+
+// An npu view over `base`'s storage with the geometry of the CPU view the kernel returned.
+at::Tensor npu_view(const at::Tensor& base, const at::Tensor& cpu_view) {
+  // The VIEW constructor takes the key set verbatim: reuse the base's (autograd and inference
+  // state included) without its conj/neg bits, which come from the view itself.
+  const auto keys = base.key_set().remove(c10::DispatchKey::Conjugate).remove(c10::DispatchKey::Negative);
+  auto out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(base.storage()), keys,
+                                                      cpu_view.dtype());
+  copy_geometry(cpu_view, out);
+  return out;
+}
 
 std::string layout_name(c10::Layout layout) {
   switch (layout) {

@@ -20,6 +20,11 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
 // resized or freed under it would otherwise send a kernel to memory it does not own).
 void check_in_bounds(const at::Tensor& npu);
 
+// An npu tensor over `storage` with the geometry (sizes, strides, offset, conj/neg bits) of `like`.
+at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like);
+// An npu view over `base`'s storage with the geometry of `view` (a kernel's view of base's alias).
+at::Tensor npu_view(const at::Tensor& base, const at::Tensor& view);
+
 // npu tensor that takes over the memory of a CPU tensor a kernel produced (no copy).
 at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device);
 

@@ -123,16 +123,16 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
   if (current(st.stats.reserved_bytes) + static_cast<int64_t>(bytes) > allowed_bytes(st)) {
     return nullptr;
   }
-  if (!host_can_back(bytes, static_cast<size_t>(g_host_mapped.load()), host_note)) {
+  if (!plan_mode() && !host_can_back(bytes, static_cast<size_t>(g_host_mapped.load()), host_note)) {
     return nullptr;
   }
-  void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ptr == MAP_FAILED) {
+  void* ptr = map_segment_memory(bytes);
+  if (ptr == nullptr) {
     host_note = " [vnpu] The host refused to map " + format_size(bytes) +
                 " of memory to back this device allocation (every npu byte lives in host memory).";
     return nullptr;
   }
-  if (bytes >= kHugePageBytes) {
+  if (bytes >= kHugePageBytes && !plan_mode()) {
     // Large segments on transparent huge pages: fewer TLB misses for the kernels that stream through
     // them (the host's THP mode "madvise" enables them only where asked; a refusal changes nothing).
     madvise(ptr, bytes, MADV_HUGEPAGE);

@@ -2,7 +2,10 @@
 
 #include "runtime/CachingAllocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace vnpu {
@@ -55,6 +58,20 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
     }
   }
   return true;
+}
+
+bool plan_mode() {
+  static const bool on = [] {
+    const char* env = std::getenv("VNPU_PLAN");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  return on;
+}
+
+void* map_segment_memory(size_t bytes) {
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (plan_mode() ? MAP_NORESERVE : 0);
+  void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  return ptr == MAP_FAILED ? nullptr : ptr;
 }
 
 }  // namespace vnpu

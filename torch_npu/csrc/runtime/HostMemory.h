@@ -11,4 +11,12 @@ namespace vnpu {
 // `mapped` is what the npu pools already hold. On refusal `note` explains it for the OOM error.
 bool host_can_back(size_t bytes, size_t mapped, std::string& note);
 
+// Planning mode (VNPU_PLAN=1, read once): npu segments are address space only, never backed by host
+// pages, and operators compute shapes and dtypes only (aten/PlanMode.h).
+bool plan_mode();
+
+// Maps `bytes` of address space for a segment: readable and writable memory, or, in planning mode,
+// address space the host does not reserve. nullptr when the host refuses.
+void* map_segment_memory(size_t bytes);
+
 }  // namespace vnpu

@@ -1,0 +1,376 @@
+#include "aten/PlanMode.h"
+
+#include "aten/OpHooks.h"
+#include "aten/Redirect.h"
+#include "aten/RedirectCall.h"
+#include "aten/TensorMapping.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+
+#include <ATen/Functions.h>
+#include <Python.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <frameobject.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+namespace vnpu {
+namespace {
+
+constexpr c10::DispatchKeySet kMetaKeys(c10::DispatchKey::Meta);
+
+// Unboxed operators take the boxed path in planning mode (it is the one that plans).
+[[maybe_unused]] const bool g_boxed_in_plan_mode = [] {
+  if (plan_mode()) {
+    g_slow_path_users.fetch_add(1);
+  }
+  return true;
+}();
+
+// The line of the user's program that called the operator: the innermost Python frame outside torch
+// and torch_npu ("" when the thread runs no Python, e.g. the autograd engine's).
+std::string python_call_site() {
+  if (Py_IsInitialized() == 0) {
+    return "";
+  }
+  // Operators run with the GIL released; an error path may take it back to read this thread's frames.
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  PyFrameObject* frame = PyEval_GetFrame();
+  if (frame != nullptr) {
+    Py_INCREF(frame);
+  }
+  std::string site;
+  while (frame != nullptr && site.empty()) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const std::string_view path = file != nullptr ? file : "";
+    if (path.find("/torch/") == std::string_view::npos && path.find("/torch_npu/") == std::string_view::npos) {
+      site = std::string(path) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  PyGILState_Release(gil);
+  return site;
+}
+
+bool needs_values(const std::string& op, const std::string& message) {
+  static constexpr std::array<std::string_view, 12> kValueOps = {"aten::_local_scalar_dense",
+                                                                 "aten::nonzero",
+                                                                 "aten::masked_select",
+                                                                 "aten::unique_dim",
+                                                                 "aten::_unique",
+                                                                 "aten::_unique2",
+                                                                 "aten::unique_consecutive",
+                                                                 "aten::equal",
+                                                                 "aten::is_nonzero",
+                                                                 "aten::bincount",
+                                                                 "aten::repeat_interleave",
+                                                                 "aten::_assert_async"};
+  for (auto name : kValueOps) {
+    if (op == name) {
+      return true;
+    }
+  }
+  return message.find("data-dependent") != std::string::npos ||
+         message.find("cannot be called on meta tensors") != std::string::npos;
+}
+
+// What planning mode saw: each operator with its argument shapes (calls counted), and the operator
+// at which each device's allocated memory peaked.
+struct Ledger {
+  std::mutex mu;
+  std::map<std::string, PlanLedgerRow> rows;
+  std::map<c10::DeviceIndex, PlanPeak> peaks;
+};
+Ledger& ledger() {
+  static auto* l = new Ledger();
+  return *l;
+}
+
+void describe_tensors(const c10::IValue& value, std::string& shapes, std::string& dtypes) {
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined()) {
+      return;
+    }
+    if (!shapes.empty() || !dtypes.empty()) {
+      shapes += ";";
+      dtypes += ";";
+    }
+    for (size_t d = 0; d < t.sizes().size(); ++d) {
+      shapes += (d ? "," : "") + std::to_string(t.sizes()[d]);
+    }
+    std::string name = c10::toString(t.scalar_type());
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    dtypes += name;
+  };
+  if (value.isTensor()) {
+    add(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorList()) {
+      add(t);
+    }
+  }
+}
+
+void record(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t nret,
+            const std::vector<c10::IValue>& args, c10::DeviceIndex device) {
+  PlanLedgerRow row;
+  row.op = op.schema().name().substr(op.schema().name().find("::") + 2);
+  for (const auto& value : args) {
+    describe_tensors(value, row.input_shapes, row.input_dtypes);
+  }
+  for (size_t i = stack.size() - nret; i < stack.size(); ++i) {
+    describe_tensors(stack[i], row.output_shapes, row.output_dtypes);
+  }
+  const int64_t allocated = npu_allocator()->getDeviceStats(device).allocated_bytes[0].current;
+  auto& l = ledger();
+  bool new_peak = false;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    const std::string key = row.op + "|" + row.input_shapes + "|" + row.input_dtypes + "|" + row.output_shapes;
+    auto [it, inserted] = l.rows.emplace(key, row);
+    it->second.calls += 1;
+    new_peak = allocated > l.peaks[device].allocated;
+    if (new_peak) {
+      l.peaks[device] = PlanPeak{allocated, row.op, ""};
+    }
+  }
+  if (new_peak) {  // where in the program (outside the lock: it may take the GIL)
+    const std::string site = python_call_site();
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.peaks[device].allocated == allocated) {
+      l.peaks[device].site = site;
+    }
+  }
+}
+
+// The npu side of one planned call: meta twins of the arguments and the npu tensors they stand for.
+struct PlanCall {
+  struct Twin {
+    at::Tensor npu;
+    at::Tensor meta;
+  };
+  c10::SmallVector<Twin, 6> twins;
+  c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 6> meta_of_cpu;  // CPU alias storage -> meta
+  c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 2> fresh;        // result meta storage -> npu
+  c10::DeviceIndex device = -1;
+
+  c10::Storage meta_storage_for(const c10::Storage& cpu) {
+    auto* key = cpu.unsafeGetStorageImpl();
+    for (const auto& [impl, meta] : meta_of_cpu) {
+      if (impl == key) {
+        return meta;
+      }
+    }
+    c10::Storage meta(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), cpu.nbytes(),
+                                                            c10::DataPtr(nullptr, c10::Device(c10::kMeta)),
+                                                            c10::GetAllocator(c10::kMeta), /*resizable=*/true));
+    meta_of_cpu.emplace_back(key, meta);
+    return meta;
+  }
+
+  // The meta twin of a kernel argument (a CPU alias of an npu tensor, or a CPU tensor of the call).
+  at::Tensor twin(const at::Tensor& cpu, const CallMapping& map) {
+    if (!cpu.defined() || cpu.device().type() != c10::kCPU) {
+      return cpu;
+    }
+    const at::Tensor* npu = nullptr;
+    for (const auto& a : map.aliases) {
+      if (a.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl()) {
+        npu = &a.npu;
+        break;
+      }
+    }
+    if (npu == nullptr && cpu.dim() == 0) {
+      return cpu;  // a CPU scalar: kernels of every device take it
+    }
+    auto meta = at::detail::make_tensor<c10::TensorImpl>(meta_storage_for(cpu.storage()), kMetaKeys, cpu.dtype());
+    meta.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+    meta._set_conj(cpu.is_conj());
+    meta._set_neg(cpu.is_neg());
+    if (npu != nullptr) {
+      twins.push_back({*npu, meta});
+    }
+    return meta;
+  }
+
+  c10::IValue twin_value(const c10::IValue& value, const CallMapping& map) {
+    if (value.isTensor()) {
+      return twin(value.toTensor(), map);
+    }
+    if (value.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : value.toTensorList()) {
+        out.push_back(twin(t, map));
+      }
+      return out;
+    }
+    if (value.isList() && value.toListRef().size() > 0 && value.toListRef()[0].isTensor()) {
+      c10::List<std::optional<at::Tensor>> out;
+      for (const c10::IValue& element : value.toListRef()) {
+        out.push_back(element.isTensor() ? std::optional<at::Tensor>(twin(element.toTensor(), map)) : std::nullopt);
+      }
+      return out;
+    }
+    if (value.isDevice() && value.toDevice().is_cpu() && !map.keep_cpu) {
+      return c10::Device(c10::kMeta);
+    }
+    return value;
+  }
+
+  // An npu storage of `nbytes` from the caching allocator of the call's device.
+  c10::Storage npu_storage(size_t nbytes) const {
+    c10::DeviceGuard guard(c10::Device(kNpu, device));
+    return c10::Storage(c10::Storage::use_byte_size_t(), nbytes, npu_allocator(), /*resizable=*/true);
+  }
+
+  at::Tensor to_npu(const at::Tensor& meta, bool keep_cpu) {
+    if (!meta.defined() || meta.device().type() != c10::kMeta) {
+      return meta;
+    }
+    for (const auto& t : twins) {
+      if (t.meta.unsafeGetTensorImpl() == meta.unsafeGetTensorImpl()) {
+        return t.npu;  // returned an argument (in-place and out= operators)
+      }
+    }
+    if (keep_cpu) {
+      return at::empty_strided(meta.sizes(), meta.strides(), meta.options().device(c10::kCPU));
+    }
+    auto* storage = meta.storage().unsafeGetStorageImpl();
+    for (const auto& t : twins) {
+      if (t.meta.storage().unsafeGetStorageImpl() == storage) {
+        return npu_view(t.npu, meta);  // a view of an argument
+      }
+    }
+    for (const auto& [impl, npu] : fresh) {
+      if (impl == storage) {
+        return npu_tensor_over(npu, meta);  // another view of a fresh result
+      }
+    }
+    c10::Storage npu = npu_storage(meta.storage().nbytes());
+    fresh.emplace_back(storage, npu);
+    return npu_tensor_over(npu, meta);
+  }
+
+  // In-place and out= arguments take the sizes the kernel gave them; growth gets npu memory.
+  void reflect_writes() {
+    for (auto& t : twins) {
+      auto* npu_impl = t.npu.unsafeGetTensorImpl();
+      auto* meta_impl = t.meta.unsafeGetTensorImpl();
+      const size_t needed = t.meta.storage().nbytes();
+      if (needed > t.npu.storage().nbytes()) {
+        auto* npu_storage = t.npu.storage().unsafeGetStorageImpl();
+        c10::DeviceGuard guard(t.npu.device());
+        npu_storage->set_data_ptr_noswap(npu_allocator()->allocate(needed));
+        npu_storage->set_nbytes(needed);
+      }
+      if (meta_impl->sizes() != npu_impl->sizes() || meta_impl->strides() != npu_impl->strides() ||
+          meta_impl->storage_offset() != npu_impl->storage_offset()) {
+        npu_impl->set_sizes_and_strides(meta_impl->sizes(), meta_impl->strides(), meta_impl->storage_offset());
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void plan_needs_values(const std::string& what) {
+  const std::string site = python_call_site();
+  TORCH_CHECK(false, "vnpu plan mode computes no values, but ", what, " needs them",
+              site.empty() ? std::string() : " (at " + site + ")",
+              ". Planning mode (VNPU_PLAN=1) runs shapes, dtypes and memory only: keep value-dependent code "
+              "(.item(), printing, .cpu(), data-dependent control flow) out of a planned step.");
+}
+
+void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  RedirectCall call(facts);
+  const size_t base = stack->size() - facts.num_args;
+  const bool observed = slow_path_active();
+  const std::vector<c10::IValue> inputs = observe_arguments(op, facts, *stack, base, observed);
+  map_redirect_arguments(call, facts, stack, base);
+  PlanCall plan;
+  plan.device = call.map.device >= 0 ? call.map.device : current_device();
+  for (size_t i = base; i < stack->size(); ++i) {
+    (*stack)[i] = plan.twin_value((*stack)[i], call.map);
+  }
+  for (int g : facts.generator_args) {
+    (*stack)[base + static_cast<size_t>(g)] = c10::IValue();  // nothing is drawn
+  }
+  const std::vector<c10::IValue> meta_args(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  const int64_t start_ns = observed ? now_ns() : 0;
+  try {
+    op.redispatchBoxed(kMetaKeys, stack);
+  } catch (const c10::Error& error) {
+    const std::string name = op.schema().name();
+    const std::string message = error.what_without_backtrace();
+    if (call.map.keep_cpu && message.find("Cannot copy out of meta tensor") != std::string::npos) {
+      plan_needs_values("copying an npu tensor to the cpu (.cpu(), .numpy(), printing)");
+    }
+    if (needs_values(name, message)) {
+      plan_needs_values(name);
+    }
+    if (message.find("Could not run") != std::string::npos) {
+      const std::string site = python_call_site();
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "vnpu plan mode: ", name,
+                                  " has no shape function (Meta kernel), so planning mode cannot run it",
+                                  site.empty() ? std::string() : " (at " + site + ")");
+    }
+    throw;
+  } catch (const std::exception& error) {  // a Meta kernel written in Python raised
+    if (needs_values(op.schema().name(), error.what())) {
+      plan_needs_values(op.schema().name());
+    }
+    throw;
+  }
+  const int64_t end_ns = observed ? now_ns() : 0;
+  plan.reflect_writes();
+  const size_t nret = facts.num_returns;
+  for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
+    auto& value = (*stack)[r];
+    if (value.isTensor()) {
+      value = plan.to_npu(value.toTensor(), call.map.keep_cpu);
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> mapped;
+      for (const at::Tensor& t : value.toTensorList()) {
+        mapped.push_back(plan.to_npu(t, call.map.keep_cpu));
+      }
+      value = std::move(mapped);
+    }
+  }
+  record(op, *stack, nret, meta_args, plan.device);
+  if (C10_UNLIKELY(observed)) {
+    std::vector<c10::IValue> outputs(stack->end() - static_cast<std::ptrdiff_t>(nret), stack->end());
+    run_hooks_after(OpCall{op, facts, plan.device, inputs, outputs, start_ns, end_ns});
+  }
+}
+
+std::vector<PlanLedgerRow> plan_ledger() {
+  auto& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  std::vector<PlanLedgerRow> rows;
+  rows.reserve(l.rows.size());
+  for (const auto& [key, row] : l.rows) {
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::map<c10::DeviceIndex, PlanPeak> plan_peaks() {
+  auto& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return l.peaks;
+}
+
+}  // namespace vnpu

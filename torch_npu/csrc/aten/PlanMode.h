@@ -1,0 +1,49 @@
+// Planning mode (VNPU_PLAN=1): a step of a model larger than this host runs in seconds.
+//
+// npu tensors are allocated by the caching allocator as always (same rounding, segments, pools,
+// fragmentation, capacity and OOM rules), but their segments are address space the host never backs
+// (runtime/HostMemory.h), and every operator runs its Meta kernel (shapes, dtypes, strides, aliasing)
+// instead of computing: arguments become meta tensors that share one meta storage per npu storage,
+// fresh results get npu memory from the allocator, views stay views, in-place and out= arguments
+// take the kernel's sizes. Whatever needs values (Tensor.item(), copying to the CPU, nonzero,
+// data-dependent shapes) raises one error naming the operator and the Python line.
+#pragma once
+
+#include "aten/OpFacts.h"
+#include "runtime/HostMemory.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vnpu {
+
+// Runs one operator in planning mode on a boxed stack (arguments in, results out).
+void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// One operator as planning mode saw it: argument and result shapes ("2,3;3,4") and dtypes ("float;float"),
+// and how many calls had them.
+struct PlanLedgerRow {
+  std::string op;
+  std::string input_shapes;
+  std::string input_dtypes;
+  std::string output_shapes;
+  std::string output_dtypes;
+  int64_t calls = 0;
+};
+// Where a device's allocated memory peaked: bytes, the operator, the program line ("" in backward).
+struct PlanPeak {
+  int64_t allocated = 0;
+  std::string op;
+  std::string site;
+};
+std::vector<PlanLedgerRow> plan_ledger();
+std::map<c10::DeviceIndex, PlanPeak> plan_peaks();
+
+// Raises planning mode's error for `what` (an operator or action that needs values).
+[[noreturn]] void plan_needs_values(const std::string& what);
+
+}  // namespace vnpu
