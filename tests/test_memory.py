@@ -71,31 +71,6 @@ def test_freed_blocks_are_reused_and_split_blocks_are_adjacent(fresh_allocator):
     del b, c
 
 
-def _thp_mode():
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().split("[")[1].split("]")[0]
-    except (OSError, IndexError):
-        return None
-
-
-@pytest.mark.skipif(_thp_mode() in (None, "never"), reason="the host has transparent huge pages off")
-def test_large_segments_are_mapped_on_huge_pages(fresh_allocator):
-    t = torch.empty(4 * 1024 * 1024, dtype=torch.uint8, device="npu")
-    address = t.data_ptr()
-    mapping = None
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()[0]
-            if "-" in head and ":" not in head:
-                start, end = (int(part, 16) for part in head.split("-"))
-                mapping = start <= address < end
-            elif mapping and line.startswith("THPeligible:"):
-                assert line.split()[1] == "1"
-                return
-    pytest.fail("the segment's mapping has no THPeligible line")
-
-
 def test_memory_made_by_cpu_kernels_is_counted():
     base = torch.npu.memory_allocated()
     x = torch.ones(1000, device="npu")  # the CPU kernel allocates the result

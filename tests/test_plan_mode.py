@@ -2,12 +2,13 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from subprocess_helpers import run_python
+from subprocess_helpers import client_env, run_python
 
 PLAN = {"VNPU_PLAN": "1"}
 
@@ -87,20 +88,27 @@ dist.destroy_process_group()
 """
 
 
+def _run_group(args, env, timeout=180):
+    """Runs a launcher in its own process group: one that hangs is killed with every process it started."""
+    with subprocess.Popen(
+        args, env=client_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"{args} did not finish within {timeout} s")
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
 def _fsdp(tmp_path, env, name):
     script = tmp_path / "fsdp.py"
     script.write_text(FSDP)
     out = tmp_path / name
     out.mkdir()
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_"))}
-    full.update(env)
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), str(out)],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    proc = _run_group([*launcher, str(script), str(out)], env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return sorted(json.loads(path.read_text()) for path in out.iterdir())
 
@@ -196,26 +204,9 @@ def test_vnpu_plan_judges_the_job_on_each_soc(tmp_path):
         )
     )
     report = tmp_path / "plan.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_"))}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vnpu.cli",
-            "plan",
-            "--soc",
-            "Ascend910B1,Ascend910B4,Ascend910_9391",
-            "--report",
-            str(report),
-            "--",
-            sys.executable,
-            str(script),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    socs = "Ascend910B1,Ascend910B4,Ascend910_9391"
+    plan = [sys.executable, "-m", "vnpu.cli", "plan", "--soc", socs, "--report", str(report)]
+    proc = _run_group([*plan, "--", sys.executable, str(script)], {})
     assert proc.returncode == 0, proc.stderr
     result = json.loads(report.read_text())
     (device,) = result["devices"]

@@ -115,8 +115,6 @@ size_t segment_size_for(size_t size, const AllocatorConfig& config) {
                    host_note);
 }
 
-constexpr size_t kHugePageBytes = 2 * 1024 * 1024;
-
 // Maps a new segment for `device` if its capacity (and the host) can back it.
 Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, uint64_t pool,
                    std::string& host_note) {
@@ -131,11 +129,6 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
     host_note = " [vnpu] The host refused to map " + format_size(bytes) +
                 " of memory to back this device allocation (every npu byte lives in host memory).";
     return nullptr;
-  }
-  if (bytes >= kHugePageBytes && !plan_mode()) {
-    // Large segments on transparent huge pages: fewer TLB misses for the kernels that stream through
-    // them (the host's THP mode "madvise" enables them only where asked; a refusal changes nothing).
-    madvise(ptr, bytes, MADV_HUGEPAGE);
   }
   g_host_mapped += static_cast<int64_t>(bytes);
   Block* block = st.records.make(static_cast<char*>(ptr), bytes, device, small);
