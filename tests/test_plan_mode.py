@@ -228,3 +228,27 @@ def test_vnpu_plan_refuses_unknown_socs_and_a_missing_program():
             [sys.executable, "-m", "vnpu.cli", "plan", *args], capture_output=True, text=True, timeout=120
         )
         assert proc.returncode != 0 and text in proc.stderr
+
+
+def test_activation_checkpointing_and_the_profiler_run_in_planning_mode(tmp_path):
+    out = (
+        run_python(
+            f"""
+        import os, torch, torch.nn as nn, torch_npu
+        from torch.utils.checkpoint import checkpoint
+        m = nn.Sequential(nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 256)).npu()
+        x = torch.randn(32, 256, device="npu", requires_grad=True)
+        checkpoint(m, x, use_reentrant=False).sum().backward()
+        handler = torch_npu.profiler.tensorboard_trace_handler({str(tmp_path)!r})
+        with torch_npu.profiler.profile(on_trace_ready=handler):
+            m(x).sum().backward()
+        session = next(d for d in os.listdir({str(tmp_path)!r}) if d.endswith("_ascend_pt"))
+        print(tuple(x.grad.shape), m[0].weight.grad.shape == m[0].weight.shape,
+              os.path.exists(os.path.join({str(tmp_path)!r}, session, "ASCEND_PROFILER_OUTPUT", "trace_view.json")))
+        """,
+            env=PLAN,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    assert out == "(32, 256) True True"
