@@ -70,3 +70,21 @@ def test_a_check_that_breaks_is_reported_and_fails_the_run():
     assert doctor_command.results([("disk", broken)]) == [
         ("disk", doctor_command.FAIL, "OSError: disk gone", "report this")
     ]
+
+
+def test_the_torch_check_names_a_wrong_version_and_a_gpu_build(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.12.1+cpu")
+    assert doctor_command.check_torch() == (
+        doctor_command.FAIL,
+        "torch 2.12.1+cpu; vnpu needs torch==2.13.*",
+        "pip install 'torch==2.13.*'",
+    )
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cu126")
+    monkeypatch.setattr(torch.version, "cuda", "12.6")
+    assert doctor_command.check_torch() == (
+        doctor_command.WARN,
+        "torch 2.13.0+cu126 is a GPU build",
+        "vnpu needs no GPU: pip install 'torch==2.13.*' --index-url https://download.pytorch.org/whl/cpu",
+    )

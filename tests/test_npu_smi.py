@@ -133,3 +133,10 @@ def test_entries_of_other_programs_and_partial_entries_are_ignored(tmp_path):
     (tmp_path / "vnpu-smi.2").write_bytes(b"\0" * npu_smi._ENTRY.size)  # no magic yet
     (tmp_path / "other").write_bytes(b"x")
     assert npu_smi.read_registry(str(tmp_path)) == []
+
+
+def test_an_invalid_device_count_is_refused(monkeypatch):
+    monkeypatch.setenv("VNPU_DEVICE_COUNT", "lots")
+    with pytest.raises(SystemExit) as e:
+        npu_smi.main(["info"])
+    assert str(e.value) == "npu-smi: VNPU_DEVICE_COUNT='lots' is invalid: expected an integer from 0 to 64"

@@ -156,6 +156,13 @@ void record(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_
   }
 }
 
+// Whether `cpu` is the kernel's alias of one of the call's npu tensors (not a CPU tensor of the caller).
+bool plan_is_alias(const at::Tensor& cpu, const CallMapping& map) {
+  return std::any_of(map.aliases.begin(), map.aliases.end(), [&](const CallMapping::Alias& a) {
+    return a.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl();
+  });
+}
+
 // The npu side of one planned call: meta twins of the arguments and the npu tensors they stand for.
 struct PlanCall {
   struct Twin {
@@ -197,9 +204,7 @@ struct PlanCall {
       return cpu;  // a CPU scalar: kernels of every device take it
     }
     auto meta = at::detail::make_tensor<c10::TensorImpl>(meta_storage_for(cpu.storage()), kMetaKeys, cpu.dtype());
-    meta.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
-    meta._set_conj(cpu.is_conj());
-    meta._set_neg(cpu.is_neg());
+    copy_geometry(cpu, meta);
     if (npu != nullptr) {
       twins.push_back({*npu, meta});
     }
@@ -300,6 +305,13 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
   const bool observed = slow_path_active();
   const std::vector<c10::IValue> inputs = observe_arguments(op, facts, *stack, base, observed);
   map_redirect_arguments(call, facts, stack, base);
+  for (size_t i = 0; i < facts.num_args && facts.writes_arguments; ++i) {
+    const auto& value = (*stack)[base + i];
+    if (facts.written[i] && value.isTensor() && value.toTensor().defined() &&
+        value.toTensor().device().type() == c10::kCPU && !plan_is_alias(value.toTensor(), call.map)) {
+      plan_needs_values("writing into a cpu tensor (" + std::string(op.schema().name()) + ")");
+    }
+  }
   PlanCall plan;
   plan.device = call.map.device >= 0 ? call.map.device : current_device();
   for (size_t i = base; i < stack->size(); ++i) {
@@ -321,7 +333,8 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
     if (needs_values(name, message)) {
       plan_needs_values(name);
     }
-    if (message.find("Could not run") != std::string::npos) {
+    if (message.find("Could not run") != std::string::npos ||
+        message.find("no fake impl or Meta kernel") != std::string::npos) {
       const std::string site = python_call_site();
       TORCH_CHECK_NOT_IMPLEMENTED(false, "vnpu plan mode: ", name,
                                   " has no shape function (Meta kernel), so planning mode cannot run it",

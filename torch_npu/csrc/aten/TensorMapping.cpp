@@ -23,11 +23,6 @@ void copy_bits(const at::Tensor& from, const at::Tensor& to) {
   }
 }
 
-void copy_geometry(const at::Tensor& from, const at::Tensor& to) {
-  to.unsafeGetTensorImpl()->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
-  copy_bits(from, to);
-}
-
 void release_storage_holder(void* ctx) {
   delete static_cast<c10::Storage*>(ctx);
 }
@@ -81,6 +76,11 @@ void check_strided(const at::Tensor& cpu) {
 }
 
 }  // namespace
+
+void copy_geometry(const at::Tensor& from, const at::Tensor& to) {
+  to.unsafeGetTensorImpl()->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  copy_bits(from, to);
+}
 
 at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like) {
   auto out = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kNpuKeys, like.dtype());

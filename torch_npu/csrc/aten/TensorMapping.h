@@ -20,6 +20,8 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
 // resized or freed under it would otherwise send a kernel to memory it does not own).
 void check_in_bounds(const at::Tensor& npu);
 
+// Gives `to` the sizes, strides, storage offset and conj/neg bits of `from`.
+void copy_geometry(const at::Tensor& from, const at::Tensor& to);
 // An npu tensor over `storage` with the geometry (sizes, strides, offset, conj/neg bits) of `like`.
 at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like);
 // An npu view over `base`'s storage with the geometry of `view` (a kernel's view of base's alias).
