@@ -103,6 +103,21 @@ def test_peak_and_reset():
     assert torch.npu.max_memory_reserved() == torch.npu.memory_reserved()
 
 
+def test_scratch_a_cpu_kernel_gives_back_counts_for_capacity_but_not_for_the_peak():
+    x = torch.randn(1000, 1000, device="npu")
+    torch.npu.reset_peak_memory_stats()
+    before = torch.npu.memory_stats()
+    m = x.median()
+    after = torch.npu.memory_stats()
+    # The CPU's median selects in a copy of x, taken from the npu pools (capacity and OOM see it)...
+    assert after["allocated_bytes.all.allocated"] - before["allocated_bytes.all.allocated"] >= x.numel() * 4
+    # ...and given back before the operator returns: only its 512-byte result is part of the peaks.
+    assert after["allocated_bytes.all.current"] - before["allocated_bytes.all.current"] == 512
+    for stat in ("allocated_bytes", "active_bytes", "requested_bytes", "allocation"):
+        assert after[f"{stat}.all.peak"] == after[f"{stat}.all.current"], stat
+    assert m.device.type == "npu"
+
+
 def test_memory_stats_use_cuda_key_names():
     x = torch.empty(10, device="npu")
     stats = torch.npu.memory_stats()

@@ -137,5 +137,5 @@ def test_command_line_mistakes_are_refused_with_their_reason(tmp_path):
     report = run(VNPU + ["run", "--report", str(tmp_path / "r.txt"), os.path.join(PROJECT, "train.py")], _env())
     assert (
         report.returncode == 2
-        and f"vnpu run: --report must end in .md or .json, got {tmp_path / 'r.txt'}" in report.stderr
+        and f"vnpu run: --report must end in .md, .json or .html, got {tmp_path / 'r.txt'}" in report.stderr
     )

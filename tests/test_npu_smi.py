@@ -20,8 +20,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-def _holder(device, mb):
+def _holder(device, mb, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_"))}
+    env.update(extra)
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER.format(device=device, mb=mb)],
         stdin=subprocess.PIPE,
@@ -72,6 +73,44 @@ def test_info_lists_each_process_with_its_device_and_memory_until_it_exits(capsy
     assert not os.path.exists(f"/dev/shm/vnpu-smi.{first.pid}")
 
 
+BUSY = textwrap.dedent(
+    """
+    import sys, threading, torch, torch_npu
+    a = torch.randn(512, 512, device="npu:14")
+    done = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), done.set()), daemon=True).start()
+    print("ready", flush=True)
+    while not done.is_set():
+        a @ a
+    """
+)
+
+
+def test_aicore_usage_is_the_share_of_samples_a_device_runs_an_operator(capsys, monkeypatch):
+    # Devices 14 and 15 of a 16-device machine: no other test's processes use them.
+    monkeypatch.setenv("VNPU_DEVICE_COUNT", "16")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VNPU_", "ASCEND_RT_"))}
+    busy = subprocess.Popen(
+        [sys.executable, "-c", BUSY],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=dict(env, VNPU_DEVICE_COUNT="16"),
+        text=True,
+    )
+    idle = _holder("npu:15", 8, VNPU_DEVICE_COUNT="16")
+    try:
+        assert busy.stdout.readline().strip() == "ready"
+        entries = npu_smi.read_registry()
+        usage = {d["id"]: d["aicore"] for d in npu_smi.devices(entries, npu_smi.sample_usage(entries))}
+        assert usage[14] >= 50, usage  # matmuls back to back: busy nearly all the time
+        assert usage[15] == 0, usage  # holds memory, runs nothing
+        text = _info(capsys, "-t", "usages", "-i", "15")
+        assert "        Aicore Usage Rate(%)           : 0\n" in text
+    finally:
+        _release(busy)
+        _release(idle)
+
+
 def test_a_killed_process_is_removed_from_the_registry(capsys):
     proc = _holder("npu:2", 8)
     entry = f"/dev/shm/vnpu-smi.{proc.pid}"
@@ -109,7 +148,8 @@ def test_usages_memory_board_and_list_views(capsys):
     fields = dict(line.strip().split(" : ") if " : " in line else (line, "") for line in usages.splitlines())
     fields = {k.strip(): v.strip() for k, v in fields.items()}
     assert fields["HBM Capacity(MB)"] == "65536"
-    assert fields["Aicore Usage Rate(%)"] == "NA"
+    assert 0 <= int(fields["Aicore Usage Rate(%)"]) <= 100  # other processes of the machine may run on npu:1
+    assert fields["Aivector Usage Rate(%)"] == "NA"
     memory = _info(capsys, "-t", "memory", "-i", "1")
     assert "HBM Capacity(MB)               : 65536" in memory
     board = _info(capsys, "-t", "board", "-i", "7")

@@ -129,6 +129,10 @@ def test_vnpu_run_reports_devices_operators_patches_and_keeps_the_exit_status(tm
     md = tmp_path / "report.md"
     run(VNPU + ["run", "--report", str(md), script, "0"], dict(os.environ, VNPU_OPS_PROFILE="none"))
     assert "vnpu ops sync" in md.read_text() and "| npu:0 |" in md.read_text()
+    page = tmp_path / "report.html"
+    run(VNPU + ["run", "--report", str(page), script, "0"], dict(os.environ, VNPU_OPS_PROFILE="none"))
+    assert page.read_text().startswith("<!DOCTYPE html>") and "<td>npu:0</td>" in page.read_text()
+    assert f"<title>Ascend readiness report: {script}</title>" in page.read_text()
     failing = _script(tmp_path, "raise ValueError('boom')\n")
     crashed = run(VNPU + ["run", failing], dict(os.environ, VNPU_OPS_PROFILE="none"))
     assert crashed.returncode == 1 and "ValueError: boom" in crashed.stderr

@@ -1,9 +1,14 @@
 """``npu-smi``: the virtual NPUs of this machine and the vnpu processes holding their memory.
 
 Every vnpu process that reserves npu memory publishes an entry in /dev/shm/vnpu-smi.<pid>
-(torch_npu/csrc/runtime/ProcessRegistry.h: its name, SoC, device capacity and the bytes it has reserved
-on each physical device). The entry goes away when the process exits; entries of processes that were
-killed are removed here. Power, temperature and AI Core usage are not measured on vnpu and show NA.
+(torch_npu/csrc/runtime/ProcessRegistry.h: its name, SoC, device capacity, the bytes it has reserved
+on each physical device and whether each device is running one of its operators right now). The entry
+goes away when the process exits; entries of processes that were killed are removed here.
+
+AI Core usage is sampled: the busy flags of every process are read every millisecond for 0.2 s, and a
+device's usage is the share of samples in which some process was running an operator on it (copies
+between host and device are DMA on a card and do not count). Power and temperature are not measured on
+vnpu and show NA.
 
     npu-smi info                     the device table and the process table
     npu-smi info -l                  the devices, one block each
@@ -13,16 +18,20 @@ killed are removed here. Power, temperature and AI Core usage are not measured o
 """
 
 import argparse
+import mmap
 import os
 import struct
 import sys
+import time
 
 from vnpu._version import __version__
 
 REGISTRY_DIR = "/dev/shm"
 PREFIX = "vnpu-smi."
-_ENTRY = struct.Struct("<8sqq64s32sq64q")  # RegistryEntry
-_MAGIC = b"VNPUSMI1"
+_ENTRY = struct.Struct("<8sqq64s32sq64q64B")  # RegistryEntry
+_BUSY = struct.Struct("<64B")  # its busy flags, the last field
+_MAGIC = b"VNPUSMI2"
+_SAMPLES, _SAMPLE_SECONDS = 200, 0.001
 _MB = 1024 * 1024
 _DEFAULT_SOC = "Ascend910B1"
 _TYPES = ("board", "usages", "memory")
@@ -55,7 +64,8 @@ def read_registry(directory=REGISTRY_DIR):
             continue
         if len(data) < _ENTRY.size:
             continue
-        magic, pid, start, proc_name, soc, capacity, *reserved = _ENTRY.unpack(data)
+        magic, pid, start, proc_name, soc, capacity, *rest = _ENTRY.unpack(data)
+        reserved = rest[:64]
         if magic != _MAGIC:
             continue  # an entry being written
         if _start_time(pid) != start:  # exited without removing it (killed), or the pid is reused
@@ -71,9 +81,38 @@ def read_registry(directory=REGISTRY_DIR):
                 "soc": soc.split(b"\0", 1)[0].decode(errors="replace"),
                 "capacity": capacity,
                 "reserved": reserved,
+                "path": path,
             }
         )
     return entries
+
+
+def sample_usage(entries, samples=_SAMPLES, interval=_SAMPLE_SECONDS):
+    """AI Core usage (%) of each physical device: the share of `samples` reads, `interval` seconds
+    apart, in which some process's busy flag for it was set."""
+    busy = [0] * 64
+    maps = []
+    try:
+        for e in entries:
+            try:
+                with open(e["path"], "rb") as f:
+                    maps.append(mmap.mmap(f.fileno(), _ENTRY.size, prot=mmap.PROT_READ))
+            except (OSError, ValueError):
+                continue  # the process exited meanwhile
+        if not maps:
+            return busy
+        offset = _ENTRY.size - _BUSY.size
+        for _ in range(samples):
+            now = [0] * 64
+            for m in maps:
+                for device, flag in enumerate(_BUSY.unpack_from(m, offset)):
+                    now[device] |= flag
+            busy = [b + n for b, n in zip(busy, now)]
+            time.sleep(interval)
+    finally:
+        for m in maps:
+            m.close()
+    return [round(100 * b / samples) for b in busy]
 
 
 def _device_count():
@@ -97,8 +136,9 @@ def _machine_soc():
     return props.name, props.total_memory
 
 
-def devices(entries):
-    """One record per physical device: name, capacity, HBM in use and the processes using it."""
+def devices(entries, usage=None):
+    """One record per physical device: name, capacity, HBM in use, AI Core usage (%) and the processes
+    using it."""
     count = _device_count()
     if entries:
         soc, capacity = entries[0]["soc"], entries[0]["capacity"]
@@ -116,6 +156,7 @@ def devices(entries):
                 "bus_id": f"0000:{index + 1:02X}:00.0",
                 "capacity_mb": capacity // _MB,
                 "used_mb": sum(r for _, _, r in procs) // _MB,
+                "aicore": usage[index] if usage else 0,
                 "processes": procs,
             }
         )
@@ -134,7 +175,7 @@ def render_info(table):
     for d in table:
         lines.append(f"| {d['id']:<6}{d['name']:<20}| {'OK':<14}| {'NA':<12}{'NA':<18}{0:<5}/ {0:<14}|")
         hbm = f"{d['used_mb']:<5}/ {d['capacity_mb']:<14}"
-        lines.append(f"| {0:<26}| {d['bus_id']:<14}| {'NA':<12}{0:<5}/ {0:<11}{hbm}|")
+        lines.append(f"| {0:<26}| {d['bus_id']:<14}| {d['aicore']:<12}{0:<5}/ {0:<11}{hbm}|")
         lines.append(_rule("="))
     lines.append(_rule())
     lines.append(f"| {'NPU     Chip':<26}| {'Process id':<14}| {'Process name':<25}| {'Process memory(MB)':<24}|")
@@ -177,7 +218,7 @@ def render_type(device, kind):
             ("Memory Usage Rate(%)", 0),
             ("HBM Capacity(MB)", device["capacity_mb"]),
             ("HBM Usage Rate(%)", rate),
-            ("Aicore Usage Rate(%)", "NA"),
+            ("Aicore Usage Rate(%)", device["aicore"]),
             ("Aivector Usage Rate(%)", "NA"),
             ("Aicpu Usage Rate(%)", "NA"),
         ]
@@ -194,7 +235,9 @@ def main(argv=None):
     info.add_argument("-t", dest="type", choices=_TYPES, help="what to show about NPU -i")
     info.add_argument("-i", dest="id", type=int, help="NPU id")
     args = parser.parse_args(argv)
-    table = devices(read_registry())
+    entries = read_registry()
+    sampled = args.type == "usages" or (args.type is None and not args.l)
+    table = devices(entries, sample_usage(entries) if sampled else None)
     if args.l:
         print(render_list(table))
         return 0

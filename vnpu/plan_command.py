@@ -1,14 +1,16 @@
 """``vnpu plan [--soc A,B] [--steps N] [--report FILE.md|.json] -- python train.py ...``: will this job fit
 on the card, and roughly how long will it take?
 
-The program runs unchanged in planning mode (VNPU_PLAN=1, see torch_npu/csrc/aten/PlanMode.h): npu memory
+The program runs unchanged in planning mode (VNPU_PLAN=1, see torch_npu/csrc/plan/PlanMode.h): npu memory
 comes from the real caching allocator but is never backed by host memory, and operators compute shapes
 only, so models far larger than this machine plan in seconds. torchrun / multi-process programs work:
 every process writes its own record (torch_npu/npu/_plan.py), and collectives move nothing but are counted.
 
-The report, per process and device: peak allocated and reserved memory, the operator and program line
-at the allocated peak, fragmentation (reserved memory not allocated at the reserved peak), retries and
-OOMs; for each SoC of --soc, whether the largest reserved peak fits its HBM and an estimated time.
+The report (vnpu/plan_report.py), per process and device: peak allocated and reserved memory, where the
+allocated peak happened (operator, module, program line), fragmentation (reserved memory not allocated at
+the reserved peak), retries and OOMs, the peaks of every step (a step ends when an optimizer steps) and
+the biggest tensors alive at the peak (named when they are parameters, gradients, buffers or optimizer
+state); for each SoC of --soc, whether the largest reserved peak fits its HBM and an estimated time.
 
 The time is an ESTIMATE from the profiler's roofline model (torch_npu/profiler/roofline.py: each operator
 max(FLOPs / peak FLOP/s, bytes / HBM bandwidth) + launch, no overlap, no fusion) plus ring collectives at
@@ -26,11 +28,9 @@ import sys
 import tempfile
 
 from rich.console import Console
-from rich.table import Table
 
-from vnpu.report_files import write_report
-
-_GIB = 2**30
+from vnpu.plan_report import markdown, show
+from vnpu.report_files import suffix_problem, write_report
 
 
 def _known_socs():
@@ -47,7 +47,7 @@ def parse(argv):
     parser.add_argument("--soc", default="Ascend910B1", help="comma-separated SoC profiles to judge the job on")
     parser.add_argument("--steps", type=int, default=1, help="training steps the program runs (for time per step)")
     parser.add_argument("--link-gbps", type=float, default=56.0, help="collective link bandwidth, GB/s")
-    parser.add_argument("--report", help="also write the report to FILE.md or FILE.json")
+    parser.add_argument("--report", help="also write the report to FILE.md, FILE.json or FILE.html")
     args = parser.parse_args(argv[:split])
     args.command = argv[split + 1 :]
     if not args.command:
@@ -57,6 +57,8 @@ def parse(argv):
     unknown = [s for s in args.socs if s not in socs]
     if unknown:
         parser.error(f"unknown SoC {', '.join(unknown)}; known: {', '.join(sorted(socs))}")
+    if args.report and suffix_problem(args.report):
+        parser.error(suffix_problem(args.report))
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     return args
@@ -126,74 +128,6 @@ def build(records, args):
     }
 
 
-def _verdict_text(v):
-    gib = abs(v["margin_bytes"]) / _GIB
-    return f"fits ({gib:.2f} GiB free)" if v["fits"] else f"does not fit by {gib:.2f} GiB"
-
-
-def _fragmentation(d):
-    reserved = d["reserved_bytes.all.peak"]
-    return 0.0 if reserved == 0 else 1 - d["allocated_bytes.all.peak"] / reserved
-
-
-def markdown(report):
-    lines = [f"# vnpu plan: `{' '.join(report['command'])}`", "", f"Modelled SoC: {report['modelled_soc']}", ""]
-    lines += [
-        "| rank | device | peak allocated GiB | peak reserved GiB | fragmentation | retries | OOMs | peak at |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for d in report["devices"]:
-        where = f"{d['peak_operator']} {d['peak_site']}".strip()
-        lines.append(
-            f"| {d['rank']} | npu:{d['device']} | {d['allocated_bytes.all.peak'] / _GIB:.2f} | "
-            f"{d['reserved_bytes.all.peak'] / _GIB:.2f} | {_fragmentation(d):.1%} | {d['num_alloc_retries']} | "
-            f"{d['num_ooms']} | {where} |"
-        )
-    lines += [
-        "",
-        "| SoC | HBM GiB | verdict | est. step s | compute s | communication s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for v in report["verdicts"]:
-        lines.append(
-            f"| {v['soc']} | {v['hbm_bytes'] / _GIB:.0f} | {_verdict_text(v)} | {v['step_seconds']:.4f} | "
-            f"{v['compute_seconds']:.4f} | {v['communication_seconds']:.4f} |"
-        )
-    lines += ["", "Times are roofline estimates (see `vnpu plan --help`), not measurements."]
-    return "\n".join(lines) + "\n"
-
-
-def show(report, console):
-    table = Table(title=f"Memory (modelled SoC {report['modelled_soc']})")
-    for column in ("rank", "device", "peak allocated", "peak reserved", "fragmentation", "retries", "OOMs", "peak at"):
-        table.add_column(column)
-    for d in report["devices"]:
-        table.add_row(
-            str(d["rank"]),
-            f"npu:{d['device']}",
-            f"{d['allocated_bytes.all.peak'] / _GIB:.2f} GiB",
-            f"{d['reserved_bytes.all.peak'] / _GIB:.2f} GiB",
-            f"{_fragmentation(d):.1%}",
-            str(d["num_alloc_retries"]),
-            str(d["num_ooms"]),
-            f"{d['peak_operator']} {d['peak_site']}".strip(),
-        )
-    console.print(table)
-    verdicts = Table(title="Verdict per SoC (times are roofline estimates)")
-    for column in ("SoC", "HBM", "verdict", "est. step", "compute", "communication"):
-        verdicts.add_column(column)
-    for v in report["verdicts"]:
-        verdicts.add_row(
-            v["soc"],
-            f"{v['hbm_bytes'] / _GIB:.0f} GiB",
-            _verdict_text(v),
-            f"{v['step_seconds']:.4f} s",
-            f"{v['compute_seconds']:.4f} s",
-            f"{v['communication_seconds']:.4f} s",
-        )
-    console.print(verdicts)
-
-
 def run(argv):
     args = parse(argv)
     socs = _known_socs()
@@ -212,5 +146,5 @@ def run(argv):
     report = build(records, args)
     show(report, Console(width=None if sys.stdout.isatty() else 140))
     if args.report:
-        write_report(args.report, report, markdown)
+        write_report(args.report, report, markdown, title=f"vnpu plan: {' '.join(args.command)}")
     return status

@@ -1,5 +1,5 @@
 """`vnpu run SCRIPT [args]`: run an unmodified CUDA (or NPU) PyTorch script on the virtual NPU with
-transfer_to_npu active, then print an Ascend readiness report; `--report FILE.md|.json` also writes it.
+transfer_to_npu active, then print an Ascend readiness report; `--report FILE.md|.json|.html` also writes it.
 The exit status is the script's."""
 
 import collections
@@ -12,7 +12,7 @@ import warnings
 from rich.console import Console
 from rich.table import Table
 
-from vnpu.report_files import write_report
+from vnpu.report_files import suffix_problem, write_report
 
 
 class _Recorder:
@@ -186,8 +186,8 @@ def run(args):
     if not os.path.exists(args.script):
         print(f"vnpu run: no such script: {args.script}", file=sys.stderr)
         return 2
-    if args.report and not args.report.endswith((".md", ".json")):
-        print(f"vnpu run: --report must end in .md or .json, got {args.report}", file=sys.stderr)
+    if args.report and suffix_problem(args.report):
+        print(f"vnpu run: {suffix_problem(args.report)}", file=sys.stderr)
         return 2
     import torch_npu.contrib.transfer_to_npu  # noqa: F401 (before the script imports torch.cuda users)
     from torch_npu import _C
@@ -204,13 +204,13 @@ def run(args):
     report = _report(args.script, status, recorder)
     _print(report, Console(stderr=True))
     if args.report:
-        write_report(args.report, report, _markdown)
+        write_report(args.report, report, _markdown, title=f"Ascend readiness report: {args.script}")
     return status
 
 
 def add_parser(sub):
     p = sub.add_parser("run", help="run a CUDA/NPU script on the virtual NPU and report Ascend readiness")
-    p.add_argument("--report", metavar="FILE", help="also write the report (.md or .json)")
+    p.add_argument("--report", metavar="FILE", help="also write the report (.md, .json or .html)")
     p.add_argument("script")
     p.add_argument("args", nargs="...", help="the script's arguments")
     p.set_defaults(func=run)

@@ -147,5 +147,6 @@ PYBIND11_MODULE(_C, m) {
         [](int d, bool stopped) { vnpu::set_device_stopped(static_cast<c10::DeviceIndex>(d), stopped); });
 
   vnpu::python::bind_ops(m);
+  vnpu::python::bind_plan(m);
   vnpu::python::bind_distributed(m);
 }

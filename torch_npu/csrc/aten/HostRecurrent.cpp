@@ -5,11 +5,12 @@
 // step. npu runs the CPU's kernels, so it takes the CPU's branch: the layer runs on CPU aliases of the npu tensors,
 // with the CPU's autograd graph recorded on those aliases, and the npu results get one backward node that replays that
 // graph (grads in, grads out, zero-copy). Training with inter-layer dropout keeps the per-step path so dropout draws
-// from the npu generator.
+// from the npu generator; planning mode takes it too.
 #include "aten/Redirect.h"
 #include "aten/TensorMapping.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
+#include "runtime/HostMemory.h"
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -177,8 +178,9 @@ bool trains_with_dropout(const c10::FunctionSchema& schema, const torch::jit::St
 void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t base = stack->size() - schema.arguments().size();
-  if (trains_with_dropout(schema, *stack, base)) {
-    // The composite itself (found in the CPU slot): its operators dispatch on the npu tensors.
+  if (trains_with_dropout(schema, *stack, base) || plan_mode()) {
+    // The composite itself (found in the CPU slot): its operators dispatch on the npu tensors (in planning
+    // mode each of them plans: the CPU's branch would compute on memory the host never backs).
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     return;
   }

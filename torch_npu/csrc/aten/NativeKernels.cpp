@@ -2,8 +2,8 @@
 // metadata-only views, copies between devices, storage changes, ZeroTensors, and dropout (whose
 // CPU kernel would draw from the CPU generator).
 #include "aten/DispatchKeys.h"
-#include "aten/PlanMode.h"
 #include "aten/TensorMapping.h"
+#include "plan/PlanMode.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
@@ -44,6 +44,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
                                std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   check_creation(layout, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNpu, target_index(device)));
+  const PlanFactoryScope plan("aten::empty");
   return at::detail::empty_generic(size, npu_allocator(), kNpuKeys, c10::dtype_or_default(dtype), memory_format);
 }
 
@@ -52,6 +53,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                          std::optional<bool> pin_memory) {
   check_creation(layout, pin_memory);
   c10::DeviceGuard guard(c10::Device(kNpu, target_index(device)));
+  const PlanFactoryScope plan("aten::empty_strided");
   return at::detail::empty_strided_generic(size, stride, npu_allocator(), kNpuKeys, c10::dtype_or_default(dtype));
 }
 

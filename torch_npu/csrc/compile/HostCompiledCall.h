@@ -38,7 +38,7 @@ class HostCompiledCall {
 
   // While alive: allocations come from the device's pools, torch_npu operators accept the aliases.
   struct Running {
-    explicit Running(c10::DeviceIndex device) : pools(device) {}
+    explicit Running(c10::DeviceIndex device) : pools(device, PoolUse::kProgram) {}
     DevicePoolScope pools;
     HostCompiledRegion region;
   };

@@ -9,5 +9,6 @@ void bind_ops(pybind11::module& m);
 void bind_memory(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
 void bind_tensors(pybind11::module& m);
+void bind_plan(pybind11::module& m);
 
 }  // namespace vnpu::python

@@ -5,7 +5,6 @@
 #include "aten/CpuFallback.h"
 #include "aten/HostSync.h"
 #include "aten/OpHooks.h"
-#include "aten/PlanMode.h"
 #include "aten/Redirect.h"
 #include "compile/HostCompiledCall.h"
 #include "graphs/GraphCapture.h"
@@ -264,27 +263,6 @@ void bind_ops(py::module& m) {
       "Runs host-compiled code for an npu graph: fn(boxed CPU aliases) under the device's memory pools; "
       "results flagged in npu_results come back as npu tensors");
   m.def("_in_host_compiled_region", &HostCompiledRegion::active);
-  m.def("_plan_mode", &plan_mode, "Planning mode (VNPU_PLAN=1): shapes and memory only, no values");
-  m.def(
-      "_plan_ledger",
-      [] {
-        py::list rows;
-        for (const auto& r : plan_ledger()) {
-          rows.append(py::make_tuple(r.op, r.input_shapes, r.input_dtypes, r.output_shapes, r.output_dtypes, r.calls));
-        }
-        return rows;
-      },
-      "Planning mode's operators: (op, input shapes, input dtypes, output shapes, output dtypes, calls)");
-  m.def(
-      "_plan_peaks",
-      [] {
-        py::dict peaks;
-        for (const auto& [device, p] : plan_peaks()) {
-          peaks[py::int_(device)] = py::make_tuple(p.allocated, p.op, p.site);
-        }
-        return peaks;
-      },
-      "Planning mode: device -> (peak allocated bytes, operator, program line)");
   m.def(
       "_graph_input_key",
       [](py::sequence inputs, py::bytes static_mask) {

@@ -4,6 +4,7 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/CachingAllocatorInternal.h"
 #include "runtime/Device.h"
+#include "runtime/ProcessRegistry.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/flat_hash_map.h>
@@ -15,6 +16,7 @@ namespace {
 
 using Guard = std::lock_guard<SpinLock>;
 thread_local c10::DeviceIndex tl_pool_device = -1;
+thread_local bool tl_pool_kernel = false;  // the scope's memory is a kernel's (PoolUse::kKernel)
 
 // Blocks handed to CPU kernels through the CPU allocator bridge. The bridge must honour the CPU
 // allocator's raw_allocate contract (context == data pointer, one deleter for everything), so
@@ -41,7 +43,7 @@ void free_bridge_ptr(void* ptr) {
     }
   }
   if (block != nullptr) {
-    free_block(block);
+    free_kernel_block(block);
   } else {
     g_cpu_fallback->raw_deleter()(ptr);  // raw_allocate'd outside a pool scope
   }
@@ -83,7 +85,7 @@ struct CpuAllocatorBridge final : c10::Allocator {
     if (bytes == 0) {
       return c10::DataPtr(nullptr, c10::Device(c10::kCPU));
     }
-    Block* block = pool_allocate_block(bytes, device);
+    Block* block = pool_allocate_block(bytes, device, tl_pool_kernel);
     {
       auto& b = bridge_blocks();
       Guard guard(b.lock);
@@ -102,12 +104,21 @@ struct CpuAllocatorBridge final : c10::Allocator {
 
 }  // namespace
 
-DevicePoolScope::DevicePoolScope(c10::DeviceIndex device) : previous_(tl_pool_device) {
+DevicePoolScope::DevicePoolScope(c10::DeviceIndex device, PoolUse use)
+    : device_(device), previous_(tl_pool_device), previous_kernel_(tl_pool_kernel) {
   tl_pool_device = device;
+  tl_pool_kernel = use == PoolUse::kKernel;
+  if (previous_ < 0) {
+    mark_device_busy(device, true);
+  }
 }
 
 DevicePoolScope::~DevicePoolScope() {
   tl_pool_device = previous_;
+  tl_pool_kernel = previous_kernel_;
+  if (previous_ < 0) {
+    mark_device_busy(device_, false);
+  }
 }
 
 void install_cpu_allocator_bridge() {

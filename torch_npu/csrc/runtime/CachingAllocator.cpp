@@ -1,5 +1,6 @@
 #include "runtime/CachingAllocator.h"
 
+#include "plan/PlanMemory.h"
 #include "runtime/AllocatorConfig.h"
 #include "runtime/BlockPool.h"
 #include "runtime/CachingAllocatorInternal.h"
@@ -66,6 +67,35 @@ void update(StatArray& stat, bool small, int64_t delta) {
       stat[i].decrease(static_cast<size_t>(-delta));
     }
   }
+}
+
+// The statistics a block allocation raises: their peaks wait for an operator boundary when the block is
+// a CPU kernel's (see pool_allocate_block).
+constexpr StatArray DeviceStats::* kBlockStats[] = {&DeviceStats::allocation, &DeviceStats::allocated_bytes,
+                                                    &DeviceStats::active, &DeviceStats::active_bytes,
+                                                    &DeviceStats::requested_bytes};
+
+void raise_without_peak(StatArray& stat, bool small, int64_t delta) {
+  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
+    stat[i].current += delta;
+    stat[i].allocated += delta;
+  }
+}
+
+// Takes the peaks a CPU kernel's blocks left pending.
+void settle_peaks(DeviceState& st) {
+  if (!st.peaks_pending) {
+    return;
+  }
+  for (auto member : kBlockStats) {
+    for (auto& stat : st.stats.*member) {
+      stat.peak = std::max(stat.peak, stat.current);
+    }
+  }
+  auto& oversize = st.stats.oversize_allocations;
+  oversize.peak = std::max(oversize.peak, oversize.current);
+  st.peaks_pending = false;
 }
 
 size_t round_size(size_t requested, const AllocatorConfig& config) {
@@ -191,8 +221,11 @@ bool should_split(const Block* block, size_t size, const AllocatorConfig& config
   return size < config.max_split_size && remaining > kSmallSize;
 }
 
-Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool) {
+Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool, bool for_kernel) {
   const auto& config = allocator_config();
+  if (!for_kernel) {
+    settle_peaks(st);
+  }
   const size_t size = round_size(requested, config);
   const bool small = size <= kSmallSize;
   Block* block = config.caching ? take_free_block(st, small, pool, size, config) : nullptr;
@@ -241,14 +274,21 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
   block->requested = requested;
   block->npu_format = -1;
   block->storage_numel = -1;
-  update(st.stats.allocation, small, 1);
-  update(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
-  update(st.stats.active, small, 1);
-  update(st.stats.active_bytes, small, static_cast<int64_t>(block->size));
-  update(st.stats.requested_bytes, small, static_cast<int64_t>(requested));
+  auto raise = for_kernel ? &raise_without_peak : &update;
+  raise(st.stats.allocation, small, 1);
+  raise(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
+  raise(st.stats.active, small, 1);
+  raise(st.stats.active_bytes, small, static_cast<int64_t>(block->size));
+  raise(st.stats.requested_bytes, small, static_cast<int64_t>(requested));
   if (block->size >= config.max_split_size) {
-    st.stats.oversize_allocations.increase(1);
+    if (for_kernel) {
+      st.stats.oversize_allocations.current += 1;
+      st.stats.oversize_allocations.allocated += 1;
+    } else {
+      st.stats.oversize_allocations.increase(1);
+    }
   }
+  st.peaks_pending = st.peaks_pending || for_kernel;
   return block;
 }
 
@@ -258,6 +298,10 @@ void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
                            current(st.stats.reserved_bytes), current(st.stats.active_bytes), block->device,
                            current_stream(block->device).id());
   }
+  if (C10_UNLIKELY(plan_mode())) {
+    record_plan_memory(reinterpret_cast<int64_t>(block->ptr), delta, current(st.stats.allocated_bytes),
+                       current(st.stats.reserved_bytes), block->device);
+  }
   if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {
     c10::reportMemoryUsageToProfiler(block->ptr, delta, static_cast<size_t>(current(st.stats.allocated_bytes)),
                                      static_cast<size_t>(current(st.stats.reserved_bytes)),
@@ -265,7 +309,7 @@ void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
   }
 }
 
-void free_block_locked(DeviceState& st, Block* block);
+void free_block_locked(DeviceState& st, Block* block, bool settle);
 
 }  // namespace
 
@@ -317,8 +361,10 @@ void release_free_segments(DeviceState& st, bool every_pool) {
 
 std::atomic<bool> g_npu_memory_used{false};
 
-void free_block(void* ctx) {
-  auto* block = static_cast<Block*>(ctx);
+namespace {
+
+// Returns a block to its pool; `settle` takes the peaks CPU kernels left pending first.
+void release_block(Block* block, bool settle) {
   if (C10_UNLIKELY(block->pluggable)) {
     active_pluggable_allocator()->free(block->ptr, static_cast<ptrdiff_t>(block->size), block->device, nullptr);
     delete block;
@@ -330,15 +376,28 @@ void free_block(void* ctx) {
   }
   DeviceState& st = device_state(block->device);
   std::unique_lock<SpinLock> guard(st.lock);
-  free_block_locked(st, block);
+  free_block_locked(st, block, settle);
   guard.unlock();
   flush_events();
 }
 
+}  // namespace
+
+void free_block(void* ctx) {
+  release_block(static_cast<Block*>(ctx), /*settle=*/true);
+}
+
+void free_kernel_block(Block* block) {
+  release_block(block, /*settle=*/false);
+}
+
 namespace {
 
-void free_block_locked(DeviceState& st, Block* block) {
+void free_block_locked(DeviceState& st, Block* block, bool settle) {
   const auto& config = allocator_config();
+  if (settle) {
+    settle_peaks(st);
+  }
   const bool small = block->small;
   const auto size = static_cast<int64_t>(block->size);
   update(st.stats.allocation, small, -1);
@@ -394,7 +453,7 @@ void free_block_locked(DeviceState& st, Block* block) {
 
 }  // namespace
 
-Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
+Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kernel) {
   if (C10_UNLIKELY(g_in_bad_fork)) {
     check_not_in_bad_fork();
   }
@@ -421,7 +480,7 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device) {
   {
     std::unique_lock<SpinLock> guard(st.lock);
     try {
-      block = allocate_block(st, device, bytes, current_thread_pool(device));
+      block = allocate_block(st, device, bytes, current_thread_pool(device), for_kernel);
     } catch (...) {
       guard.unlock();
       flush_events();
@@ -509,6 +568,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     check_device_index(device);
     DeviceState& st = device_state(device);
     Guard guard(st.lock);
+    settle_peaks(st);
     DeviceStats stats = st.stats;
     const auto max_split = allocator_config().max_split_size;
     stats.max_split_size = max_split == std::numeric_limits<size_t>::max() ? 0 : static_cast<int64_t>(max_split);
@@ -528,6 +588,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     DeviceState& st = device_state(device);
     Guard guard(st.lock);
     for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
+    st.peaks_pending = false;
   }
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
     return device_memory_info(device);

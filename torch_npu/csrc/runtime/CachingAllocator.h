@@ -24,16 +24,25 @@ c10::DeviceAllocator* npu_allocator();
 void init_allocator();
 
 // While alive, the CPU allocator of this thread serves requests from npu device `device`'s pools
-// (the redirect opens one around each CPU kernel it runs for an npu operator).
+// (the redirect opens one around each CPU kernel it runs for an npu operator), and the device counts
+// as busy for npu-smi's AI Core usage (runtime/ProcessRegistry.h).
+//
+// What the memory is for decides when its peaks count: a kernel's blocks (its results, and scratch it
+// gives back before it returns) raise the peak statistics only at the next operator boundary, so the
+// scratch of a CPU implementation never shows in max_memory_allocated; a program's blocks (the buffers
+// of host-compiled code, tensors of the program on a card too) raise them at once.
+enum class PoolUse { kKernel, kProgram };
 class DevicePoolScope {
  public:
-  explicit DevicePoolScope(c10::DeviceIndex device);
+  explicit DevicePoolScope(c10::DeviceIndex device, PoolUse use = PoolUse::kKernel);
   ~DevicePoolScope();
   DevicePoolScope(const DevicePoolScope&) = delete;
   DevicePoolScope& operator=(const DevicePoolScope&) = delete;
 
  private:
+  c10::DeviceIndex device_;
   c10::DeviceIndex previous_;
+  bool previous_kernel_;
 };
 
 // Registers the CPU allocator that honours DevicePoolScope (delegating to the previous CPU

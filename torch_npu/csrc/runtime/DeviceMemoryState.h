@@ -26,7 +26,8 @@ struct DeviceState {
   BlockRecords records;
   std::map<uintptr_t, Block*> segments;  // first block of each segment, by address
   c10::CachingDeviceAllocator::DeviceStats stats;
-  double fraction = -1;  // < 0: not set, use the configured per_process_memory_fraction
+  bool peaks_pending = false;  // a CPU kernel's blocks raised current statistics but not yet their peaks
+  double fraction = -1;        // < 0: not set, use the configured per_process_memory_fraction
 
   PoolLists& lists(uint64_t pool) {
     return pool == 0 ? default_pool : mem_pools[pool];

@@ -12,7 +12,7 @@ namespace vnpu {
 bool host_can_back(size_t bytes, size_t mapped, std::string& note);
 
 // Planning mode (VNPU_PLAN=1, read once): npu segments are address space only, never backed by host
-// pages, and operators compute shapes and dtypes only (aten/PlanMode.h).
+// pages, and operators compute shapes and dtypes only (plan/PlanMode.h).
 bool plan_mode();
 
 // Maps `bytes` of address space for a segment: readable and writable memory, or, in planning mode,

@@ -88,7 +88,13 @@ RegistryEntry* entry_locked() {
   std::snprintf(e->name, sizeof(e->name), "%s", own_name().c_str());
   std::snprintf(e->soc, sizeof(e->soc), "%s", soc_profile().name);
   e->capacity = device_capacity();
-  std::memcpy(e->magic, "VNPUSMI1", 8);  // last: a reader ignores an entry without it
+  for (int device = 0; device < kRegistryDevices && device < device_count(); ++device) {
+    const int physical = physical_device_id(static_cast<c10::DeviceIndex>(device));
+    if (physical >= 0 && physical < kRegistryDevices) {
+      g_busy_flags[device] = reinterpret_cast<std::atomic<uint8_t>*>(&e->busy[physical]);
+    }
+  }
+  std::memcpy(e->magic, "VNPUSMI2", 8);  // last: a reader ignores an entry without it
   const bool first = g_owner == 0;
   g_entry = e;
   g_owner = pid;
@@ -100,6 +106,8 @@ RegistryEntry* entry_locked() {
 }
 
 }  // namespace
+
+std::atomic<uint8_t>* g_busy_flags[kRegistryDevices] = {};
 
 void publish_reserved(c10::DeviceIndex device, int64_t reserved_bytes) {
   const int physical = physical_device_id(device);  // npu-smi numbers the machine's devices

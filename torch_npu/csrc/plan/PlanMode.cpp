@@ -1,9 +1,11 @@
-#include "aten/PlanMode.h"
+#include "plan/PlanMode.h"
 
 #include "aten/OpHooks.h"
 #include "aten/Redirect.h"
 #include "aten/RedirectCall.h"
 #include "aten/TensorMapping.h"
+#include "plan/PlanMemory.h"
+#include "plan/PlanModules.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
@@ -87,12 +89,10 @@ bool needs_values(const std::string& op, const std::string& message) {
          message.find("cannot be called on meta tensors") != std::string::npos;
 }
 
-// What planning mode saw: each operator with its argument shapes (calls counted), and the operator
-// at which each device's allocated memory peaked.
+// What planning mode saw: each operator with its argument shapes (calls counted).
 struct Ledger {
   std::mutex mu;
   std::map<std::string, PlanLedgerRow> rows;
-  std::map<c10::DeviceIndex, PlanPeak> peaks;
 };
 Ledger& ledger() {
   static auto* l = new Ledger();
@@ -125,7 +125,7 @@ void describe_tensors(const c10::IValue& value, std::string& shapes, std::string
 }
 
 void record(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t nret,
-            const std::vector<c10::IValue>& args, c10::DeviceIndex device) {
+            const std::vector<c10::IValue>& args) {
   PlanLedgerRow row;
   row.op = op.schema().name().substr(op.schema().name().find("::") + 2);
   for (const auto& value : args) {
@@ -134,26 +134,11 @@ void record(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_
   for (size_t i = stack.size() - nret; i < stack.size(); ++i) {
     describe_tensors(stack[i], row.output_shapes, row.output_dtypes);
   }
-  const int64_t allocated = npu_allocator()->getDeviceStats(device).allocated_bytes[0].current;
   auto& l = ledger();
-  bool new_peak = false;
-  {
-    std::lock_guard<std::mutex> lock(l.mu);
-    const std::string key = row.op + "|" + row.input_shapes + "|" + row.input_dtypes + "|" + row.output_shapes;
-    auto [it, inserted] = l.rows.emplace(key, row);
-    it->second.calls += 1;
-    new_peak = allocated > l.peaks[device].allocated;
-    if (new_peak) {
-      l.peaks[device] = PlanPeak{allocated, row.op, ""};
-    }
-  }
-  if (new_peak) {  // where in the program (outside the lock: it may take the GIL)
-    const std::string site = python_call_site();
-    std::lock_guard<std::mutex> lock(l.mu);
-    if (l.peaks[device].allocated == allocated) {
-      l.peaks[device].site = site;
-    }
-  }
+  std::lock_guard<std::mutex> lock(l.mu);
+  const std::string key = row.op + "|" + row.input_shapes + "|" + row.input_dtypes + "|" + row.output_shapes;
+  auto [it, inserted] = l.rows.emplace(key, row);
+  it->second.calls += 1;
 }
 
 // Whether `cpu` is the kernel's alias of one of the call's npu tensors (not a CPU tensor of the caller).
@@ -291,6 +276,25 @@ struct PlanCall {
 
 }  // namespace
 
+PlanFactoryScope::PlanFactoryScope(const char* op) {
+  if (C10_LIKELY(!plan_mode()) || plan_label().op != nullptr) {
+    return;
+  }
+  active_ = true;
+  plan_label().op = op;
+  generation_ = plan_peak_generation();
+}
+
+PlanFactoryScope::~PlanFactoryScope() {
+  if (!active_) {
+    return;
+  }
+  plan_label().op = nullptr;
+  if (plan_peak_generation() != generation_) {
+    set_plan_peak_site(plan_peak_generation(), python_call_site());
+  }
+}
+
 void plan_needs_values(const std::string& what) {
   const std::string site = python_call_site();
   TORCH_CHECK(false, "vnpu plan mode computes no values, but ", what, " needs them",
@@ -300,6 +304,8 @@ void plan_needs_values(const std::string& what) {
 }
 
 void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  PlanLabelScope label(op.schema().name().c_str(), plan_current_module());
+  const uint64_t generation = plan_peak_generation();
   RedirectCall call(facts);
   const size_t base = stack->size() - facts.num_args;
   const bool observed = slow_path_active();
@@ -362,7 +368,10 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
       value = std::move(mapped);
     }
   }
-  record(op, *stack, nret, meta_args, plan.device);
+  record(op, *stack, nret, meta_args);
+  if (plan_peak_generation() != generation) {  // this call made a new peak: name the program line
+    set_plan_peak_site(plan_peak_generation(), python_call_site());
+  }
   if (C10_UNLIKELY(observed)) {
     std::vector<c10::IValue> outputs(stack->end() - static_cast<std::ptrdiff_t>(nret), stack->end());
     run_hooks_after(OpCall{op, facts, plan.device, inputs, outputs, start_ns, end_ns});
@@ -378,12 +387,6 @@ std::vector<PlanLedgerRow> plan_ledger() {
     rows.push_back(row);
   }
   return rows;
-}
-
-std::map<c10::DeviceIndex, PlanPeak> plan_peaks() {
-  auto& l = ledger();
-  std::lock_guard<std::mutex> lock(l.mu);
-  return l.peaks;
 }
 
 }  // namespace vnpu

@@ -34,14 +34,21 @@ struct PlanLedgerRow {
   std::string output_dtypes;
   int64_t calls = 0;
 };
-// Where a device's allocated memory peaked: bytes, the operator, the program line ("" in backward).
-struct PlanPeak {
-  int64_t allocated = 0;
-  std::string op;
-  std::string site;
-};
 std::vector<PlanLedgerRow> plan_ledger();
-std::map<c10::DeviceIndex, PlanPeak> plan_peaks();
+
+// In planning mode, labels the npu memory a tensor factory (empty, empty_strided) allocates when no
+// operator already does, and names the program line if it makes a new peak. Outside it: nothing.
+class PlanFactoryScope {
+ public:
+  explicit PlanFactoryScope(const char* op);
+  ~PlanFactoryScope();
+  PlanFactoryScope(const PlanFactoryScope&) = delete;
+  PlanFactoryScope& operator=(const PlanFactoryScope&) = delete;
+
+ private:
+  bool active_ = false;
+  uint64_t generation_ = 0;
+};
 
 // Raises planning mode's error for `what` (an operator or action that needs values).
 [[noreturn]] void plan_needs_values(const std::string& what);

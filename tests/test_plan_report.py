@@ -1,0 +1,126 @@
+"""What `vnpu plan` reports: where the peak happened (operator, module, line), the biggest tensors alive at
+the peak (named when they are parameters, gradients or optimizer state), the peaks of every step, and
+the report as Markdown, JSON and HTML."""
+
+import json
+import textwrap
+
+from subprocess_helpers import VNPU, checked, client_env, run, run_python
+
+NET = """
+import json, sys, torch, torch.nn as nn, torch_npu
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Linear(256, 16384)
+        self.narrow = nn.Linear(16384, 8)
+
+    def forward(self, x):
+        return self.narrow(self.wide(x))
+"""
+
+INFERENCE = (
+    NET
+    + """
+model = Net().npu()
+with torch.no_grad():
+    model(torch.empty(512, 256, device="npu"))
+"""
+)
+
+TRAINING = (
+    NET
+    + """
+model = Net().npu()
+opt = torch.optim.Adam(model.parameters())
+measured = []
+for step in range(3):
+    model(torch.empty(1024 * (step + 1), 256, device="npu")).sum().backward()
+    opt.step()
+    opt.zero_grad(set_to_none=step < 2)
+    measured.append([torch.npu.max_memory_allocated(), torch.npu.max_memory_reserved()])
+    torch.npu.reset_peak_memory_stats()
+print(json.dumps(measured))
+"""
+)
+
+
+def _block(nbytes):
+    """The caching allocator's block for a tensor of `nbytes`: torch_npu's 32-byte pad, 512-byte rounding."""
+    return (nbytes + 32 + 511) // 512 * 512
+
+
+def _plan(tmp_path, program, report="plan.json", soc="Ascend910B4"):
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(program))
+    path = tmp_path / report
+    proc = checked(run([*VNPU, "plan", "--soc", soc, "--report", str(path), "--", "python", str(script)], client_env()))
+    return proc, path
+
+
+def test_the_peak_is_placed_at_its_operator_module_and_line_with_the_tensors_alive_then(tmp_path):
+    proc, path = _plan(tmp_path, INFERENCE)
+    (device,) = json.loads(path.read_text())["devices"]
+    # wide's 32 MiB output is still alive when narrow allocates its own: that is the peak.
+    assert device["peak_operator"] == "aten::addmm"
+    assert device["peak_module"] == "narrow (Linear)"
+    assert device["peak_site"] == f"{tmp_path / 'job.py'}:11"
+    biggest = device["biggest_at_peak"]
+    assert biggest[0] == {
+        "bytes": _block(512 * 16384 * 4),
+        "operator": "aten::addmm",
+        "module": "wide (Linear)",
+        "name": "",
+    }
+    assert biggest[1] == {
+        "bytes": _block(16384 * 256 * 4),
+        "operator": "aten::_to_copy",
+        "module": "",
+        "name": "wide.weight",
+    }
+    assert sum(b["bytes"] for b in biggest) <= device["allocated_bytes.all.peak"]
+    assert "aten::addmm in narrow (Linear) at" in proc.stdout
+    assert "Biggest tensors alive at the peak (rank 0, npu:0)" in proc.stdout
+
+
+def test_each_step_has_its_peaks_and_optimizer_state_is_named(tmp_path):
+    proc, path = _plan(tmp_path, TRAINING)
+    measured = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("[[")))
+    (device,) = json.loads(path.read_text())["devices"]
+    steps = device["steps"]
+    assert len(steps) == 4  # three optimizer steps and what followed the last
+    assert [[s["allocated_peak"], s["reserved_peak"]] for s in steps[:3]] == measured
+    assert steps[0]["allocated_peak"] < steps[1]["allocated_peak"] < steps[2]["allocated_peak"]
+    named = {b["name"]: b for b in device["biggest_at_peak"] if b["name"]}
+    assert named["wide.weight"]["operator"] == "aten::_to_copy"
+    assert named["wide.weight.exp_avg"]["module"] == "Adam.step"
+    assert named["wide.weight.exp_avg_sq"]["operator"] == "aten::zeros_like"
+    # The last step's peak comes in backward, while narrow's gradients are made (wide's are not yet).
+    assert device["peak_module"] == "backward of narrow (Linear)"
+    assert named["narrow.weight.grad"]["module"] == "backward of narrow (Linear)"
+    assert "wide.weight.grad" not in named
+    assert any(
+        b["operator"] == "aten::empty" and b["bytes"] == _block(3072 * 256 * 4) for b in device["biggest_at_peak"]
+    )
+    for row in ("│ 1 ", "│ 2 ", "│ 3 ", "after step 3"):
+        assert row in proc.stdout
+
+
+def test_the_steps_of_a_plan_have_the_peaks_of_a_real_run():
+    real = json.loads(run_python(TRAINING).stdout.strip().splitlines()[-1])
+    plan = json.loads(run_python(TRAINING, env={"VNPU_PLAN": "1"}).stdout.strip().splitlines()[-1])
+    assert plan == real
+
+
+def test_the_report_file_is_markdown_json_or_html_by_its_name(tmp_path):
+    _, markdown = _plan(tmp_path, INFERENCE, "plan.md", soc="Ascend910B1,Ascend910B4")
+    _, page = _plan(tmp_path, INFERENCE, "plan.html", soc="Ascend910B1,Ascend910B4")
+    text, html = markdown.read_text(), page.read_text()
+    assert "## Biggest tensors alive at the peak (rank 0, npu:0)" in text
+    assert "| 32.00 MiB | - | aten::addmm | wide (Linear) |" in text
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<h2>Biggest tensors alive at the peak (rank 0, npu:0)</h2>" in html
+    assert "<td>32.00 MiB</td>\n<td>-</td>\n<td>aten::addmm</td>\n<td>wide (Linear)</td>" in html
+    assert html.count("<table>") == text.count("\n|---|") == 4
+    assert "<td>Ascend910B4</td>\n<td>32 GiB</td>\n<td>fits (" in html
