@@ -7,6 +7,8 @@ import textwrap
 
 from subprocess_helpers import VNPU, checked, client_env, run, run_python
 
+from vnpu import plan_report
+
 NET = """
 import json, sys, torch, torch.nn as nn, torch_npu
 
@@ -124,3 +126,38 @@ def test_the_report_file_is_markdown_json_or_html_by_its_name(tmp_path):
     assert "<td>32.00 MiB</td>\n<td>-</td>\n<td>aten::addmm</td>\n<td>wide (Linear)</td>" in html
     assert html.count("<table>") == text.count("\n|---|") == 4
     assert "<td>Ascend910B4</td>\n<td>32 GiB</td>\n<td>fits (" in html
+
+
+CACHED_THEN_BIGGER = """
+import torch, torch_npu
+x = torch.empty(20 * 2**30, dtype=torch.uint8, device="npu")
+del x  # its segment stays cached
+y = torch.empty(25 * 2**30, dtype=torch.uint8, device="npu")
+"""
+
+
+def test_a_card_too_small_says_by_how_much_and_where_it_runs_out(tmp_path):
+    program = "import torch, torch_npu\nw = torch.empty(40 * 2**30, dtype=torch.uint8, device='npu')\nw.add_(1)\n"
+    proc, path = _plan(tmp_path, program, soc="Ascend910B4")  # 32 GiB
+    result = json.loads(path.read_text())
+    (device,) = result["devices"]
+    (verdict,) = result["verdicts"]
+    # The run went on past the card: the job's whole need is known, and where the card ran out.
+    assert device["reserved_bytes.all.peak"] == 40 * 2**30 + 2 * 2**20 and device["num_ooms"] == 0
+    assert device["over_capacity"]["requested"] == 40 * 2**30
+    assert not verdict["fits"] and verdict["margin_bytes"] == -(8 * 2**30 + 2 * 2**20)
+    assert verdict["runs_out_at"] == f"aten::empty at {tmp_path / 'job.py'}:2"
+    expected = f"does not fit by 8.00 GiB; runs out at aten::empty at {tmp_path / 'job.py'}:2"
+    assert plan_report.verdict_text(verdict) == expected
+    assert "does not fit by 8.00 GiB" in proc.stdout
+
+
+def test_a_smaller_card_is_planned_again_when_its_cache_could_make_room(tmp_path):
+    # On a 64 GiB card both segments stay (45 GiB reserved); a 32 GiB card releases the cached 20 GiB
+    # segment for the 25 GiB request, so the job fits there too.
+    _, path = _plan(tmp_path, CACHED_THEN_BIGGER, soc="Ascend910B1,Ascend910B4")
+    result = json.loads(path.read_text())
+    assert result["devices"][0]["reserved_bytes.all.peak"] == 45 * 2**30 + 4 * 2**20
+    verdicts = {v["soc"]: v for v in result["verdicts"]}
+    assert verdicts["Ascend910B1"]["fits"] and verdicts["Ascend910B4"]["fits"]
+    assert verdicts["Ascend910B4"]["margin_bytes"] == 32 * 2**30 - (25 * 2**30 + 2 * 2**20)

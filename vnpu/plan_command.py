@@ -1,4 +1,4 @@
-"""``vnpu plan [--soc A,B] [--steps N] [--report FILE.md|.json] -- python train.py ...``: will this job fit
+"""``vnpu plan [--soc A,B] [--steps N] [--report FILE.md|.json|.html] -- python train.py ...``: will this job fit
 on the card, and roughly how long will it take?
 
 The program runs unchanged in planning mode (VNPU_PLAN=1, see torch_npu/csrc/plan/PlanMode.h): npu memory
@@ -10,7 +10,14 @@ The report (vnpu/plan_report.py), per process and device: peak allocated and res
 allocated peak happened (operator, module, program line), fragmentation (reserved memory not allocated at
 the reserved peak), retries and OOMs, the peaks of every step (a step ends when an optimizer steps) and
 the biggest tensors alive at the peak (named when they are parameters, gradients, buffers or optimizer
-state); for each SoC of --soc, whether the largest reserved peak fits its HBM and an estimated time.
+state); for each SoC of --soc, whether the job fits its HBM (with the margin, or where it runs out) and an
+estimated time.
+
+The program runs on the largest SoC of --soc with VNPU_PLAN_OVER_CAPACITY=1: a request the card cannot
+hold, even after the allocator released its cache, gets memory anyway and is recorded where it happened,
+so the run goes on and tells how much more the job needs. A smaller SoC is judged from the same run when
+the job's reserved peak fits it; otherwise the program is planned again on that SoC (quietly), since
+near the capacity the allocator releases its cache and may fit after all.
 
 The time is an ESTIMATE from the profiler's roofline model (torch_npu/profiler/roofline.py: each operator
 max(FLOPs / peak FLOP/s, bytes / HBM bandwidth) + launch, no overlap, no fusion) plus ring collectives at
@@ -96,25 +103,57 @@ def estimate(records, soc, link_gbps):
     return slowest
 
 
-def build(records, args):
-    socs = _known_socs()
-    devices = [
+def _devices(records):
+    return [
         {"rank": r["rank"], "pid": r["pid"], **d}
         for r in sorted(records, key=lambda r: r["rank"])
         for d in r["devices"]
     ]
+
+
+def _memory_verdict(devices, hbm):
+    """(fits, margin bytes, where the first device ran out) of one run on a card of `hbm` bytes."""
     need = max((d["reserved_bytes.all.peak"] for d in devices), default=0)
+    over = [d for d in devices if d.get("over_capacity")]
+    where = ""
+    if over:
+        first = over[0]["over_capacity"]
+        where = " ".join(
+            p
+            for p in (
+                first["operator"],
+                f"in {first['module']}" if first["module"] else "",
+                f"at {first['site']}" if first["site"] else "",
+            )
+            if p
+        )
+    return not over and need <= hbm, hbm - need, where
+
+
+def build(records, args, rerun=None):
+    """The report. A SoC smaller than the one the program ran on is judged by `rerun(soc)` (the program's
+    records on that card) when the run's reserved memory went beyond it: the allocator may then have
+    released its cache and fit after all."""
+    socs = _known_socs()
+    devices = _devices(records)
+    need = max((d["reserved_bytes.all.peak"] for d in devices), default=0)
+    modelled = records[0]["soc"]["total_memory"] if records else 0
     verdicts = []
     for name in args.socs:
         soc = socs[name]
+        hbm = soc["total_memory"]
+        if hbm >= modelled or need <= hbm or rerun is None:
+            fits, margin, where = _memory_verdict(devices, hbm)
+        else:
+            fits, margin, where = _memory_verdict(_devices(rerun(name)), hbm)
         compute, comm = estimate(records, soc, args.link_gbps)
-        free = soc["total_memory"] - need
         verdicts.append(
             {
                 "soc": name,
-                "hbm_bytes": soc["total_memory"],
-                "fits": free >= 0,
-                "margin_bytes": free,
+                "hbm_bytes": hbm,
+                "fits": fits,
+                "margin_bytes": margin,
+                "runs_out_at": where,
                 "step_seconds": (compute + comm) / args.steps,
                 "compute_seconds": compute / args.steps,
                 "communication_seconds": comm / args.steps,
@@ -128,22 +167,29 @@ def build(records, args):
     }
 
 
-def run(argv):
-    args = parse(argv)
-    socs = _known_socs()
-    largest = max(args.socs, key=lambda s: socs[s]["total_memory"])
+def _plan_once(command, soc, quiet):
+    """Runs the program planned on `soc`; (exit status, the records its processes wrote)."""
     with tempfile.TemporaryDirectory(prefix="vnpu_plan_") as directory:
-        env = dict(os.environ, VNPU_PLAN="1", VNPU_PLAN_REPORT=directory)
-        env.setdefault("VNPU_SOC", largest)  # the allocator models the largest card judged
-        status = subprocess.run(args.command, env=env).returncode
+        env = dict(os.environ, VNPU_PLAN="1", VNPU_PLAN_REPORT=directory, VNPU_PLAN_OVER_CAPACITY="1", VNPU_SOC=soc)
+        env.pop("VNPU_DEVICE_MEMORY", None)  # the card is the SoC's
+        out = subprocess.DEVNULL if quiet else None
+        status = subprocess.run(command, env=env, stdout=out, stderr=out).returncode
         records = []
         for path in sorted(glob.glob(os.path.join(directory, "plan_*.json"))):
             with open(path) as f:
                 records.append(json.load(f))
+    return status, records
+
+
+def run(argv):
+    args = parse(argv)
+    socs = _known_socs()
+    largest = max(args.socs, key=lambda s: socs[s]["total_memory"])
+    status, records = _plan_once(args.command, largest, quiet=False)
     if not records:
         print(f"vnpu plan: the program wrote no plan (exit status {status}); did it import torch?", file=sys.stderr)
         return status or 1
-    report = build(records, args)
+    report = build(records, args, rerun=lambda soc: _plan_once(args.command, soc, quiet=True)[1])
     show(report, Console(width=None if sys.stdout.isatty() else 140))
     if args.report:
         write_report(args.report, report, markdown, title=f"vnpu plan: {' '.join(args.command)}")

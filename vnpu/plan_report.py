@@ -19,7 +19,10 @@ def size(nbytes):
 
 def verdict_text(v):
     gib = abs(v["margin_bytes"]) / _GIB
-    return f"fits ({gib:.2f} GiB free)" if v["fits"] else f"does not fit by {gib:.2f} GiB"
+    if v["fits"]:
+        return f"fits ({gib:.2f} GiB free)"
+    where = f"; runs out at {v['runs_out_at']}" if v.get("runs_out_at") else ""
+    return f"does not fit by {gib:.2f} GiB{where}"
 
 
 def fragmentation(d):

@@ -3,7 +3,8 @@
 allocated peak (the operator, module and program line that made it, the biggest tensors alive then,
 named when they are parameters, gradients, buffers or optimizer state), the peaks of every step (a step
 ends when an optimizer steps), every operator with its shapes and calls, and the collectives of the hccl
-backend (kind, ranks, bytes).
+backend (kind, ranks, bytes). Run by ``vnpu plan`` (VNPU_PLAN_OVER_CAPACITY=1), requests beyond the card
+get memory anyway and each device records where it would have run out.
 
 Module forwards are followed with PyTorch's global module hooks and steps with the global optimizer
 step hook; both are installed only in planning mode."""
@@ -135,6 +136,7 @@ def _devices(memory):
                     "peak_site": peak.get("site", ""),
                     "biggest_at_peak": peak.get("biggest", []),
                     "steps": peak.get("steps", []),
+                    "over_capacity": peak.get("over_capacity"),
                 }
             )
     return used

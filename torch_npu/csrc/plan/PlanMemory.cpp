@@ -23,6 +23,7 @@ struct DeviceLedger {
   int64_t allocated = 0;  // now
   int64_t reserved = 0;
   uint64_t peak_generation = 0;
+  uint64_t over_generation = 0;
 };
 
 struct MemoryLedger {
@@ -133,6 +134,20 @@ void record_plan_memory(int64_t ptr, int64_t delta, int64_t allocated, int64_t r
   }
 }
 
+void record_plan_over_capacity(c10::DeviceIndex device, int64_t requested, int64_t capacity) {
+  auto& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  DeviceLedger& d = l.devices[device];
+  PlanOverCapacity& over = d.memory.over_capacity;
+  if (over.events++ == 0) {
+    over.requested = requested;
+    over.capacity = capacity;
+    over.op = tl_label.op != nullptr ? tl_label.op : "";
+    over.module = tl_label.module >= 0 ? plan_module_name(tl_label.module) : "";
+    d.over_generation = ++l.generation;
+  }
+}
+
 void end_plan_step() {
   auto& l = ledger();
   std::lock_guard<std::mutex> lock(l.mu);
@@ -147,12 +162,15 @@ uint64_t plan_peak_generation() {
   return l.generation;
 }
 
-void set_plan_peak_site(uint64_t generation, const std::string& site) {
+void set_plan_peak_site(uint64_t since, const std::string& site) {
   auto& l = ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   for (auto& [device, d] : l.devices) {
-    if (d.peak_generation == generation) {
+    if (d.peak_generation > since) {
       d.memory.site = site;
+    }
+    if (d.over_generation > since) {
+      d.memory.over_capacity.site = site;
     }
   }
 }

@@ -41,12 +41,17 @@ std::string plan_module_name(int32_t id);
 // allocated and reserved bytes after it.
 void record_plan_memory(int64_t ptr, int64_t delta, int64_t allocated, int64_t reserved, c10::DeviceIndex device);
 
+// The allocator gave `device` a segment beyond what the card holds (runtime/HostMemory.h,
+// plan_over_capacity): `requested` bytes, `capacity` the card's.
+void record_plan_over_capacity(c10::DeviceIndex device, int64_t requested, int64_t capacity);
+
 // Closes the current step on every device (its peaks are kept) and opens the next.
 void end_plan_step();
 
-// A new allocated peak bumps this; whoever caused it may then name the program line (set_plan_peak_site).
+// A new allocated peak (or a first request beyond the card) bumps this; whoever caused it names the
+// program line of everything after generation `since` (set_plan_peak_site).
 uint64_t plan_peak_generation();
-void set_plan_peak_site(uint64_t generation, const std::string& site);
+void set_plan_peak_site(uint64_t since, const std::string& site);
 
 struct PlanBlock {
   int64_t ptr = 0;
@@ -59,7 +64,17 @@ struct PlanStepPeak {
   int64_t allocated = 0;
   int64_t reserved = 0;
 };
+// Where a device would have run out of memory: the first request beyond the card, and how often.
+struct PlanOverCapacity {
+  int64_t events = 0;
+  int64_t requested = 0;  // the first one's
+  int64_t capacity = 0;
+  std::string op;
+  std::string module;
+  std::string site;
+};
 struct PlanDeviceMemory {
+  PlanOverCapacity over_capacity;
   int64_t peak = 0;  // allocated bytes at the peak
   std::string op;    // what allocated the block that made the peak
   std::string module;

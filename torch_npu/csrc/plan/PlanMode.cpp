@@ -291,7 +291,7 @@ PlanFactoryScope::~PlanFactoryScope() {
   }
   plan_label().op = nullptr;
   if (plan_peak_generation() != generation_) {
-    set_plan_peak_site(plan_peak_generation(), python_call_site());
+    set_plan_peak_site(generation_, python_call_site());
   }
 }
 
@@ -370,7 +370,7 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
   }
   record(op, *stack, nret, meta_args);
   if (plan_peak_generation() != generation) {  // this call made a new peak: name the program line
-    set_plan_peak_site(plan_peak_generation(), python_call_site());
+    set_plan_peak_site(generation, python_call_site());
   }
   if (C10_UNLIKELY(observed)) {
     std::vector<c10::IValue> outputs(stack->end() - static_cast<std::ptrdiff_t>(nret), stack->end());

@@ -38,14 +38,22 @@ void bind_plan(py::module& m) {
           for (const auto& s : d.steps) {
             steps.append(py::dict(py::arg("allocated_peak") = s.allocated, py::arg("reserved_peak") = s.reserved));
           }
+          const auto& o = d.over_capacity;
+          py::object over = py::none();
+          if (o.events > 0) {
+            over = py::dict(py::arg("events") = o.events, py::arg("requested") = o.requested,
+                            py::arg("capacity") = o.capacity, py::arg("operator") = o.op, py::arg("module") = o.module,
+                            py::arg("site") = o.site);
+          }
           devices[py::int_(device)] =
               py::dict(py::arg("peak") = d.peak, py::arg("operator") = d.op, py::arg("module") = d.module,
-                       py::arg("site") = d.site, py::arg("biggest") = biggest, py::arg("steps") = steps);
+                       py::arg("site") = d.site, py::arg("biggest") = biggest, py::arg("steps") = steps,
+                       py::arg("over_capacity") = over);
         }
         return devices;
       },
       "Planning mode's memory per device: the allocated peak, what made it, the biggest blocks alive then, "
-      "and the peaks of every step");
+      "the peaks of every step, and where the card would have run out of memory (None if it did not)");
   m.def("_plan_enter_module", &plan_enter_module, "A module's forward starts (labels the memory it allocates)");
   m.def("_plan_exit_module", &plan_exit_module, "A module's forward ended");
   m.def("_plan_end_step", &end_plan_step, "A training step ended (an optimizer stepped)");

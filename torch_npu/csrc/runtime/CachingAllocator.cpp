@@ -147,8 +147,8 @@ size_t segment_size_for(size_t size, const AllocatorConfig& config) {
 
 // Maps a new segment for `device` if its capacity (and the host) can back it.
 Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, uint64_t pool,
-                   std::string& host_note) {
-  if (current(st.stats.reserved_bytes) + static_cast<int64_t>(bytes) > allowed_bytes(st)) {
+                   std::string& host_note, bool beyond_capacity = false) {
+  if (current(st.stats.reserved_bytes) + static_cast<int64_t>(bytes) > allowed_bytes(st) && !beyond_capacity) {
     return nullptr;
   }
   if (!plan_mode() && !host_can_back(bytes, static_cast<size_t>(g_host_mapped.load()), host_note)) {
@@ -242,6 +242,12 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
       st.stats.num_alloc_retries++;
       host_note.clear();
       block = map_segment(st, device, bytes, small, pool, host_note);
+    }
+    if (block == nullptr && plan_over_capacity() && host_note.empty()) {
+      block = map_segment(st, device, bytes, small, pool, host_note, /*beyond_capacity=*/true);
+      if (block != nullptr) {
+        record_plan_over_capacity(device, static_cast<int64_t>(requested), allowed_bytes(st));
+      }
     }
     if (block == nullptr) {
       note("oom", device, nullptr, requested);

@@ -68,6 +68,14 @@ bool plan_mode() {
   return on;
 }
 
+bool plan_over_capacity() {
+  static const bool on = [] {
+    const char* env = std::getenv("VNPU_PLAN_OVER_CAPACITY");
+    return plan_mode() && env != nullptr && std::string(env) == "1";
+  }();
+  return on;
+}
+
 void* map_segment_memory(size_t bytes) {
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (plan_mode() ? MAP_NORESERVE : 0);
   void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);

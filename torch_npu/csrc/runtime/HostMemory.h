@@ -15,6 +15,12 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note);
 // pages, and operators compute shapes and dtypes only (plan/PlanMode.h).
 bool plan_mode();
 
+// In planning mode with VNPU_PLAN_OVER_CAPACITY=1 (what `vnpu plan` sets): a request the card cannot
+// hold, even after the allocator released its cache, gets its segment anyway instead of the OOM error,
+// and the planning ledger records where the card would have run out (plan/PlanMemory.h), so one run
+// tells both whether the job fits and by how much it does not.
+bool plan_over_capacity();
+
 // Maps `bytes` of address space for a segment: readable and writable memory, or, in planning mode,
 // address space the host does not reserve. nullptr when the host refuses.
 void* map_segment_memory(size_t bytes);
