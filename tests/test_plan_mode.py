@@ -25,6 +25,7 @@ cases = {{
     "cnn": (lambda: nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
                                   nn.Flatten(), nn.Linear(16 * 16 * 16, 10)),
             lambda: torch.randn(8, 3, 32, 32, device="npu")),
+    "gpt": (lambda: Block(128), lambda: torch.randn(4, 64, 128, device="npu")),
     "gpt_amp": (lambda: Block(128), lambda: torch.randn(4, 64, 128, device="npu")),
 }}
 out = {{}}
@@ -56,7 +57,16 @@ def test_allocator_statistics_of_each_step_match_a_real_run():
             assert p == r, (name, step)
 
 
-FSDP = """
+TRAIN_AND_RECORD = """
+for _ in range(2):
+    model(x).sum().backward(); opt.step(); opt.zero_grad()
+with open(f"{out}/rank{rank}.json", "w") as f:
+    json.dump([rank, torch.npu.max_memory_allocated(), torch.npu.memory_allocated()], f)
+dist.destroy_process_group()
+"""
+
+FSDP = (
+    """
 import json, sys, torch, torch.nn as nn, torch.distributed as dist, torch_npu
 from torch.distributed.fsdp import fully_shard
 out = sys.argv[1]
@@ -70,12 +80,9 @@ for layer in model:
 fully_shard(model)
 opt = torch.optim.AdamW(model.parameters())
 x = torch.randn(16, 512, device="npu")
-for _ in range(2):
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-with open(f"{out}/rank{rank}.json", "w") as f:
-    json.dump([rank, torch.npu.max_memory_allocated(), torch.npu.memory_allocated()], f)
-dist.destroy_process_group()
 """
+    + TRAIN_AND_RECORD
+)
 
 
 def _run_group(args, env, timeout=180):
@@ -92,9 +99,25 @@ def _run_group(args, env, timeout=180):
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
-def _fsdp(tmp_path, env, name, ranks=2):
-    script = tmp_path / "fsdp.py"
-    script.write_text(FSDP)
+DDP = (
+    """
+import json, sys, torch, torch.nn as nn, torch.distributed as dist, torch_npu
+out = sys.argv[1]
+dist.init_process_group("hccl")
+rank = dist.get_rank(); torch.npu.set_device(rank)
+with torch.device("meta"):  # no initialisation cost: materialised on npu
+    model = nn.Sequential(*[nn.Linear(512, 512) for _ in range(4)])
+model = nn.parallel.DistributedDataParallel(model.to_empty(device="npu"), bucket_cap_mb=1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+x = torch.empty(16, 512, device="npu")
+"""
+    + TRAIN_AND_RECORD
+)
+
+
+def _fsdp(tmp_path, env, name, ranks=2, program=FSDP):
+    script = tmp_path / f"{name}.py"
+    script.write_text(program)
     out = tmp_path / name
     out.mkdir()
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)]
@@ -108,6 +131,37 @@ def test_fsdp_over_two_ranks_plans_the_memory_of_a_real_run(tmp_path):
     assert len(real) == 2 and [p[0] for p in plan] == [0, 1]
     for (_, real_peak, real_now), (_, plan_peak, plan_now) in zip(real, plan):
         assert (plan_peak, plan_now) == (real_peak, real_now)
+
+
+def test_ddp_from_meta_weights_plans_the_memory_of_a_real_run(tmp_path):
+    real, plan = _fsdp(tmp_path, {}, "real", program=DDP), _fsdp(tmp_path, PLAN, "plan", program=DDP)
+    assert len(real) == 2 and plan == real
+
+
+COLLECTIVE_VALUES = """
+import json, sys, torch, torch.distributed as dist, torch_npu
+out = sys.argv[1]
+dist.init_process_group("hccl")
+rank = dist.get_rank(); torch.npu.set_device(rank)
+kept = torch.tensor([7, 8], device="npu")
+dist.broadcast(kept, 0)  # every planned rank runs the same program: a broadcast leaves what it has
+summed = torch.tensor([rank + 1], device="npu")
+dist.all_reduce(summed)  # the transport moves nothing: no values
+try:
+    summed.cpu()
+    lost = "no error"
+except RuntimeError as e:
+    lost = str(e).split(" needs them")[0]
+with open(f"{out}/rank{rank}.json", "w") as f:
+    json.dump([rank, kept.tolist(), lost], f)
+dist.destroy_process_group()
+"""
+
+
+def test_collectives_other_than_broadcast_leave_no_values(tmp_path):
+    ranks = _fsdp(tmp_path, PLAN, "values", program=COLLECTIVE_VALUES)
+    lost = "vnpu plan mode computes no values, but copying an npu tensor to the cpu (.cpu(), .numpy(), printing)"
+    assert ranks == [[0, [7, 8], lost], [1, [7, 8], lost]]
 
 
 def test_fsdp_over_eight_ranks_plans_a_shard_per_rank(tmp_path):
@@ -179,6 +233,35 @@ def test_everything_that_needs_values_raises_one_error_naming_operator_and_line(
         lines[6]
         == "vnpu plan mode: aten::geqrf has no shape function (Meta kernel), so planning mode cannot run it (at <string>:14)"
     )
+
+
+def test_small_host_data_keeps_its_values_until_something_computes_on_it():
+    out = (
+        run_python(
+            """
+        import torch, torch_npu
+        def attempt(f):
+            try:
+                return f()
+            except RuntimeError as e:
+                return str(e).split(" needs them")[0].removeprefix("vnpu plan mode computes no values, but ")
+        t = torch.tensor([3, 1, 2], device="npu")
+        host = torch.empty(3, dtype=torch.long)
+        host.copy_(t)
+        print([t.tolist(), t[1].item(), t.float().cpu().tolist(), host.tolist()])
+        big = torch.ones(100_000).npu()
+        t2 = t.clone()
+        t.add_(1)
+        print([attempt(big.cpu), attempt(t2.cpu), attempt(t.cpu), attempt(lambda: t[0].item())])
+        """,
+            env=PLAN,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
+    assert out[0] == "[[3, 1, 2], 1, [3.0, 1.0, 2.0], [3, 1, 2]]"
+    cpu = "copying an npu tensor to the cpu (.cpu(), .numpy(), printing)"
+    assert out[1] == str([cpu, cpu, cpu, "aten::_local_scalar_dense"])
 
 
 def test_views_in_place_and_resize_keep_their_meaning_without_values():

@@ -388,6 +388,15 @@ PATCHES += (
         changes=("torch.distributed.gather",),
     ),
     Patch(
+        target="torch.nn.parallel.distributed._verify_param_shape_across_processes",
+        module="torch.nn.parallel.distributed",
+        why="DistributedDataParallel's constructor checks that every rank has the same parameter shapes by "
+        "exchanging their sizes and reading them back; in planning mode tensors have no values (and "
+        "collectives move none), so the check cannot run. Every rank of a planned job runs the same program.",
+        when="on import of torch.nn.parallel.distributed, in planning mode (VNPU_PLAN=1) only",
+        apply="torch_npu._patches.distributed_c10d:no_parameter_check_in_planning_mode",
+    ),
+    Patch(
         target="torch.distributed.reinit_process_group",
         module="torch.distributed",
         why="torch_npu adds reinit_process_group to torch.distributed: fault-tolerant training rebuilds (or resumes) "

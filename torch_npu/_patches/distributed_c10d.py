@@ -29,3 +29,18 @@ def reinit_process_group_in_torch_distributed():
         return False
     dist.reinit_process_group = reinit_process_group
     return True
+
+
+def _planned_ranks_agree(process_group, tensors, logger=None):
+    """Planning mode's stand-in for DDP's check that every rank has the same parameter shapes."""
+
+
+def no_parameter_check_in_planning_mode():
+    import torch.nn.parallel.distributed as ddp
+
+    from torch_npu import _C
+
+    if not _C._plan_mode() or ddp._verify_param_shape_across_processes is _planned_ranks_agree:
+        return False
+    ddp._verify_param_shape_across_processes = _planned_ranks_agree
+    return True

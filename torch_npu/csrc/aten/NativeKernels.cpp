@@ -85,14 +85,7 @@ at::Tensor as_cpu_if_npu(const at::Tensor& t) {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (C10_UNLIKELY(plan_mode())) {
-    if (dst.device().type() != kNpu) {
-      plan_needs_values("copying an npu tensor to the " + dst.device().str() + " (.cpu(), .numpy(), printing)");
-    }
-    const auto meta = [](const at::Tensor& t) {
-      return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
-    };
-    meta(dst).copy_(meta(self), non_blocking);  // the copy's own checks (shapes, dtypes)
-    return dst;                                 // nothing to move: npu memory holds no values
+    return plan_copy(self, dst, non_blocking);
   }
   as_cpu_if_npu(dst).copy_(as_cpu_if_npu(self), non_blocking);
   return dst;

@@ -1,5 +1,8 @@
 #include "distributed/ProcessGroupHCCL.h"
 
+#include "plan/PlanValues.h"
+#include "runtime/HostMemory.h"
+
 #include <Python.h>
 
 #include "distributed/HcclWork.h"
@@ -250,6 +253,11 @@ std::string ProcessGroupHCCL::describe(const char* collective) const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c10::intrusive_ptr<c10d::Work> work,
                                                        std::vector<at::Tensor> results, std::function<void()> after) {
+  if (C10_UNLIKELY(plan_mode()) && std::string_view(collective) != "broadcast") {
+    for (const auto& t : results) {
+      plan_values_lost(t);  // planning mode's transport moves nothing: the results hold no values
+    }
+  }
   if (intra_host_) {
     last_transport_work_.emplace(work);
   }
@@ -258,6 +266,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::point_to_point(const char* what, c10::intrusive_ptr<c10d::Work> work,
                                                                 std::vector<at::Tensor> results) const {
+  if (C10_UNLIKELY(plan_mode()) && std::string_view(what) == "recv") {
+    for (const auto& t : results) {
+      plan_values_lost(t);
+    }
+  }
   return c10::make_intrusive<HcclWork>(std::move(work), describe(what), std::move(results), nullptr);
 }
 

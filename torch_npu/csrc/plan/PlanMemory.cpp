@@ -1,5 +1,7 @@
 #include "plan/PlanMemory.h"
 
+#include "plan/PlanValues.h"
+
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -118,6 +120,7 @@ void record_plan_memory(int64_t ptr, int64_t delta, int64_t allocated, int64_t r
   step.reserved = std::max(step.reserved, reserved);
   if (delta < 0) {
     l.live.erase(ptr);
+    plan_values_freed(ptr);
     return;
   }
   if (delta == 0) {

@@ -6,6 +6,7 @@
 #include "aten/TensorMapping.h"
 #include "plan/PlanMemory.h"
 #include "plan/PlanModules.h"
+#include "plan/PlanValues.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
@@ -295,6 +296,29 @@ PlanFactoryScope::~PlanFactoryScope() {
   }
 }
 
+at::Tensor plan_copy(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const auto host = [](const at::Tensor& t) { return t.device().type() == kNpu ? make_cpu_alias(t, false) : t; };
+  const bool from_values = self.device().type() != kNpu || plan_has_values(self);
+  if (dst.device().type() != kNpu) {
+    if (!from_values) {
+      plan_needs_values("copying an npu tensor to the " + dst.device().str() + " (.cpu(), .numpy(), printing)");
+    }
+    dst.copy_(host(self), non_blocking);
+    return dst;
+  }
+  if (from_values && plan_can_hold_values(dst)) {
+    host(dst).copy_(host(self), non_blocking);
+    plan_values_written(dst);
+    return dst;
+  }
+  const auto meta = [](const at::Tensor& t) {
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+  };
+  meta(dst).copy_(meta(self), non_blocking);  // the copy's own checks (shapes, dtypes)
+  plan_values_lost(dst);                      // nothing to move: npu memory holds no values
+  return dst;
+}
+
 void plan_needs_values(const std::string& what) {
   const std::string site = python_call_site();
   TORCH_CHECK(false, "vnpu plan mode computes no values, but ", what, " needs them",
@@ -304,13 +328,41 @@ void plan_needs_values(const std::string& what) {
 }
 
 void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (op.schema().name() == "aten::copy_" && op.schema().overload_name().empty()) {
+    // copy_(self, src, non_blocking) of values planning mode keeps: small host data, there and back.
+    const size_t first = stack->size() - 3;
+    at::Tensor dst = (*stack)[first].toTensor();
+    const at::Tensor& src = (*stack)[first + 1].toTensor();
+    if ((src.device().type() != kNpu || plan_has_values(src)) &&
+        (dst.device().type() != kNpu || plan_can_hold_values(dst))) {
+      plan_copy(src, dst, (*stack)[first + 2].toBool());
+      torch::jit::drop(*stack, 3);
+      stack->emplace_back(std::move(dst));
+      return;
+    }
+  }
   PlanLabelScope label(op.schema().name().c_str(), plan_current_module());
   const uint64_t generation = plan_peak_generation();
   RedirectCall call(facts);
   const size_t base = stack->size() - facts.num_args;
   const bool observed = slow_path_active();
   const std::vector<c10::IValue> inputs = observe_arguments(op, facts, *stack, base, observed);
+  for (size_t i = 0; i < facts.num_args && facts.writes_arguments; ++i) {
+    const auto& value = (*stack)[base + i];
+    if (facts.written[i] && value.isTensor() && value.toTensor().device().type() == kNpu) {
+      plan_values_lost(value.toTensor());  // a planned operator computes no values into what it writes
+    }
+  }
+  // Reading back the values planning mode keeps (small host data, plan/PlanValues.h) runs for real.
+  const std::string& name = op.schema().name();
+  const bool reads_back = name == "aten::_local_scalar_dense" || name == "aten::_to_copy";
+  const at::Tensor kept = reads_back && (*stack)[base].isTensor() ? (*stack)[base].toTensor() : at::Tensor();
+  const bool has_values = kept.defined() && (kept.device().type() != kNpu || plan_has_values(kept));
   map_redirect_arguments(call, facts, stack, base);
+  if (has_values && (name == "aten::_local_scalar_dense" || call.map.keep_cpu)) {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    return;
+  }
   for (size_t i = 0; i < facts.num_args && facts.writes_arguments; ++i) {
     const auto& value = (*stack)[base + i];
     if (facts.written[i] && value.isTensor() && value.toTensor().defined() &&
@@ -366,6 +418,13 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
         mapped.push_back(plan.to_npu(t, call.map.keep_cpu));
       }
       value = std::move(mapped);
+    }
+  }
+  if (has_values && (*stack)[stack->size() - 1].isTensor()) {  // small host data copied to npu keeps its values
+    const at::Tensor& result = (*stack)[stack->size() - 1].toTensor();
+    if (plan_can_hold_values(result)) {
+      make_cpu_alias(result, false).copy_(kept.device().type() == kNpu ? make_cpu_alias(kept, false) : kept);
+      plan_values_written(result);
     }
   }
   record(op, *stack, nret, meta_args);

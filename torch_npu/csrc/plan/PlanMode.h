@@ -50,6 +50,10 @@ class PlanFactoryScope {
   uint64_t generation_ = 0;
 };
 
+// A copy in planning mode: small host data keeps its values (plan/PlanValues.h); anything else moves
+// nothing (shapes and dtypes are checked), and a copy to the host of a tensor without values raises.
+at::Tensor plan_copy(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
 // Raises planning mode's error for `what` (an operator or action that needs values).
 [[noreturn]] void plan_needs_values(const std::string& what);
 
