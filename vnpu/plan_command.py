@@ -130,10 +130,11 @@ def _memory_verdict(devices, hbm):
     return not over and need <= hbm, hbm - need, where
 
 
-def build(records, args, rerun=None):
+def build(records, args, rerun=None, status=0):
     """The report. A SoC smaller than the one the program ran on is judged by `rerun(soc)` (the program's
     records on that card) when the run's reserved memory went beyond it: the allocator may then have
-    released its cache and fit after all."""
+    released its cache and fit after all. A program that failed (exit `status`) gets no verdict: its
+    memory is only what it reached before it stopped."""
     socs = _known_socs()
     devices = _devices(records)
     need = max((d["reserved_bytes.all.peak"] for d in devices), default=0)
@@ -142,7 +143,9 @@ def build(records, args, rerun=None):
     for name in args.socs:
         soc = socs[name]
         hbm = soc["total_memory"]
-        if hbm >= modelled or need <= hbm or rerun is None:
+        if status != 0:
+            fits, margin, where = None, hbm - need, ""
+        elif hbm >= modelled or need <= hbm or rerun is None:
             fits, margin, where = _memory_verdict(devices, hbm)
         else:
             fits, margin, where = _memory_verdict(_devices(rerun(name)), hbm)
@@ -161,6 +164,7 @@ def build(records, args, rerun=None):
         )
     return {
         "command": args.command,
+        "exit_status": status,
         "modelled_soc": records[0]["soc"]["name"] if records else None,
         "devices": devices,
         "verdicts": verdicts,
@@ -189,7 +193,7 @@ def run(argv):
     if not records:
         print(f"vnpu plan: the program wrote no plan (exit status {status}); did it import torch?", file=sys.stderr)
         return status or 1
-    report = build(records, args, rerun=lambda soc: _plan_once(args.command, soc, quiet=True)[1])
+    report = build(records, args, rerun=lambda soc: _plan_once(args.command, soc, quiet=True)[1], status=status)
     show(report, Console(width=None if sys.stdout.isatty() else 140))
     if args.report:
         write_report(args.report, report, markdown, title=f"vnpu plan: {' '.join(args.command)}")

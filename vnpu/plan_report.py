@@ -17,8 +17,10 @@ def size(nbytes):
     return f"{nbytes} B"
 
 
-def verdict_text(v):
+def verdict_text(v, status=0):
     gib = abs(v["margin_bytes"]) / _GIB
+    if v["fits"] is None:
+        return f"unknown: the program failed (exit status {status}) before it finished"
     if v["fits"]:
         return f"fits ({gib:.2f} GiB free)"
     where = f"; runs out at {v['runs_out_at']}" if v.get("runs_out_at") else ""
@@ -66,7 +68,7 @@ def _rows(report):
         (
             v["soc"],
             f"{v['hbm_bytes'] / _GIB:.0f} GiB",
-            verdict_text(v),
+            verdict_text(v, report.get("exit_status", 0)),
             f"{v['step_seconds']:.4f} s",
             f"{v['compute_seconds']:.4f} s",
             f"{v['communication_seconds']:.4f} s",

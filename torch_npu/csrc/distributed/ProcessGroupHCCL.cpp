@@ -27,6 +27,12 @@ bool moved_as_bytes(at::ScalarType dtype) {
 }
 
 at::Tensor host(const at::Tensor& t) {
+  if (C10_UNLIKELY(plan_mode()) && t.device().type() == kNpu) {
+    // Planning mode's transport (PyTorch's FakeProcessGroup) copies between the tensors it is given to
+    // mimic a collective: meta tensors keep that from touching (and so backing) npu memory.
+    const at::Tensor meta = at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+    return moved_as_bytes(meta.scalar_type()) ? meta.view(at::kByte) : meta;
+  }
   at::Tensor alias = t.device().type() == kNpu ? make_cpu_alias(t, /*owning=*/true) : t;
   return moved_as_bytes(alias.scalar_type()) ? alias.view(at::kByte) : alias;
 }

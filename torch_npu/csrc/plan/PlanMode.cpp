@@ -275,6 +275,115 @@ struct PlanCall {
   }
 };
 
+// In-place operators that overwrite what they write without reading it.
+bool overwrites(const std::string& name) {
+  static constexpr std::array<std::string_view, 10> kOverwriting = {
+      "aten::fill_",      "aten::zero_",        "aten::normal_",    "aten::uniform_",    "aten::random_",
+      "aten::bernoulli_", "aten::exponential_", "aten::geometric_", "aten::log_normal_", "aten::cauchy_"};
+  return std::find(kOverwriting.begin(), kOverwriting.end(), name) != kOverwriting.end();
+}
+
+// Whether every npu tensor the operator reads holds values (plan/PlanValues.h), so that it can compute
+// values too; operators with out= arguments never do.
+bool reads_only_values(const c10::OperatorHandle& op, const OpFacts& facts, const torch::jit::Stack& stack,
+                       size_t base) {
+  const auto& args = op.schema().arguments();
+  const bool overwriting = overwrites(op.schema().name());
+  bool valued = true;
+  const auto check = [&](const at::Tensor& t) {
+    valued = valued && (!t.defined() || t.device().type() != kNpu || plan_has_values(t));
+  };
+  for (size_t i = 0; i < facts.num_args && valued; ++i) {
+    if (args[i].is_out()) {
+      return false;
+    }
+    if (facts.written[i] && overwriting) {
+      continue;
+    }
+    const c10::IValue& value = stack[base + i];
+    if (value.isTensor()) {
+      check(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) {
+        check(t);
+      }
+    } else if (value.isList()) {
+      for (const c10::IValue& element : value.toListRef()) {
+        if (element.isTensor()) {
+          check(element.toTensor());
+        }
+      }
+    }
+  }
+  return valued;
+}
+
+bool shares_storage(const at::Tensor& t, const std::vector<c10::IValue>& args) {
+  return std::any_of(args.begin(), args.end(), [&](const c10::IValue& a) {
+    return a.isTensor() && a.toTensor().defined() && a.toTensor().has_storage() &&
+           a.toTensor().storage().is_alias_of(t.storage());
+  });
+}
+
+// Computes, on the CPU, an operator whose inputs all hold values and whose npu results are small: the
+// planned results (already allocated as in any planned call) receive the values. False if a result is
+// too large to hold values (then nothing is computed).
+bool compute_small_values(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& args,
+                          torch::jit::Stack* stack) {
+  const size_t nret = facts.num_returns;
+  std::vector<at::Tensor> results;
+  for (size_t r = stack->size() - nret; r < stack->size(); ++r) {
+    const c10::IValue& value = (*stack)[r];
+    if (value.isTensor()) {
+      results.push_back(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) {
+        results.push_back(t);
+      }
+    }
+  }
+  for (const at::Tensor& t : results) {
+    if (t.defined() && t.device().type() == kNpu && !plan_can_hold_values(t) && !shares_storage(t, args)) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < facts.num_args; ++i) {
+    if (facts.written[i] && args[i].isTensor() && !plan_can_hold_values(args[i].toTensor())) {
+      return false;
+    }
+  }
+  torch::jit::Stack real(args.begin(), args.end());
+  RedirectCall call(facts);
+  map_redirect_arguments(call, facts, &real, 0);
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &real);
+  std::vector<at::Tensor> computed;
+  for (const c10::IValue& value : real) {
+    if (value.isTensor()) {
+      computed.push_back(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) {
+        computed.push_back(t);
+      }
+    }
+  }
+  for (size_t k = 0; k < results.size() && k < computed.size(); ++k) {
+    const at::Tensor& planned = results[k];
+    if (!planned.defined() || planned.device().type() != kNpu) {
+      continue;
+    }
+    if (!shares_storage(planned, args)) {  // a fresh result: the values land in its npu memory
+      make_cpu_alias(planned, false).copy_(computed[k]);
+    }
+    plan_values_written(planned);
+  }
+  for (size_t i = 0; i < facts.num_args; ++i) {
+    if (facts.written[i] && args[i].isTensor()) {
+      plan_values_written(args[i].toTensor());  // the CPU kernel wrote through its alias
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 PlanFactoryScope::PlanFactoryScope(const char* op) {
@@ -347,6 +456,11 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
   const size_t base = stack->size() - facts.num_args;
   const bool observed = slow_path_active();
   const std::vector<c10::IValue> inputs = observe_arguments(op, facts, *stack, base, observed);
+  // An operator that reads only values and makes small results computes them (plan/PlanValues.h).
+  std::vector<c10::IValue> valued_args;
+  if (reads_only_values(op, facts, *stack, base)) {
+    valued_args.assign(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  }
   for (size_t i = 0; i < facts.num_args && facts.writes_arguments; ++i) {
     const auto& value = (*stack)[base + i];
     if (facts.written[i] && value.isTensor() && value.toTensor().device().type() == kNpu) {
@@ -420,12 +534,8 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
       value = std::move(mapped);
     }
   }
-  if (has_values && (*stack)[stack->size() - 1].isTensor()) {  // small host data copied to npu keeps its values
-    const at::Tensor& result = (*stack)[stack->size() - 1].toTensor();
-    if (plan_can_hold_values(result)) {
-      make_cpu_alias(result, false).copy_(kept.device().type() == kNpu ? make_cpu_alias(kept, false) : kept);
-      plan_values_written(result);
-    }
+  if (!valued_args.empty()) {
+    compute_small_values(op, facts, valued_args, stack);
   }
   record(op, *stack, nret, meta_args);
   if (plan_peak_generation() != generation) {  // this call made a new peak: name the program line
