@@ -467,13 +467,9 @@ void run_plan(const OpFacts& facts, const c10::OperatorHandle& op, torch::jit::S
       plan_values_lost(value.toTensor());  // a planned operator computes no values into what it writes
     }
   }
-  // Reading back the values planning mode keeps (small host data, plan/PlanValues.h) runs for real.
-  const std::string& name = op.schema().name();
-  const bool reads_back = name == "aten::_local_scalar_dense" || name == "aten::_to_copy";
-  const at::Tensor kept = reads_back && (*stack)[base].isTensor() ? (*stack)[base].toTensor() : at::Tensor();
-  const bool has_values = kept.defined() && (kept.device().type() != kNpu || plan_has_values(kept));
   map_redirect_arguments(call, facts, stack, base);
-  if (has_values && (name == "aten::_local_scalar_dense" || call.map.keep_cpu)) {
+  // Reading values back to the host (.item(), .cpu() of small data that holds values) runs for real.
+  if (!valued_args.empty() && (call.map.keep_cpu || op.schema().name() == "aten::_local_scalar_dense")) {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     return;
   }
