@@ -15,7 +15,7 @@ RUNTIME_REQUIREMENTS := $(READ_PYPROJECT)d['project']['dependencies'] + d['build
 TEST_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['test']))"
 BENCH_REQUIREMENTS := $(READ_PYPROJECT)d['project']['optional-dependencies']['bench']))"
 
-.PHONY: setup build demo test lint format bench fuzz soak clean
+.PHONY: setup build demo test lint format bench fuzz soak docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,10 @@ bench: build
 	$(BENCH_REQUIREMENTS) > $(VENV)/bench-requirements.txt
 	$(PIP) -r $(VENV)/bench-requirements.txt
 	$(BIN)/python bench/run_all.py
+
+# The operator tables of README.md / README.zh.md, from the operator registry.
+docs: build
+	$(BIN)/python docs/operator_tables.py
 
 # Differential fuzzing beyond CI's slice: `make fuzz MINUTES=30` (seeds other than CI's).
 MINUTES ?= 10

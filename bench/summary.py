@@ -12,6 +12,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "docs"))
+from readme_sections import replace_section  # noqa: E402
+
 START, END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
 HEADERS = {
     "README.md": ("benchmark", "case", "measured", "bar", "met"),
@@ -103,14 +106,7 @@ def table(rows, headers):
 
 def write_readme(path, rows, headers):
     """Replaces the text between the README's markers with the table; refuses a README without them."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if START not in text or END not in text:
-        raise SystemExit(f"{path} has no {START} ... {END} markers for the benchmark table")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"{head}{START}\n{table(rows, headers)}\n{END}{tail}")
+    replace_section(path, START, END, table(rows, headers), "benchmark table")
 
 
 def chart(rows, distributed, path):

@@ -332,6 +332,33 @@ def case_intra_host_late_rank():
     _all_reduce_expecting_failure()
 
 
+def case_ephemeral_timeout():
+    """Base timeout 2 s (Backend._set_default_timeout). Rank 1 extends it by 6 s, and its next all_reduce waits
+    4 s for rank 0 without failing; that collective finished, the extension is gone: the next 4 s wait fails."""
+    import torch.distributed.distributed_c10d as c10d
+
+    assert (
+        c10d._add_ephemeral_timeout_for_all_pgs
+        is torch_npu.distributed.distributed_c10d._hccl_add_ephemeral_timeout_for_all_pgs
+    )
+    dist.all_reduce(torch.ones(2, device=DEV))  # both ranks are connected
+    dist.group.WORLD._get_backend(torch.device("npu"))._set_default_timeout(datetime.timedelta(seconds=2))
+    if RANK == 0:
+        time.sleep(4)
+        dist.all_reduce(torch.ones(2, device=DEV))
+        dist.all_reduce(torch.ones(2, device=DEV))
+        time.sleep(4)
+        _all_reduce_expecting_failure()
+    assert c10d._add_ephemeral_timeout_for_all_pgs(datetime.timedelta(seconds=6)) is None
+    start = time.time()
+    t = torch.ones(2, device=DEV)
+    dist.all_reduce(t)
+    same(t, torch.full((2,), 2.0))
+    print(f"SURVIVED {time.time() - start:.1f}s", flush=True)
+    dist.all_reduce(torch.ones(2, device=DEV))  # (issued after the extended one finished: the base timeout)
+    _all_reduce_expecting_failure()
+
+
 def case_profiled_collectives():
     """A profiled step with one all_reduce of 4096 float32 (16 KiB) and a 1 KiB send from rank 0 to rank 1,
     written under PROFILE_DIR (as PROFILE_EXPORT: text or db) for msprof-analyze."""

@@ -196,6 +196,44 @@ def test_a_late_rank_times_out_the_others_and_then_finds_the_link_abandoned():
     assert time.time() - start < 6 + 10 + 15
 
 
+@pytest.mark.parametrize(
+    "link", [{}, {"HCCL_INTRA_ROCE_ENABLE": "1", "HCCL_INTRA_PCIE_ENABLE": "0"}], ids=["intra-host", "transport"]
+)
+def test_an_ephemeral_timeout_extends_the_next_collective_until_it_finished(link):
+    (code0, out0), (code1, out1) = launch("ephemeral_timeout", 2, timeout=90, extra_env=link)
+    survived = float(out1.split("SURVIVED ")[1].split("s")[0])
+    assert 3 <= survived < 8, out1[-3000:]  # past the 2 s base timeout, within base + extension
+    assert code1 == 7 and float(out1.split("ERROR after ")[1].split("s")[0]) < 4, out1[-3000:]  # base again
+    assert code0 == 7, out0[-3000:]  # its peer gave up: rank 0's last collective fails too
+
+
+def test_group_timeouts_must_be_positive_and_extensions_not_negative():
+    from subprocess_helpers import run_python
+
+    done = run_python(
+        """
+        import datetime, os, torch, torch_npu, torch.distributed as dist
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(__PORT__))
+        dist.init_process_group("hccl", rank=0, world_size=1)
+        backend = dist.group.WORLD._get_backend(torch.device("npu"))
+        for call, value in ((backend._set_default_timeout, 0), (backend._add_ephemeral_timeout, -1)):
+            try:
+                call(datetime.timedelta(seconds=value))
+            except RuntimeError as err:
+                print(str(err).splitlines()[0])
+        t = torch.ones(2, device="npu")
+        dist.all_reduce(t)
+        print(t.sum().item())
+        dist.destroy_process_group()
+    """.replace("__PORT__", str(free_port())),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the timeout of an hccl group must be positive, got 0 ms" in done.stdout
+    assert "an ephemeral timeout extension cannot be negative, got -1000 ms" in done.stdout
+    assert done.stdout.strip().endswith("2.0")
+
+
 SCRIPT = os.path.join(os.path.dirname(__file__), "torchrun_script.py")
 
 

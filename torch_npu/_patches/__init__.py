@@ -379,6 +379,15 @@ PATCHES += (
         apply="torch_npu._patches.distributed_c10d:sequence_numbers_of_hccl_groups",
     ),
     Patch(
+        target="torch.distributed.distributed_c10d._add_ephemeral_timeout_for_all_pgs",
+        module="torch.distributed",
+        why="torch extends only NCCL groups' timeouts; torch_npu's version extends hccl groups too (the extension "
+        "lasts until the first collective issued after the call has finished).",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.distributed_c10d:ephemeral_timeouts_of_hccl_groups",
+        changes=("torch.distributed.distributed_c10d._add_ephemeral_timeout_for_all_pgs",),
+    ),
+    Patch(
         target="torch.distributed.gather / torch.distributed.distributed_c10d.gather",
         module="torch.distributed",
         why="HCCL has no gather: torch_npu runs dist.gather of npu tensors on hccl groups as an all-gather "

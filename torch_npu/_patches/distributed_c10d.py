@@ -13,6 +13,15 @@ def sequence_numbers_of_hccl_groups():
     return True
 
 
+def ephemeral_timeouts_of_hccl_groups():
+    from torch_npu.distributed.distributed_c10d import _hccl_add_ephemeral_timeout_for_all_pgs
+
+    if c10d._add_ephemeral_timeout_for_all_pgs is _hccl_add_ephemeral_timeout_for_all_pgs:
+        return False
+    c10d._add_ephemeral_timeout_for_all_pgs = _hccl_add_ephemeral_timeout_for_all_pgs
+    return True
+
+
 def gather_through_allgather():
     from torch_npu.distributed.distributed_c10d import _gather
 

@@ -6,6 +6,9 @@ patch registry.
 - `reinit_process_group(group=None, rebuild_link=True)`: after a device fault, the group's hccl link is rebuilt
   (every rank of the group calls it; later collectives run over the new link) and the group returned; with
   rebuild_link=False the process groups on npu resume (the device must have been restarted) and None is returned.
+- `_hccl_add_ephemeral_timeout_for_all_pgs(timeout)`: torch's `_add_ephemeral_timeout_for_all_pgs` (which only
+  extends NCCL groups) for hccl groups: every hccl group of this rank adds `timeout` to the timeout of the
+  collectives issued from now on, until the first of them has finished.
 - `_gather`: dist.gather of npu tensors on an hccl group runs as an all-gather, as torch_npu's default mode
   does (HCCL has no gather; the destination rank is warned once), or as the backend's gather when
   torch.npu.use_compatible_impl(True) is set.
@@ -30,6 +33,7 @@ __all__ = ["is_hccl_available", "reinit_process_group"]
 _original = {
     "get_sequence_number_for_group": c10d.ProcessGroup._get_sequence_number_for_group,
     "gather": c10d.gather,
+    "add_ephemeral_timeout_for_all_pgs": c10d._add_ephemeral_timeout_for_all_pgs,
 }
 _HCCL = ("hccl", "lccl")
 
@@ -46,6 +50,16 @@ def _hccl_get_sequence_number_for_group(self):
     if _is_hccl_group(self):
         return self._get_backend(torch.device("npu"))._get_sequence_number_for_group()
     return _original["get_sequence_number_for_group"](self)
+
+
+def _hccl_add_ephemeral_timeout_for_all_pgs(timeout):
+    _original["add_ephemeral_timeout_for_all_pgs"](timeout)  # the groups of other backends, as torch does
+    npu = torch.device("npu")
+    for group in list(c10d._world.pg_map):
+        if npu in group._device_types:
+            backend = group._get_backend(npu)
+            if isinstance(backend, process_group_hccl.ProcessGroupHCCL):
+                backend._add_ephemeral_timeout(timeout)
 
 
 def _gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):

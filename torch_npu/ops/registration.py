@@ -27,13 +27,14 @@ Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<na
 torch_npu's deprecation error.
 """
 
+import sys
 import threading
 from collections.abc import Callable
 
 import torch
 from torch.utils._pytree import tree_flatten
 
-from torch_npu.ops._library import npu_lib
+from torch_npu.ops._library import npu_lib, record_definition
 
 __all__ = ["npu_op"]
 
@@ -274,6 +275,8 @@ def _exported_packet(packet):
 def _export(name):
     import torch_npu
 
+    record_definition(name, sys._getframe(1).f_globals["__name__"])  # (for operators defined without npu_op)
+
     packet = _exported_packet(getattr(torch.ops.npu, name))
     overloads = packet.overloads()
     first = "default" if "default" in overloads else (overloads[0] if overloads else None)
@@ -331,6 +334,8 @@ def npu_op(
             overload = _overload(namespace, name)
             bw, setup = (backward, setup_context) if backward is not None else _composition_backward(kernel)
             lib.impl(name, _autograd_kernel(overload, bw, setup), "Autograd")
+        if namespace == "npu":
+            record_definition(name, kernel.__module__)
         if namespace == "npu" and "." not in name:
             KERNEL_DOCS[name] = kernel.__doc__
             _export(name)

@@ -181,6 +181,41 @@ ProcessGroupHCCL::~ProcessGroupHCCL() {
   }
 }
 
+std::chrono::milliseconds ProcessGroupHCCL::base_timeout() const {
+  const double seconds = link_.execute_seconds > 0 ? link_.execute_seconds : 1800.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+void ProcessGroupHCCL::apply_timeout() {
+  if (transport_ && transport_->getBackendName() == "gloo") {  // (planning mode's transport has no timeouts)
+    transport_->setTimeout(base_timeout() + ephemeral_.active());
+  }
+}
+
+void ProcessGroupHCCL::setTimeout(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout.count() > 0, "the timeout of an hccl group must be positive, got ", timeout.count(), " ms");
+  link_.execute_seconds = static_cast<double>(timeout.count()) / 1000.0;
+  apply_timeout();
+}
+
+void ProcessGroupHCCL::add_ephemeral_timeout(std::chrono::milliseconds extra) {
+  TORCH_CHECK(extra.count() >= 0, "an ephemeral timeout extension cannot be negative, got ", extra.count(), " ms");
+  ephemeral_.add(extra);
+  apply_timeout();
+}
+
+void ProcessGroupHCCL::replace_transport(c10::intrusive_ptr<c10d::Backend> transport) {
+  transport_ = std::move(transport);
+  apply_timeout();
+}
+
+c10d::Backend* ProcessGroupHCCL::transport() {
+  if (ephemeral_.settle()) {
+    apply_timeout();
+  }
+  return transport_.get();
+}
+
 namespace {
 
 const std::vector<std::string>& collective_names() {
@@ -267,16 +302,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::named(const char* collective, c
   if (intra_host_) {
     last_transport_work_.emplace(work);
   }
+  ephemeral_.claim(work);
   return c10::make_intrusive<HcclWork>(std::move(work), describe(collective), std::move(results), std::move(after));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::point_to_point(const char* what, c10::intrusive_ptr<c10d::Work> work,
-                                                                std::vector<at::Tensor> results) const {
+                                                                std::vector<at::Tensor> results) {
   if (C10_UNLIKELY(plan_mode()) && std::string_view(what) == "recv") {
     for (const auto& t : results) {
       plan_values_lost(t);
     }
   }
+  ephemeral_.claim(work);
   return c10::make_intrusive<HcclWork>(std::move(work), describe(what), std::move(results), nullptr);
 }
 
@@ -292,15 +329,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::on_intra_host(
     }
     last_transport_work_.reset();
   }
-  if (timeout == c10d::kUnsetTimeout) {
-    const double seconds = link_.execute_seconds > 0 ? link_.execute_seconds : 1800.0;
-    timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  if (ephemeral_.settle()) {
+    apply_timeout();
   }
+  timeout = (timeout == c10d::kUnsetTimeout ? base_timeout() : timeout) + ephemeral_.active();
   std::exception_ptr error;
   try {
     run(timeout);
   } catch (const std::exception& e) {
     error = std::make_exception_ptr(std::runtime_error(e.what()));
+  }
+  if (ephemeral_.finished_now()) {  // this collective owned the extension, and it has finished
+    apply_timeout();
   }
   return c10::make_intrusive<HcclWork>(c10::make_intrusive<CompletedWork>(results, error), describe(collective),
                                        results, std::move(after));
@@ -317,7 +357,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tenso
     return scope.attach(on_intra_host(
         "broadcast", [&](auto timeout) { intra_host_->broadcast(data, root, timeout); }, tensors, opts.timeout));
   }
-  return scope.attach(named("broadcast", transport_->broadcast(h, opts), tensors));
+  return scope.attach(named("broadcast", transport()->broadcast(h, opts), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tensor>& tensors,
@@ -346,7 +386,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tenso
         "allreduce", [&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout,
         std::move(after)));
   }
-  return scope.attach(named("allreduce", transport_->allreduce(h, gloo_opts), tensors, std::move(after)));
+  return scope.attach(named("allreduce", transport()->allreduce(h, gloo_opts), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -393,7 +433,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
         "reduce", [&](auto timeout) { intra_host_->allreduce(data, op, timeout); }, tensors, opts.timeout,
         std::move(after)));
   }
-  return scope.attach(named("reduce", transport_->reduce(h, gloo_opts), tensors, std::move(after)));
+  return scope.attach(named("reduce", transport()->reduce(h, gloo_opts), tensors, std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -421,7 +461,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
         },
         flat(outputs), opts.timeout));
   }
-  return scope.attach(named("allgather", transport_->allgather(ho, hi, opts), flat(outputs)));
+  return scope.attach(named("allgather", transport()->allgather(ho, hi, opts), flat(outputs)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -445,7 +485,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
         "allgather_into_tensor", [&](auto timeout) { intra_host_->allgather(out_data, in_data, timeout); }, {output},
         opts.timeout));
   }
-  return scope.attach(named("allgather_into_tensor", transport_->allgather(parts, in_host, opts), {output}));
+  return scope.attach(named("allgather_into_tensor", transport()->allgather(parts, in_host, opts), {output}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -468,7 +508,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<
   check_in_step("gather", inputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
-  return scope.attach(named("gather", transport_->gather(ho, hi, opts), flat(outputs)));
+  return scope.attach(named("gather", transport()->gather(ho, hi, opts), flat(outputs)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>& outputs,
@@ -478,7 +518,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>
   check_in_step("scatter", outputs, -1);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
-  return scope.attach(named("scatter", transport_->scatter(ho, hi, opts), outputs));
+  return scope.attach(named("scatter", transport()->scatter(ho, hi, opts), outputs));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -542,7 +582,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
   at::Tensor ho = host(output);
   at::Tensor hi = host(input);
   return scope.attach(
-      named("all_to_all_single", transport_->alltoall_base(ho, hi, output_splits, input_splits, opts), {output}));
+      named("all_to_all_single", transport()->alltoall_base(ho, hi, output_splits, input_splits, opts), {output}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor>& outputs,
@@ -578,25 +618,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   CollectiveScope scope("send", comm_name(), getRank(), getSize(), tensors, dst);
   auto h = hosts(tensors);
-  return scope.attach(point_to_point("send", transport_->send(h, dst, tag), tensors));
+  return scope.attach(point_to_point("send", transport()->send(h, dst, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors, src);
   auto h = hosts(tensors);
-  return scope.attach(point_to_point("recv", transport_->recv(h, src, tag), tensors));
+  return scope.attach(point_to_point("recv", transport()->recv(h, src, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   CollectiveScope scope("recv", comm_name(), getRank(), getSize(), tensors);
   auto h = hosts(tensors);
-  return scope.attach(point_to_point("recv", transport_->recvAnysource(h, tag), tensors));
+  return scope.attach(point_to_point("recv", transport()->recvAnysource(h, tag), tensors));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::barrier(const c10d::BarrierOptions& opts) {
   CollectiveScope scope("barrier", comm_name(), getRank(), getSize(), {});
   check_in_step("barrier", {}, -1);
-  return scope.attach(named("barrier", transport_->barrier(opts), {}));
+  return scope.attach(named("barrier", transport()->barrier(opts), {}));
 }
 
 }  // namespace vnpu

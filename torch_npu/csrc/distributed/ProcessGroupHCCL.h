@@ -12,6 +12,7 @@
 // HCCL_INTRA_ROCE_ENABLE=1 keeps one host's ranks on the network transport too.
 #pragma once
 
+#include "distributed/EphemeralTimeout.h"
 #include "distributed/IntraHostLink.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -85,9 +86,13 @@ class ProcessGroupHCCL final : public c10d::Backend {
   Link& link() {
     return link_;
   }
-  void replace_transport(c10::intrusive_ptr<c10d::Backend> transport) {
-    transport_ = std::move(transport);
-  }
+  void replace_transport(c10::intrusive_ptr<c10d::Backend> transport);
+
+  // The timeout of the group's collectives (Backend._set_default_timeout), and an extension of it for the
+  // collectives issued from now on until the first of them finished (_add_ephemeral_timeout). Collectives
+  // given their own timeout keep it on the transport; on the intra-host link the extension is added to it.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  void add_ephemeral_timeout(std::chrono::milliseconds extra);
 
   // The intra-host link: created by rank 0, opened by the others, unlinked by rank 0 once all have it, closed
   // by every rank when any of them could not open it (the group then stays on the transport).
@@ -122,7 +127,11 @@ class ProcessGroupHCCL final : public c10d::Backend {
   // A send / recv work: not remembered, since gloo's point-to-point works can be waited for once only (a second
   // wait blocks); intra-host collectives are not ordered after transfers still in flight.
   c10::intrusive_ptr<c10d::Work> point_to_point(const char* what, c10::intrusive_ptr<c10d::Work> work,
-                                                std::vector<at::Tensor> results) const;
+                                                std::vector<at::Tensor> results);
+  // The transport a collective is issued on, once an expired ephemeral extension was removed from its timeout.
+  c10d::Backend* transport();
+  std::chrono::milliseconds base_timeout() const;
+  void apply_timeout();
   // Runs `run` on the intra-host link now: a completed work holding `results` (then `after`), or the error.
   c10::intrusive_ptr<c10d::Work> on_intra_host(const char* collective,
                                                const std::function<void(std::chrono::milliseconds)>& run,
@@ -138,6 +147,7 @@ class ProcessGroupHCCL final : public c10d::Backend {
   int64_t sequence_ = 0;
   Link link_;
   std::unique_ptr<IntraHostLink> intra_host_;
+  EphemeralTimeout ephemeral_;
   // Weak: a transport work nobody holds any more is finished, and its tensors are not kept alive here.
   std::optional<c10::weak_intrusive_ptr<c10d::Work>> last_transport_work_;
 };

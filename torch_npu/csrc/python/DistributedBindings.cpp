@@ -3,6 +3,7 @@
 
 #include "distributed/ProcessGroupHCCL.h"
 
+#include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
@@ -38,7 +39,9 @@ void bind_distributed(py::module& m) {
       .def("_close_intra_host_link", &ProcessGroupHCCL::close_intra_host_link)
       .def_property_readonly("_uses_intra_host_link", &ProcessGroupHCCL::uses_intra_host_link)
       .def("_replace_transport", &ProcessGroupHCCL::replace_transport, py::arg("transport"),
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      .def("_set_default_timeout", &ProcessGroupHCCL::setTimeout, py::arg("timeout"))
+      .def("_add_ephemeral_timeout", &ProcessGroupHCCL::add_ephemeral_timeout, py::arg("timeout"));
 }
 
 }  // namespace vnpu::python
