@@ -100,9 +100,18 @@ def case_collectives():
     nxt, prv = (RANK + 1) % WORLD, (RANK - 1) % WORLD
     incoming = torch.empty(6, device=DEV)
     ops = [dist.P2POp(dist.isend, data(RANK).to(DEV), nxt), dist.P2POp(dist.irecv, incoming, prv)]
-    for work in dist.batch_isend_irecv(ops):
-        work.wait()
+    works = dist.batch_isend_irecv(ops)
+    assert len(works) == 1  # torch_npu: one work for the batch
+    assert works[0].wait() is True and works[0].is_completed() and works[0].is_success()
     same(incoming, everyone[prv])
+    mixed = [dist.P2POp(dist.isend, data(RANK).to(DEV), nxt), dist.P2POp(dist.irecv, torch.empty(6), prv)]
+    try:
+        dist.batch_isend_irecv(mixed)
+        raise AssertionError("a batch mixing npu and cpu tensors was accepted")
+    except RuntimeError as err:
+        assert str(err).startswith(
+            "No backend type associated with device type cpu"
+        ) and "ERR02001 DIST invalid parameter" in str(err), err
     if RANK == 0:
         dist.send(torch.tensor([42.0], device=DEV), dst=1)
     elif RANK == 1:

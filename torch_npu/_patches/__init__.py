@@ -388,6 +388,15 @@ PATCHES += (
         changes=("torch.distributed.distributed_c10d._add_ephemeral_timeout_for_all_pgs",),
     ),
     Patch(
+        target="torch.distributed.batch_isend_irecv / torch.distributed.distributed_c10d.batch_isend_irecv",
+        module="torch.distributed",
+        why="torch_npu returns one work for a batch of npu sends and receives (HCCL runs the batch as one task) "
+        "and refuses a batch that mixes npu tensors with others.",
+        when="at import of torch_npu (torch.distributed is imported with torch)",
+        apply="torch_npu._patches.distributed_c10d:one_work_per_npu_p2p_batch",
+        changes=("torch.distributed.batch_isend_irecv",),
+    ),
+    Patch(
         target="torch.distributed.gather / torch.distributed.distributed_c10d.gather",
         module="torch.distributed",
         why="HCCL has no gather: torch_npu runs dist.gather of npu tensors on hccl groups as an all-gather "

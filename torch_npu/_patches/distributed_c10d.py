@@ -22,6 +22,15 @@ def ephemeral_timeouts_of_hccl_groups():
     return True
 
 
+def one_work_per_npu_p2p_batch():
+    from torch_npu.distributed.distributed_c10d import _batch_isend_irecv
+
+    if dist.batch_isend_irecv is _batch_isend_irecv:
+        return False
+    dist.batch_isend_irecv = c10d.batch_isend_irecv = _batch_isend_irecv
+    return True
+
+
 def gather_through_allgather():
     from torch_npu.distributed.distributed_c10d import _gather
 

@@ -9,6 +9,8 @@ patch registry.
 - `_hccl_add_ephemeral_timeout_for_all_pgs(timeout)`: torch's `_add_ephemeral_timeout_for_all_pgs` (which only
   extends NCCL groups) for hccl groups: every hccl group of this rank adds `timeout` to the timeout of the
   collectives issued from now on, until the first of them has finished.
+- `_batch_isend_irecv`: dist.batch_isend_irecv of npu tensors returns one work for the whole batch, as
+  torch_npu's does (HCCL runs the batch as one task); every tensor of the batch must be an npu tensor.
 - `_gather`: dist.gather of npu tensors on an hccl group runs as an all-gather, as torch_npu's default mode
   does (HCCL has no gather; the destination rank is warned once), or as the backend's gather when
   torch.npu.use_compatible_impl(True) is set.
@@ -34,6 +36,7 @@ _original = {
     "get_sequence_number_for_group": c10d.ProcessGroup._get_sequence_number_for_group,
     "gather": c10d.gather,
     "add_ephemeral_timeout_for_all_pgs": c10d._add_ephemeral_timeout_for_all_pgs,
+    "batch_isend_irecv": c10d.batch_isend_irecv,
 }
 _HCCL = ("hccl", "lccl")
 
@@ -60,6 +63,50 @@ def _hccl_add_ephemeral_timeout_for_all_pgs(timeout):
             backend = group._get_backend(npu)
             if isinstance(backend, process_group_hccl.ProcessGroupHCCL):
                 backend._add_ephemeral_timeout(timeout)
+
+
+class _BatchWork(dist.Work):
+    """The one work of an npu batch of sends and receives: done when each of them is."""
+
+    def __init__(self, works):
+        super().__init__()
+        self._works = works
+
+    def wait(self, timeout=None):
+        for work in self._works:
+            if timeout is None:
+                work.wait()
+            else:
+                work.wait(timeout)
+        return True
+
+    def is_completed(self):
+        return all(work.is_completed() for work in self._works)
+
+    def is_success(self):
+        return all(work.is_success() for work in self._works)
+
+    def exception(self):
+        return next((work.exception() for work in self._works if not work.is_success()), None)
+
+    def synchronize(self):
+        for work in self._works:
+            work.synchronize()
+
+    def get_future(self):
+        return torch.futures.collect_all([work.get_future() for work in self._works])
+
+
+def _batch_isend_irecv(p2p_op_list):
+    if not p2p_op_list or p2p_op_list[0].tensor.device.type != "npu":
+        return _original["batch_isend_irecv"](p2p_op_list)
+    for op in p2p_op_list:
+        if op.tensor.device.type != "npu":
+            raise RuntimeError(
+                f"No backend type associated with device type {op.tensor.device.type}" + dist_error(ErrCode.PARAM)
+            )
+    works = _original["batch_isend_irecv"](p2p_op_list)
+    return [_BatchWork(works)] if works else []
 
 
 def _gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
