@@ -246,6 +246,33 @@ def test_dtype_only_conversion_to_double_gives_float_as_on_the_card():
     assert kept == "torch.float64 torch.float64 torch.float64"
 
 
+def test_an_npu_tensor_prints_as_its_cpu_copy_without_a_double_conversion_warning():
+    """torch_npu formats npu tensors from a host copy: no float64 conversion on the device, so no warning, and the
+    digits are the CPU's (summarised, half precision, complex and autograd suffixes included)."""
+    proc = run_python(
+        """
+        import warnings, torch, torch_npu
+        torch.manual_seed(0)
+        cases = [torch.tensor([1.5, 2.25e-7, float("nan"), -float("inf")]), torch.arange(2000.0).reshape(40, 50).half(),
+                 torch.tensor([1 + 2j, 3.5 - 1j]), torch.randn(3, dtype=torch.bfloat16), torch.tensor([3, -7])]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            printed = [repr(t.npu()) for t in cases] + [repr(torch.randn(2, device="npu", requires_grad=True) * 2)]
+        def on_npu(text):  # the CPU's text with the device suffix where PyTorch puts it
+            if ", dtype=" in text:
+                return text.replace(", dtype=", ", device='npu:0', dtype=")
+            return text[:-1] + ", device='npu:0')"
+
+        expected = [on_npu(repr(t)) for t in cases]
+        print([p == e or (p, e) for p, e in zip(printed, expected)])
+        print(printed[-1].endswith("device='npu:0', grad_fn=<MulBackward0>)"), [str(w.message) for w in caught])
+    """
+    )
+    same, tail = proc.stdout.strip().splitlines()[-2:]
+    assert same == "[True, True, True, True, True]", same
+    assert tail == "True []", tail
+
+
 @pytest.mark.parametrize(
     "memory_format,shape", [(torch.channels_last, (2, 3, 4, 5)), (torch.channels_last_3d, (2, 3, 4, 5, 6))]
 )

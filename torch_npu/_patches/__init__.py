@@ -70,6 +70,15 @@ PATCHES += (
         changes=("torch.UntypedStorage.__deepcopy__",),
     ),
     Patch(
+        target="torch._tensor_str._tensor_str",
+        module="torch._tensor_str",
+        why="torch_npu prints an npu tensor from a host copy; PyTorch's formatter converts the values to float64 "
+        "on the device, which the card cannot do (the conversion is cast to float32 with a warning).",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.tensor_printing:npu_tensors_print_from_the_host",
+        changes=("torch._tensor_str._tensor_str",),
+    ),
+    Patch(
         target="torch.serialization._legacy_save",
         module="torch.serialization",
         why="torch.save(..., _use_new_zipfile_serialization=False) writes the legacy format, which torch_npu does not "
