@@ -181,107 +181,6 @@ ProcessGroupHCCL::~ProcessGroupHCCL() {
   }
 }
 
-std::chrono::milliseconds ProcessGroupHCCL::base_timeout() const {
-  const double seconds = link_.execute_seconds > 0 ? link_.execute_seconds : 1800.0;
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-void ProcessGroupHCCL::apply_timeout() {
-  if (transport_ && transport_->getBackendName() == "gloo") {  // (planning mode's transport has no timeouts)
-    transport_->setTimeout(base_timeout() + ephemeral_.active());
-  }
-}
-
-void ProcessGroupHCCL::setTimeout(std::chrono::milliseconds timeout) {
-  TORCH_CHECK(timeout.count() > 0, "the timeout of an hccl group must be positive, got ", timeout.count(), " ms");
-  link_.execute_seconds = static_cast<double>(timeout.count()) / 1000.0;
-  apply_timeout();
-}
-
-void ProcessGroupHCCL::add_ephemeral_timeout(std::chrono::milliseconds extra) {
-  TORCH_CHECK(extra.count() >= 0, "an ephemeral timeout extension cannot be negative, got ", extra.count(), " ms");
-  ephemeral_.add(extra);
-  apply_timeout();
-}
-
-void ProcessGroupHCCL::replace_transport(c10::intrusive_ptr<c10d::Backend> transport) {
-  transport_ = std::move(transport);
-  apply_timeout();
-}
-
-c10d::Backend* ProcessGroupHCCL::transport() {
-  if (ephemeral_.settle()) {
-    apply_timeout();
-  }
-  return transport_.get();
-}
-
-namespace {
-
-const std::vector<std::string>& collective_names() {
-  static const std::vector<std::string> names = {"broadcast",
-                                                 "allreduce",
-                                                 "reduce",
-                                                 "allgather",
-                                                 "allgather_into_tensor",
-                                                 "gather",
-                                                 "scatter",
-                                                 "reduce_scatter",
-                                                 "reduce_scatter_tensor",
-                                                 "all_to_all_single",
-                                                 "all_to_all",
-                                                 "barrier"};
-  return names;
-}
-
-std::string fingerprint_text(const int64_t* f) {
-  const auto& names = collective_names();
-  const std::string name = f[1] >= 0 && f[1] < static_cast<int64_t>(names.size()) ? names[f[1]] : "?";
-  std::string text = c10::str(name, "(#", f[0], ", numel=", f[2],
-                              ", dtype=", f[3] >= 0 ? c10::toString(static_cast<at::ScalarType>(f[3])) : "none");
-  if (f[4] >= 0) {
-    text += c10::str(", op=", f[4]);
-  }
-  return text + ")";
-}
-
-}  // namespace
-
-void ProcessGroupHCCL::check_in_step(const char* collective, const std::vector<at::Tensor>& tensors,
-                                     int64_t reduce_op) {
-  if (!desync_debug_) {
-    return;
-  }
-  const auto& names = collective_names();
-  const auto found = std::find(names.begin(), names.end(), collective);
-  int64_t numel = 0;
-  for (const auto& t : tensors) {
-    numel += t.numel();
-  }
-  at::Tensor mine =
-      at::tensor({sequence_++, static_cast<int64_t>(found - names.begin()), numel,
-                  tensors.empty() ? int64_t{-1} : static_cast<int64_t>(tensors[0].scalar_type()), reduce_op},
-                 at::kLong);
-  std::vector<std::vector<at::Tensor>> all(1);
-  for (int r = 0; r < getSize(); ++r) {
-    all[0].push_back(at::empty_like(mine));
-  }
-  std::vector<at::Tensor> in{mine};
-  transport_->allgather(all, in, c10d::AllgatherOptions())->wait();
-  bool same = true;
-  for (const auto& other : all[0]) {
-    same = same && at::equal(other, mine);
-  }
-  if (!same) {
-    std::string report;
-    for (int r = 0; r < getSize(); ++r) {
-      report += c10::str("\n  rank ", r, ": ", fingerprint_text(all[0][r].data_ptr<int64_t>()));
-    }
-    TORCH_CHECK(false, "Detected mismatch between collectives on ", describe(collective),
-                " (TORCH_HCCL_DESYNC_DEBUG=1):", report, dist_error(kDistParam, "invalid parameter"));
-  }
-}
-
 std::string ProcessGroupHCCL::comm_name() const {
   return "hccl_" + (getGroupUid().empty() ? std::string("0") : getGroupUid());
 }
@@ -329,9 +228,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::on_intra_host(
     }
     last_transport_work_.reset();
   }
-  if (ephemeral_.settle()) {
-    apply_timeout();
-  }
+  expire_ephemeral_timeout();
   timeout = (timeout == c10d::kUnsetTimeout ? base_timeout() : timeout) + ephemeral_.active();
   std::exception_ptr error;
   try {

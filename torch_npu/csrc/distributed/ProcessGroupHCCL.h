@@ -132,6 +132,8 @@ class ProcessGroupHCCL final : public c10d::Backend {
   c10d::Backend* transport();
   std::chrono::milliseconds base_timeout() const;
   void apply_timeout();
+  // Removes an ephemeral extension whose collective has finished from the group's timeout.
+  void expire_ephemeral_timeout();
   // Runs `run` on the intra-host link now: a completed work holding `results` (then `after`), or the error.
   c10::intrusive_ptr<c10d::Work> on_intra_host(const char* collective,
                                                const std::function<void(std::chrono::milliseconds)>& run,
