@@ -86,18 +86,49 @@ def test_functional_and_inplace_variants_run_through_their_structured_delegate()
         assert op in shipped and _op_support.structured_delegates()[op] in shipped, op
 
 
-def test_shipped_profile_keeps_a_gelu_model_silent(tmp_path):
+def shipped_profile_env(tmp_path):
+    """An environment with an empty vnpu cache: the shipped profile is the active one."""
     env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))
     env.pop("VNPU_OPS_PROFILE", None)
-    script = (
-        "import torch, torch_npu\n"
-        "x = torch.randn(4, 8, device='npu', requires_grad=True)\n"
-        "torch.nn.functional.gelu(x).sum().backward()\n"
-        "torch.nn.functional.gelu(x.detach(), approximate='tanh')\n"
-        "print(torch_npu._op_support.ledger().calls)\n"
-    )
+    return env
+
+
+def assert_silent_with_the_shipped_profile(env, program):
+    """`program` (lines run after importing torch and torch_npu) warns of no fallback and counts none."""
+    script = "import torch, torch_npu\n" + program + "print(torch_npu._op_support.ledger().calls)\n"
     done = run([sys.executable, "-c", script], env)
     assert done.returncode == 0 and NEEDLE not in done.stderr and done.stdout.strip() == "{}", done.stderr
+
+
+def test_shipped_profile_keeps_a_gelu_model_silent(tmp_path):
+    assert_silent_with_the_shipped_profile(
+        shipped_profile_env(tmp_path),
+        "x = torch.randn(4, 8, device='npu', requires_grad=True)\n"
+        "torch.nn.functional.gelu(x).sum().backward()\n"
+        "torch.nn.functional.gelu(x.detach(), approximate='tanh')\n",
+    )
+
+
+def test_attention_that_the_card_runs_with_its_own_kernel_does_not_warn(tmp_path):
+    # torch_npu has an NPU kernel for scaled_dot_product_attention; vnpu computes it through the CPU's flash
+    # kernel (bit-identical results), which the card never reaches: no fallback warning, forward or backward
+    env = shipped_profile_env(tmp_path)
+    assert_silent_with_the_shipped_profile(
+        env,
+        "layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).npu()\n"
+        "layer(torch.randn(2, 5, 16, device='npu')).sum().backward()\n"
+        "q = torch.randn(1, 2, 4, 8, device='npu', requires_grad=True)\n"
+        "torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()\n",
+    )
+    checked = run(VNPU + ["ops", "check", "_scaled_dot_product_flash_attention_for_cpu"], env)
+    assert checked.returncode == 0 and "runs on the NPU" in checked.stdout, checked.stdout
+    # a release without that kernel would reach the CPU's flash kernel through the fallback
+    without = dict(_op_support.shipped_profile())
+    without["npu_kernels"] = [k for k in without["npu_kernels"] if k != "scaled_dot_product_attention"]
+    assert "_scaled_dot_product_flash_attention_for_cpu" in _op_support.fallback_operators(without)
+    assert "_scaled_dot_product_flash_attention_for_cpu" not in _op_support.fallback_operators(
+        _op_support.shipped_profile()
+    )
 
 
 def test_ops_check_and_list(synced):

@@ -229,6 +229,28 @@ def shipped_profile():
     return _read(os.path.join(folder, candidates[-1])) if candidates else None
 
 
+# Composite operators that torch_npu runs with an NPU kernel of its own, but that vnpu computes exactly as the
+# CPU does, through the CPU's implementation operators. The card never reaches those operators, so they are NPU
+# work wherever the profile gives the composite an NPU kernel (scaled_dot_product_attention picks the CPU's
+# flash kernel on vnpu: _fused_sdp_choice decides as on the CPU, for bit-identical results).
+IMPLEMENTED_THROUGH = {
+    "scaled_dot_product_attention": (
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+    ),
+}
+
+
+def npu_work(profile):
+    """The operators that run as NPU work under `profile`: its NPU kernels, and the operators vnpu implements
+    one of them through (IMPLEMENTED_THROUGH)."""
+    kernels = set(profile["npu_kernels"])
+    for composite, implementation in IMPLEMENTED_THROUGH.items():
+        if composite in kernels:
+            kernels.update(implementation)
+    return kernels
+
+
 def classify(qualified, npu_kernels):
     """How real hardware runs aten operator `qualified` ('aten::fmax.out'): 'npu' (an NPU kernel),
     'decomposed' (CompositeImplicitAutograd: runs as other operators), 'composite' (a device-generic
@@ -252,7 +274,7 @@ def fallback_operators(profile):
     """aten operators ('fmax.out') the profile's torch_npu would run through the CPU fallback."""
     import torch
 
-    kernels = set(profile["npu_kernels"])
+    kernels = npu_work(profile)
     return sorted(
         q[len("aten::") :]
         for q in torch._C._dispatch_get_all_op_names()

@@ -114,7 +114,7 @@ def check(args):
     table = Table(title=f"{args.operator} on torch_npu {profile['torch_npu']}")
     table.add_column("operator")
     table.add_column("on Ascend hardware")
-    kernels = set(profile["npu_kernels"])
+    kernels = support.npu_work(profile)
     verdicts = {q: support.classify(q, kernels) for q in sorted(wanted)}
     for q, verdict in verdicts.items():
         table.add_row(q, _VERDICTS[verdict], style="red" if verdict == "cpu_fallback" else None)
