@@ -150,8 +150,7 @@ def test_without_a_profile_vnpu_says_how_to_get_one(tmp_path):
 
 
 def test_the_shipped_profile_is_active_without_a_sync(tmp_path):
-    env = dict(os.environ, VNPU_CACHE_DIR=str(tmp_path))  # an empty cache: nothing synced
-    env.pop("VNPU_OPS_PROFILE", None)
+    env = shipped_profile_env(tmp_path)  # an empty cache: nothing synced
     script = (
         "import torch, torch_npu, warnings\n"
         "from torch_npu import _op_support\n"
