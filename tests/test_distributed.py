@@ -17,8 +17,9 @@ import torch_npu
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
 
 
-def launch(case, world, timeout=240, extra_env=None, ranks=None):
-    """Start `world` ranks (or only `ranks`) of distributed_worker.py; returns [(returncode, output)] per rank."""
+def launch(case, world, timeout=240, extra_env=None, ranks=None, worker=WORKER):
+    """Start `world` ranks (or only `ranks`) of `worker` (distributed_worker.py); returns [(returncode, output)]
+    per rank."""
     port = free_port()
     procs = []
     for rank in ranks if ranks is not None else range(world):
@@ -35,7 +36,7 @@ def launch(case, world, timeout=240, extra_env=None, ranks=None):
         )
         procs.append(
             subprocess.Popen(
-                [sys.executable, WORKER, case], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                [sys.executable, worker, case], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
             )
         )
     deadline = time.time() + timeout

@@ -20,6 +20,8 @@ LOADED = [
     "torch_npu.profiler",
     "torch_npu.distributed",
     "torch_npu.distributed.nn",
+    "torch_npu.distributed.rpc",
+    "torch_npu.distributed.rpc.backend_registry",
     "torch_npu.distributed.nn.functional",
     "torch_npu.op_plugin",
     "torch_npu.op_plugin.meta",

@@ -444,6 +444,38 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.distributed.rpc.BackendType (NPU_TENSORPIPE)",
+        module="torch.distributed.rpc",
+        why="torch_npu registers the NPU_TENSORPIPE RPC backend (NPUTensorPipeRpcBackendOptions with npu device "
+        "maps) through torch.distributed.rpc's backend registry; BackendType is rebuilt by the registry and "
+        "re-exported, as torch_npu does.",
+        when="at import of torch_npu (torch.distributed.rpc is imported with torch)",
+        apply="torch_npu._patches.distributed_rpc:npu_tensorpipe_backend",
+        changes=("torch.distributed.rpc.BackendType", "torch.distributed.rpc.backend_registry.BackendType"),
+    ),
+    Patch(
+        target="torch.distributed.rpc: the RPC pickler's tensor reducer, api._invoke_rpc, remote, PyRRef.to_here",
+        module="torch.distributed.rpc",
+        why="under NPU_TENSORPIPE an npu tensor in a request arrives on the callee's device the caller's device "
+        "map names, and one in a reply on the caller's device mapped to it, failing with TensorPipe's message "
+        "without a mapping. PyTorch's agent carries the bytes as host tensors; the reducer tags each npu tensor "
+        "with its device, and rpc_sync / rpc_async / remote name the destination while their message is "
+        "serialized (builtin operators with npu arguments take the Python-call path, whose tensors the reducer "
+        "sees; RRef.to_here fetches through a Python call for the same reason). Other backends and CPU tensors "
+        "are untouched.",
+        when="at import of torch_npu (torch.distributed.rpc is imported with torch)",
+        apply="torch_npu._patches.distributed_rpc:npu_tensors_in_rpc_messages",
+        changes=(
+            "torch.distributed.rpc.remote",
+            "torch.distributed.rpc.api.remote",
+            "torch.distributed.rpc.api._invoke_rpc",
+            "torch.distributed.rpc.PyRRef.to_here",
+        ),
+    ),
+)
+
+PATCHES += (
+    Patch(
         target="torch.nn.functional.layer_norm / torch.nn.functional.embedding",
         module="torch.nn.functional",
         why="with NPU_ASD_ENABLE set, torch_npu checks the gradients of layer-norm inputs and embedding weights for "

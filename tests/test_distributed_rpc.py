@@ -1,0 +1,70 @@
+"""torch.distributed.rpc on npu: the NPU_TENSORPIPE backend, its options and device maps.
+
+The three-worker run (tests/rpc_worker.py) calls with npu tensors, builtin operators, remote references,
+functions that call further, distributed autograd and a RemoteModule placed on another worker's npu; the
+single-process run checks the options, the checks made at init, and that a worker can map to itself."""
+
+from subprocess_helpers import free_port, run_python
+from test_distributed import WORKER, _all_ok, launch
+
+RPC_WORKER = WORKER.replace("distributed_worker.py", "rpc_worker.py")
+
+
+def test_three_workers_exchange_npu_tensors_through_their_device_maps():
+    _all_ok(launch("npu_tensorpipe", 3, timeout=180, worker=RPC_WORKER))
+
+
+def test_options_and_init_checks_follow_torch_npu_and_a_worker_maps_to_itself():
+    code = f"""
+        import os
+        import torch, torch_npu
+        import torch.distributed.rpc as rpc
+        from torch_npu.distributed.rpc.options import NPUTensorPipeRpcBackendOptions as Options
+
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="{free_port()}")
+
+        def refused(error, text, call):
+            try:
+                call()
+            except error as e:
+                assert text in str(e), str(e)
+                return str(e)
+            raise AssertionError(text)
+
+        def located(t):
+            return str(t.device), t * 2
+
+        message = refused(ValueError, "`set_devices` expect a list of npu devices, but got device type cpu.",
+                          lambda: Options(devices=["cpu"]))
+        assert "ERR02003 DIST invalid value" in message, message
+        refused(ValueError, "`device_map` only supports 1-to-1 mapping, trying to map npu:2 and npu:0 to npu:1",
+                lambda: Options(device_maps={{"w": {{"npu:0": "npu:1", "npu:2": "npu:1"}}}}))
+        options = Options(device_maps={{"w": {{"npu:0": "npu:1"}}}})
+        refused(ValueError, "`set_device_map` only supports 1-to-1 mapping, trying to map npu:0 to npu:2 and npu:1",
+                lambda: options.set_device_map("w", {{"npu:0": "npu:2"}}))
+        assert isinstance(rpc.backend_registry.construct_rpc_backend_options(rpc.BackendType.NPU_TENSORPIPE), Options)
+        assert issubclass(Options, torch._C._distributed_rpc._TensorPipeRpcBackendOptionsBase)
+
+        refused(ValueError, "Node worker0 has target devices with invalid indices in its device map for worker0",
+                lambda: rpc.init_rpc("worker0", rank=0, world_size=1, backend=rpc.BackendType.NPU_TENSORPIPE,
+                                     rpc_backend_options=Options(device_maps={{"worker0": {{"npu:0": "npu:9"}}}})))
+        os.environ["MASTER_PORT"] = "{free_port()}"
+        options = Options(device_maps={{"worker0": {{"npu:0": "npu:1"}}}}, devices=["npu:0", "npu:1"])
+        rpc.init_rpc("worker0", rank=0, world_size=1, backend=rpc.BackendType.NPU_TENSORPIPE,
+                     rpc_backend_options=options)
+        x = torch.randn(5, device="npu")
+        seen, doubled = rpc.rpc_sync("worker0", located, args=(x,))
+        assert seen == "npu:1" and doubled.device == x.device and torch.equal(doubled.cpu(), x.cpu() * 2)
+        rref = rpc.RRef(x)  # a local reference to a tensor: no transfer
+        assert rref.to_here() is x
+        rpc.shutdown()
+
+        os.environ["MASTER_PORT"] = "{free_port()}"
+        rpc.init_rpc("worker0", rank=0, world_size=1)  # PyTorch's TENSORPIPE backend is unchanged
+        refused(RuntimeError, "TensorPipe RPC backend only supports CPU tensors by default",
+                lambda: rpc.rpc_sync("worker0", located, args=(x,)))
+        assert rpc.rpc_sync("worker0", located, args=(x.cpu(),))[0] == "cpu"
+        rpc.shutdown()
+        print("ok")
+    """
+    assert run_python(code, timeout=120).stdout.strip().endswith("ok")
