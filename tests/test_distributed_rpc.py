@@ -4,6 +4,7 @@ The three-worker run (tests/rpc_worker.py) calls with npu tensors, builtin opera
 functions that call further, distributed autograd and a RemoteModule placed on another worker's npu; the
 single-process run checks the options, the checks made at init, and that a worker can map to itself."""
 
+import pytest
 from subprocess_helpers import free_port, run_python
 from test_distributed import WORKER, _all_ok, launch
 
@@ -59,6 +60,13 @@ def test_options_and_init_checks_follow_torch_npu_and_a_worker_maps_to_itself():
         assert rref.to_here() is x
         rpc.shutdown()
 
+        os.environ["MASTER_PORT"] = "{free_port()}"  # a dynamic group (no world size): the worker joins alone
+        rpc.init_rpc("worker0", rank=0, backend=rpc.BackendType.NPU_TENSORPIPE,
+                     rpc_backend_options=Options(device_maps={{"worker0": {{"npu:0": "npu:2"}}}}))
+        seen, doubled = rpc.rpc_sync("worker0", located, args=(x,))
+        assert seen == "npu:2" and doubled.device == x.device and torch.equal(doubled.cpu(), x.cpu() * 2)
+        rpc.shutdown()
+
         os.environ["MASTER_PORT"] = "{free_port()}"
         rpc.init_rpc("worker0", rank=0, world_size=1)  # PyTorch's TENSORPIPE backend is unchanged
         refused(RuntimeError, "TensorPipe RPC backend only supports CPU tensors by default",
@@ -68,3 +76,42 @@ def test_options_and_init_checks_follow_torch_npu_and_a_worker_maps_to_itself():
         print("ok")
     """
     assert run_python(code, timeout=120).stdout.strip().endswith("ok")
+
+
+def test_device_map_checks_name_the_node_and_what_is_wrong():
+    import torch
+
+    from torch_npu.distributed.rpc.backend_registry import _tensorpipe_validate_devices, _validate_device_maps
+
+    npu = torch.device
+    counts = {"a": {"npu": 2}, "b": {"npu": 2}}
+    cases = [
+        (
+            {"a": {"c": {npu("npu:0"): npu("npu:1")}}, "b": {}},
+            {"a": [], "b": []},
+            "Node a has invalid target node names",
+        ),
+        ({"a": {}, "b": {}}, {"a": [npu("npu:0"), npu("npu:0")], "b": []}, "Node a has duplicated devices"),
+        ({"a": {}, "b": {}}, {"a": [npu("npu:2")], "b": []}, "Node a has devices with invalid indices"),
+        (
+            {"a": {"b": {npu("npu:0"): npu("npu:1"), npu("npu:1"): npu("npu:1")}}, "b": {}},
+            {"a": [], "b": []},
+            "Node a has duplicated target devices in its device map for b",
+        ),
+        (
+            {"a": {"b": {npu("npu:1"): npu("npu:0")}}, "b": {}},
+            {"a": [npu("npu:0")], "b": []},
+            "Node a has unexpected source devices in its device map for b",
+        ),
+        (
+            {"a": {"b": {npu("npu:0"): npu("npu:5")}}, "b": {}},
+            {"a": [], "b": []},
+            "Node a has target devices with invalid indices in its device map for b",
+        ),
+    ]
+    for maps, devices, text in cases:
+        with pytest.raises(ValueError, match=text):
+            _validate_device_maps(["a", "b"], counts, maps, devices)
+    _validate_device_maps(["a", "b"], counts, {"a": {"b": {npu("npu:0"): npu("npu:1")}}, "b": {}}, {"a": [], "b": []})
+    assert _tensorpipe_validate_devices([npu("cpu"), npu("npu:1")], {"npu": 2})
+    assert not _tensorpipe_validate_devices([npu("npu:2")], {"npu": 2})

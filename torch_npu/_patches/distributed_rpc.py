@@ -7,9 +7,9 @@ import torch.distributed.rpc as rpc
 def npu_tensorpipe_backend():
     if not rpc.is_available():
         return False
-    from torch_npu.distributed.rpc.backend_registry import register_npu_tensorpipe
+    from torch_npu.distributed.rpc.backend_registry import _rpc_backend_registry
 
-    return register_npu_tensorpipe()
+    return _rpc_backend_registry()
 
 
 def npu_tensors_in_rpc_messages():

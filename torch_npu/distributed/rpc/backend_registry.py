@@ -20,12 +20,12 @@ from torch.distributed.rpc._utils import _group_membership_management
 from torch_npu.utils._error_code import ErrCode, dist_error
 
 
-def _device_counts():
+def _get_device_count_info():
     backend = _get_privateuse1_backend_name()
     return {backend: getattr(torch, backend).device_count()}
 
 
-def _valid_indices(devices, counts):
+def _tensorpipe_validate_devices(devices, counts):
     return all(d.type == "cpu" or 0 <= (d.index if d.index is not None else 0) < counts.get(d.type, 0) for d in devices)
 
 
@@ -36,7 +36,7 @@ def _refuse(text):
 def _check_node(node, devices, counts):
     if len(set(devices)) != len(devices):
         _refuse(f"Node {node} has duplicated devices\ndevices = {devices}")
-    if not _valid_indices(devices, counts):
+    if not _tensorpipe_validate_devices(devices, counts):
         _refuse(f"Node {node} has devices with invalid indices\ndevices = {devices}\ndevice count = {counts}")
 
 
@@ -51,14 +51,14 @@ def _check_map(source, target, map_, all_counts, all_devices):
                     f"Node {source} has unexpected {side} devices in its device map for {target}\n"
                     f"device map = {map_}\ndevices = {listed}"
                 )
-        elif node in all_counts and not _valid_indices(ends, all_counts[node]):
+        elif node in all_counts and not _tensorpipe_validate_devices(ends, all_counts[node]):
             _refuse(
                 f"Node {source} has {side} devices with invalid indices in its device map for {target}\n"
                 f"device map = {map_}\ndevice count = {all_counts[node]}"
             )
 
 
-def _check_device_maps(all_names, all_counts, all_maps, all_devices, is_static_group=True):
+def _validate_device_maps(all_names, all_counts, all_maps, all_devices, is_static_group=True):
     """torch_npu's checks of every worker's device list and device maps, with its messages."""
     for node in all_names:
         _check_node(node, all_devices[node], all_counts[node])
@@ -72,14 +72,50 @@ def _check_device_maps(all_names, all_counts, all_maps, all_devices, is_static_g
             _check_map(source, target, map_, all_counts, all_devices)
 
 
-def _device_infos():
+def _init_device_state(custom_backend_name):
+    device_module = getattr(torch, custom_backend_name)
+    if device_module.is_available():
+        device_module.init()
+
+
+def _tensorpipe_exchange_and_check_all_device_maps(my_name, my_device_count, my_device_maps, my_devices, group):
+    """Gathers every worker's name, device counts, maps and devices, checks them all, and returns this
+    worker's reverse maps (towards each worker that maps to it) and the devices its maps use."""
+    gathered = [None] * group.size()
+    dist.all_gather_object(gathered, (my_name, my_device_count, my_device_maps, my_devices), group)
+    names = [g[0] for g in gathered]
+    all_maps = {g[0]: g[2] for g in gathered}
+    _validate_device_maps(names, {g[0]: g[1] for g in gathered}, all_maps, {g[0]: g[3] for g in gathered})
+    reverse = rpc.backend_registry._create_reverse_mapping(my_name, names, all_maps)
+    return reverse, rpc.backend_registry._create_device_list(my_devices, my_device_maps, reverse)
+
+
+def _set_devices_and_reverse_device_map(agent):
+    """A worker joining a dynamic group: checks its maps against those of the workers already there."""
+    from torch_npu.distributed.rpc import tensor_transfer
+
+    name = agent.get_worker_info().name
+    infos = {name: (_get_device_count_info(), tensor_transfer.device_maps(), tensor_transfer.devices())}
+    for worker in agent.get_worker_infos():
+        if worker.name != name:
+            infos[worker.name] = api.rpc_sync(worker.name, _get_device_infos)
+    _validate_device_maps(
+        list(infos),
+        {n: i[0] for n, i in infos.items()},
+        {n: i[1] for n, i in infos.items()},
+        {n: i[2] for n, i in infos.items()},
+        is_static_group=False,
+    )
+
+
+def _get_device_infos():
     """What this worker tells a worker that joins a dynamic group (run there through rpc_sync)."""
     from torch_npu.distributed.rpc import tensor_transfer
 
-    return _device_counts(), tensor_transfer.device_maps(), tensor_transfer.devices()
+    return _get_device_count_info(), tensor_transfer.device_maps(), tensor_transfer.devices()
 
 
-def _construct_rpc_backend_options_handler(
+def _npu_tensorpipe_construct_rpc_backend_options_handler(
     rpc_timeout,
     init_method,
     num_worker_threads=rpc_constants.DEFAULT_NUM_WORKER_THREADS,
@@ -113,7 +149,7 @@ def _host_options(options):
     )
 
 
-def _init_backend_handler(store, name, rank, world_size, rpc_backend_options):
+def _npu_tensorpipe_init_backend_handler(store, name, rank, world_size, rpc_backend_options):
     from torch._C._distributed_rpc import TensorPipeAgent
 
     from torch_npu.distributed.rpc import tensor_transfer
@@ -130,14 +166,9 @@ def _init_backend_handler(store, name, rank, world_size, rpc_backend_options):
     maps, devices = rpc_backend_options.device_maps, rpc_backend_options.devices
     if world_size:  # a static group: every worker's maps are checked against every other's before any RPC
         group = rpc.backend_registry._init_process_group(store, rank, world_size)
-        gathered = [None] * group.size()
-        dist.all_gather_object(gathered, (name, _device_counts(), maps, devices), group)
-        names = [g[0] for g in gathered]
-        _check_device_maps(
-            names, {g[0]: g[1] for g in gathered}, {g[0]: g[2] for g in gathered}, {g[0]: g[3] for g in gathered}
-        )
+        _tensorpipe_exchange_and_check_all_device_maps(name, _get_device_count_info(), maps, devices, group)
         if devices or any(map_ for map_ in maps.values()):
-            torch.npu.init()
+            _init_device_state(_get_privateuse1_backend_name())
         agent = TensorPipeAgent(store, name, rank, world_size, _host_options(rpc_backend_options), {}, [])
         tensor_transfer.activate(agent, name, maps, devices)
         api._init_rpc_states(agent)
@@ -149,29 +180,34 @@ def _init_backend_handler(store, name, rank, world_size, rpc_backend_options):
         tensor_transfer.activate(agent, name, maps, devices)
         api._init_rpc_states(agent)
         try:
-            infos = {name: (_device_counts(), maps, devices)}
-            for worker in agent.get_worker_infos():
-                if worker.name != name:
-                    infos[worker.name] = api.rpc_sync(worker.name, _device_infos)
-            _check_device_maps(
-                list(infos),
-                {n: i[0] for n, i in infos.items()},
-                {n: i[1] for n, i in infos.items()},
-                {n: i[2] for n, i in infos.items()},
-                is_static_group=False,
-            )
+            _set_devices_and_reverse_device_map(agent)
         except Exception:
             api.shutdown()
             raise
         return agent
 
 
-def register_npu_tensorpipe():
-    """Registers NPU_TENSORPIPE with torch.distributed.rpc (BackendType gains the member)."""
+def _backend_type_repr(self):
+    return "BackendType." + self.name
+
+
+def _construct_rpc_backend_options(
+    backend, rpc_timeout=rpc_constants.DEFAULT_RPC_TIMEOUT_SEC, init_method=rpc_constants.DEFAULT_INIT_METHOD, **kwargs
+):
+    return backend.value.construct_rpc_backend_options_handler(rpc_timeout, init_method, **kwargs)
+
+
+def _init_backend(backend, *args, **kwargs):
+    return backend.value.init_backend_handler(*args, **kwargs)
+
+
+def _rpc_backend_registry():
+    """Registers NPU_TENSORPIPE with torch.distributed.rpc (BackendType gains the member); False if it is
+    registered already."""
     if rpc.backend_registry.backend_registered("NPU_TENSORPIPE"):
         return False
     rpc.backend_registry.register_backend(
-        "NPU_TENSORPIPE", _construct_rpc_backend_options_handler, _init_backend_handler
+        "NPU_TENSORPIPE", _npu_tensorpipe_construct_rpc_backend_options_handler, _npu_tensorpipe_init_backend_handler
     )
     rpc.BackendType = rpc.backend_registry.BackendType
     return True
