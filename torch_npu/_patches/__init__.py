@@ -476,6 +476,24 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.multiprocessing.reductions.reduce_tensor / reduce_storage / reduce_event",
+        module="torch.multiprocessing.reductions",
+        why="torch_npu's reductions: an npu tensor put on a torch.multiprocessing queue (or passed to a spawned "
+        "process) shares its storage with the receiver, as IPC memory handles do on the card (PyTorch's own "
+        "reduction refuses non-CPU storages: '_share_fd_: only available on CPU'); npu events travel as IPC "
+        "handles; pickling a bare npu storage is refused with torch_npu's message.",
+        when="at import of torch_npu (torch.multiprocessing is imported with torch)",
+        apply="torch_npu.multiprocessing.reductions:_add_reductions_methods",
+        changes=(
+            "torch.multiprocessing.reductions.reduce_tensor",
+            "torch.multiprocessing.reductions.reduce_storage",
+            "torch.multiprocessing.reductions.reduce_event",
+        ),
+    ),
+)
+
+PATCHES += (
+    Patch(
         target="torch.nn.functional.layer_norm / torch.nn.functional.embedding",
         module="torch.nn.functional",
         why="with NPU_ASD_ENABLE set, torch_npu checks the gradients of layer-norm inputs and embedding weights for "

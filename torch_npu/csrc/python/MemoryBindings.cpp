@@ -8,6 +8,7 @@
 #include "runtime/PinnedHostAllocator.h"
 #include "runtime/PluggableAllocator.h"
 #include "runtime/ProfilerMemory.h"
+#include "runtime/SharedStorage.h"
 
 #include <pybind11/stl.h>
 #include <torch/csrc/profiler/combined_traceback.h>
@@ -111,6 +112,8 @@ py::list history_list() {
 }  // namespace
 
 void bind_memory(py::module& m) {
+  m.def("_share_npu_storage", &share_npu_storage);
+  m.def("_open_shared_npu_storage", &open_shared_npu_storage);
   m.def("_allocator_config", &allocator_config_dict);
   m.def("_set_memory_fraction", [](double f, int d) { set_memory_fraction(f, static_cast<c10::DeviceIndex>(d)); });
   m.def("_get_memory_fraction", [](int d) { return get_memory_fraction(static_cast<c10::DeviceIndex>(d)); });
