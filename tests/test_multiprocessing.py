@@ -11,10 +11,11 @@ import torch.multiprocessing as mp
 
 
 def child(inbox, outbox):
-    view, same_storage, weight, event = inbox.get(timeout=60)
+    view, same_storage, weight, event, host = inbox.get(timeout=60)
     outbox.put((str(view.device), view.tolist(), view.untyped_storage().data_ptr() == same_storage.untyped_storage().data_ptr(),
                 type(weight).__name__, weight.requires_grad, event.query()))
     view.mul_(10)  # the parent sees this
+    host.add_(5)  # CPU tensors keep torch's sharing
     outbox.put("written")
     assert inbox.get(timeout=60) == "your turn"
     outbox.put(same_storage.tolist())  # and this process sees the parent's write
@@ -30,11 +31,13 @@ if __name__ == "__main__":
         weight = torch.nn.Parameter(torch.ones(3, device="npu:1"))
         event = torch.npu.Event(interprocess=True)
         event.record()
-        inbox.put((base[2:5], base, weight, event))
+        host = torch.zeros(3)
+        inbox.put((base[2:5], base, weight, event, host))
         device, values, shared, kind, requires_grad, done = outbox.get(timeout=60)
         assert (device, values, shared, kind, requires_grad, done) == ("npu:1", [2.0, 3.0, 4.0], True, "Parameter", True, True)
         assert outbox.get(timeout=60) == "written"
         assert base.tolist() == [0.0, 1.0, 20.0, 30.0, 40.0, 5.0, 6.0, 7.0], base
+        assert host.tolist() == [5.0, 5.0, 5.0], host
         base[0] = -1
         inbox.put("your turn")
         assert outbox.get(timeout=60) == [-1.0, 1.0, 20.0, 30.0, 40.0, 5.0, 6.0, 7.0]
@@ -52,6 +55,11 @@ if __name__ == "__main__":
             raise AssertionError(text)
         except RuntimeError as e:
             assert text in str(e), e
+    torch.multiprocessing.set_sharing_strategy("file_system")  # CPU storages shared by file name, as torch does
+    t = torch.arange(3.0)
+    u = ForkingPickler.loads(ForkingPickler.dumps(t))
+    u.add_(1)
+    assert t.tolist() == [1.0, 2.0, 3.0], t
     print("ok")
 """
 

@@ -476,6 +476,23 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.UntypedStorage / torch.TypedStorage: _share_npu_, _new_shared_npu, _release_ipc_counter_npu",
+        module="torch.storage",
+        why="torch_npu gives storages these methods (its reductions and its tests call them): _share_npu_ moves an "
+        "npu storage into memory another process can map and returns its handle, _new_shared_npu maps a handle "
+        "received from another process; there is no IPC reference counter to release.",
+        when="at import of torch_npu",
+        apply="torch_npu.multiprocessing.reductions:_add_storage_methods",
+        changes=(
+            "torch.UntypedStorage._share_npu_",
+            "torch.UntypedStorage._new_shared_npu",
+            "torch.UntypedStorage._release_ipc_counter_npu",
+            "torch.TypedStorage._share_npu_",
+            "torch.TypedStorage._new_shared_npu",
+            "torch.TypedStorage._release_ipc_counter_npu",
+        ),
+    ),
+    Patch(
         target="torch.multiprocessing.reductions.reduce_tensor / reduce_storage / reduce_event",
         module="torch.multiprocessing.reductions",
         why="torch_npu's reductions: an npu tensor put on a torch.multiprocessing queue (or passed to a spawned "
