@@ -36,13 +36,22 @@ def located_further(to, *tensors):
     return rpc.rpc_async(to, located, args=tensors)
 
 
-def expect_error(text, call):
+NO_MAPPING = (
+    "TensorPipe RPC backend only supports CPU tensors by default, please move your tensors to CPU before sending "
+    "them over RPC, or call `set_device_map` on `TensorPipeRpcBackendOptions` to explicitly configure device "
+    "mapping. "
+)
+
+
+def expect_error(text, call, reply=False):
+    """`call` fails with TensorPipe's message for a tensor without a device mapping, ending in `text`. A reply's
+    error is raised while RPC unpickles the reply, and RPC re-raises it naming its type first."""
     try:
         call()
     except RuntimeError as e:
-        assert text in str(e), str(e)
+        assert str(e).startswith(("RuntimeError: " if reply else "") + NO_MAPPING + text), str(e)
         return
-    raise AssertionError(f"no error containing {text!r}")
+    raise AssertionError(f"no error {text!r}")
 
 
 def same(a, b):
@@ -76,8 +85,10 @@ def caller_checks():
         lambda: rpc.rpc_async("worker1", located, args=(x.to("npu:3"),)).wait(),
     )
     expect_error(
-        "Response device mapping is not available for destination worker0 for device npu:5",
+        "Response device mapping is not available for destination worker0 for device npu:5 but received a tensor on "
+        "that device.",
         lambda: rpc.rpc_sync("worker1", doubled_on, args=("npu:5", x)),
+        reply=True,
     )
     same(rpc.rpc_sync("worker1", doubled_on, args=("npu:1", x)), x * 2)
     # distributed autograd through npu tensors on both workers equals local autograd on the CPU
@@ -111,10 +122,15 @@ def main(case):
     try:
         if RANK == 0:
             caller_checks()
-        if RANK == 2:  # no map at all towards worker0
+        if RANK == 2:  # no map at all towards worker0: neither its requests nor worker0's replies can hold npu tensors
             expect_error(
                 "Request device mapping is not available for destination worker0, but found tensor on device: npu:2",
                 lambda: rpc.rpc_sync("worker0", located, args=(torch.ones(2, device="npu"),)),
+            )
+            expect_error(
+                "Response device mapping is not available for destination worker2, but found tensor on device: npu:0",
+                lambda: rpc.rpc_sync("worker0", doubled_on, args=("npu:0", torch.ones(2))),
+                reply=True,
             )
     finally:
         rpc.shutdown()  # graceful even after a failed check: the other workers are not left waiting

@@ -28,7 +28,7 @@ def test_options_and_init_checks_follow_torch_npu_and_a_worker_maps_to_itself():
             try:
                 call()
             except error as e:
-                assert text in str(e), str(e)
+                assert str(e).startswith(text), str(e)
                 return str(e)
             raise AssertionError(text)
 
@@ -46,7 +46,8 @@ def test_options_and_init_checks_follow_torch_npu_and_a_worker_maps_to_itself():
         assert isinstance(rpc.backend_registry.construct_rpc_backend_options(rpc.BackendType.NPU_TENSORPIPE), Options)
         assert issubclass(Options, torch._C._distributed_rpc._TensorPipeRpcBackendOptionsBase)
 
-        refused(ValueError, "Node worker0 has target devices with invalid indices in its device map for worker0",
+        refused(ValueError, "Node worker0 has target devices with invalid indices in its device map for worker0\\n"
+                "device map = {{device(type='npu', index=0): device(type='npu', index=9)}}\\ndevice count = {{'npu': 8}}",
                 lambda: rpc.init_rpc("worker0", rank=0, world_size=1, backend=rpc.BackendType.NPU_TENSORPIPE,
                                      rpc_backend_options=Options(device_maps={{"worker0": {{"npu:0": "npu:9"}}}})))
         os.environ["MASTER_PORT"] = "{free_port()}"
@@ -108,10 +109,38 @@ def test_device_map_checks_name_the_node_and_what_is_wrong():
             {"a": [], "b": []},
             "Node a has target devices with invalid indices in its device map for b",
         ),
+        (
+            {"a": {"b": {npu("npu:0"): npu("npu:0")}}, "b": {}},
+            {"a": [], "b": [npu("npu:1")]},
+            "Node a has unexpected target devices in its device map for b",
+        ),
+        (
+            {"a": {"b": {npu("npu:7"): npu("npu:0")}}, "b": {}},
+            {"a": [], "b": []},
+            "Node a has source devices with invalid indices in its device map for b",
+        ),
     ]
     for maps, devices, text in cases:
-        with pytest.raises(ValueError, match=text):
+        with pytest.raises(ValueError) as refused:
             _validate_device_maps(["a", "b"], counts, maps, devices)
+        assert str(refused.value).startswith(text) and "ERR02003 DIST invalid value" in str(refused.value), refused
     _validate_device_maps(["a", "b"], counts, {"a": {"b": {npu("npu:0"): npu("npu:1")}}, "b": {}}, {"a": [], "b": []})
     assert _tensorpipe_validate_devices([npu("cpu"), npu("npu:1")], {"npu": 2})
     assert not _tensorpipe_validate_devices([npu("npu:2")], {"npu": 2})
+
+
+def test_the_backend_refuses_a_store_or_options_of_another_kind():
+    import torch.distributed as dist
+    import torch.distributed.rpc as rpc
+
+    from torch_npu.distributed.rpc.options import NPUTensorPipeRpcBackendOptions
+
+    init = rpc.backend_registry.init_backend
+    with pytest.raises(TypeError) as refused:
+        init(rpc.BackendType.NPU_TENSORPIPE, "not a store", "w", 0, 1, NPUTensorPipeRpcBackendOptions())
+    assert str(refused.value).startswith("`store` must be a c10d::Store. not a store"), refused.value
+    assert "ERR02002 DIST invalid type" in str(refused.value), refused.value
+    options = rpc.TensorPipeRpcBackendOptions()
+    with pytest.raises(TypeError) as refused:
+        init(rpc.BackendType.NPU_TENSORPIPE, dist.HashStore(), "w", 0, 1, options)
+    assert str(refused.value).startswith(f"`rpc_backend_options` must be a `NPUTensorPipeRpcBackendOptions`. {options}")

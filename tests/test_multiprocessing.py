@@ -19,6 +19,8 @@ def child(inbox, outbox):
     outbox.put("written")
     assert inbox.get(timeout=60) == "your turn"
     outbox.put(same_storage.tolist())  # and this process sees the parent's write
+    outbox.put(view)  # sent on from here: the same memory again, not a copy
+    assert inbox.get(timeout=60) == "done"
 
 
 if __name__ == "__main__":
@@ -41,6 +43,10 @@ if __name__ == "__main__":
         base[0] = -1
         inbox.put("your turn")
         assert outbox.get(timeout=60) == [-1.0, 1.0, 20.0, 30.0, 40.0, 5.0, 6.0, 7.0]
+        echoed = outbox.get(timeout=60)
+        base[3] = 99
+        assert echoed.device == base.device and echoed.tolist() == [20.0, 99.0, 40.0], echoed
+        inbox.put("done")
         worker.join(60)
         assert worker.exitcode == 0, worker.exitcode
     finally:
@@ -48,13 +54,36 @@ if __name__ == "__main__":
             worker.kill()
 
     from multiprocessing.reduction import ForkingPickler
-    for value, text in ((torch.ones(2, device="npu", requires_grad=True) * 2, "Cowardly refusing to serialize non-leaf"),
-                        (torch.ones(2, device="npu").untyped_storage(), "Cannot pickle NPU storage")):
+
+    from torch_npu.multiprocessing.reductions import _new_shared_npu
+
+    def refused(error, text, call):
         try:
-            ForkingPickler.dumps(value)
-            raise AssertionError(text)
-        except RuntimeError as e:
-            assert text in str(e), e
+            call()
+        except error as e:
+            assert str(e).startswith(text), e
+            return str(e)
+        raise AssertionError(text)
+
+    refused(RuntimeError, "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does not "
+            "support crossing process boundaries.  If you just want to transfer the data, call detach() on the tensor "
+            "before serializing (e.g., putting it on the queue).",
+            lambda: ForkingPickler.dumps(torch.ones(2, device="npu", requires_grad=True) * 2))
+    refused(RuntimeError, "Cannot pickle NPU storage; try pickling a NPU tensor instead",
+            lambda: ForkingPickler.dumps(torch.ones(2, device="npu").untyped_storage()))
+    refused(ValueError, "_new_shared_npu: a shared npu storage starts its shared memory, got offset 4",
+            lambda: _new_shared_npu(0, None, 8, 4))
+    message = refused(RuntimeError, "share_npu_storage expects an npu tensor, got cpu",
+                      lambda: torch_npu._C._share_npu_storage(torch.ones(2)))
+    assert "ERR00001 PTA invalid parameter" in message, message
+    message = refused(RuntimeError, "open_shared_npu_storage: invalid segment (fd -1, 8 bytes)",
+                      lambda: torch_npu._C._open_shared_npu_storage(-1, 8, 0))
+    assert "ERR00001 PTA invalid parameter" in message, message
+    import os
+    read_only = os.open(os.devnull, os.O_RDONLY)  # a descriptor that cannot be mapped for writing
+    message = refused(RuntimeError, "sharing npu memory between processes: mmap of 8 bytes failed: ",
+                      lambda: torch_npu._C._open_shared_npu_storage(read_only, 8, 0))
+    assert "ERR00010 PTA system call failed" in message, message
     torch.multiprocessing.set_sharing_strategy("file_system")  # CPU storages shared by file name, as torch does
     t = torch.arange(3.0)
     u = ForkingPickler.loads(ForkingPickler.dumps(t))

@@ -68,10 +68,12 @@ def _share_npu_(self):
 
 
 def _new_shared_npu(device, handle, size_bytes, offset_bytes, *_counters_and_event):
-    """UntypedStorage._new_shared_npu: the storage another process shared, mapped in this one."""
+    """UntypedStorage._new_shared_npu: the storage another process shared, mapped in this one (vnpu shares
+    whole storages: their offset in the shared memory is 0)."""
+    if offset_bytes != 0:
+        raise ValueError(f"_new_shared_npu: a shared npu storage starts its shared memory, got offset {offset_bytes}")
     fd = handle.fd.detach()
-    storage = torch_npu._C._open_shared_npu_storage(fd, size_bytes, _device_of(device)).untyped_storage()
-    return storage if offset_bytes == 0 else storage[offset_bytes:]
+    return torch_npu._C._open_shared_npu_storage(fd, size_bytes, _device_of(device)).untyped_storage()
 
 
 def _release_ipc_counter_npu(*args, **kwargs):
@@ -158,7 +160,9 @@ def _npu_reduce_tensor(tensor):
 
 def _npu_reduce_storage(storage):
     """A bare storage: npu ones are refused as torch_npu refuses them; CPU ones are shared as torch shares
-    them (by file name or by file descriptor, as the sharing strategy says)."""
+    them (by file name or by file descriptor, as the sharing strategy says). torch_npu writes this CPU branch
+    out with the rebuild functions this module imports, and its tests check exactly that (they replace
+    torch's module-level rebuild functions), so it is not delegated to torch.multiprocessing's reduce_storage."""
     if storage.device.type == "npu":
         raise RuntimeError("Cannot pickle NPU storage; try pickling a NPU tensor instead")
     if torch.multiprocessing.get_sharing_strategy() == "file_system":

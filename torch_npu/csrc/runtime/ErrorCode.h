@@ -11,6 +11,7 @@ enum class SubModule { kPta = 0, kOps = 1, kDist = 2 };
 
 constexpr int kErrParam = 1;
 constexpr int kErrNotSupport = 7;
+constexpr int kErrSyscall = 10;
 
 std::string error_suffix(SubModule submodule, int code, const char* message);
 

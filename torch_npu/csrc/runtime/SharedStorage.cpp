@@ -4,7 +4,6 @@
 #include "runtime/ErrorCode.h"
 
 #include <ATen/ops/from_blob.h>
-#include <c10/core/DeviceGuard.h>
 #include <c10/core/Storage.h>
 
 #include <sys/mman.h>
@@ -17,7 +16,7 @@ namespace vnpu {
 namespace {
 
 std::string syscall_error() {
-  return error_suffix(SubModule::kPta, 10, "system call failed");
+  return error_suffix(SubModule::kPta, kErrSyscall, "system call failed");
 }
 
 struct SharedMapping {
@@ -79,9 +78,13 @@ at::Tensor open_shared_npu_storage(int64_t fd, int64_t nbytes, int64_t device) {
               error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
   SharedMapping* mapping = map_shared(static_cast<int>(fd), std::max<size_t>(static_cast<size_t>(nbytes), 1));
   const c10::Device npu(kNpu, static_cast<c10::DeviceIndex>(device));
-  const c10::DeviceGuard guard(npu);  // from_blob checks the memory's device against the current one
-  const auto options = at::TensorOptions().dtype(at::kByte).device(npu);
-  return at::from_blob(mapping->address, {nbytes}, [mapping](void*) { release_mapping(mapping); }, options);
+  // The storage owns the mapping with the same deleter as a storage shared here, so sending it on shares the
+  // same memory again rather than a copy.
+  return at::for_blob(mapping->address, {nbytes})
+      .context(mapping, &release_mapping)
+      .target_device(npu)
+      .options(at::TensorOptions().dtype(at::kByte).device(npu))
+      .make_tensor();
 }
 
 }  // namespace vnpu

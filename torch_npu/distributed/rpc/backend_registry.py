@@ -187,18 +187,10 @@ def _npu_tensorpipe_init_backend_handler(store, name, rank, world_size, rpc_back
         return agent
 
 
-def _backend_type_repr(self):
-    return "BackendType." + self.name
-
-
-def _construct_rpc_backend_options(
-    backend, rpc_timeout=rpc_constants.DEFAULT_RPC_TIMEOUT_SEC, init_method=rpc_constants.DEFAULT_INIT_METHOD, **kwargs
-):
-    return backend.value.construct_rpc_backend_options_handler(rpc_timeout, init_method, **kwargs)
-
-
-def _init_backend(backend, *args, **kwargs):
-    return backend.value.init_backend_handler(*args, **kwargs)
+# torch_npu's module names for torch's own registry helpers (its tests import them from here)
+_backend_type_repr = rpc.backend_registry._backend_type_repr
+_construct_rpc_backend_options = rpc.backend_registry.construct_rpc_backend_options
+_init_backend = rpc.backend_registry.init_backend
 
 
 def _rpc_backend_registry():

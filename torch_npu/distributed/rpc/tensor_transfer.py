@@ -42,12 +42,12 @@ class _DeviceMaps:
         return self.maps[to][device]
 
     def reply_target(self, sender, device):
-        reverse = {target: source for source, target in self.maps.get(sender, {}).items()}
         if sender not in self.maps:
             raise RuntimeError(
                 f"{_NO_MAPPING}Response device mapping is not available for destination {self.name}, but found "
                 f"tensor on device: {device}"
             )
+        reverse = {target: source for source, target in self.maps[sender].items()}
         if device not in reverse:
             raise RuntimeError(
                 f"{_NO_MAPPING}Response device mapping is not available for destination {self.name} for device "
@@ -101,11 +101,10 @@ def tensor_reducer(original):
         if maps is None:
             return original(tensor)
         to = getattr(_serializing, "request_to", None)
-        if to is not None:
-            target = maps.request_target(to, tensor.device)
-            _, (index,) = original(tensor.cpu())
-            return _received_on, (index, str(target))
+        target = None if to is None else maps.request_target(to, tensor.device)  # refused before any copy
         _, (index,) = original(tensor.cpu())
+        if target is not None:
+            return _received_on, (index, str(target))
         return _reply_received, (index, maps.name, str(tensor.device))
 
     return reduce
