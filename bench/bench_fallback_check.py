@@ -9,6 +9,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 BAR = 1.02
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +36,11 @@ def _profile_path():
 
     os.environ.pop("VNPU_OPS_PROFILE", None)
     profile = _op_support.active_profile() or _op_support.sync()
-    return _op_support.profile_path(profile["torch_npu"]), profile["torch_npu"]
+    # the active profile may be a synced one or the one shipped in the package: its contents, written out
+    path = os.path.join(tempfile.mkdtemp(prefix="vnpu-bench-"), f"torch_npu-{profile['torch_npu']}.json")
+    with open(path, "w") as f:
+        json.dump(profile, f)
+    return path, profile["torch_npu"]
 
 
 def _run(profile):
