@@ -3,7 +3,7 @@
     python distributed_worker.py CASE     (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment)
 
 Training across ranks is in distributed_training_cases.py, the collective operators in
-distributed_operator_cases.py. Every rank builds every rank's inputs
+distributed_operator_cases.py, context parallelism in context_parallel_cases.py. Every rank builds every rank's inputs
 from the rank number, so each result is checked against a
 reference computed here, exactly; a failed check raises (non-zero exit)."""
 
@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+import context_parallel_cases
 import distributed_operator_cases
 import distributed_training_cases
 import torch
@@ -492,6 +493,7 @@ def main():
     run = (
         globals().get(name)
         or getattr(distributed_training_cases, name, None)
+        or getattr(context_parallel_cases, name, None)
         or getattr(distributed_operator_cases, name)
     )
     run()

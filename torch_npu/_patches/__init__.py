@@ -476,6 +476,24 @@ PATCHES += (
 
 PATCHES += (
     Patch(
+        target="torch.distributed.tensor.experimental._context_parallel._attention: _enable_cp_dtensor_dispatcher / "
+        "_disable_cp_dtensor_dispatcher",
+        module="torch.distributed.tensor.experimental._context_parallel._attention",
+        why="context_parallel hands attention on sequence-sharded DTensors to ring-attention handlers, which PyTorch "
+        "has for CUDA's SDPA operators only; torch_npu adds the handlers of its attention operator when the "
+        "dispatcher is enabled. On vnpu SDPA of npu tensors takes the CPU's fused kernel, so the handlers cover "
+        "it (and npu_fusion_attention_v3 as on the card); they are removed when the dispatcher is disabled.",
+        when="on import of its module (torch.distributed.tensor.experimental imports it)",
+        apply="torch_npu._patches.context_parallel:npu_attention_in_context_parallel",
+        changes=(
+            "torch.distributed.tensor.experimental._context_parallel._attention._enable_cp_dtensor_dispatcher",
+            "torch.distributed.tensor.experimental._context_parallel._attention._disable_cp_dtensor_dispatcher",
+        ),
+    ),
+)
+
+PATCHES += (
+    Patch(
         target="torch.UntypedStorage / torch.TypedStorage: _share_npu_, _new_shared_npu, _release_ipc_counter_npu",
         module="torch.storage",
         why="torch_npu gives storages these methods (its reductions and its tests call them): _share_npu_ moves an "
