@@ -1,11 +1,12 @@
 """The cases of tests/distributed_worker.py that train on npu across ranks (DDP, SyncBatchNorm, FSDP1 / FSDP2,
-DTensor, distributed checkpoint, pipelining), each compared with single-process training on the CPU."""
+DTensor, distributed checkpoint, pipelining in export and FX modes), each compared with single-process training on the CPU."""
 
 import os
 
 import torch
 import torch.distributed as dist
 from distributed_rank import DEV, RANK, WORLD, same
+from pipeline_models import GatedNet
 
 import torch_npu
 
@@ -205,3 +206,45 @@ def case_pipeline():
         ]
         for got, w in zip(losses, want):
             torch.testing.assert_close(got.detach().cpu(), w.detach(), rtol=1e-5, atol=1e-6)
+
+
+def case_pipeline_fx():
+    """torch_npu's pipeline(mode="fx") on a model torch.export rejects: two stages trained with GPipe, their
+    gradients equal to the model's on the CPU (microbatch losses backpropagated one by one, then averaged)."""
+    from torch.distributed.pipelining import ScheduleGPipe, SplitPoint
+
+    from torch_npu.distributed.pipelining import pipeline
+
+    x, y = _batches()[0]
+    spec = {"layers.2": SplitPoint.BEGINNING}
+    try:
+        pipeline(GatedNet().to(DEV), (x[:4].to(DEV),), split_spec=spec)
+        raise AssertionError("torch.export captured a data-dependent branch")
+    except RuntimeError as err:
+        assert "cannot capture your model as a full graph" in str(err), err
+    pipe = pipeline(GatedNet().to(DEV), (x[:4].to(DEV),), split_spec=spec, mode="fx", atomic_units=["layers.1"])
+    assert pipe.num_stages == WORLD == 2
+    stage = pipe.build_stage(RANK, DEV)
+    mse = torch.nn.functional.mse_loss
+    schedule = ScheduleGPipe(stage, n_microbatches=2, loss_fn=mse)
+    reference = GatedNet()
+    want_losses = [mse(reference(x[i * 4 : (i + 1) * 4]), y[i * 4 : (i + 1) * 4]) for i in range(2)]
+    for loss in want_losses:
+        loss.backward()
+    want_grads = {name.replace(".", "_", 1): p.grad / 2 for name, p in reference.named_parameters()}
+    if RANK == 0:
+        schedule.step(x.to(DEV))
+    else:
+        losses = []
+        schedule.step(target=y.to(DEV), losses=losses)
+        for got, want in zip(losses, want_losses, strict=True):
+            torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=0, atol=1e-6)
+    names = [name for name, _ in stage.submod.named_parameters()]
+    assert names == (
+        ["layers_0.weight", "layers_0.bias", "layers_1.lin.weight", "layers_1.lin.bias"]
+        if RANK == 0
+        else ["scale", "layers_2.weight", "layers_2.bias", "layers_3.weight", "layers_3.bias"]
+    ), names
+    for name, p in stage.submod.named_parameters():
+        assert p.device == DEV
+        torch.testing.assert_close(p.grad.cpu(), want_grads[name], rtol=0, atol=1e-6)
