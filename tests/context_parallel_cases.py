@@ -168,10 +168,12 @@ def case_context_parallel_refusals():
             "npu_fusion_attention_v3 in context parallel needs inputs sharded on the sequence dimension (Shard(2)) "
             "of a 1-D device mesh, got (Shard(dim=1),) on a 1-D mesh.",
         )
-    # outside the context the handlers are gone: SDPA on DTensors is DTensor's own business again
-    assert torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default not in (
-        DTensor._op_dispatcher._custom_op_handlers
-    )
+    # outside the context the ring handlers are gone: SDPA on DTensors is DTensor's own business again, and
+    # npu_fusion_attention_v3 has its data / tensor parallel handler back
+    handlers = DTensor._op_dispatcher._custom_op_handlers
+    assert torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default not in handlers
+    v3 = handlers[torch.ops.npu.npu_fusion_attention_v3.default]
+    assert v3.__module__ == "torch_npu.distributed.tensor._attention_sharding", v3.__module__
 
 
 def _fusion_attention(q, k, v, causal):

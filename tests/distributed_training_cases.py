@@ -248,3 +248,50 @@ def case_pipeline_fx():
     for name, p in stage.submod.named_parameters():
         assert p.device == DEV
         torch.testing.assert_close(p.grad.cpu(), want_grads[name], rtol=0, atol=1e-6)
+
+
+def _attention_and_grads(q, k, v, heads, layout, fa, **kwargs):
+    """fa's outputs and input gradients for q/k/v (DTensors or not), full tensors on the CPU."""
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    out, smax, ssum, *_ = fa(*leaves, heads, layout, scale=0.25, **kwargs)
+    out.backward(torch.ones_like(out))
+    full = [t.full_tensor() if hasattr(t, "full_tensor") else t for t in (out, smax, ssum, *(x.grad for x in leaves))]
+    return [t.detach().cpu() for t in full], out
+
+
+def case_dtensor_fusion_attention():
+    """npu_fusion_attention (and _v3) on DTensors sharded over the batch or the heads: every output and gradient
+    equals the operator on the whole tensors, and the outputs stay sharded where the inputs were."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("npu", (WORLD,))
+    torch.manual_seed(0)
+    b, n, s, d = 2 * WORLD, 2 * WORLD, 8, 4
+    bnsd = [torch.randn(b, n, s, d) for _ in range(3)]
+    layouts = {
+        "BNSD": lambda t: t,
+        "BSND": lambda t: t.transpose(1, 2).contiguous(),
+        "BSH": lambda t: t.transpose(1, 2).reshape(b, s, n * d),
+        "SBH": lambda t: t.permute(2, 0, 1, 3).reshape(s, b, n * d),
+    }
+    masks = [{}, {"atten_mask": torch.rand(b, 1, s, s) > 0.7}]  # none, and [B, 1, S, S]
+    for fa in (torch_npu.npu_fusion_attention, torch_npu.npu_fusion_attention_v3):
+        for layout, to_layout in layouts.items():
+            q, k, v = (to_layout(t).to(DEV) for t in bnsd)
+            for mask in masks:
+                kwargs = {name: m.to(DEV) for name, m in mask.items()}
+                want, _ = _attention_and_grads(q, k, v, n, layout, fa, **kwargs)
+                dims = {"batch": layout.index("B")}
+                if "N" in layout:
+                    dims["heads"] = layout.index("N")
+                for what, dim in dims.items():
+                    sharded = [distribute_tensor(t, mesh, [Shard(dim)]) for t in (q, k, v)]
+                    got, out = _attention_and_grads(*sharded, n, layout, fa, **kwargs)
+                    assert out.placements == (Shard(dim),), (layout, what, out.placements)
+                    for g, w in zip(got, want):
+                        same(g, w)
+    # dropout ties the shards' masks to the whole tensor: computed replicated
+    q, k, v = (distribute_tensor(t.to(DEV), mesh, [Shard(0)]) for t in bnsd)
+    out, *_ = torch_npu.npu_fusion_attention(q, k, v, n, "BNSD", keep_prob=0.5, seed=3)
+    assert out.placements == (Replicate(),), out.placements

@@ -137,6 +137,10 @@ def test_torch_npu_operators_run_on_sharded_dtensors():
     _all_ok(launch("dtensor_npu_operators", 2))
 
 
+def test_fusion_attention_on_dtensors_sharded_over_batch_or_heads():
+    _all_ok(launch("dtensor_fusion_attention", 2))
+
+
 def test_distributed_checkpoint_save_and_load(tmp_path):
     _all_ok(launch("checkpoint", 2, extra_env={"CHECKPOINT_DIR": str(tmp_path / "ckpt")}))
 

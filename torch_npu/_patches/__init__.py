@@ -52,6 +52,15 @@ PATCHES += (
         apply="torch_npu.distributed.tensor._sharding_strategies:register_sharding_strategies",
     ),
     Patch(
+        target="DTensor's custom operator handlers of npu.npu_fusion_attention(_grad) and their _v3 forms",
+        module="torch.distributed.tensor",
+        why="torch_npu runs its attention operator on DTensors sharded over the batch or the heads (data and tensor "
+        "parallel attention) through DTensor's custom handler table: the call on each shard needs head_num set to "
+        "the heads the shard holds, which a sharding rule cannot express.",
+        when="on import of torch.distributed.tensor",
+        apply="torch_npu.distributed.tensor._attention_sharding:install_attention_handlers",
+    ),
+    Patch(
         target="torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
         module="torch.distributed.fsdp.sharded_grad_scaler",
         why="torch_npu installs its _ShardedGradScaler there: FSDP code that builds ShardedGradScaler() gets one "

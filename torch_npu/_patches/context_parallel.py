@@ -18,15 +18,23 @@ def npu_attention_in_context_parallel():
         return False
     enable_torchs, disable_torchs = cp._enable_cp_dtensor_dispatcher, cp._disable_cp_dtensor_dispatcher
 
+    replaced = {}  # the handlers ours stand in for while context parallelism is on (e.g. tensor parallel ones)
+
     def _enable_cp_dtensor_dispatcher():
         enable_torchs()
-        dispatcher = DTensor._op_dispatcher
-        dispatcher._custom_op_handlers = {**dispatcher._custom_op_handlers, **_npu_handlers()}
+        dispatcher, ours = DTensor._op_dispatcher, _npu_handlers()
+        replaced.clear()
+        replaced.update({k: v for k, v in dispatcher._custom_op_handlers.items() if k in ours})
+        dispatcher._custom_op_handlers = {**dispatcher._custom_op_handlers, **ours}
 
     def _disable_cp_dtensor_dispatcher():
         disable_torchs()
-        dispatcher, ours = DTensor._op_dispatcher, _npu_handlers()
-        dispatcher._custom_op_handlers = {k: v for k, v in dispatcher._custom_op_handlers.items() if k not in ours}
+        handlers = DTensor._op_dispatcher._custom_op_handlers
+        for op in _npu_handlers():
+            if op in replaced:
+                handlers[op] = replaced[op]
+            else:
+                handlers.pop(op, None)
 
     cp._enable_cp_dtensor_dispatcher = _enable_cp_dtensor_dispatcher
     cp._disable_cp_dtensor_dispatcher = _disable_cp_dtensor_dispatcher
