@@ -1,5 +1,5 @@
 """ExportType.Db: the session as SQLite databases in ASCEND_PROFILER_OUTPUT, laid out as torch_npu and
-msprof write them (written with the standard library's sqlite3):
+msprof write them (written with the standard library's sqlite3, through prof_common_func._db_manager):
 
 - `ascend_pytorch_profiler[_<rank>].db`: STRING_IDS (every text once, referenced by id), META_DATA
   (parallel_group_info), RANK_DEVICE_MAP, NPU_INFO, SESSION_TIME_INFO, STEP_TIME, PYTORCH_API (the host
@@ -12,8 +12,8 @@ msprof write them (written with the standard library's sqlite3):
 
 import json
 import os
-import sqlite3
 
+from torch_npu.profiler.analysis.prof_common_func._db_manager import AnalysisDb, TorchDb
 from torch_npu.profiler.communication import communication_tables, group_hash
 from torch_npu.profiler.session import cann_type, core_of, op_type
 
@@ -74,9 +74,9 @@ class _Strings:
         return self.ids.setdefault(text, len(self.ids))
 
 
-def _create(db, tables):
-    for name, columns in tables.items():
-        db.execute(f"CREATE TABLE {name} ({columns})")
+def _headers(columns):
+    """[(column, type), ...] of a "name TYPE, name TYPE" column list."""
+    return [tuple(column.split(" ", 1)) for column in columns.split(", ")]
 
 
 def _shapes(tensors):
@@ -243,17 +243,20 @@ def _analysis_rows(session, step_rows):
     return rows
 
 
-def _write(path, tables, rows, strings=None):
+def _write(database, path, tables, rows):
+    """Write rows (table -> list of row tuples) into a fresh database file at path through `database` (TorchDb or
+    AnalysisDb, torch_npu's per-process databases)."""
     if os.path.exists(path):
         os.remove(path)
-    with sqlite3.connect(path) as db:
-        _create(db, tables)
-        for name, values in rows.items():
-            if values:
-                marks = ",".join("?" * len(values[0]))
-                db.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
-        if strings is not None:
-            db.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(i, v) for v, i in strings.ids.items()])
+    database.init(path)
+    if not database.create_connect_db():
+        raise RuntimeError(f"Failed to create the profiler db file {path}")
+    try:
+        for name, columns in tables.items():
+            database.create_table_with_headers(name, _headers(columns))
+            database.insert_data_into_table(name, rows.get(name, []))
+    finally:
+        database.close()
     return path
 
 
@@ -261,7 +264,8 @@ def write_databases(out, session, rank_id, step_rows):
     """Writes the profiler database and analysis.db into `out` (ASCEND_PROFILER_OUTPUT); returns their paths."""
     strings = _Strings()
     rows = _profiler_rows(session, rank_id, strings)
-    rows.pop("STRING_IDS")
-    profiler_db = _write(os.path.join(out, profiler_db_name(rank_id)), _PROFILER_TABLES, rows, strings)
-    analysis_db = _write(os.path.join(out, "analysis.db"), _ANALYSIS_TABLES, _analysis_rows(session, step_rows))
+    rows["STRING_IDS"] = [(i, v) for v, i in strings.ids.items()]
+    profiler_db = _write(TorchDb(), os.path.join(out, profiler_db_name(rank_id)), _PROFILER_TABLES, rows)
+    analysis_rows = _analysis_rows(session, step_rows)
+    analysis_db = _write(AnalysisDb(), os.path.join(out, "analysis.db"), _ANALYSIS_TABLES, analysis_rows)
     return profiler_db, analysis_db
