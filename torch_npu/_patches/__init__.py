@@ -52,7 +52,8 @@ PATCHES += (
         apply="torch_npu.distributed.tensor._sharding_strategies:register_sharding_strategies",
     ),
     Patch(
-        target="DTensor's custom operator handlers of npu.npu_fusion_attention(_grad) and their _v3 forms",
+        target="torch.distributed.tensor.DTensor._op_dispatcher._custom_op_handlers: npu.npu_fusion_attention(_grad) "
+        "and their _v3 forms",
         module="torch.distributed.tensor",
         why="torch_npu runs its attention operator on DTensors sharded over the batch or the heads (data and tensor "
         "parallel attention) through DTensor's custom handler table: the call on each shard needs head_num set to "
