@@ -532,12 +532,18 @@ def test_incre_and_fused_infer_attention_fake_and_compile():
     )
 
 
+def test_all_mask_mode_without_a_mask_masks_nothing():
+    """sparse_mode=1 (allMask) applies the mask it is given; without one the card computes full attention
+    (torch_npu's own DTensor tests call it so)."""
+    q, k, v = (torch.randn(1, 2, 4, 8).npu() for _ in range(3))
+    full = torch_npu.npu_fusion_attention(q, k, v, 2, "BNSD", scale=0.3)
+    all_mask = torch_npu.npu_fusion_attention(q, k, v, 2, "BNSD", scale=0.3, sparse_mode=1)
+    for a, b in zip(full[:3], all_mask[:3]):
+        assert torch.equal(a.cpu(), b.cpu())
+
+
 # Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
 INVALID_ARGUMENT_ERRORS = [
-    (
-        lambda: torch_npu.npu_fusion_attention(t(1, 2, 4, 8), t(1, 2, 4, 8), t(1, 2, 4, 8), 2, "BNSD", sparse_mode=1),
-        "npu_fusion_attention: sparse_mode=1 needs atten_mask",
-    ),
     (
         lambda: torch_npu.npu_fusion_attention(t(1, 2, 4, 8), t(1, 2, 4, 8), t(1, 2, 4, 8), 2, "BNSD", sparse_mode=9),
         "npu_fusion_attention: sparse_mode must be in 0..8, got 9",

@@ -74,6 +74,9 @@ def test_arguments_are_checked_with_torch_npus_messages():
         with pytest.raises(ValueError) as err:
             pipeline(model, (x,), **kwargs)
         assert str(err.value) == message
+    with pytest.raises(ValueError) as err:
+        pipeline(model, (x, x), split_spec=SPEC, mode="fx", atomic_units=["layers.1"])
+    assert str(err.value) == "Failed to bind example inputs to forward signature: too many positional arguments"
 
 
 def test_the_name_is_torch_npus():

@@ -127,30 +127,45 @@ def test_freeze_rng_state_and_helpers():
     assert broadcasts_like_cpu(torch.add)
 
 
-def test_common_distributed_helpers(tmp_path):
-    import torch.distributed as dist
-
-    from torch_npu.testing.common_distributed import TEST_SKIPS, skipIfUnsupportMultiNPU, with_comms
-
-    @skipIfUnsupportMultiNPU(64)
-    def needs_many():
-        raise AssertionError("must be skipped")
-
+def test_common_distributed_helpers(tmp_path, monkeypatch):
+    """torch_npu's helpers: skips by device count, process groups from a file store for MultiProcessTestCase-style
+    cases (hccl with enough npus, gloo otherwise), their errors."""
     import unittest
 
-    with pytest.raises(unittest.SkipTest):
-        needs_many()
-    assert TEST_SKIPS["multi-npu"].exit_code == 75
+    import torch.distributed as dist
+
+    from torch_npu.testing.common_distributed import TEST_SKIPS, init_pg, skipIfUnsupportMultiNPU, with_comms
 
     class Case:
-        backend, world_size, rank = "gloo", 1, 0
-        file_name = "file://" + str(tmp_path / "pg")
+        rank = 0
+
+        def __init__(self, world_size):
+            self.world_size, self.file_name = world_size, str(tmp_path / f"pg{world_size}")
+
+        def destroy_pg(self):
+            dist.destroy_process_group()
+
+        @skipIfUnsupportMultiNPU(64)
+        def needs_many(self):
+            raise AssertionError("must be skipped")
 
         @with_comms
         def body(self):
-            return dist.get_world_size()
+            self.seen = (self.device_type, dist.get_backend(), dist.get_world_size(), torch.npu.current_device())
 
-    assert Case().body() == 1 and not dist.is_initialized()
+    with pytest.raises(unittest.SkipTest, match="^Multi-NPU 64 condition not satisfied$"):
+        Case(1).needs_many()
+    assert TEST_SKIPS["multi-npu"] == (75, "Multi-NPU condition not satisfied")
+    case = Case(1)
+    case.body()
+    assert case.seen == ("npu", "hccl", 1, 0) and not dist.is_initialized()
+    with pytest.raises(RuntimeError, match="^Backend nccl not supported!$"):
+        init_pg("nccl", 1, 0, str(tmp_path / "x"))
+    monkeypatch.setattr(torch.npu, "device_count", lambda: 2)
+    with pytest.raises(RuntimeError, match="^Need at least 4 ASCEND devices$"):
+        init_pg("hccl", 4, 0, str(tmp_path / "y"))
+    with pytest.raises(RuntimeError, match="^Test function is None.$"):
+        with_comms(None)
 
 
 def test_common_methods_invocations_samples():

@@ -13,7 +13,6 @@ msprof write them (written with the standard library's sqlite3, through prof_com
 import json
 import os
 
-from torch_npu.profiler.analysis.prof_common_func._db_manager import AnalysisDb, TorchDb
 from torch_npu.profiler.communication import communication_tables, group_hash
 from torch_npu.profiler.session import cann_type, core_of, op_type
 
@@ -262,6 +261,9 @@ def _write(database, path, tables, rows):
 
 def write_databases(out, session, rank_id, step_rows):
     """Writes the profiler database and analysis.db into `out` (ASCEND_PROFILER_OUTPUT); returns their paths."""
+    # imported here: sqlite3 and the DB manager cost import time to every program, and only DB exports use them
+    from torch_npu.profiler.analysis.prof_common_func._db_manager import AnalysisDb, TorchDb
+
     strings = _Strings()
     rows = _profiler_rows(session, rank_id, strings)
     rows["STRING_IDS"] = [(i, v) for v, i in strings.ids.items()]

@@ -85,7 +85,10 @@ def _trace(module, args, kwargs, atomic_units):
     missing = [name for name in atomic_units if name not in names]
     if missing:
         raise ValueError("atomic_units contains module names that do not exist in the model: " + ", ".join(missing))
-    bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except TypeError as err:
+        raise ValueError(f"Failed to bind example inputs to forward signature: {err}") from err
     bound.apply_defaults()
     # arguments without tensors (flags, sizes) are traced as the constants they are
     concrete = {
