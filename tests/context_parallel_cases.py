@@ -152,6 +152,14 @@ def case_context_parallel_refusals():
             lambda: fa(*sharded, 2, "BNSD", keep_prob=0.9),
             "npu_fusion_attention_v3 in context parallel does not support dropout (keep_prob=0.9).",
         )
+        _refused(
+            lambda: fa(*sharded, 2, "BNSD", pre_tockens=4, next_tockens=0),
+            "npu_fusion_attention_v3 in context parallel does not support pre_tockens / next_tockens bands.",
+        )
+        _refused(
+            lambda: fa(*sharded, 2, "BNSD", softmax_layout="TND"),
+            "npu_fusion_attention_v3 in context parallel does not support softmax_layout='TND'.",
+        )
         bsh = [DTensor.from_local(t.transpose(1, 2).flatten(2), mesh, [Shard(2)]) for t in (q, k, v)]
         _refused(
             lambda: fa(*bsh, 2, "BSH"),

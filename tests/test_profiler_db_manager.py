@@ -63,3 +63,25 @@ def test_torch_and_analysis_databases_are_one_per_process(tmp_path):
     assert db.fetch_one_data("SELECT count(*) FROM X") == (0,)
     db.close()
     assert db.get_db_path() is None and db.conn is None
+
+
+def test_each_refusal_names_what_failed(tmp_path):
+    from torch_npu.profiler import db_export
+
+    conn, curs = DbManager.create_connect_db(str(tmp_path / "c.db"))
+    with pytest.raises(RuntimeError, match="^Failed to create table in profiler db file$"):
+        DbManager.create_table_with_headers(conn, curs, "T", [("id", "INTEGER PRIMARY KEY PRIMARY KEY")])
+    DbManager.create_table_with_headers(conn, curs, "T", [("id", "INTEGER")])
+    DbManager.destroy_db_connect(conn, curs)
+    read_only = sqlite3.connect(f"file:{tmp_path / 'c.db'}?mode=ro", uri=True)
+    with pytest.raises(RuntimeError, match="^Failed to clear data from table T$"):
+        DbManager.clear_table_data(read_only, read_only.cursor(), "T")
+    closed = read_only.cursor()
+    read_only.close()
+    with pytest.raises(RuntimeError, match="^Failed to judge table in db file$"):
+        DbManager.judge_table_exist(closed, "T")
+    missing = str(tmp_path / "no" / "such" / "dir" / "p.db")
+    with pytest.raises(RuntimeError, match=f"^Failed to create the profiler db file {missing}$"):
+        db_export._write(TorchDb(), missing, {}, {})
+    assert TorchDb().get_db_path() == missing  # set by init; a later export sets its own after close()
+    TorchDb().close()
