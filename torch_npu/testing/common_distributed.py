@@ -66,7 +66,6 @@ def with_comms(func):
         if not isinstance(getattr(type(self), "device_type", None), property):  # PyTorch's DTensorTestBase
             self.device_type = "npu" if enough else "cpu"  # computes it itself (a read-only property)
         backend = "hccl" if self.device_type == "npu" else "gloo"
-        _check_npus(backend, self.world_size)
         init_pg(backend=backend, world_size=self.world_size, rank=self.rank, file_name=self.file_name)
         torch.npu.manual_seed(0)
         torch.npu.initial_seed()

@@ -12,6 +12,7 @@ as in export mode. Stage modules name their layers as the split module does (``l
 """
 
 import inspect
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -149,11 +150,7 @@ def _split(traced, module):
 
 def _move_into_stages(split, attr):
     """A parameter or buffer the root graph reads and passes to stages becomes an attribute of each such stage."""
-    value = (
-        split.get_parameter(attr.target)
-        if attr.target in dict(split.named_parameters())
-        else split.get_buffer(attr.target)
-    )
+    value = attrgetter(attr.target)(split)
     name = attr.target.replace(".", "_")
     for call in list(attr.users):
         stage = split.get_submodule(call.target)
