@@ -55,6 +55,23 @@ def run(args, env, timeout=300, cwd=None):
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
+def run_process_group(args, env, timeout):
+    """Runs a command in its own process group; returns the CompletedProcess. One still running after
+    `timeout` seconds is killed with every process it started, and the test fails."""
+    import pytest
+
+    with subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"{args} did not finish within {timeout} s")
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
 def free_port():
     """A TCP port nothing listens on now (for a launcher's rendezvous: tests run two at a time)."""
     with socket.socket() as s:

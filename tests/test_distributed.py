@@ -2,53 +2,58 @@
 
 import concurrent.futures
 import datetime
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 import torch
 import torch.distributed as dist
-from subprocess_helpers import free_port
+from subprocess_helpers import free_port, run_process_group
 
 import torch_npu
 
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
+LAUNCHER = os.path.join(os.path.dirname(__file__), "rank_launcher.py")
 
 
 def launch(case, world, timeout=240, extra_env=None, ranks=None, worker=WORKER):
     """Start `world` ranks (or only `ranks`) of `worker` (distributed_worker.py); returns [(returncode, output)]
-    per rank."""
-    port = free_port()
-    procs = []
-    for rank in ranks if ranks is not None else range(world):
-        env = dict(
-            os.environ,
-            RANK=str(rank),
-            WORLD_SIZE=str(world),
-            LOCAL_RANK=str(rank),
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-            VNPU_OPS_PROFILE="none",
-            OMP_NUM_THREADS="1",
-            **(extra_env or {}),
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, worker, case], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-            )
-        )
-    deadline = time.time() + timeout
-    results = []
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=max(1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail(f"{case} with {world} ranks did not finish within {timeout} s")
-        results.append((p.returncode, out))
+    per rank. The ranks are processes forked by one rank_launcher.py, which imports torch once for all of them;
+    at the timeout the launcher and every rank are killed."""
+    env = dict(
+        os.environ,
+        WORLD_SIZE=str(world),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        VNPU_OPS_PROFILE="none",
+        OMP_NUM_THREADS="1",
+        **(extra_env or {}),
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        chosen = list(ranks if ranks is not None else range(world))
+        outputs = [os.path.join(scratch, f"rank{rank}.log") for rank in chosen]
+        spec = {
+            "worker": worker,
+            "args": [case],
+            "ranks": [
+                {"env": {"RANK": str(rank), "LOCAL_RANK": str(rank)}, "output": output}
+                for rank, output in zip(chosen, outputs)
+            ],
+        }
+        spec_file = os.path.join(scratch, "spec.json")
+        with open(spec_file, "w") as f:
+            json.dump(spec, f)
+        launcher = run_process_group([sys.executable, LAUNCHER, spec_file], env, timeout)
+        assert launcher.returncode == 0, f"the rank launcher failed ({launcher.returncode}): {launcher.stderr[-3000:]}"
+        codes = json.loads(launcher.stdout.strip().splitlines()[-1])
+        results = []
+        for code, output in zip(codes, outputs):
+            with open(output) as f:
+                results.append((code, f.read()))
     return results
 
 

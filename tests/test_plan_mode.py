@@ -2,14 +2,13 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
-from subprocess_helpers import client_env, run_python
+from subprocess_helpers import client_env, run_process_group, run_python
 
 PLAN = {"VNPU_PLAN": "1"}
 
@@ -88,16 +87,7 @@ x = torch.randn(16, 512, device="npu")
 
 def _run_group(args, env, timeout=180):
     """Runs a launcher in its own process group: one that hangs is killed with every process it started."""
-    with subprocess.Popen(
-        args, env=client_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    ) as proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            pytest.fail(f"{args} did not finish within {timeout} s")
-    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+    return run_process_group(args, client_env(**env), timeout)
 
 
 DDP = (
