@@ -59,8 +59,12 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/clang-format -i $(CSRC)
 
+# One pytest-xdist worker more than cores: workers spend part of their time waiting for the programs their
+# tests start (ranks, launchers, timeouts), and the extra one keeps every core busy meanwhile.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 test: setup lint
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # Every benchmark, then the summary (results/summary.json and .svg, the READMEs' benchmark tables).
 bench: build

@@ -9,8 +9,8 @@ os.environ.setdefault("VNPU_OPS_PROFILE", "none")
 # An operator whose outputs alias its inputs or each other fails compiled tests everywhere, as it does where the
 # CI variable is set (PyTorch only warns elsewhere).
 os.environ.setdefault("TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING", "1")
-# One intra-op thread per test process (inherited by the programs tests start): the suite runs one worker per
-# core, and OpenMP regions with more threads than free cores wait for descheduled threads at every barrier
+# One intra-op thread per test process (inherited by the programs tests start): the suite runs at least one worker
+# per core, and OpenMP regions with more threads than free cores wait for descheduled threads at every barrier
 # (opinfo's pooling and convolution tests ran 5x slower beside one busy process with 2 threads than with 1).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
