@@ -15,7 +15,6 @@ import json
 import os
 import runpy
 import sys
-import traceback
 
 import torch  # noqa: F401  (imported once, before the forks: the point of this launcher)
 
@@ -23,29 +22,18 @@ import torch_npu  # noqa: F401
 
 
 def run_rank(worker, args, env, output):
-    """In the forked child: becomes `python worker args` with `env` added; never returns."""
-    code = 1
-    try:
-        os.environ.update(env)
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
-        sys.stdout.reconfigure(line_buffering=True)
-        sys.argv = [worker, *args]
-        sys.path[0] = os.path.dirname(os.path.abspath(worker))
-        runpy.run_path(worker, run_name="__main__")
-        code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        if not isinstance(done.code, int | None):
-            print(done.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001  (the rank's failure is its output, as an interpreter prints it)
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    """In the forked child: becomes `python worker args` with `env` added. The worker's exceptions and
+    SystemExit end this process as they end that command; when the worker returns, the caller returns too,
+    and the interpreter ends normally (its exit handlers run, as after the worker's last line)."""
+    os.environ.update(env)
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.argv = [worker, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(worker))
+    runpy.run_path(worker, run_name="__main__")
 
 
 def main():
@@ -57,6 +45,7 @@ def main():
         pid = os.fork()
         if pid == 0:
             run_rank(spec["worker"], spec["args"], rank["env"], rank["output"])
+            return  # the rank's interpreter ends here
         children.append(pid)
     codes = {}
     while len(codes) < len(children):  # reaped as they end: a rank that died is gone, not a zombie, for the others
