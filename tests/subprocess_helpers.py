@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def run_python(code, env=None, timeout=120, check=True):
     """Runs `code` in a new interpreter; returns the CompletedProcess (stdout, stderr, returncode)."""
@@ -58,8 +60,6 @@ def run(args, env, timeout=300, cwd=None):
 def run_process_group(args, env, timeout):
     """Runs a command in its own process group; returns the CompletedProcess. One still running after
     `timeout` seconds is killed with every process it started, and the test fails."""
-    import pytest
-
     with subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     ) as proc:

@@ -171,7 +171,7 @@ def test_a_dead_rank_makes_the_others_fail_naming_the_collective_within_the_time
     assert results[1][0] == 3
     assert code == 7, out[-3000:]
     assert "hccl allreduce on group" in out and "failed" in out and "ERR02200" in out, out[-3000:]
-    assert elapsed < 10 + 10 + 15, elapsed  # the timeout, the allowance, and two interpreters starting
+    assert elapsed < 10 + 10 + 15, elapsed  # the timeout, the allowance, and the rank launcher starting
     # on the shared-memory link the exit itself is noticed, long before the timeout
     assert "the process of rank 1" in out and "exited" in out, out[-3000:]
     assert float(out.split("ERROR after ")[1].split("s")[0]) < 3, out[-3000:]
