@@ -381,3 +381,33 @@ def test_device_capability_is_none_unless_configured():
         "import torch, torch_npu; print(torch.npu.get_device_capability())", env={"TORCH_NPU_DEVICE_CAPABILITY": "9.1"}
     )
     assert last_line(proc) == "(9, 1)"
+
+
+def test_a_device_has_a_context_once_used_and_backward_serves_every_used_device():
+    # torch_npu's hasPrimaryContext: true for devices set, given memory or run on; the autograd engine stashes
+    # the current streams of those devices only, and a leaf on any of them (even an empty one) must be among them.
+    out = run_python("""
+        import torch, torch_npu
+        used = lambda: [i for i in range(8) if torch_npu._C._npu_hasPrimaryContext(i)]
+        print(used())
+        a = torch.ones(3, device="npu")
+        print(used())
+        torch.npu.set_device(3)
+        torch.npu.set_device(0)
+        empty = torch.empty(0, device="npu:5", requires_grad=True)
+        moved = torch.arange(3.0).to("npu:1").requires_grad_()
+        with torch.npu.device(6):
+            pass
+        print(used())
+        (moved * 2).sum().backward()
+        (empty * 2).sum().backward()
+        print(moved.grad.tolist(), moved.grad.device, empty.grad.shape, empty.grad.device)
+        print(torch_npu._C._npu_hasPrimaryContext(-1), torch_npu._C._npu_hasPrimaryContext(99))
+    """)
+    assert out.stdout.strip().splitlines() == [
+        "[]",
+        "[0]",
+        "[0, 1, 3, 5, 6]",
+        "[2.0, 2.0, 2.0] npu:1 torch.Size([0]) npu:5",
+        "False False",
+    ]

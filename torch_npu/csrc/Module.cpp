@@ -63,6 +63,9 @@ PYBIND11_MODULE(_C, m) {
   // torch_npu's name: the count re-reads ASCEND_RT_VISIBLE_DEVICES until the runtime is initialised
   m.def("_npu_getDeviceCount", [] { return static_cast<int>(vnpu::device_count()); });
   m.def("_device_config_error", [] { return vnpu::device_config_error(); });
+  // torch._C._cuda_hasPrimaryContext's counterpart: whether the device has been used (made current, given
+  // memory or run a kernel), which decides the devices whose streams the autograd engine stashes
+  m.def("_npu_hasPrimaryContext", [](int d) { return vnpu::has_device_context(static_cast<c10::DeviceIndex>(d)); });
   m.def("_current_device", [] { return static_cast<int>(vnpu::current_device()); });
   m.def("_set_device", [](int d) { vnpu::set_device(static_cast<c10::DeviceIndex>(d)); });
   m.def("_exchange_device",

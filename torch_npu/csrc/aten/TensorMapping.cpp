@@ -209,19 +209,21 @@ at::Tensor CallMapping::alias_input(const at::Tensor& npu, int arg) {
     cpu = make_cpu_alias(npu, /*owning=*/false);
   }
   c10::StorageImpl* storage = cpu.has_storage() ? cpu.storage().unsafeGetStorageImpl() : nullptr;
-  aliases.push_back({npu, cpu, storage, npu_storage, arg});
+  aliases.push_back({borrow_inputs ? c10::MaybeOwned<at::Tensor>::borrowed(npu)
+                                   : c10::MaybeOwned<at::Tensor>::owned(std::in_place, npu),
+                     cpu, storage, npu_storage, arg});
   return cpu;
 }
 
 void CallMapping::sync_written(const std::vector<uint8_t>& written) {
   c10::SmallVector<const c10::StorageImpl*, 2> synced;  // npu storages already given the kernel's memory
   for (auto& a : aliases) {
-    if (!written[static_cast<size_t>(a.arg)] || !a.cpu.has_storage() || a.npu._is_zerotensor()) {
+    if (!written[static_cast<size_t>(a.arg)] || !a.cpu.has_storage() || a.npu->_is_zerotensor()) {
       continue;
     }
     auto* cpu_impl = a.cpu.unsafeGetTensorImpl();
-    auto* npu_impl = a.npu.unsafeGetTensorImpl();
-    const auto npu_device = a.npu.device().index();
+    auto* npu_impl = a.npu->unsafeGetTensorImpl();
+    const auto npu_device = a.npu->device().index();
     c10::StorageImpl* now = a.cpu.storage().unsafeGetStorageImpl();
     if (std::find(synced.begin(), synced.end(), a.npu_storage) != synced.end()) {
       // Another argument over the same storage already moved the memory across.
@@ -230,7 +232,7 @@ void CallMapping::sync_written(const std::vector<uint8_t>& written) {
       c10::Storage target;
       for (const auto& other : aliases) {
         if (other.cpu_storage == now) {
-          target = other.npu.storage();
+          target = other.npu->storage();
           break;
         }
       }
@@ -239,10 +241,10 @@ void CallMapping::sync_written(const std::vector<uint8_t>& written) {
         adopted.emplace_back(now, target);
       }
       npu_impl->set_storage_keep_dtype(std::move(target));
-    } else if (now->data() != a.npu.storage().data() || now->nbytes() != a.npu.storage().nbytes()) {
+    } else if (now->data() != a.npu->storage().data() || now->nbytes() != a.npu->storage().nbytes()) {
       // The kernel resized the argument: its new memory becomes the npu storage's memory, so
       // every npu view of that storage follows, as on the CPU.
-      auto* npu_storage = a.npu.storage().unsafeGetStorageImpl();
+      auto* npu_storage = a.npu->storage().unsafeGetStorageImpl();
       if (claim_pool_block(now->_mutable_data_ptr_no_checks(), npu_device)) {
         npu_storage->set_data_ptr_noswap(now->set_data_ptr(c10::DataPtr()));
       } else {
@@ -251,7 +253,7 @@ void CallMapping::sync_written(const std::vector<uint8_t>& written) {
       }
       npu_storage->set_nbytes(now->nbytes());
       // Later outputs that share the kernel's storage map to the npu storage.
-      adopted.emplace_back(now, a.npu.storage());
+      adopted.emplace_back(now, a.npu->storage());
       synced.push_back(a.npu_storage);
     }
     if (cpu_impl->sizes() != npu_impl->sizes() || cpu_impl->strides() != npu_impl->strides() ||
@@ -268,7 +270,7 @@ at::Tensor CallMapping::to_npu(const at::Tensor& result) {
   auto* impl = result.unsafeGetTensorImpl();
   for (const auto& a : aliases) {
     if (a.cpu.unsafeGetTensorImpl() == impl) {
-      return a.npu;  // returned an argument (in-place and out= operators)
+      return *a.npu;  // returned an argument (in-place and out= operators)
     }
   }
   for (auto* input : cpu_inputs) {
@@ -286,7 +288,7 @@ at::Tensor CallMapping::to_npu(const at::Tensor& result) {
     auto* storage = result.storage().unsafeGetStorageImpl();
     for (const auto& a : aliases) {
       if (a.cpu_storage == storage) {
-        return npu_view(a.npu, result);  // a view of an argument
+        return npu_view(*a.npu, result);  // a view of an argument
       }
     }
     for (const auto& [cpu_storage, npu_storage] : adopted) {

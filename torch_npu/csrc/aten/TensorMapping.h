@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/MaybeOwned.h>
 #include <c10/util/SmallVector.h>
 
 #include <cstdint>
@@ -39,7 +40,7 @@ at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::D
 // The tensors of one redirected call.
 struct CallMapping {
   struct Alias {
-    at::Tensor npu;
+    c10::MaybeOwned<at::Tensor> npu;  // borrowed when the caller's argument outlives the call
     at::Tensor cpu;
     c10::StorageImpl* cpu_storage;        // the alias storage handed to the kernel
     const c10::StorageImpl* npu_storage;  // the storage it aliases
@@ -51,6 +52,11 @@ struct CallMapping {
   c10::DeviceIndex device = -1;  // where results go
   bool explicit_device = false;  // set by a device= argument
   bool keep_cpu = false;         // device="cpu" argument: results stay on the CPU
+  // The npu arguments outlive the call (an unboxed kernel's are the caller's references), so the
+  // aliases borrow them. A copy would cost more than the rest of the mapping: raising the count of
+  // a tensor only its Python object holds takes the GIL to keep that object alive. The boxed
+  // redirect replaces its stack slots with the aliases, so there the aliases own the npu tensors.
+  bool borrow_inputs = false;
   c10::SmallVector<Alias, 6> aliases;
   c10::SmallVector<c10::TensorImpl*, 4> cpu_inputs;
   c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 2> adopted;

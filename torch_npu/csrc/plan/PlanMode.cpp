@@ -182,7 +182,7 @@ struct PlanCall {
     const at::Tensor* npu = nullptr;
     for (const auto& a : map.aliases) {
       if (a.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl()) {
-        npu = &a.npu;
+        npu = &*a.npu;
         break;
       }
     }

@@ -110,6 +110,7 @@ DevicePoolScope::DevicePoolScope(c10::DeviceIndex device, PoolUse use)
   tl_pool_kernel = use == PoolUse::kKernel;
   if (previous_ < 0) {
     mark_device_busy(device, true);
+    note_device_context(device);
   }
 }
 

@@ -542,6 +542,7 @@ void for_each_stat_array(DeviceStats& s, void (*fn)(c10::CachingAllocator::Stat&
 struct NpuAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t bytes) override {
     const auto device = current_device();
+    note_device_context(device);
     if (bytes == 0) {
       return c10::DataPtr(nullptr, c10::Device(kNpu, device));
     }

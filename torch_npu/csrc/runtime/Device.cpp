@@ -159,6 +159,7 @@ void check_not_in_bad_fork() {
 }
 
 std::atomic<uint64_t> g_stopped_devices{0};
+std::atomic<uint64_t> g_device_contexts{0};
 
 void set_device_stopped(c10::DeviceIndex index, bool stopped) {
   check_device_index(index);
@@ -210,6 +211,7 @@ c10::DeviceIndex current_device() {
 void set_device(c10::DeviceIndex index) {
   check_device_index(index);
   tl_current = index;
+  note_device_context(index);
 }
 
 c10::DeviceIndex exchange_device(c10::DeviceIndex index) {
@@ -218,12 +220,14 @@ c10::DeviceIndex exchange_device(c10::DeviceIndex index) {
     check_device_index(index);
     tl_current = index;
   }
+  note_device_context(index);
   return previous;
 }
 
 void set_device_unchecked(c10::DeviceIndex index) noexcept {
   if (index >= 0 && index < device_count()) {
     tl_current = index;
+    note_device_context(index);
   }
 }
 

@@ -32,6 +32,19 @@ void set_device(c10::DeviceIndex index);
 c10::DeviceIndex exchange_device(c10::DeviceIndex index);
 void set_device_unchecked(c10::DeviceIndex index) noexcept;
 
+// Whether a device has its runtime context, as aclrtSetDevice creates it on the card: from the first time the
+// device is made current, memory is allocated on it or a kernel runs there. torch_npu's hasPrimaryContext
+// answers this; the autograd engine stashes and restores the current streams of these devices only.
+extern std::atomic<uint64_t> g_device_contexts;  // bit i: npu:i has a context
+inline bool has_device_context(c10::DeviceIndex index) noexcept {
+  return index >= 0 && index < 64 && (g_device_contexts.load(std::memory_order_relaxed) & (uint64_t(1) << index)) != 0;
+}
+inline void note_device_context(c10::DeviceIndex index) noexcept {
+  if (C10_UNLIKELY(index >= 0 && index < 64 && !has_device_context(index))) {
+    g_device_contexts.fetch_or(uint64_t(1) << index);
+  }
+}
+
 // Throws torch_npu-style "Invalid device" errors for indices outside [0, device_count()).
 void check_device_index(c10::DeviceIndex index);
 

@@ -20,12 +20,13 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
   bool isAvailable() const override {
     return device_count() > 0;
   }
-  bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override {
-    return true;
+  bool hasPrimaryContext(c10::DeviceIndex device_index) const override {
+    return has_device_context(device_index);
   }
   void init() const override {
     fix_device_table();
     init_allocator();
+    note_device_context(current_device());
   }
   c10::DeviceIndex deviceCount() const override {
     return device_count();
