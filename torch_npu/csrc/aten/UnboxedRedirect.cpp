@@ -5,7 +5,18 @@
 // is a large share of an operator's cost, so the operators that dominate training and inference
 // steps get a typed kernel generated from ATen's operator structs (at::_ops::*): same rules, same
 // RedirectCall, but arguments stay C++ values and the CPU kernel is called through its typed
-// redispatch.
+// redispatch. Boxing also copies each tensor argument onto the stack, and the first copy of a tensor
+// only its Python object holds takes the GIL (PyObject preservation), once on the way in and once out.
+//
+// What the redirect costs, in instructions per `a + 1` on a 10-element float tensor (callgrind; the
+// CPU operator is 13.3k, the npu one 16.2k):
+//   ~0.75k  the CPU alias of each npu argument: a non-owning StorageImpl over the npu bytes, a
+//           TensorImpl with the CPU keys, the argument's geometry, the bounds check;
+//   ~0.45k  releasing the aliases and the call's bookkeeping;
+//   ~0.30k  adopting the kernel's result: its TensorImpl and pool block become the npu tensor's;
+//   ~0.45k  the call itself: device checks, the device's pool scope and busy flag, argument tuple;
+//   ~0.25k  per kernel allocation: the npu caching allocator (its statistics, split blocks and
+//           profiler events) instead of malloc, for the result and the kernel's temporaries.
 #include "aten/DispatchKeys.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
