@@ -68,3 +68,17 @@ def test_random_operators_without_a_generator_keep_their_composite_kernels(op):
 def test_composite_implicit_operators_decompose():
     assert npu_kernel("aten::linear") is None  # decomposes into redirected operators
     assert npu_kernel("aten::layer_norm") is None
+
+
+def test_the_kernel_table_agrees_with_the_dispatcher_for_every_aten_operator():
+    table = _op_selection.aten_kernels()
+    names = [q[len("aten::") :] for q in torch._C._dispatch_get_all_op_names() if q.startswith("aten::")]
+    assert sorted(table) == sorted(names)
+    keys = ["PrivateUse1", "CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd"]
+    keys.append("CompositeExplicitAutogradNonFunctional")
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    for short in names[::7]:  # every seventh operator: ~500 of them, each against five keys
+        expected = sum(1 << i for i, key in enumerate(keys) if has("aten::" + short, key))
+        assert table[short] == expected, short
+    assert table["add.Tensor"] & _op_selection.NPU and table["add.Tensor"] & _op_selection.CPU
+    assert table["linear"] & _op_selection.IMPLICIT and not table["linear"] & _op_selection.NPU

@@ -251,35 +251,33 @@ def npu_work(profile):
     return kernels
 
 
-def classify(qualified, npu_kernels):
+def classify(qualified, npu_kernels, kernels=None):
     """How real hardware runs aten operator `qualified` ('aten::fmax.out'): 'npu' (an NPU kernel),
     'decomposed' (CompositeImplicitAutograd: runs as other operators), 'composite' (a device-generic
-    kernel), 'cpu_fallback', or 'none' (no kernel for any device)."""
-    import torch
+    kernel), 'cpu_fallback', or 'none' (no kernel for any device). `kernels`: _op_selection.aten_kernels(),
+    when classifying many operators."""
+    from torch_npu import _op_selection as selection
 
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
     short = qualified[len("aten::") :]
     if short in npu_kernels:
         return "npu"
-    if has(qualified, "CompositeImplicitAutograd"):
+    bits = (kernels if kernels is not None else selection.aten_kernels()).get(short, 0)
+    if bits & selection.IMPLICIT:
         return "decomposed"
-    if has(qualified, "CPU"):
+    if bits & selection.CPU:
         return "cpu_fallback"
-    if has(qualified, "CompositeExplicitAutograd") or has(qualified, "CompositeExplicitAutogradNonFunctional"):
+    if bits & (selection.EXPLICIT | selection.EXPLICIT_NON_FUNCTIONAL):
         return "composite"
     return "none"
 
 
 def fallback_operators(profile):
     """aten operators ('fmax.out') the profile's torch_npu would run through the CPU fallback."""
-    import torch
+    from torch_npu import _op_selection as selection
 
-    kernels = npu_work(profile)
-    return sorted(
-        q[len("aten::") :]
-        for q in torch._C._dispatch_get_all_op_names()
-        if q.startswith("aten::") and classify(q, kernels) == "cpu_fallback"
-    )
+    npu_kernels = npu_work(profile)
+    kernels = selection.aten_kernels()
+    return sorted(short for short in kernels if classify("aten::" + short, npu_kernels, kernels) == "cpu_fallback")
 
 
 class FallbackLedger:

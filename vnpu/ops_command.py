@@ -114,8 +114,11 @@ def check(args):
     table = Table(title=f"{args.operator} on torch_npu {profile['torch_npu']}")
     table.add_column("operator")
     table.add_column("on Ascend hardware")
+    from torch_npu import _op_selection as selection
+
     kernels = support.npu_work(profile)
-    verdicts = {q: support.classify(q, kernels) for q in sorted(wanted)}
+    aten = selection.aten_kernels()
+    verdicts = {q: support.classify(q, kernels, aten) for q in sorted(wanted)}
     for q, verdict in verdicts.items():
         table.add_row(q, _VERDICTS[verdict], style="red" if verdict == "cpu_fallback" else None)
     console.print(table)

@@ -14,6 +14,7 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <iterator>
 #include <memory>
 
 namespace vnpu {
@@ -157,6 +158,32 @@ int64_t register_redirects(const std::vector<std::string>& names) {
     ++count;
   }
   return count;
+}
+
+std::vector<std::pair<std::string, int64_t>> aten_operator_kernels() {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  std::vector<std::pair<std::string, int64_t>> kernels;
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) {
+      continue;
+    }
+    const auto handle = dispatcher.findOp(name);
+    if (!handle.has_value()) {
+      continue;
+    }
+    int64_t bits = 0;
+    for (size_t i = 0; i < std::size(kSelectionKeys); ++i) {
+      if (handle->hasKernelForDispatchKey(kSelectionKeys[i])) {
+        bits |= int64_t(1) << i;
+      }
+    }
+    std::string short_name = name.name.substr(6);
+    if (!name.overload_name.empty()) {
+      short_name += "." + name.overload_name;
+    }
+    kernels.emplace_back(std::move(short_name), bits);
+  }
+  return kernels;
 }
 
 int64_t redirect_calls() {

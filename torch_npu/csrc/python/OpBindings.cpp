@@ -77,6 +77,7 @@ class PythonOpHook final : public OpHook {
 
 void bind_ops(py::module& m) {
   m.def("_register_redirects", &register_redirects);
+  m.def("_aten_operator_kernels", &aten_operator_kernels);
   // handler(name) -> "" or an error message; called (with the GIL) on each CPU-fallback operator call.
   m.def("_set_cpu_fallback_operators", [](const std::vector<std::string>& names, py::object handler) {
     CpuFallbackHandler call;
