@@ -251,17 +251,16 @@ def npu_work(profile):
     return kernels
 
 
-def classify(qualified, npu_kernels, kernels=None):
+def classify(qualified, npu_kernels, kernels):
     """How real hardware runs aten operator `qualified` ('aten::fmax.out'): 'npu' (an NPU kernel),
     'decomposed' (CompositeImplicitAutograd: runs as other operators), 'composite' (a device-generic
-    kernel), 'cpu_fallback', or 'none' (no kernel for any device). `kernels`: _op_selection.aten_kernels(),
-    when classifying many operators."""
+    kernel), 'cpu_fallback', or 'none' (no kernel for any device). `kernels`: _op_selection.aten_kernels()."""
     from torch_npu import _op_selection as selection
 
     short = qualified[len("aten::") :]
     if short in npu_kernels:
         return "npu"
-    bits = (kernels if kernels is not None else selection.aten_kernels()).get(short, 0)
+    bits = kernels.get(short, 0)
     if bits & selection.IMPLICIT:
         return "decomposed"
     if bits & selection.CPU:

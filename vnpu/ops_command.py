@@ -101,6 +101,8 @@ def check(args):
     import torch
 
     support = _support()
+    from torch_npu import _op_selection as selection
+
     console = Console(soft_wrap=True)  # messages stay on one line (greppable)
     profile = _active_or_explain(support, console)
     if profile is None:
@@ -114,8 +116,6 @@ def check(args):
     table = Table(title=f"{args.operator} on torch_npu {profile['torch_npu']}")
     table.add_column("operator")
     table.add_column("on Ascend hardware")
-    from torch_npu import _op_selection as selection
-
     kernels = support.npu_work(profile)
     aten = selection.aten_kernels()
     verdicts = {q: support.classify(q, kernels, aten) for q in sorted(wanted)}

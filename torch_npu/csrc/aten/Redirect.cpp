@@ -161,6 +161,9 @@ int64_t register_redirects(const std::vector<std::string>& names) {
 }
 
 std::vector<std::pair<std::string, int64_t>> aten_operator_kernels() {
+  static constexpr c10::DispatchKey kSelectionKeys[] = {
+      c10::DispatchKey::PrivateUse1, c10::DispatchKey::CPU, c10::DispatchKey::CompositeImplicitAutograd,
+      c10::DispatchKey::CompositeExplicitAutograd, c10::DispatchKey::CompositeExplicitAutogradNonFunctional};
   auto& dispatcher = c10::Dispatcher::singleton();
   std::vector<std::pair<std::string, int64_t>> kernels;
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {

@@ -29,11 +29,9 @@ at::Tensor owning_cpu_alias(const at::Tensor& npu);
 int64_t register_redirects(const std::vector<std::string>& names);
 
 // The kernels each aten operator has, for the redirect's selection rules (torch_npu/_op_selection.py):
-// ("add.Tensor", bits), bit i set when the operator has a kernel for kSelectionKeys[i]. One pass over the
-// dispatcher instead of a Python call per operator and key.
-inline constexpr c10::DispatchKey kSelectionKeys[] = {
-    c10::DispatchKey::PrivateUse1, c10::DispatchKey::CPU, c10::DispatchKey::CompositeImplicitAutograd,
-    c10::DispatchKey::CompositeExplicitAutograd, c10::DispatchKey::CompositeExplicitAutogradNonFunctional};
+// ("add.Tensor", bits), bits 0-4 for kernels of PrivateUse1, CPU, CompositeImplicitAutograd,
+// CompositeExplicitAutograd and CompositeExplicitAutogradNonFunctional. One pass over the dispatcher
+// instead of a Python call per operator and key.
 std::vector<std::pair<std::string, int64_t>> aten_operator_kernels();
 
 class RedirectCall;
