@@ -54,18 +54,48 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def synced(tmp_path_factory):
+def once(tmp_path_factory, worker_id):
+    """`once(key, compute)`: compute()'s JSON result, computed by the first test of the run that asks for `key`
+    (on whichever xdist worker) and read back by every other test, on every worker. For third-party programs
+    whose start-up costs more than their runs (a Trainer or Lightning process trains several configurations):
+    the tests sharing them may run on different workers."""
+    import hashlib
+    import json
+
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the run's directory, above each worker's own
+
+    def get(key, compute):
+        path = shared / f"once-{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.json"
+        with FileLock(f"{path}.lock"):
+            if not path.exists():
+                path.write_text(json.dumps(compute()))
+            return json.loads(path.read_text())
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def synced(tmp_path_factory, once):
     """An environment whose vnpu cache holds the active profile of the torch-npu release matching torch,
-    built by `vnpu ops sync` from the real wheel on PyPI."""
+    built by `vnpu ops sync` from the real wheel on PyPI (once per run)."""
     from subprocess_helpers import VNPU, run
 
-    cache = str(tmp_path_factory.mktemp("vnpu_cache"))
-    env = dict(os.environ, VNPU_CACHE_DIR=cache)
+    def sync():
+        cache = str(tmp_path_factory.mktemp("vnpu_cache"))
+        env = dict(os.environ, VNPU_CACHE_DIR=cache)
+        env.pop("VNPU_OPS_PROFILE", None)
+        done = run(VNPU + ["ops", "sync"], env)
+        if done.returncode != 0 and "could not download" in done.stdout + done.stderr:
+            pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        return cache
+
+    env = dict(os.environ, VNPU_CACHE_DIR=once("vnpu ops sync", sync))
     env.pop("VNPU_OPS_PROFILE", None)
-    done = run(VNPU + ["ops", "sync"], env)
-    if done.returncode != 0 and "could not download" in done.stdout + done.stderr:
-        pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
-    assert done.returncode == 0, done.stdout + done.stderr
     return env
 
 

@@ -5,6 +5,7 @@ under "npu") trains a LightningModule on one npu and with DDP over hccl on two, 
 import json
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -13,32 +14,23 @@ pytest.importorskip("lightning", reason="Lightning is not installed (make test i
 from subprocess_helpers import checked, client_env, run, run_python  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "lightning_loop.py")
+# One process makes several runs (Lightning's import costs more than a run); this file's tests share them.
+ONE_DEVICE = ("npu:32-true", "cpu:32-true", "npu:bf16-mixed", "cpu:bf16-mixed", "npu:16-mixed")
 
 
-def fit(tmp_path, name, accelerator, devices=1, precision="32-true", package="lightning.pytorch"):
-    out = str(tmp_path / name)
-    checked(
-        run(
-            [
-                sys.executable,
-                LOOP,
-                "--out",
-                out,
-                "--accelerator",
-                accelerator,
-                "--devices",
-                str(devices),
-                "--precision",
-                precision,
-                "--package",
-                package,
-            ],
-            client_env(),
-            timeout=400,
-            cwd=str(tmp_path),
-        )
-    )
-    return [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(devices)]
+def fit(once, runs, devices=1, package="lightning.pytorch"):
+    """{run: the per-rank results} of one process (with DDP, one launch) making `runs` in order."""
+
+    def launch():
+        with tempfile.TemporaryDirectory() as out:
+            command = [sys.executable, LOOP, "--out", out, "--devices", str(devices), "--package", package, *runs]
+            checked(run(command, client_env(), timeout=400, cwd=out))
+            return {
+                name: [json.load(open(os.path.join(out, name, f"rank{r}.json"))) for r in range(devices)]
+                for name in runs
+            }
+
+    return once(("lightning", runs, devices, package), launch)
 
 
 def same_training(a, b):
@@ -48,11 +40,11 @@ def same_training(a, b):
 
 @pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
 @pytest.mark.parametrize("package", ["lightning.pytorch", "pytorch_lightning"])
-def test_one_npu_trains_as_the_cpu(tmp_path, precision, package):
+def test_one_npu_trains_as_the_cpu(once, precision, package):
     if package == "pytorch_lightning":
         pytest.importorskip("pytorch_lightning", reason="the standalone pytorch_lightning is not installed")
-    [npu] = fit(tmp_path, "npu", "npu", precision=precision, package=package)
-    [cpu] = fit(tmp_path, "cpu", "cpu", precision=precision, package=package)
+    runs = fit(once, ONE_DEVICE, package=package)
+    [npu], [cpu] = runs[f"npu:{precision}"], runs[f"cpu:{precision}"]
     assert (npu["accelerator"], npu["strategy"], npu["root_device"]) == (
         "NPUAccelerator",
         "SingleDeviceStrategy",
@@ -63,19 +55,20 @@ def test_one_npu_trains_as_the_cpu(tmp_path, precision, package):
     same_training(npu, cpu)
 
 
-def test_16_mixed_uses_torch_npus_grad_scaler(tmp_path):
+def test_16_mixed_uses_torch_npus_grad_scaler(once):
     # Lightning runs no fp16 AMP on the CPU (it switches to bf16), so this run is held against fp32.
-    [npu] = fit(tmp_path, "npu", "npu", precision="16-mixed")
-    [cpu] = fit(tmp_path, "cpu", "cpu")
+    runs = fit(once, ONE_DEVICE)
+    [npu], [cpu] = runs["npu:16-mixed"], runs["cpu:32-true"]
     assert npu["precision"] == "NPUMixedPrecision" and npu["scaler"] == "torch_npu.npu.amp.grad_scaler"
     assert npu["losses"] != cpu["losses"]
     assert npu["losses"] == pytest.approx(cpu["losses"], rel=2e-3)
 
 
 @pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
-def test_two_npus_train_with_ddp_over_hccl_as_two_cpu_processes(tmp_path, precision):
-    npu = fit(tmp_path, "npu", "npu", devices=2, precision=precision)
-    cpu = fit(tmp_path, "cpu", "cpu", devices=2, precision=precision)
+def test_two_npus_train_with_ddp_over_hccl_as_two_cpu_processes(once, precision):
+    # One launch per backend (a process has one default process group): both precisions in each.
+    npu = fit(once, ("npu:32-true", "npu:bf16-mixed"), devices=2)[f"npu:{precision}"]
+    cpu = fit(once, ("cpu:32-true", "cpu:bf16-mixed"), devices=2)[f"cpu:{precision}"]
     assert [(r["strategy"], r["root_device"], r["backend"]) for r in npu] == [
         ("DDPStrategy", "npu:0", "hccl"),
         ("DDPStrategy", "npu:1", "hccl"),

@@ -61,18 +61,14 @@ def _dump(tmp_path, name, device, level, task, steps=1, api_list="[]", body="mod
 
 
 @pytest.fixture(scope="module")
-def model_dumps(tmp_path_factory):
-    """Dumps of the model, made once per (device, level, task): {key: (dump dir, log)}."""
+def model_dumps(tmp_path_factory, once):
+    """Dumps of the model, made once per run and (device, level, task): (dump dir, log); the tests only read them."""
     root = tmp_path_factory.mktemp("msprobe")
-    made = {}
 
     def dump(device, level, task):
         key = (device, level, task)
-        if key not in made:
-            made[key] = _dump(root, "_".join(key), device, level, task)
-        return made[key]
+        return tuple(once(("msprobe dump", *key), lambda: _dump(root, "_".join(key), device, level, task)))
 
-    dump.root = root
     return dump
 
 

@@ -7,6 +7,8 @@ import glob
 import importlib.util
 import json
 import os
+import pathlib
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,15 +24,20 @@ MSPROF_ANALYZE = os.path.join(os.path.dirname(sys.executable), "msprof-analyze")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cluster")
-    _all_ok(launch("profiled_collectives", 2, extra_env={"PROFILE_DIR": str(root)}))
-    done = subprocess.run(
-        [MSPROF_ANALYZE, "-m", "all", "-d", str(root)], capture_output=True, text=True, timeout=600, cwd=root
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "does not have valid communication data" not in done.stdout + done.stderr
-    return root
+def cluster(tmp_path_factory, once):
+    """Two ranks profiled and `msprof-analyze -m all` over them, once per run (the tests only read the results)."""
+
+    def profile_and_analyse():
+        root = tmp_path_factory.mktemp("cluster")
+        _all_ok(launch("profiled_collectives", 2, extra_env={"PROFILE_DIR": str(root)}))
+        done = subprocess.run(
+            [MSPROF_ANALYZE, "-m", "all", "-d", str(root)], capture_output=True, text=True, timeout=600, cwd=root
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "does not have valid communication data" not in done.stdout + done.stderr
+        return str(root)
+
+    return pathlib.Path(once("msprof-analyze -m all", profile_and_analyse))
 
 
 def _ops(matrix, prefix):
@@ -87,12 +94,17 @@ def test_the_cluster_step_times_have_computing_and_communication(cluster):
         assert float(row["Computing"]) > 0 and float(row["Communication"]) > 0
 
 
-@pytest.fixture(scope="module")
-def db_cluster(tmp_path_factory):
-    """Four ranks profiled as databases; rank 3 joins every all_reduce late."""
-    root = tmp_path_factory.mktemp("cluster_db")
-    _all_ok(launch("profiled_database", 4, extra_env={"PROFILE_DIR": str(root)}))
-    return root
+@pytest.fixture
+def db_cluster(tmp_path_factory, once, tmp_path):
+    """Four ranks profiled as databases (once per run); rank 3 joins every all_reduce late. Each test analyses its
+    own copy: the analyses write into the directory they read."""
+
+    def profile():
+        root = tmp_path_factory.mktemp("cluster_db")
+        _all_ok(launch("profiled_database", 4, extra_env={"PROFILE_DIR": str(root)}))
+        return str(root)
+
+    return pathlib.Path(shutil.copytree(once("profiled_database", profile), tmp_path / "cluster_db"))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 import torch
 from subprocess_helpers import client_env, run_process_group, run_python
+from test_distributed import launch
 
 PLAN = {"VNPU_PLAN": "1"}
 
@@ -107,13 +108,13 @@ x = torch.empty(16, 512, device="npu")
 
 
 def _fsdp(tmp_path, env, name, ranks=2, program=FSDP):
+    """Each rank's record of `program` run on `ranks` ranks (forked by the suite's rank launcher)."""
     script = tmp_path / f"{name}.py"
     script.write_text(program)
     out = tmp_path / name
     out.mkdir()
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)]
-    proc = _run_group([*launcher, str(script), str(out)], env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank, (code, output) in enumerate(launch(str(out), ranks, timeout=180, extra_env=env, worker=str(script))):
+        assert code == 0, f"rank {rank} exited {code}:\n{output[-3000:]}"
     return sorted(json.loads(path.read_text()) for path in out.iterdir())
 
 

@@ -5,11 +5,8 @@ checkpointing and with SDPA; fp16 runs torch_npu's GradScaler; the flash_attenti
 from a checkpoint ends where an uninterrupted run ends; torch_compile=True (inductor) trains as compiled
 on the CPU."""
 
-import atexit
-import functools
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -21,17 +18,26 @@ from subprocess_helpers import checked, client_env, run  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "trainer_loop.py")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2")
-_RUNS = tempfile.mkdtemp(prefix="vnpu-trainer-")
-atexit.register(shutil.rmtree, _RUNS, True)
+
+# One process trains every run of a device (transformers' import costs more than a run); this file's tests share them.
+CPU_RUNS = ("fp32", "bf16", "activation_checkpointing", "sdpa", "torch_compile")
+NPU_RUNS = (*CPU_RUNS, "fp16", "flash_attention_2")  # the Trainer runs neither on the CPU
 
 
-@functools.cache
-def trainer(*args, launcher=(sys.executable,)):
-    """The per-rank results of one Trainer run (runs shared by several tests are made once)."""
-    out = os.path.join(_RUNS, str(abs(hash((args, launcher)))))
-    shutil.rmtree(out, ignore_errors=True)
-    checked(run([*launcher, LOOP, "--out", out, *args], client_env(), timeout=400, cwd=_RUNS))
-    return [json.load(open(os.path.join(out, name))) for name in sorted(os.listdir(out)) if name.endswith(".json")]
+def trainer(once, runs=("fp32",), cpu=False, launcher=(sys.executable,)):
+    """{run: the per-rank results} of one process (or one launch) training `runs` in order."""
+
+    def train():
+        with tempfile.TemporaryDirectory() as out:
+            command = [*launcher, LOOP, "--out", out, *(["--cpu"] if cpu else []), *runs]
+            checked(run(command, client_env(), timeout=400, cwd=out))
+            return {name: _ranks(os.path.join(out, name)) for name in runs}
+
+    return once(("trainer", runs, cpu, launcher), train)
+
+
+def _ranks(run_dir):
+    return [json.load(open(os.path.join(run_dir, f))) for f in sorted(os.listdir(run_dir)) if f.endswith(".json")]
 
 
 def same_training(a, b):
@@ -51,39 +57,35 @@ def test_transformers_sees_torch_npu_and_trainer_picks_npu():
     assert proc.stdout.split() == ["True", "npu:0"]
 
 
-@pytest.mark.parametrize(
-    "options",
-    [(), ("--bf16",), ("--gradient-checkpointing",), ("--attn", "sdpa"), ("--compile",)],
-    ids=["fp32", "bf16", "activation_checkpointing", "sdpa", "torch_compile"],
-)
-def test_trainer_on_npu_trains_as_on_cpu(options):
-    [npu] = trainer(*options)
-    [cpu] = trainer(*options, "--cpu")
+@pytest.mark.parametrize("name", CPU_RUNS)
+def test_trainer_on_npu_trains_as_on_cpu(once, name):
+    [npu] = trainer(once, NPU_RUNS)[name]
+    [cpu] = trainer(once, CPU_RUNS, cpu=True)[name]
     assert npu["device"] == "npu:0" and npu["param_device"] == "npu:0" and cpu["device"] == "cpu"
     assert npu["trained_steps"] == [1, 2, 3, 4, 5, 6]
     same_training(npu, cpu)
 
 
-def test_fp16_trains_with_torch_npus_grad_scaler():
+def test_fp16_trains_with_torch_npus_grad_scaler(once):
     # The Trainer runs no fp16 on the CPU, so the fp16 run is held against the fp32 CPU run.
-    [npu] = trainer("--fp16")
-    [cpu] = trainer("--cpu")
+    [npu] = trainer(once, NPU_RUNS)["fp16"]
+    [cpu] = trainer(once, CPU_RUNS, cpu=True)["fp32"]
     assert npu["scaler"] == "torch_npu.npu.amp.grad_scaler"
     assert npu["losses"] != cpu["losses"]  # fp16 did run
     assert npu["losses"] == pytest.approx(cpu["losses"], rel=2e-3)
     assert sum(map(sum, npu["params"])) == pytest.approx(sum(map(sum, cpu["params"])), rel=1e-3)
 
 
-def test_flash_attention_2_trains_like_eager_attention_on_cpu():
+def test_flash_attention_2_trains_like_eager_attention_on_cpu(once):
     # npu_fusion_attention computes attention blockwise: equal up to rounding.
-    [npu] = trainer("--attn", "flash_attention_2")
-    [cpu] = trainer("--cpu")
+    [npu] = trainer(once, NPU_RUNS)["flash_attention_2"]
+    [cpu] = trainer(once, CPU_RUNS, cpu=True)["fp32"]
     assert npu["losses"] == pytest.approx(cpu["losses"], rel=1e-6)
 
 
-def test_torchrun_two_ranks_is_ddp_over_hccl_with_the_cpu_losses():
-    npu = trainer(launcher=TORCHRUN)
-    cpu = trainer("--cpu", launcher=TORCHRUN)
+def test_torchrun_two_ranks_is_ddp_over_hccl_with_the_cpu_losses(once):
+    npu = trainer(once, launcher=TORCHRUN)["fp32"]
+    cpu = trainer(once, cpu=True, launcher=TORCHRUN)["fp32"]
     assert [r["device"] for r in npu] == ["npu:0", "npu:1"]
     assert {r["parallel_mode"] for r in npu} == {"ParallelMode.DISTRIBUTED"} and npu[0]["world_size"] == 2
     for a, b in zip(npu, cpu, strict=True):
@@ -91,14 +93,14 @@ def test_torchrun_two_ranks_is_ddp_over_hccl_with_the_cpu_losses():
     assert npu[0]["params"] == npu[1]["params"]
 
 
-def test_resuming_from_a_checkpoint_ends_where_an_uninterrupted_run_ends(tmp_path):
-    [straight] = trainer()
+def test_resuming_from_a_checkpoint_ends_where_an_uninterrupted_run_ends(once, tmp_path):
+    [straight] = trainer(once, NPU_RUNS)["fp32"]
     out = str(tmp_path / "run")
     env = client_env()
     checked(run([sys.executable, LOOP, "--out", out, "--save-steps", "3"], env, timeout=400, cwd=str(tmp_path)))
-    checkpoint = os.path.join(out, "checkpoints", "checkpoint-3")
+    checkpoint = os.path.join(out, "fp32", "checkpoints", "checkpoint-3")
     assert os.path.exists(os.path.join(checkpoint, "optimizer.pt"))
     checked(run([sys.executable, LOOP, "--out", out, "--resume", checkpoint], env, timeout=400, cwd=str(tmp_path)))
-    resumed = json.load(open(os.path.join(out, "rank0.json")))
+    resumed = json.load(open(os.path.join(out, "fp32", "rank0.json")))
     assert resumed["trained_steps"] == [4, 5, 6]
     same_training(resumed, straight)

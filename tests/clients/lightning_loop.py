@@ -1,9 +1,10 @@
 """A LightningModule trained by Lightning's Trainer, as its users run it.
 
-Usage: python lightning_loop.py --out DIR --accelerator ACC --devices N --precision P
-       [--package lightning.pytorch|pytorch_lightning]
-Each process writes DIR/rank<N>.json: strategy, root device, precision plugin, the loss of every
-step and the final parameters. Several devices run DDP (Lightning relaunches this script per rank).
+Usage: python lightning_loop.py --out DIR --devices N [--package lightning.pytorch|pytorch_lightning] RUN [RUN ...]
+where each RUN is ACCELERATOR:PRECISION (e.g. npu:bf16-mixed), one Trainer.fit each, in one process (Lightning's
+import dominates a short run). Each run writes DIR/ACCELERATOR:PRECISION/rank<N>.json: strategy, root device,
+precision plugin, the loss of every step and the final parameters. Several devices run DDP (Lightning relaunches
+this script per rank, and the ranks make the same runs in the same order).
 """
 
 import argparse
@@ -15,16 +16,7 @@ import torch
 import torch.nn.functional as F
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--accelerator", default="npu")
-    parser.add_argument("--devices", type=int, default=1)
-    parser.add_argument("--precision", default="32-true")
-    parser.add_argument("--package", default="lightning.pytorch")
-    args = parser.parse_args()
-    pl = importlib.import_module(args.package)
-
+def fit(pl, accelerator, devices, precision, out):
     class Classifier(pl.LightningModule):
         def __init__(self):
             super().__init__()
@@ -47,9 +39,9 @@ def main():
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
     model = Classifier()
     trainer = pl.Trainer(
-        accelerator=args.accelerator,
-        devices=args.devices,
-        precision=args.precision,
+        accelerator=accelerator,
+        devices=devices,
+        precision=precision,
         max_epochs=2,
         logger=False,
         enable_checkpointing=False,
@@ -66,8 +58,8 @@ def main():
     trainer.callbacks.append(Where())
     trainer.fit(model, loader)
     plugin = trainer.precision_plugin
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"rank{trainer.global_rank}.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"rank{trainer.global_rank}.json"), "w") as f:
         json.dump(
             {
                 "strategy": type(trainer.strategy).__name__,
@@ -82,6 +74,19 @@ def main():
             },
             f,
         )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--package", default="lightning.pytorch")
+    parser.add_argument("runs", nargs="+")
+    args = parser.parse_args()
+    pl = importlib.import_module(args.package)
+    for run in args.runs:
+        accelerator, precision = run.split(":")
+        fit(pl, accelerator, args.devices, precision, os.path.join(args.out, run))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """transformers' Trainer on a small Llama built from a config (nothing downloaded).
 
-Usage: python trainer_loop.py --out DIR [--cpu] [--bf16 | --fp16] [--gradient-checkpointing]
-       [--attn eager|sdpa|flash_attention_2] [--steps N] [--save-steps N] [--resume CHECKPOINT] [--compile]
-(also under torchrun). Each process writes DIR/rank<N>.json with the device the Trainer chose, the
-loss of every step and the final parameters.
+Usage: python trainer_loop.py --out DIR [--cpu] [--steps N] [--save-steps N] [--resume CHECKPOINT] [RUN ...]
+(also under torchrun), where each RUN (default: fp32) is one of RUNS below, trained in order by one process
+(transformers' import costs more than a run). Each run writes DIR/RUN/rank<N>.json with the device the Trainer
+chose, the loss of every step and the final parameters.
 """
 
 import argparse
@@ -30,20 +30,22 @@ class StepsTrained(transformers.TrainerCallback):
         self.steps.append(state.global_step)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--cpu", action="store_true")
-    parser.add_argument("--bf16", action="store_true")
-    parser.add_argument("--fp16", action="store_true")
-    parser.add_argument("--gradient-checkpointing", action="store_true")
-    parser.add_argument("--attn", default="eager")
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--save-steps", type=int, default=0)
-    parser.add_argument("--resume")
-    parser.add_argument("--compile", action="store_true")
-    args = parser.parse_args()
+# The TrainingArguments (and attention implementation) each run sets.
+RUNS = {
+    "fp32": {},
+    "bf16": {"bf16": True},
+    "fp16": {"fp16": True},
+    "activation_checkpointing": {"activation_checkpointing": True},
+    "sdpa": {"attn": "sdpa"},
+    "flash_attention_2": {"attn": "flash_attention_2"},
+    "torch_compile": {"torch_compile": True},
+}
 
+
+def train(name, args):
+    options = dict(RUNS[name])
+    attn = options.pop("attn", "eager")
+    out = os.path.join(args.out, name)
     transformers.set_seed(0)
     config = transformers.LlamaConfig(
         vocab_size=128,
@@ -54,9 +56,9 @@ def main():
         num_key_value_heads=2,
         max_position_embeddings=64,
     )
-    model = transformers.LlamaForCausalLM._from_config(config, attn_implementation=args.attn)
+    model = transformers.LlamaForCausalLM._from_config(config, attn_implementation=attn)
     training = transformers.TrainingArguments(
-        output_dir=os.path.join(args.out, "checkpoints"),
+        output_dir=os.path.join(out, "checkpoints"),
         per_device_train_batch_size=4,
         max_steps=args.steps,
         learning_rate=5e-3,
@@ -65,22 +67,19 @@ def main():
         seed=0,
         data_seed=0,
         use_cpu=args.cpu,
-        bf16=args.bf16,
-        fp16=args.fp16,
-        activation_checkpointing=args.gradient_checkpointing,
         dataloader_num_workers=0,
         save_strategy="steps" if args.save_steps else "no",
         save_steps=args.save_steps or 500,
-        torch_compile=args.compile,
         disable_tqdm=True,
+        **options,
     )
     trained = StepsTrained()
     trainer = transformers.Trainer(model=model, args=training, train_dataset=dataset(), callbacks=[trained])
     trainer.train(resume_from_checkpoint=args.resume)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     rank = training.process_index
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(
             {
                 "device": str(training.device),
@@ -97,6 +96,22 @@ def main():
             },
             f,
         )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--save-steps", type=int, default=0)
+    parser.add_argument("--resume")
+    parser.add_argument("runs", nargs="*", metavar="RUN")
+    args = parser.parse_args()
+    unknown = sorted(set(args.runs) - set(RUNS))
+    if unknown:
+        parser.error(f"unknown runs {unknown}; choose from {list(RUNS)}")
+    for name in args.runs or ["fp32"]:
+        train(name, args)
 
 
 if __name__ == "__main__":
