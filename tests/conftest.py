@@ -84,19 +84,20 @@ def synced(tmp_path_factory, once):
     built by `vnpu ops sync` from the real wheel on PyPI (once per run)."""
     from subprocess_helpers import VNPU, run
 
-    def sync():
-        cache = str(tmp_path_factory.mktemp("vnpu_cache"))
+    def with_cache(cache):
         env = dict(os.environ, VNPU_CACHE_DIR=cache)
         env.pop("VNPU_OPS_PROFILE", None)
-        done = run(VNPU + ["ops", "sync"], env)
+        return env
+
+    def sync():
+        cache = str(tmp_path_factory.mktemp("vnpu_cache"))
+        done = run(VNPU + ["ops", "sync"], with_cache(cache))
         if done.returncode != 0 and "could not download" in done.stdout + done.stderr:
             pytest.skip(f"PyPI is not reachable from this machine: {done.stdout.strip()[-300:]}")
         assert done.returncode == 0, done.stdout + done.stderr
         return cache
 
-    env = dict(os.environ, VNPU_CACHE_DIR=once("vnpu ops sync", sync))
-    env.pop("VNPU_OPS_PROFILE", None)
-    return env
+    return with_cache(once("vnpu ops sync", sync))
 
 
 @pytest.fixture

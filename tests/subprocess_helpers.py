@@ -1,6 +1,7 @@
 """Running a snippet in a fresh interpreter: environment variables read at import time (device
 count, SoC, allocator settings) and process-level behaviour (autoload, fork) need one."""
 
+import json
 import os
 import signal
 import socket
@@ -89,6 +90,13 @@ def client_env(**extra):
     env.setdefault("OMP_NUM_THREADS", "1")  # several processes per test share 2 cores: no oversubscription
     env.update(extra)
     return env
+
+
+def rank_results(directory):
+    """What a client program's ranks wrote into `directory` (rank<N>.json, one per rank), in rank order."""
+    names = [f for f in os.listdir(directory) if f.startswith("rank") and f.endswith(".json")]
+    ranks = sorted(int(f[len("rank") : -len(".json")]) for f in names)
+    return [json.load(open(os.path.join(directory, f"rank{r}.json"))) for r in ranks]
 
 
 def checked(proc):

@@ -3,7 +3,6 @@ loop (optimizer built before `prepare`) trains with the CPU run's losses in fp32
 with gradient accumulation, on one process and on two (`accelerate launch`, hccl, MULTI_NPU);
 save_state/load_state resume exactly; accelerate's own `accelerate test` passes on npu."""
 
-import json
 import os
 import sys
 
@@ -11,21 +10,17 @@ import pytest
 
 pytest.importorskip("accelerate", reason="accelerate is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, free_port, run  # noqa: E402
+from subprocess_helpers import checked, client_env, free_port, rank_results, run  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "accelerate_loop.py")
 LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no"]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
 
 
-def results(out):
-    return [json.load(open(os.path.join(out, name))) for name in sorted(os.listdir(out))]
-
-
 def loop(tmp_path, name, *args, launcher=(sys.executable,)):
     out = str(tmp_path / name)
     checked(run([*launcher, LOOP, *args, "--out", out], client_env(), timeout=300, cwd=str(tmp_path)))
-    return results(out)
+    return rank_results(out)
 
 
 def same_training(a, b):

@@ -3,7 +3,6 @@ toolkit directory) DeepSpeed builds from source and runs; `get_accelerator()` is
 accelerator over hccl; ZeRO stages 1, 2 and 3 in fp32, bf16 and fp16 on 1 and 2 ranks train with the
 losses and parameters of the same DeepSpeed program on the CPU, and fp32 ZeRO matches plain DDP."""
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 
 pytest.importorskip("deepspeed", reason="DeepSpeed is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, free_port, run  # noqa: E402
+from subprocess_helpers import checked, client_env, free_port, rank_results, run  # noqa: E402
 
 from vnpu import env_command  # noqa: E402
 
@@ -113,7 +112,9 @@ def launch(tmp_path, name, ranks, runs, **env):
             cwd=str(tmp_path),
         )
     )
-    return [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(ranks)]
+    results = rank_results(out)
+    assert len(results) == ranks, results
+    return results
 
 
 def same_training(a, b):

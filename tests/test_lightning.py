@@ -2,7 +2,6 @@
 under "npu") trains a LightningModule on one npu and with DDP over hccl on two, in fp32, bf16-mixed and
 16-mixed (torch_npu's GradScaler), with the CPU run's losses; both distributions of Lightning."""
 
-import json
 import os
 import sys
 import tempfile
@@ -11,7 +10,7 @@ import pytest
 
 pytest.importorskip("lightning", reason="Lightning is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, run, run_python  # noqa: E402
+from subprocess_helpers import checked, client_env, rank_results, run, run_python  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "lightning_loop.py")
 # One process makes several runs (Lightning's import costs more than a run); this file's tests share them.
@@ -25,10 +24,7 @@ def fit(once, runs, devices=1, package="lightning.pytorch"):
         with tempfile.TemporaryDirectory() as out:
             command = [sys.executable, LOOP, "--out", out, "--devices", str(devices), "--package", package, *runs]
             checked(run(command, client_env(), timeout=400, cwd=out))
-            return {
-                name: [json.load(open(os.path.join(out, name, f"rank{r}.json"))) for r in range(devices)]
-                for name in runs
-            }
+            return {name: rank_results(os.path.join(out, name)) for name in runs}
 
     return once(("lightning", runs, devices, package), launch)
 

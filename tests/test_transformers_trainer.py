@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("transformers", reason="transformers is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, run  # noqa: E402
+from subprocess_helpers import checked, client_env, rank_results, run  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "trainer_loop.py")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2")
@@ -31,13 +31,9 @@ def trainer(once, runs=("fp32",), cpu=False, launcher=(sys.executable,)):
         with tempfile.TemporaryDirectory() as out:
             command = [*launcher, LOOP, "--out", out, *(["--cpu"] if cpu else []), *runs]
             checked(run(command, client_env(), timeout=400, cwd=out))
-            return {name: _ranks(os.path.join(out, name)) for name in runs}
+            return {name: rank_results(os.path.join(out, name)) for name in runs}
 
     return once(("trainer", runs, cpu, launcher), train)
-
-
-def _ranks(run_dir):
-    return [json.load(open(os.path.join(run_dir, f))) for f in sorted(os.listdir(run_dir)) if f.endswith(".json")]
 
 
 def same_training(a, b):
