@@ -4,7 +4,9 @@ with gradient accumulation, on one process and on two (`accelerate launch`, hccl
 save_state/load_state resume exactly; accelerate's own `accelerate test` passes on npu."""
 
 import os
+import pathlib
 import sys
+import tempfile
 
 import pytest
 
@@ -13,14 +15,31 @@ pytest.importorskip("accelerate", reason="accelerate is not installed (make test
 from subprocess_helpers import checked, client_env, free_port, rank_results, run  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "accelerate_loop.py")
-LAUNCH = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no"]
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+LAUNCH = (sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no")
+TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2")
+TWO_NPUS = (*LAUNCH, "--num_processes", "2", "--multi_gpu")
+
+# One process (or launch) trains each precision in turn (accelerate's import costs more than a run); tests share them.
+NPU_RUNS = ("no", "bf16", "fp16")
+CPU_RUNS = ("no", "bf16")  # accelerate runs no fp16 on the CPU
 
 
-def loop(tmp_path, name, *args, launcher=(sys.executable,)):
-    out = str(tmp_path / name)
-    checked(run([*launcher, LOOP, *args, "--out", out], client_env(), timeout=300, cwd=str(tmp_path)))
-    return rank_results(out)
+def loop(tmp_path, runs, *args, launcher=(sys.executable,)):
+    """{mixed precision: the per-rank results} of one process (or launch) training `runs` in order."""
+    out = str(tmp_path)
+    os.makedirs(out, exist_ok=True)
+    if launcher[:3] == LAUNCH[:3]:
+        launcher = (*launcher, "--main_process_port", str(free_port()))
+    checked(run([*launcher, LOOP, "--out", out, *args, *runs], client_env(), timeout=300, cwd=out))
+    return {name: rank_results(os.path.join(out, name)) for name in runs}
+
+
+def shared(once, runs, *args, launcher=(sys.executable,)):
+    def train():
+        with tempfile.TemporaryDirectory() as out:
+            return loop(pathlib.Path(out), runs, *args, launcher=launcher)
+
+    return once(("accelerate", runs, args, launcher), train)
 
 
 def same_training(a, b):
@@ -28,10 +47,10 @@ def same_training(a, b):
     assert a["params"] == b["params"]
 
 
-@pytest.mark.parametrize("precision", ["no", "bf16"])
-def test_one_process_trains_as_on_cpu(tmp_path, precision):
-    [npu] = loop(tmp_path, "npu", precision)
-    [cpu] = loop(tmp_path, "cpu", precision, "--cpu")
+@pytest.mark.parametrize("precision", CPU_RUNS)
+def test_one_process_trains_as_on_cpu(once, precision):
+    [npu] = shared(once, NPU_RUNS)[precision]
+    [cpu] = shared(once, CPU_RUNS, "--cpu")[precision]
     assert npu["device"] == "npu" and npu["param_device"] == "npu:0"  # "cuda" and cuda:0 on a GPU
     assert npu["distributed_type"] == "DistributedType.NO"
     assert cpu["device"] == "cpu"
@@ -39,31 +58,18 @@ def test_one_process_trains_as_on_cpu(tmp_path, precision):
     assert npu["losses"][-1] < npu["losses"][0]
 
 
-def test_fp16_uses_npu_grad_scaler_and_trains_as_plain_pytorch_on_cpu(tmp_path):
-    [npu] = loop(tmp_path, "npu", "fp16")
-    [cpu] = loop(tmp_path, "cpu", "fp16", "--plain-cpu")  # accelerate itself runs no fp16 on the CPU
+def test_fp16_uses_npu_grad_scaler_and_trains_as_plain_pytorch_on_cpu(once):
+    [npu] = shared(once, NPU_RUNS)["fp16"]
+    [cpu] = shared(once, ("fp16",), "--plain-cpu")["fp16"]  # accelerate itself runs no fp16 on the CPU
     assert npu["scaler"] == "torch_npu.npu.amp.grad_scaler.GradScaler"
     same_training(npu, cpu)
+    assert npu["losses"] != shared(once, NPU_RUNS)["no"][0]["losses"]  # fp16 did run
 
 
-@pytest.mark.parametrize("precision", ["no", "bf16"])
-def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
-    npu = loop(
-        tmp_path,
-        "npu",
-        precision,
-        launcher=[
-            *LAUNCH,
-            "--mixed_precision",
-            precision,
-            "--num_processes",
-            "2",
-            "--multi_gpu",
-            "--main_process_port",
-            str(free_port()),
-        ],
-    )
-    cpu = loop(tmp_path, "cpu", precision, "--cpu", launcher=TORCHRUN)
+@pytest.mark.parametrize("precision", CPU_RUNS)
+def test_two_process_launch_trains_as_two_cpu_processes(once, precision):
+    npu = shared(once, NPU_RUNS, launcher=TWO_NPUS)[precision]
+    cpu = shared(once, CPU_RUNS, "--cpu", launcher=TORCHRUN)[precision]
     assert [r["device"] for r in npu] == ["npu:0", "npu:1"]
     assert {r["distributed_type"] for r in npu} == {"DistributedType.MULTI_NPU"}
     assert {r["distributed_type"] for r in cpu} == {"DistributedType.MULTI_CPU"}
@@ -72,31 +78,17 @@ def test_two_process_launch_trains_as_two_cpu_processes(tmp_path, precision):
     assert npu[0]["params"] == npu[1]["params"] and npu[0]["losses"] != npu[1]["losses"]
 
 
-def test_two_process_fp16_keeps_ranks_in_step(tmp_path):
-    npu = loop(
-        tmp_path,
-        "npu",
-        "fp16",
-        launcher=[
-            *LAUNCH,
-            "--mixed_precision",
-            "fp16",
-            "--num_processes",
-            "2",
-            "--multi_gpu",
-            "--main_process_port",
-            str(free_port()),
-        ],
-    )
+def test_two_process_fp16_keeps_ranks_in_step(once):
+    npu = shared(once, NPU_RUNS, launcher=TWO_NPUS)["fp16"]
     assert [r["scaler"] for r in npu] == ["torch_npu.npu.amp.grad_scaler.GradScaler"] * 2
     assert npu[0]["params"] == npu[1]["params"]
     assert all(loss == loss for r in npu for loss in r["losses"])  # no NaN
 
 
-def test_save_state_and_load_state_resume_exactly(tmp_path):
-    [straight] = loop(tmp_path, "straight", "no", "--epochs", "2")
-    [first] = loop(tmp_path, "first", "no", "--epochs", "1", "--save", str(tmp_path / "state"))
-    [resumed] = loop(tmp_path, "resumed", "no", "--epochs", "1", "--resume", str(tmp_path / "state"))
+def test_save_state_and_load_state_resume_exactly(once, tmp_path):
+    [straight] = shared(once, NPU_RUNS)["no"]  # two epochs
+    [first] = loop(tmp_path / "first", ["no"], "--epochs", "1", "--save", str(tmp_path / "state"))["no"]
+    [resumed] = loop(tmp_path / "resumed", ["no"], "--epochs", "1", "--resume", str(tmp_path / "state"))["no"]
     assert os.path.exists(tmp_path / "state" / "optimizer.bin")
     assert first["losses"] + resumed["losses"] == straight["losses"]
     assert resumed["params"] == straight["params"]

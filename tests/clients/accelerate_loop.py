@@ -1,11 +1,12 @@
 """accelerate's documented training loop: the optimizer is built before `prepare` moves the model.
 
-Usage: python accelerate_loop.py MIXED_PRECISION --out DIR [--cpu] [--save DIR] [--resume DIR]
-(also under `accelerate launch` / torchrun). Each process writes DIR/rank<N>.json: its device, the
-distributed type, the losses of every step and the final parameters.
+Usage: python accelerate_loop.py --out DIR [--cpu] [--save DIR] [--resume DIR] MIXED_PRECISION [...]
+(also under `accelerate launch` / torchrun). Each mixed precision is one run, in order, in the same
+process (accelerate's import costs more than a run); each process writes DIR/MIXED_PRECISION/rank<N>.json:
+its device, the distributed type, the losses of every step and the final parameters.
 
-`python accelerate_loop.py fp16 --plain-cpu` runs the same loop written in plain PyTorch on the CPU
-(autocast + GradScaler, the loss divided over the accumulation steps): accelerate itself does not
+`python accelerate_loop.py --plain-cpu --out DIR fp16` runs the same loop written in plain PyTorch on the
+CPU (autocast + GradScaler, the loss divided over the accumulation steps): accelerate itself does not
 use fp16 on the CPU, so this is the CPU program an fp16 run on npu must reproduce.
 """
 
@@ -17,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState
 from accelerate.utils import set_seed
 
 
@@ -39,18 +41,31 @@ def batches():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mixed_precision")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--save")
     parser.add_argument("--resume")
     parser.add_argument("--out", required=True)
     parser.add_argument("--plain-cpu", action="store_true")
+    parser.add_argument("mixed_precision", nargs="+", choices=["no", "fp16", "bf16"])
     args = parser.parse_args()
-    if args.plain_cpu:
-        return plain_loop(args)
+    accelerator = None
+    for mixed_precision in args.mixed_precision:
+        out = os.path.join(args.out, mixed_precision)
+        if args.plain_cpu:
+            plain_loop(args, mixed_precision, out)
+        else:
+            accelerator = accelerate_loop(args, mixed_precision, out)
+    if accelerator is not None:
+        accelerator.end_training()
 
-    accelerator = Accelerator(mixed_precision=args.mixed_precision, cpu=args.cpu, gradient_accumulation_steps=2)
+
+def accelerate_loop(args, mixed_precision, out):
+    # accelerate keeps one AcceleratorState and GradientState per process: each run starts from new ones, as in a
+    # new process (the process group and the device, in PartialState, stay).
+    AcceleratorState._reset_state()
+    GradientState._reset_state()
+    accelerator = Accelerator(mixed_precision=mixed_precision, cpu=args.cpu, gradient_accumulation_steps=2)
     set_seed(0)
     model = Net()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -71,7 +86,7 @@ def main():
         accelerator.save_state(args.save)
     params = [p.detach().float().cpu().flatten().tolist() for p in accelerator.unwrap_model(model).parameters()]
     write(
-        args.out,
+        out,
         accelerator.process_index,
         {
             "rank": accelerator.process_index,
@@ -85,15 +100,15 @@ def main():
             "params": params,
         },
     )
-    accelerator.end_training()
+    return accelerator
 
 
-def plain_loop(args):
+def plain_loop(args, mixed_precision, out):
     torch.manual_seed(0)
     model = Net()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     loader = torch.utils.data.DataLoader(batches(), batch_size=8, shuffle=False)
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.mixed_precision]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[mixed_precision]
     scaler = torch.amp.GradScaler("cpu", enabled=dtype == torch.float16)
     losses = []
     for _ in range(args.epochs):
@@ -107,7 +122,7 @@ def plain_loop(args):
                 optimizer.zero_grad()
             losses.append(loss.item())
     params = [p.detach().float().flatten().tolist() for p in model.parameters()]
-    write(args.out, 0, {"device": "cpu", "losses": losses, "params": params})
+    write(out, 0, {"device": "cpu", "losses": losses, "params": params})
 
 
 def write(directory, rank, result):
