@@ -170,6 +170,35 @@ def test_dynamic_profile_starts_when_the_config_file_changes(tmp_path, monkeypat
     assert metadata["dynamic_profile"]["start_step"] == 4
 
 
+def test_dynamic_profile_of_a_resumed_job_counts_steps_from_set_state(tmp_path, monkeypatch):
+    monkeypatch.setattr(dynamic_profile, "_state", dynamic_profile._DynamicProfile())
+    cfg_dir, out = tmp_path / "cfg", tmp_path / "out"
+    with pytest.warns(UserWarning) as bad:
+        dynamic_profile.set_state({"cur_step": -1})
+        dynamic_profile.set_state(10)
+        dynamic_profile.set_state({"cur_step": True})
+    assert [str(w.message) for w in bad] == [
+        "dynamic_profile.set_state: expected a dict whose 'cur_step' is an integer >= 0, got "
+        f"{value}; the step count stays 0"
+        for value in ("{'cur_step': -1}", "10", "{'cur_step': True}")
+    ]
+    dynamic_profile.set_state({"cur_step": 10})  # the job ran 10 steps before it was restarted
+    dynamic_profile.init(str(cfg_dir))
+    config_file = cfg_dir / "profiler_config.json"
+    config = dict(json.loads(config_file.read_text()), prof_dir=str(out), active=1, start_step=12)
+    config_file.write_text(json.dumps(config))
+    stamp = os.stat(config_file).st_mtime_ns + 10**9
+    os.utime(config_file, ns=(stamp, stamp))
+    model = torch.nn.Linear(4, 2).npu()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):  # steps 11, 12 and 13 of the job: step 12 reaches start_step
+        _step(model, opt)
+        dynamic_profile.step()
+    (session,) = glob.glob(str(out / "*_ascend_pt"))
+    metadata = json.load(open(os.path.join(session, "profiler_metadata.json")))
+    assert metadata["dynamic_profile"]["start_step"] == 12
+
+
 def test_dynamic_profile_start_and_bad_config(tmp_path, monkeypatch):
     monkeypatch.setattr(dynamic_profile, "_state", dynamic_profile._DynamicProfile())
     config = tmp_path / "profiler_config.json"

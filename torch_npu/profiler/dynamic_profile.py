@@ -6,7 +6,8 @@
         train_one_step(batch)
         dp.step()                  # after each step: when the file changed, profile the next `active` steps
 
-`start(config_path)` profiles the next `active` steps right away from a given file. A session is written
+`set_state({"cur_step": N})` says a resumed job has already run N steps, so "start_step" counts from there (not
+from the restart). `start(config_path)` profiles the next `active` steps right away from a given file. A session is written
 by tensorboard_trace_handler into the file's "prof_dir" (parsed at once when "analyse" is true, else
 later with torch_npu.profiler.analyse). Keys as torch_npu's profiler_config.json: activities, prof_dir,
 analyse, record_shapes, profile_memory, with_stack, with_flops, with_modules, active, warmup, start_step,
@@ -18,7 +19,7 @@ import json
 import os
 import warnings
 
-__all__ = ["init", "step", "start"]
+__all__ = ["init", "step", "start", "set_state"]
 
 CONFIG_NAME = "profiler_config.json"
 TEMPLATE = {
@@ -166,6 +167,16 @@ class _DynamicProfile:
             config, self.pending = self.pending, None
             self._enable(config)
 
+    def set_state(self, state_step):
+        cur_step = state_step.get("cur_step", 0) if isinstance(state_step, dict) else None
+        if not isinstance(cur_step, int) or isinstance(cur_step, bool) or cur_step < 0:
+            warnings.warn(
+                f"dynamic_profile.set_state: expected a dict whose 'cur_step' is an integer >= 0, got {state_step!r}; "
+                f"the step count stays {self.step_num}"
+            )
+            return
+        self.step_num = cur_step
+
     def start(self, config_path=None):
         if self.prof is not None:
             warnings.warn("dynamic_profile.start: the profiler is already running; this call is ignored")
@@ -218,3 +229,7 @@ def step():
 
 def start(config_path: str = None):
     _state.start(config_path)
+
+
+def set_state(state_step: dict):
+    _state.set_state(state_step)
