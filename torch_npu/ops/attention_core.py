@@ -12,7 +12,10 @@ import torch
 from torch_npu.ops._common import check
 
 MASKED = -10000.0
-_SCORE_BLOCK_ELEMENTS = 1 << 24  # float32 scores formed at once by attend_with_stats (64 MiB)
+# float32 scores formed at once (4 MiB): a block that stays in the cache while it is exponentiated, summed and
+# multiplied by V. Blocks hold whole heads where they fit (a matmul over few query rows is slow): at B=2 N=8
+# S=512 D=64 the forward takes 21.8 ms against 25.9 ms with one 64 MiB block; longer sequences gain 10-17 %.
+_SCORE_BLOCK_ELEMENTS = 1 << 20
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
 
 
@@ -93,58 +96,83 @@ def attend(q, k, v, *, scale, mask=None, pse=None):
     return out, row_max + torch.log(row_sum)
 
 
-def _rows(t, start, stop):
-    """Rows start:stop (dim -2) of a scores-shaped tensor that may broadcast over them."""
-    return t if t.shape[-2] == 1 else t[..., start:stop, :]
+def _block_of(t, index):
+    """The block `index` (batch, head, query-row slices) of a scores-shaped tensor ([..., S1, S2], its dims aligned
+    to [B, N, S1, S2] from the right) that may broadcast (size 1) over any of them."""
+    full = (*index, slice(None))[4 - t.dim() :]
+    return t[tuple(part if size > 1 else slice(None) for part, size in zip(full, t.shape))]
+
+
+def _cat(parts, dim):
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
+
+
+def _blockwise(b, n, s1, s2, compute):
+    """compute(index) for each block of the [B, N, S1, S2] scores — whole heads (and batches) while a block holds
+    at most _SCORE_BLOCK_ELEMENTS scores, else row blocks of one head — its [b, n, rows, ...] results joined."""
+    per_head = max(1, s1 * s2)
+    # rows of one head in multiples of 8: MKL's sgemm then sums each score as it does for the whole head
+    batches, heads, rows = 1, 1, max(8, _SCORE_BLOCK_ELEMENTS // max(1, s2) // 8 * 8)
+    if per_head * n <= _SCORE_BLOCK_ELEMENTS:
+        batches, heads, rows = _SCORE_BLOCK_ELEMENTS // (per_head * max(1, n)), n, s1
+    elif per_head <= _SCORE_BLOCK_ELEMENTS:
+        heads, rows = _SCORE_BLOCK_ELEMENTS // per_head, s1
+    by_batch = []
+    for b0 in range(0, max(b, 1), batches):
+        by_head = []
+        for h0 in range(0, max(n, 1), heads):
+            by_row = [
+                compute((slice(b0, b0 + batches), slice(h0, h0 + heads), slice(r0, r0 + rows)))
+                for r0 in range(0, max(s1, 1), rows)
+            ]
+            by_head.append([_cat(list(parts), 2) for parts in zip(*by_row)])
+        by_batch.append([_cat(list(parts), 1) for parts in zip(*by_head)])
+    return tuple(_cat(list(parts), 0) for parts in zip(*by_batch))
 
 
 def attend_with_half_scores(q, k, v, *, scale, mask=None, pse=None):
     """(out, lse) as the prompt-attention kernel computes float16 inputs: Q·Kᵀ accumulated in float32 and
     rounded to float16, then scaled, biased and put through a float32 softmax; P·V in float32."""
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
-    vf = v.float()
-    outs, lses = [], []
-    rows = max(1, _SCORE_BLOCK_ELEMENTS // max(1, q.shape[0] * q.shape[1] * k.shape[2]))
-    kt = k.float().transpose(-2, -1)
-    for start in range(0, max(q.shape[2], 1), rows):
-        stop = start + rows
-        s = torch.matmul(q[:, :, start:stop].float(), kt).to(q.dtype).float() * scale
+    kt, vf = k.float().transpose(-2, -1), v.float()
+
+    def block(index):
+        batch, heads, rows = index
+        s = torch.matmul(q[batch, heads, rows].float(), kt[batch, heads]).to(q.dtype).float() * scale
         if bias is not None:
-            s = s + _rows(bias, start, stop)
+            s = s + _block_of(bias, index)
         lse = torch.logsumexp(s, -1, keepdim=True)
-        outs.append(torch.matmul(torch.exp(s - lse), vf).to(q.dtype))
-        lses.append(lse)
-    return tuple(parts[0] if len(parts) == 1 else torch.cat(parts, 2) for parts in (outs, lses))
+        return torch.matmul(torch.exp(s - lse), vf[batch, heads]).to(q.dtype), lse
+
+    return _blockwise(q.shape[0], q.shape[1], q.shape[2], k.shape[2], block)
 
 
 def attend_with_stats(q, k, v, *, scale, mask=None, pse=None, keep_prob=1.0, dropout_mask=None, sink=None):
     """(out, row_max, row_sum): the attention and torch_npu's softmax statistics, float32 [B, N, S1, 1] —
     row_max = max_j s_ij, row_sum = sum_j exp(s_ij - row_max). Optional dropout keeps dropout_mask's True
     entries, scaled by 1 / keep_prob. sink ([N], optional): one learnable score per head joining every row's
-    softmax with a zero value (row_sum includes exp(sink - row_max)). The scores are formed a block of query
-    rows at a time, so memory stays bounded for long sequences; no gradient flows through row_max (the softmax
+    softmax with a zero value (row_sum includes exp(sink - row_max)). The scores are formed a block at a time
+    (_blockwise), so memory stays bounded for long sequences; no gradient flows through row_max (the softmax
     does not depend on it)."""
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
     sink_scores = None if sink is None else sink.float().reshape(1, -1, 1, 1)
     kt, vf = k.float().transpose(-2, -1), v.float()
-    rows = max(1, _SCORE_BLOCK_ELEMENTS // max(1, q.shape[0] * q.shape[1] * k.shape[2]))
-    outs, maxima, sums = [], [], []
-    for start in range(0, max(q.shape[2], 1), rows):
-        stop = start + rows
-        s = torch.matmul(q[:, :, start:stop].float() * scale, kt)
+
+    def block(index):
+        batch, heads, rows = index
+        s = torch.matmul(q[batch, heads, rows].float() * scale, kt[batch, heads])
         if bias is not None:
-            s = s + _rows(bias, start, stop)
+            s = s + _block_of(bias, index)
         row_max = s.detach().amax(-1, keepdim=True)
         e = torch.exp_(s.sub_(row_max))
         row_sum = e.sum(-1, keepdim=True)
         if sink_scores is not None:
-            row_sum = row_sum + torch.exp(sink_scores - row_max)
+            row_sum = row_sum + torch.exp(_block_of(sink_scores, index) - row_max)
         if keep_prob < 1.0:
-            e = e * _rows(dropout_mask, start, stop).to(torch.float32) / keep_prob
-        outs.append((torch.matmul(e, vf) / row_sum).to(q.dtype))
-        maxima.append(row_max)
-        sums.append(row_sum.detach())
-    return tuple(parts[0] if len(parts) == 1 else torch.cat(parts, 2) for parts in (outs, maxima, sums))
+            e = e * _block_of(dropout_mask, index).to(torch.float32) / keep_prob
+        return (torch.matmul(e, vf[batch, heads]) / row_sum).to(q.dtype), row_max, row_sum.detach()
+
+    return _blockwise(q.shape[0], q.shape[1], q.shape[2], k.shape[2], block)
 
 
 def attend_backward(dout, q, k, v, out, lse, *, scale, mask=None, pse=None):

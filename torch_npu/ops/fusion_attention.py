@@ -16,7 +16,7 @@ softmax = exp(s - softmax_max) / softmax_sum: softmax_max is the row maximum of 
 softmax_sum = exp(logsumexp(s) - softmax_max), so max + log(sum) is exactly the logsumexp PyTorch's fused
 CPU kernel's backward takes (it is rebuilt from the pair). softmax_out is empty. With keep_prob < 1
 the dropout mask is drawn from `seed` (taken from the npu generator) so npu_fusion_attention_grad
-reproduces it. The forward forms the scores in blocks of query rows (attention_core.attend_with_stats);
+reproduces it. The forward forms the scores a cache-sized block of heads at a time (attention_core.attend_with_stats);
 without dropout the backward is PyTorch's fused CPU flash-attention backward kernel.
 """
 
