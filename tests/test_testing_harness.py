@@ -20,17 +20,33 @@ from torch_npu.testing.common_utils import (
 from torch_npu.testing.common_utils import test_2args_broadcast as broadcasts_like_cpu
 from torch_npu.testing.testcase import TestCase
 
-STYLE_FILE = os.path.join(os.path.dirname(__file__), "torch_npu_style", "test_abs_style.py")
+STYLE_DIR = os.path.join(os.path.dirname(__file__), "torch_npu_style")
+
+
+def _unittest_report(name):
+    """The verbose unittest report of a torch_npu-style test file run as its authors run it; it must pass."""
+    proc = subprocess.run(
+        [sys.executable, os.path.join(STYLE_DIR, name), "-v"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
 
 
 def test_a_torch_npu_style_test_file_runs_unchanged():
-    proc = subprocess.run([sys.executable, STYLE_FILE, "-v"], capture_output=True, text=True, timeout=300)
-    report = proc.stderr
-    assert proc.returncode == 0, report
+    report = _unittest_report("test_abs_style.py")
     assert "Ran 10 tests" in report
     assert re.search(r"test_add_float16_29 \(.*\) \.\.\. ok", report)
     assert re.search(r"test_cast_int32 \(.*\) \.\.\. ok", report)  # no device parameter: dtype only
     assert re.search(r"test_only_on_310p \(.*\) \.\.\. skipped", report)
+
+
+def test_a_test_file_of_the_private_harness_layout_runs_unchanged_with_dtensors_on_two_npus():
+    report = _unittest_report("test_private_harness_style.py")
+    assert "Ran 2 tests" in report
+    assert re.search(r"test_cast_to_half \(.*\) \.\.\. ok", report)
+    # the ranks log their start between the test's name and its verdict
+    assert re.search(r"test_row_sum_of_a_sharded_tensor \(.*\) \.\.\.(.|\n)*?^ok$", report, re.MULTILINE)
+    assert "skipped" not in report
 
 
 class _Probe(TestCase):
