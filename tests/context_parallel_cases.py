@@ -10,7 +10,11 @@ import torch.nn.functional as F
 from distributed_rank import DEV, RANK, WORLD
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Shard
-from torch.distributed.tensor.experimental._attention import _cp_options
+from torch.distributed.tensor.experimental._attention import (
+    _cp_options,
+    _disable_context_parallel_dispatcher,
+    _enable_context_parallel_dispatcher,
+)
 from torch.distributed.tensor.experimental._context_parallel._attention import _SDPAMerger
 
 import torch_npu
@@ -114,6 +118,44 @@ def case_context_parallel_sdpa():
     assert all(torch.equal(b.cpu(), t) for b, t in zip(buffers, _inputs()))
 
 
+def case_context_parallel_tp_cp_mesh():
+    """A 2-D (tp, cp) mesh, as torch_npu's tests build it: tensor parallel shards the heads, context parallel the
+    sequence. SDPA on such DTensors runs the ring over the cp dimension's group; each rank gets its heads' attention
+    of its sequence shard, and the gradients of its block of the inputs."""
+    mesh = init_device_mesh("npu", (2, WORLD // 2), mesh_dim_names=("tp", "cp"))
+    tp, cp = mesh.get_local_rank("tp"), mesh.get_local_rank("cp")
+    placements = (Shard(1), Shard(2))
+
+    def mine(t):  # this rank's block: its heads (tp) and its part of the sequence (cp), in order
+        return t.to(DEV).chunk(2, dim=1)[tp].chunk(WORLD // 2, dim=2)[cp].contiguous()
+
+    load_balance, _cp_options.enable_load_balance = _cp_options.enable_load_balance, False
+    _enable_context_parallel_dispatcher()
+    try:
+        for is_causal in (False, True):
+            q, k, v = _inputs()
+            want_out, want_grads = _full_attention(q, k, v, is_causal)
+            leaves = [mine(t).requires_grad_() for t in (q, k, v)]
+            out = F.scaled_dot_product_attention(
+                *(DTensor.from_local(t, mesh, placements) for t in leaves), is_causal=is_causal
+            )
+            out.backward(DTensor.from_local(mine(_grad_of(want_out)), mesh, placements))
+            assert out.placements == placements and out.to_local().device == DEV, out
+            _close(out.to_local(), mine(want_out), 1e-6)
+            for leaf, want in zip(leaves, want_grads, strict=True):
+                _close(leaf.grad, mine(want), 1e-5)
+        by_width = [DTensor.from_local(mine(t), mesh, (Shard(3), Shard(2))) for t in _inputs()]
+        _refused(
+            lambda: F.scaled_dot_product_attention(*by_width),
+            "scaled_dot_product_attention in context parallel needs inputs sharded on the sequence dimension "
+            "(Shard(2)) by one mesh dimension and at most on batch or heads (Shard(0), Shard(1)) by the others, got "
+            "(Shard(dim=3), Shard(dim=2)) on a 2-D mesh.",
+        )
+    finally:
+        _disable_context_parallel_dispatcher()
+        _cp_options.enable_load_balance = load_balance
+
+
 def _refused(call, message):
     try:
         call()
@@ -174,7 +216,8 @@ def case_context_parallel_refusals():
         _refused(
             lambda: fa(replicated, *sharded[1:], 2, "BNSD"),
             "npu_fusion_attention_v3 in context parallel needs inputs sharded on the sequence dimension (Shard(2)) "
-            "of a 1-D device mesh, got (Shard(dim=1),) on a 1-D mesh.",
+            "by one mesh dimension and at most on batch or heads (Shard(0), Shard(1)) by the others, got "
+            "(Shard(dim=1),) on a 1-D mesh.",
         )
     # outside the context the ring handlers are gone: SDPA on DTensors is DTensor's own business again, and
     # npu_fusion_attention_v3 has its data / tensor parallel handler back

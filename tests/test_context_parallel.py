@@ -13,6 +13,10 @@ def test_sdpa_inside_context_parallel_equals_attention_over_the_whole_sequence(w
     _all_ok(launch("context_parallel_sdpa", world))
 
 
+def test_a_tensor_parallel_by_context_parallel_mesh_runs_the_ring_over_the_context_parallel_ranks():
+    _all_ok(launch("context_parallel_tp_cp_mesh", 4))
+
+
 def test_npu_fusion_attention_on_sequence_sharded_dtensors_runs_as_a_ring():
     _all_ok(launch("context_parallel_fusion_attention", 2))
 

@@ -17,8 +17,10 @@ layouts other than BNSD and per-sequence inputs, whose values are tied to global
 """
 
 import inspect
+from typing import NamedTuple
 
 import torch
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 from torch.distributed.tensor.experimental._context_parallel import _attention as _ring
 
@@ -31,24 +33,45 @@ _SDPA_BACKWARD = aten._scaled_dot_product_flash_attention_for_cpu_backward.defau
 _STATS = 8  # npu_fusion_attention's softmax_max / softmax_sum repeat each row's value 8 times
 
 
+class _Layout(NamedTuple):
+    """How context parallelism lays out the attention inputs: the mesh, the placements, and the mesh dimension
+    sharding the sequence, whose process group is the ring. Other mesh dimensions may shard batch or heads (tensor
+    parallel, a 2-D TP x CP mesh), which attention computes apart, or replicate."""
+
+    mesh: DeviceMesh
+    placements: tuple
+    ring_dim: int
+
+    def ring(self):
+        return self.mesh.get_group(self.ring_dim)
+
+    def shard(self, *tensors):
+        return tuple(DTensor.from_local(t, self.mesh, self.placements, run_check=False) for t in tensors)
+
+    def replicate(self, tensor):
+        return DTensor.from_local(tensor, self.mesh, [Replicate()] * self.mesh.ndim, run_check=False)
+
+
+_APART = (Shard(0), Shard(1))  # batch and heads: attention computes each on its own
+
+
 def _local(op_name, args):
-    """The local shards of the DTensors in args (other values as they are) and their mesh."""
-    mesh, local = None, []
+    """The local shards of the DTensors in args (other values as they are) and their _Layout."""
+    layout, local = None, []
     for arg in args:
         if isinstance(arg, DTensor):
-            if arg.device_mesh.ndim != 1 or tuple(arg.placements) != (Shard(SEQ_DIM),):
+            placements = tuple(arg.placements)
+            ring = [dim for dim, p in enumerate(placements) if p == Shard(SEQ_DIM)]
+            if len(ring) != 1 or not all(p in _APART or p.is_replicate() for p in placements if p != Shard(SEQ_DIM)):
                 raise NotImplementedError(
-                    f"{op_name} in context parallel needs inputs sharded on the sequence dimension (Shard(2)) of a "
-                    f"1-D device mesh, got {tuple(arg.placements)} on a {arg.device_mesh.ndim}-D mesh."
+                    f"{op_name} in context parallel needs inputs sharded on the sequence dimension (Shard(2)) by one "
+                    f"mesh dimension and at most on batch or heads (Shard(0), Shard(1)) by the others, got "
+                    f"{placements} on a {arg.device_mesh.ndim}-D mesh."
                 )
-            mesh = arg.device_mesh
+            layout = _Layout(arg.device_mesh, placements, ring[0])
             arg = arg.to_local()
         local.append(arg)
-    return local, mesh
-
-
-def _sharded(mesh, *tensors):
-    return tuple(DTensor.from_local(t, mesh, [Shard(SEQ_DIM)], run_check=False) for t in tensors)
+    return local, layout
 
 
 def _refuse(op_name, what):
@@ -64,12 +87,12 @@ def _sdpa_arguments(query, key, value, dropout_p=0.0, is_causal=False, *, attn_m
 
 
 def _sdpa(op_call, args, kwargs):
-    (query, key, value), mesh = _local("scaled_dot_product_attention", args[:3])
+    (query, key, value), layout = _local("scaled_dot_product_attention", args[:3])
     _, _, _, is_causal, scale = _sdpa_arguments(*args, **kwargs)
     out, lse = _ring._templated_ring_attention(
-        mesh.get_group(), SEQ_DIM, _SDPA, query=query, key=key, value=value, is_causal=is_causal, scale=scale
+        layout.ring(), SEQ_DIM, _SDPA, query=query, key=key, value=value, is_causal=is_causal, scale=scale
     )
-    return _sharded(mesh, out, lse)
+    return layout.shard(out, lse)
 
 
 def _sdpa_backward_arguments(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None,
@@ -79,14 +102,14 @@ def _sdpa_backward_arguments(grad_out, query, key, value, out, logsumexp, dropou
 
 
 def _sdpa_backward(op_call, args, kwargs):
-    local, mesh = _local("scaled_dot_product_attention", args[:6])
+    local, layout = _local("scaled_dot_product_attention", args[:6])
     is_causal, scale = _sdpa_backward_arguments(*args, **kwargs)
     grad_out, query, key, value, out, lse = local
     grads = _ring._templated_ring_attention_backward(
-        mesh.get_group(), SEQ_DIM, _SDPA_BACKWARD, grad_out=grad_out, grad_out_name="grad_out", query=query,
+        layout.ring(), SEQ_DIM, _SDPA_BACKWARD, grad_out=grad_out, grad_out_name="grad_out", query=query,
         key=key, value=value, out=out, logsumexp=lse, is_causal=is_causal, dropout_p=0.0, scale=scale,
     )  # fmt: skip
-    return _sharded(mesh, *grads[:3])
+    return layout.shard(*grads[:3])
 
 
 # ---- npu_fusion_attention_v3 -------------------------------------------------------------------------------
@@ -134,7 +157,7 @@ def _fa(op_call, args, kwargs):
 
     bound = inspect.signature(npu_fusion_attention_v3).bind(*args, **kwargs)
     is_causal = _fa_options(bound)
-    (query, key, value), mesh = _local(_FA, args[:3])
+    (query, key, value), layout = _local(_FA, args[:3])
     head_num, scale = bound.arguments["head_num"], bound.arguments.get("scale", 1.0)
     row_max = []  # the largest score of each query row over the steps that saw it (the tail half on partial steps)
 
@@ -153,13 +176,12 @@ def _fa(op_call, args, kwargs):
         return out, step_max + torch.log(ssum[..., 0])
 
     out, lse = _ring._templated_ring_attention(
-        mesh.get_group(), SEQ_DIM, step, query=query, key=key, value=value, is_causal=is_causal
+        layout.ring(), SEQ_DIM, step, query=query, key=key, value=value, is_causal=is_causal
     )
     softmax_max = _expand_stats(row_max[0])
     softmax_sum = _expand_stats(torch.exp(lse - row_max[0]))
-    seed = DTensor.from_local(query.new_zeros(1, dtype=torch.int64), mesh, [Replicate()], run_check=False)
-    softmax_out = DTensor.from_local(query.new_empty(0), mesh, [Replicate()], run_check=False)
-    return (*_sharded(mesh, out, softmax_max, softmax_sum), softmax_out, seed, seed)
+    seed = layout.replicate(query.new_zeros(1, dtype=torch.int64))
+    return (*layout.shard(out, softmax_max, softmax_sum), layout.replicate(query.new_empty(0)), seed, seed)
 
 
 def _fa_grad(op_call, args, kwargs):
@@ -168,7 +190,7 @@ def _fa_grad(op_call, args, kwargs):
     bound = inspect.signature(npu_fusion_attention_grad_v3).bind(*args, **kwargs)
     is_causal = _fa_options(bound)
     a = bound.arguments
-    (query, key, value, dy), mesh = _local(_FA, args[:4])
+    (query, key, value, dy), layout = _local(_FA, args[:4])
     (softmax_max, softmax_sum, out), _ = _local(_FA, (a["softmax_max"], a["softmax_sum"], a["attention_in"]))
     lse = softmax_max[..., 0] + torch.log(softmax_sum[..., 0])
     head_num, scale = a["head_num"], a.get("scale_value", 1.0)
@@ -182,11 +204,11 @@ def _fa_grad(op_call, args, kwargs):
         return dq, dk, dv
 
     grads = _ring._templated_ring_attention_backward(
-        mesh.get_group(), SEQ_DIM, step, grad_out=dy, grad_out_name="dy", query=query, key=key, value=value,
+        layout.ring(), SEQ_DIM, step, grad_out=dy, grad_out_name="dy", query=query, key=key, value=value,
         out=out, logsumexp=lse, is_causal=is_causal,
     )  # fmt: skip
-    empty = DTensor.from_local(query.new_empty(0), mesh, [Replicate()], run_check=False)
-    return (*_sharded(mesh, *grads[:3]), empty, empty)
+    empty = layout.replicate(query.new_empty(0))
+    return (*layout.shard(*grads[:3]), empty, empty)
 
 
 def handlers():
