@@ -2,6 +2,7 @@
 // metadata-only views, copies between devices, storage changes, ZeroTensors, and dropout (whose
 // CPU kernel would draw from the CPU generator).
 #include "aten/DispatchKeys.h"
+#include "aten/EmptyStrided.h"
 #include "aten/TensorMapping.h"
 #include "plan/PlanMode.h"
 #include "runtime/CachingAllocator.h"
@@ -174,6 +175,11 @@ void record_stream(at::Tensor& self, c10::Stream stream) {
 }
 
 }  // namespace
+
+at::Tensor empty_strided_npu(c10::IntArrayRef size, c10::IntArrayRef stride, c10::ScalarType dtype) {
+  return empty_strided(size, stride, dtype, std::nullopt, std::nullopt, std::nullopt);
+}
+
 }  // namespace vnpu
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -1,8 +1,10 @@
 // torch_npu's tensor-memory helpers: a tensor that refers to another's memory without keeping it
 // alive (_weak_ref_tensor), pointing a tensor's storage into another's (npu_change_data_ptr), and an npu
-// tensor whose memory is host memory outside the device's caching allocator (empty_with_swapped_memory).
+// tensor whose memory is host memory outside the device's caching allocator (empty_with_swapped_memory), and
+// compiled code's dispatcher-free allocation (_empty_strided_npu).
 #include "python/Bindings.h"
 
+#include "aten/EmptyStrided.h"
 #include "runtime/ErrorCode.h"
 
 #include <ATen/ATen.h>
@@ -54,12 +56,22 @@ at::Tensor empty_with_swapped_memory(const std::vector<int64_t>& sizes, c10::Sca
   return at::from_blob(host->get(), sizes, [host](void*) mutable { host.reset(); }, options);
 }
 
+// torch_npu._C._empty_strided_npu(sizes, strides, dtype): compiled code's allocation fast path (as PyTorch's
+// _empty_strided_cuda), an npu tensor of the current device made as aten::empty_strided makes it.
+at::Tensor empty_strided_npu(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                             c10::ScalarType dtype) {
+  TORCH_CHECK(sizes.size() == strides.size(), "_empty_strided_npu: ", sizes.size(), " sizes but ", strides.size(),
+              " strides", ops_param_error());
+  return vnpu::empty_strided_npu(sizes, strides, dtype);
+}
+
 }  // namespace
 
 void bind_tensors(py::module& m) {
   m.def("_weak_ref_tensor", &weak_ref_tensor);
   m.def("_change_data_ptr", &change_data_ptr);
   m.def("_empty_with_swapped_memory", &empty_with_swapped_memory);
+  m.def("_empty_strided_npu", &empty_strided_npu);
 }
 
 }  // namespace vnpu::python
