@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -97,6 +98,14 @@ def rank_results(directory):
     names = [f for f in os.listdir(directory) if f.startswith("rank") and f.endswith(".json")]
     ranks = sorted(int(f[len("rank") : -len(".json")]) for f in names)
     return [json.load(open(os.path.join(directory, f"rank{r}.json"))) for r in ranks]
+
+
+def run_client(command, runs, timeout=400):
+    """{run: the per-rank results} of one launch of a client program (tests/clients/*_loop.py) that makes `runs` in
+    order and writes OUT/<run>/rank<N>.json; command(OUT) is its command line up to the runs."""
+    with tempfile.TemporaryDirectory() as out:
+        checked(run([*command(out), *runs], client_env(), timeout=timeout, cwd=out))
+        return {name: rank_results(os.path.join(out, name)) for name in runs}
 
 
 def checked(proc):

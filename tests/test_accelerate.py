@@ -4,15 +4,13 @@ with gradient accumulation, on one process and on two (`accelerate launch`, hccl
 save_state/load_state resume exactly; accelerate's own `accelerate test` passes on npu."""
 
 import os
-import pathlib
 import sys
-import tempfile
 
 import pytest
 
 pytest.importorskip("accelerate", reason="accelerate is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, free_port, rank_results, run  # noqa: E402
+from subprocess_helpers import checked, client_env, free_port, run, run_client  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "accelerate_loop.py")
 LAUNCH = (sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no")
@@ -24,22 +22,16 @@ NPU_RUNS = ("no", "bf16", "fp16")
 CPU_RUNS = ("no", "bf16")  # accelerate runs no fp16 on the CPU
 
 
-def loop(tmp_path, runs, *args, launcher=(sys.executable,)):
+def loop(runs, *args, launcher=(sys.executable,)):
     """{mixed precision: the per-rank results} of one process (or launch) training `runs` in order."""
-    out = str(tmp_path)
-    os.makedirs(out, exist_ok=True)
     if launcher[:3] == LAUNCH[:3]:
         launcher = (*launcher, "--main_process_port", str(free_port()))
-    checked(run([*launcher, LOOP, "--out", out, *args, *runs], client_env(), timeout=300, cwd=out))
-    return {name: rank_results(os.path.join(out, name)) for name in runs}
+    return run_client(lambda out: [*launcher, LOOP, "--out", out, *args], runs, timeout=300)
 
 
 def shared(once, runs, *args, launcher=(sys.executable,)):
-    def train():
-        with tempfile.TemporaryDirectory() as out:
-            return loop(pathlib.Path(out), runs, *args, launcher=launcher)
-
-    return once(("accelerate", runs, args, launcher), train)
+    """loop(...), made once per test run for every test that asks for the same runs."""
+    return once(("accelerate", runs, args, launcher), lambda: loop(runs, *args, launcher=launcher))
 
 
 def same_training(a, b):
@@ -87,8 +79,8 @@ def test_two_process_fp16_keeps_ranks_in_step(once):
 
 def test_save_state_and_load_state_resume_exactly(once, tmp_path):
     [straight] = shared(once, NPU_RUNS)["no"]  # two epochs
-    [first] = loop(tmp_path / "first", ["no"], "--epochs", "1", "--save", str(tmp_path / "state"))["no"]
-    [resumed] = loop(tmp_path / "resumed", ["no"], "--epochs", "1", "--resume", str(tmp_path / "state"))["no"]
+    [first] = loop(["no"], "--epochs", "1", "--save", str(tmp_path / "state"))["no"]
+    [resumed] = loop(["no"], "--epochs", "1", "--resume", str(tmp_path / "state"))["no"]
     assert os.path.exists(tmp_path / "state" / "optimizer.bin")
     assert first["losses"] + resumed["losses"] == straight["losses"]
     assert resumed["params"] == straight["params"]

@@ -4,13 +4,12 @@ under "npu") trains a LightningModule on one npu and with DDP over hccl on two, 
 
 import os
 import sys
-import tempfile
 
 import pytest
 
 pytest.importorskip("lightning", reason="Lightning is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, rank_results, run, run_python  # noqa: E402
+from subprocess_helpers import run_client, run_python  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "lightning_loop.py")
 # One process makes several runs (Lightning's import costs more than a run); this file's tests share them.
@@ -18,15 +17,10 @@ ONE_DEVICE = ("npu:32-true", "cpu:32-true", "npu:bf16-mixed", "cpu:bf16-mixed", 
 
 
 def fit(once, runs, devices=1, package="lightning.pytorch"):
-    """{run: the per-rank results} of one process (with DDP, one launch) making `runs` in order."""
-
-    def launch():
-        with tempfile.TemporaryDirectory() as out:
-            command = [sys.executable, LOOP, "--out", out, "--devices", str(devices), "--package", package, *runs]
-            checked(run(command, client_env(), timeout=400, cwd=out))
-            return {name: rank_results(os.path.join(out, name)) for name in runs}
-
-    return once(("lightning", runs, devices, package), launch)
+    """{run: the per-rank results} of one process (with DDP, one launch) making `runs` in order, made once per test
+    run."""
+    command = [sys.executable, LOOP, "--devices", str(devices), "--package", package, "--out"]
+    return once(("lightning", runs, devices, package), lambda: run_client(lambda out: [*command, out], runs))
 
 
 def same_training(a, b):

@@ -8,13 +8,12 @@ on the CPU."""
 import json
 import os
 import sys
-import tempfile
 
 import pytest
 
 pytest.importorskip("transformers", reason="transformers is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, rank_results, run  # noqa: E402
+from subprocess_helpers import checked, client_env, run, run_client  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "trainer_loop.py")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2")
@@ -25,15 +24,9 @@ NPU_RUNS = (*CPU_RUNS, "fp16", "flash_attention_2")  # the Trainer runs neither 
 
 
 def trainer(once, runs=("fp32",), cpu=False, launcher=(sys.executable,)):
-    """{run: the per-rank results} of one process (or one launch) training `runs` in order."""
-
-    def train():
-        with tempfile.TemporaryDirectory() as out:
-            command = [*launcher, LOOP, "--out", out, *(["--cpu"] if cpu else []), *runs]
-            checked(run(command, client_env(), timeout=400, cwd=out))
-            return {name: rank_results(os.path.join(out, name)) for name in runs}
-
-    return once(("trainer", runs, cpu, launcher), train)
+    """{run: the per-rank results} of one process (or one launch) training `runs` in order, made once per test run."""
+    command = [*launcher, LOOP, *(["--cpu"] if cpu else []), "--out"]
+    return once(("trainer", runs, cpu, launcher), lambda: run_client(lambda out: [*command, out], runs))
 
 
 def same_training(a, b):

@@ -7,8 +7,8 @@
         dp.step()                  # after each step: when the file changed, profile the next `active` steps
 
 `set_state({"cur_step": N})` says a resumed job has already run N steps, so "start_step" counts from there (not
-from the restart). `start(config_path)` profiles the next `active` steps right away from a given file. A session is written
-by tensorboard_trace_handler into the file's "prof_dir" (parsed at once when "analyse" is true, else
+from the restart). `start(config_path)` profiles the next `active` steps right away from a given file. A session is
+written by tensorboard_trace_handler into the file's "prof_dir" (parsed at once when "analyse" is true, else
 later with torch_npu.profiler.analyse). Keys as torch_npu's profiler_config.json: activities, prof_dir,
 analyse, record_shapes, profile_memory, with_stack, with_flops, with_modules, active, warmup, start_step,
 is_rank, rank_list, experimental_config.
