@@ -170,6 +170,31 @@ def test_deterministic_level_drives_torch_switch():
         torch.use_deterministic_algorithms(False)
 
 
+def test_deterministic_level_warns_as_torch_npu_and_follows_torch_switch():
+    try:
+        torch.use_deterministic_algorithms(False)
+        with pytest.warns(UserWarning) as record:
+            torch.npu.set_deterministic_level(2)
+        assert [str(w.message) for w in record] == [
+            "After using 'torch_npu.npu.set_deterministic_level', please do not use "
+            "'torch.use_deterministic_algorithms' anymore, as it may cause unknown errors.",
+            "The current configuration value of 'torch_npu.npu.set_deterministic_level' conflicts with "
+            "'torch.use_deterministic_algorithms'. 'torch.use_deterministic_algorithms' has been configured to 'True'",
+        ]
+        assert torch.npu._get_deterministic_level() == 2
+        torch.use_deterministic_algorithms(False)
+        with pytest.warns(UserWarning):
+            assert torch.npu._get_deterministic_level() == 0
+        torch.use_deterministic_algorithms(True)
+        with pytest.warns(UserWarning):
+            assert torch.npu._get_deterministic_level() == 1
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
+        with pytest.warns(UserWarning):
+            torch.npu.set_deterministic_level(0)
+
+
 def test_deterministic_with_backward_switches_in_backward():
     try:
         x = torch.randn(3, device="npu", requires_grad=True)

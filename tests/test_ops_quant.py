@@ -246,6 +246,10 @@ def test_anti_quant_reads_int32_as_eight_packed_int4_values():
 
 INVALID_ARGUMENT_ERRORS = [
     (
+        lambda: torch_npu.npu_anti_quant(t(4, dtype=torch.int8), t(4), dst_dtype=-10, src_dtype=torch.int8),
+        "npu_anti_quant: Input dst_type must be valid, but got UNKNOWN_SCALAR",
+    ),
+    (
         lambda: torch_npu.npu_linear(t(2, 3), t(4, 5)),
         "npu_linear: input's last dim (3) must equal weight's in_features (5)",
     ),

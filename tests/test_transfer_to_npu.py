@@ -63,6 +63,24 @@ def test_storages_device_contexts_events_and_distributed_aliases():
     assert last_line(out) == "npu:0 npu True npu:0 npu True ProcessGroupHCCL False True"
 
 
+def test_host_empty_cache_is_bound_in_torch_c_as_on_cuda():
+    out = run_python("""
+        import torch, torch_npu
+        assert not hasattr(torch._C, "_host_emptyCache")
+        import torch_npu.contrib.transfer_to_npu  # noqa: F401
+        pinned = torch.ones(4).pin_memory(); del pinned
+        before = torch.npu.host_memory_stats()["reserved_bytes.current"]
+        print(torch._C._host_emptyCache is torch_npu._C._npu_hostEmptyCache, before > 0, torch._C._host_emptyCache(),
+              torch.npu.host_memory_stats()["reserved_bytes.current"])
+        for args, kwargs in (((0,), {}), ((), {"device": "npu"})):
+            try:
+                torch._C._host_emptyCache(*args, **kwargs)
+            except TypeError:
+                print("TypeError")
+    """)
+    assert out.stdout.strip().splitlines()[-3:] == ["True True None 0", "TypeError", "TypeError"]
+
+
 def test_the_known_regressions_are_absent(tmp_path):
     script = tmp_path / "scripted.py"  # TorchScript compiles from source files
     script.write_text(

@@ -208,14 +208,15 @@ _TRANSFER = "torch_npu.contrib.transfer_to_npu"
 _TRANSFER_WHEN = "on import of torch_npu.contrib.transfer_to_npu (transfer_to_npu only)"
 PATCHES += (
     Patch(
-        target="torch.cuda.* (torch.npu's names), torch.cuda.amp / random / memory, CUDAGraph, DoubleTensor",
+        target="torch.cuda.* (torch.npu's names), torch.cuda.amp / random / memory, CUDAGraph, DoubleTensor, "
+        "torch._C._host_emptyCache",
         module=_TRANSFER,
         why="CUDA code calls torch.cuda; torch_npu's transfer_to_npu gives torch.cuda every name of torch.npu, "
         "device arguments rewritten, and counts the calls (`vnpu run` reports them as what a migration must "
         "address).",
         when=_TRANSFER_WHEN,
         apply=f"{_TRANSFER}:alias_cuda_module",
-        changes=("torch.cuda.*",),
+        changes=("torch.cuda.*", "torch._C._host_emptyCache"),
     ),
     Patch(
         target="torch factories, Tensor.new_*/to/pin_memory/cuda/is_cuda, Module.to/to_empty/cuda, UntypedStorage, "

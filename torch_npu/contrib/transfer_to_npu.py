@@ -170,7 +170,8 @@ _CUDA_FUNCTIONS = (
 
 
 def alias_cuda_module():
-    """torch.cuda takes torch.npu's names (calls counted), CUDAGraph/graph/DoubleTensor/memory history."""
+    """torch.cuda takes torch.npu's names (calls counted), CUDAGraph/graph/DoubleTensor/memory history,
+    torch._C._host_emptyCache."""
     npu = torch_npu.npu
     for name in npu.__all__:
         value = getattr(npu, name)
@@ -187,6 +188,7 @@ def alias_cuda_module():
     torch.cuda.DoubleTensor = npu.FloatTensor  # as torch_npu's transfer_to_npu does
     for name in ("_record_memory_history", "_snapshot", "_dump_snapshot"):
         setattr(torch.cuda.memory, name, getattr(npu.memory, name))
+    torch._C._host_emptyCache = torch_npu._C._npu_hostEmptyCache  # CUDA builds bind it; frees cached pinned memory
     for name in _CUDA_FUNCTIONS:
         _wrap(torch.cuda, name, f"torch.cuda.{name}", count_every_call=True)
     _wrap_init(torch.cuda.device, "torch.cuda.device")

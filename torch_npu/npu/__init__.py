@@ -109,6 +109,7 @@ from torch_npu.npu.autocast_utils import (  # noqa: E402
     set_autocast_enabled,
 )
 from torch_npu.npu.deterministic import (  # noqa: E402
+    _get_deterministic_level,  # noqa: F401  (torch_npu.npu._get_deterministic_level)
     disable_deterministic_with_backward,
     enable_deterministic_with_backward,
     set_deterministic_level,

@@ -11,20 +11,41 @@ __all__ = ["set_deterministic_level", "enable_deterministic_with_backward", "dis
 
 _level = 0
 
+_CONFLICT = (
+    "The current configuration value of 'torch_npu.npu.set_deterministic_level' conflicts with "
+    "'torch.use_deterministic_algorithms'. 'torch.use_deterministic_algorithms' has been configured to '{}'"
+)
+
 
 def set_deterministic_level(level: int) -> None:
     """0: off; 1: deterministic kernels (torch.use_deterministic_algorithms(True));
-    2: also deterministic communication (HCCL_DETERMINISTIC)."""
+    2: also deterministic communication (HCCL_DETERMINISTIC).
+
+    As in torch_npu, the level drives PyTorch's switch (with a warning when they disagree)."""
     global _level
     if level not in (0, 1, 2):
         raise ValueError(f"deterministic level must be 0, 1 or 2, but got {level}")
-    if level and not torch.are_deterministic_algorithms_enabled():
-        warnings.warn("set_deterministic_level also turns on torch.use_deterministic_algorithms(True).")
-    torch.use_deterministic_algorithms(level > 0)
+    warnings.warn(
+        "After using 'torch_npu.npu.set_deterministic_level', please do not use "
+        "'torch.use_deterministic_algorithms' anymore, as it may cause unknown errors."
+    )
+    enabled = torch.are_deterministic_algorithms_enabled()
+    if enabled != (level > 0):
+        warnings.warn(_CONFLICT.format(level > 0))
+        torch.use_deterministic_algorithms(level > 0)
     _level = level
 
 
 def get_deterministic_level():
+    return _level
+
+
+def _get_deterministic_level():
+    """The level in force: follows torch.use_deterministic_algorithms when it was changed since
+    (0 becomes 1 when PyTorch's switch is on, any level becomes 0 when it is off)."""
+    enabled = torch.are_deterministic_algorithms_enabled()
+    if (_level > 0) != enabled:
+        set_deterministic_level(1 if enabled else 0)
     return _level
 
 

@@ -10,6 +10,8 @@ from torch_npu.ops._common import check, dtype_of
 from torch_npu.ops.dtype_support import FLOATS
 from torch_npu.ops.registration import npu_op
 
+_SCALAR_TYPE_COUNT = 46  # c10::ScalarType::NumOptions in PyTorch 2.13 (Float4_e2m1fn_x2 is 45)
+
 __all__ = [
     "INT4_RANGE",
     "group_row_counts",
@@ -225,6 +227,12 @@ def npu_anti_quant(x, scale, *, offset=None, dst_dtype=None, src_dtype=None):
     """(x + offset) * scale in dst_dtype (float16 by default); scale/offset broadcast over the last dim. An
     int32 x holds eight packed int4 values per element (the lowest nibble first), so [..., k] reads as
     [..., 8k] int4."""
+    if isinstance(dst_dtype, int):  # a number outside c10's ScalarType enum prints as UNKNOWN_SCALAR there
+        check(
+            0 <= dst_dtype < _SCALAR_TYPE_COUNT,
+            "npu_anti_quant",
+            "Input dst_type must be valid, but got UNKNOWN_SCALAR",
+        )
     out_dtype = torch.float16 if dst_dtype is None else dtype_of(dst_dtype, "npu_anti_quant", "dst_dtype")
     value = unpack_int4(x).float() if x.dtype == torch.int32 else x.float()
     if offset is not None:
