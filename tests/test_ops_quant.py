@@ -70,6 +70,23 @@ def test_npu_weight_quant_batchmatmul(group):
     )
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_npu_weight_quant_batchmatmul_reads_int4_packed_weights(transposed):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(16, 64, generator=g, dtype=torch.float16)
+    w = torch.randint(-8, 8, (64, 32), generator=g, dtype=torch.int32)  # [k, n]
+    scale, offset = torch.randn(1, 32, generator=g).half(), torch.randn(1, 32, generator=g).half()
+    # packed along the contiguous dimension: [k, n // 8], or [n, k // 8] passed transposed
+    pack = torch_npu.npu_convert_weight_to_int4pack
+    packed = pack(w.t().contiguous().npu()).t() if transposed else pack(w.npu())
+    assert packed.shape == ((8, 32) if transposed else (64, 4))
+    got = torch_npu.npu_weight_quant_batchmatmul(x.npu(), packed, scale.npu(), offset.npu())
+    want = torch_npu.npu_weight_quant_batchmatmul(x.npu(), w.to(torch.int8).npu(), scale.npu(), offset.npu())
+    assert got.dtype == torch.float16 and torch.equal(got.cpu(), want.cpu())
+    reference = (x.float() @ ((w.half() + offset) * scale).float()).half()
+    torch.testing.assert_close(got.cpu(), reference, atol=0.05, rtol=1e-3)
+
+
 def test_npu_dynamic_quant_and_anti_quant():
     x = torch.randn(4, 32)
     smooth = torch.rand(32) + 0.5

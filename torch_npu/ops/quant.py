@@ -166,10 +166,13 @@ def npu_weight_quant_batchmatmul(
     inner_precise=0,
     weight_dtype=None,
 ):
-    """y = x @ ((weight + antiquant_offset) * antiquant_scale) + bias in x's dtype (weight [k, n] int8;
+    """y = x @ ((weight + antiquant_offset) * antiquant_scale) + bias in x's dtype (weight [k, n] int8, or
+    int32 holding eight int4 each along its contiguous dimension: [k, n // 8], or [n, k // 8] passed as .t();
     scales per tensor, per channel [n] or, with antiquant_group_size g, per group [ceil(k/g), n]);
     with quant_scale the result is requantised to int8: y * quant_scale + quant_offset."""
     op = "npu_weight_quant_batchmatmul"
+    if weight.dtype == torch.int32:
+        weight = _unpack_along_memory(weight)
     check(x.shape[-1] == weight.shape[0], op, f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
     w = weight.to(x.dtype)
     scale, offset = antiquant_scale, antiquant_offset
