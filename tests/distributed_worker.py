@@ -451,6 +451,14 @@ def case_torch_npu_c10d():
     objects = [None] * WORLD if RANK == 0 else None
     dist.gather_object({"rank": RANK, "items": list(range(RANK + 1))}, objects, dst=0)
     assert objects is None or objects == [{"rank": r, "items": list(range(r + 1))} for r in range(WORLD)], objects
+    verify = torch_npu.distributed._verify_params_across_processes
+    assert verify is torch._C._distributed_c10d._verify_params_across_processes
+    verify(group, [torch.zeros(3, 2, device=DEV), torch.zeros(5, device=DEV)], None)  # same shapes: passes
+    try:  # every rank compares its parameters with rank 0's (as over gloo)
+        verify(group, [torch.zeros(3 + RANK, device=DEV)], None)
+        assert RANK == 0, "parameters of a shape different from rank 0's passed the check"
+    except RuntimeError as error:
+        assert f"sizes [{3 + RANK}] appears not to match sizes of the same param in process 0" in str(error), error
     x = data(RANK, n=4).to(DEV).requires_grad_(True)
     out = torch.empty(4 * WORLD, device=DEV)
     gathered = _AllGatherBase.apply(out, x, group)

@@ -15,6 +15,9 @@ from torch_npu.distributed.uneven_collectives import (
 )
 
 is_available = _dist.is_available
+# DDP checks through this function that every rank's parameters have the same shapes and strides: c10d's own,
+# which all-gathers the parameters' metadata over the group's backend (hccl included); torch_npu exports it here.
+_verify_params_across_processes = _dist._verify_params_across_processes
 
 
 def register_backends():
