@@ -169,6 +169,11 @@ if _C._plan_mode():  # planning mode: the report `vnpu plan` reads, written at e
 
     _plan.install()
 
+if os.environ.get("TORCH_NPU_SANITIZER") == "1":  # torch_npu's stream sanitizer (a debugging tool)
+    from torch_npu.npu._sanitizer import enable_npu_sanitizer as _enable_npu_sanitizer  # noqa: E402
+
+    _enable_npu_sanitizer()
+
 if os.environ.get("VNPU_PROFILE_OUTPUT"):  # `msprof --application` / `vnpu profile --`: profile the whole program
     from torch_npu.profiler.program_profile import start_from_env as _start_program_profile  # noqa: E402
 

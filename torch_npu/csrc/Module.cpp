@@ -151,5 +151,6 @@ PYBIND11_MODULE(_C, m) {
 
   vnpu::python::bind_ops(m);
   vnpu::python::bind_plan(m);
+  vnpu::python::bind_trace(m);
   vnpu::python::bind_distributed(m);
 }

@@ -84,10 +84,10 @@ def _valid_index(device: _device_t) -> int:
 
 
 def synchronize(device: _device_t = None) -> None:
-    """Wait for all work on an NPU. Operators complete when they return, so this only validates
-    the device (and initialises it)."""
+    """Wait for all work on an NPU. Operators complete when they return, so this validates the device (and
+    initialises it) and passes the runtime's device-synchronisation point (which the sanitizer follows)."""
     refuse_during_capture("torch.npu.synchronize()")
-    _valid_index(device)
+    torch._C._accelerator_synchronizeDevice(_valid_index(device))
 
 
 def _checked_index(device: _device_t) -> int:

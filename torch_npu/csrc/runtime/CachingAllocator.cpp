@@ -6,6 +6,7 @@
 #include "runtime/CachingAllocatorInternal.h"
 #include "runtime/Device.h"
 #include "runtime/DeviceMemoryState.h"
+#include "runtime/DeviceTrace.h"
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/PluggableAllocator.h"
@@ -371,6 +372,7 @@ namespace {
 
 // Returns a block to its pool; `settle` takes the peaks CPU kernels left pending first.
 void release_block(Block* block, bool settle) {
+  trace::fire(trace::Point::MemoryDeallocation, block->ptr);
   if (C10_UNLIKELY(block->pluggable)) {
     active_pluggable_allocator()->free(block->ptr, static_cast<ptrdiff_t>(block->size), block->device, nullptr);
     delete block;
@@ -479,6 +481,7 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
     block->device = device;
     block->allocated = true;
     block->pluggable = true;
+    trace::fire(trace::Point::MemoryAllocation, block->ptr);
     return block;
   }
   DeviceState& st = device_state(device);
@@ -496,6 +499,7 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
     note("alloc", device, block->ptr, block->size);
   }
   flush_events();
+  trace::fire(trace::Point::MemoryAllocation, block->ptr);
   return block;
 }
 

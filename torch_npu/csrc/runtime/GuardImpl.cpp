@@ -1,6 +1,7 @@
 // c10's DeviceGuardImplInterface for npu: device switching, streams and events for guards,
 // torch.Stream/torch.Event, torch.accelerator and the autograd engine.
 #include "runtime/Device.h"
+#include "runtime/DeviceTrace.h"
 #include "runtime/ErrorCode.h"
 #include "runtime/Stream.h"
 
@@ -78,14 +79,23 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
       e = new Event();
       e->timing = flag == c10::EventFlag::BACKEND_DEFAULT;
       *event = e;
+      trace::fire(trace::Point::EventCreation, e);
     }
     e->device = stream.device_index();
     e->recorded_ns = now_ns();
+    trace::fire(trace::Point::EventRecord, e, stream_native_handle(stream));
   }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
+    if (event != nullptr) {
+      trace::fire(trace::Point::EventDeletion, event);
+    }
     delete static_cast<Event*>(event);
   }
-  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  void block(void* event, const c10::Stream& stream) const override {
+    if (event != nullptr) {
+      trace::fire(trace::Point::EventWait, event, stream_native_handle(stream));
+    }
+  }
   bool queryEvent(void* /*event*/) const override {
     return true;
   }
@@ -101,9 +111,16 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
                 "External NPU stream is not supported in NPUStream::synchronize. The caller is responsible for "
                 "synchronization of external streams.",
                 error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
+    trace::fire(trace::Point::StreamSynchronization, stream_native_handle(stream));
   }
-  void synchronizeEvent(void* /*event*/) const override {}
-  void synchronizeDevice(const c10::DeviceIndex /*device_index*/) const override {}
+  void synchronizeEvent(void* event) const override {
+    if (event != nullptr) {
+      trace::fire(trace::Point::EventSynchronization, event);
+    }
+  }
+  void synchronizeDevice(const c10::DeviceIndex /*device_index*/) const override {
+    trace::fire(trace::Point::DeviceSynchronization);
+  }
   static bool is_external(const c10::Stream& stream) {
     return (stream.id() >> kStreamIdTypeShift) == static_cast<int>(StreamType::External);
   }

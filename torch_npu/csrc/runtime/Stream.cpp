@@ -1,6 +1,7 @@
 #include "runtime/Stream.h"
 
 #include "runtime/Device.h"
+#include "runtime/DeviceTrace.h"
 #include "runtime/ErrorCode.h"
 #include "runtime/ExternalStream.h"
 
@@ -93,8 +94,10 @@ c10::Stream pool_stream(c10::DeviceIndex device, int priority) {
   const bool high = priority < 0;
   auto& counter = high ? g_next_high[device] : g_next_normal[device];
   const int index = static_cast<int>(counter++ % static_cast<uint32_t>(streams_per_device()));
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, device),
-                     encode(high ? StreamType::High : StreamType::Normal, index));
+  const auto stream = c10::Stream(c10::Stream::UNSAFE, c10::Device(kNpu, device),
+                                  encode(high ? StreamType::High : StreamType::Normal, index));
+  trace::fire(trace::Point::StreamCreation, stream_native_handle(stream));
+  return stream;
 }
 
 c10::Stream make_stream(c10::StreamId id, c10::DeviceIndex device) {

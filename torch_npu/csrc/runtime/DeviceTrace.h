@@ -1,0 +1,47 @@
+// Trace points of the runtime for tools that check what the card would order (torch_npu's stream
+// sanitizer, TORCH_NPU_SANITIZER=1): events created, deleted, recorded, waited on and synchronised,
+// streams created and synchronised, the device synchronised, memory allocated and freed.
+//
+// Off unless a handler is installed; then every point costs one relaxed atomic load. Streams are
+// identified by their native handles (torch.npu.Stream.npu_stream), events by their addresses.
+#pragma once
+
+#include <c10/macros/Macros.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace vnpu::trace {
+
+// In this order: torch_npu.utils._npu_trace numbers its callback lists the same way.
+enum class Point : int {
+  EventCreation,
+  EventDeletion,
+  EventRecord,  // (event, stream)
+  EventWait,    // (event, stream)
+  MemoryAllocation,
+  MemoryDeallocation,
+  StreamCreation,
+  DeviceSynchronization,
+  StreamSynchronization,
+  EventSynchronization,
+};
+
+using Handler = void (*)(Point point, uintptr_t first, uintptr_t second);
+
+extern std::atomic<Handler> g_handler;
+
+void set_handler(Handler handler);  // nullptr turns the trace off
+
+inline void fire(Point point, uintptr_t first = 0, uintptr_t second = 0) {
+  const Handler handler = g_handler.load(std::memory_order_relaxed);
+  if (C10_UNLIKELY(handler != nullptr)) {
+    handler(point, first, second);
+  }
+}
+
+inline void fire(Point point, const void* first, const void* second = nullptr) {
+  fire(point, reinterpret_cast<uintptr_t>(first), reinterpret_cast<uintptr_t>(second));
+}
+
+}  // namespace vnpu::trace

@@ -1,0 +1,69 @@
+"""torch_npu's sanitizer (TORCH_NPU_SANITIZER=1, or enable_npu_sanitizer()): checks that work on different
+npu streams is ordered by events, wait_stream or synchronisation wherever the card would need it, and raises
+on the first access that could race (see _stream_check). Every operator then passes through Python, so it is a
+debugging tool, off by default.
+
+torch_npu's other mode, the kernel check (ASCEND_OPP_DEBUG_PATH set), swaps in the card's debug kernels; vnpu
+has none, so it warns and runs the stream check instead."""
+
+import atexit
+import os
+import warnings
+
+import torch_npu
+
+__all__ = ["enable_npu_sanitizer"]
+
+
+class SanitizerMode:
+    STREAM = 0
+    KERNEL = 1
+
+
+class NPUSanitizer:
+    def __init__(self):
+        self.event_handler = None
+        self.dispatch = None
+        self.mode = SanitizerMode.STREAM
+        self.enabled = False
+
+    def enable(self):
+        if self.enabled:
+            return
+        if os.getenv("ASCEND_OPP_DEBUG_PATH"):
+            warnings.warn(
+                "ASCEND_OPP_DEBUG_PATH is set, but the kernel check runs the card's debug kernels and vnpu has none; "
+                "TORCH_NPU_SANITIZER runs the stream check instead."
+            )
+        from torch_npu.npu import _stream_check
+        from torch_npu.utils import _npu_trace as trace
+
+        handler = _stream_check.csan.EventHandler()
+        for point in (
+            "event_creation",
+            "event_deletion",
+            "event_record",
+            "event_wait",
+            "memory_allocation",
+            "memory_deallocation",
+            "stream_creation",
+            "device_synchronization",
+            "stream_synchronization",
+            "event_synchronization",
+        ):
+            register = getattr(trace, f"register_callback_for_npu_{point}")
+            register(getattr(handler, f"_handle_{point}"), f"handle_{point}")
+        self.event_handler = handler
+        self.dispatch = _stream_check.NPUSanitizerDispatchMode(handler)
+        self.dispatch.__enter__()
+        torch_npu._C._activate_npu_trace(self.mode)
+        atexit.register(torch_npu._C._deactivate_npu_trace)  # memory freed at exit is not traced
+        self.enabled = True
+
+
+def enable_npu_sanitizer():
+    """Check every later operator on npu for accesses that streams could run out of order on the card."""
+    npu_sanitizer.enable()
+
+
+npu_sanitizer = NPUSanitizer()
