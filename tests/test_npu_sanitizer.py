@@ -1,4 +1,4 @@
-"""torch_npu's stream sanitizer (TORCH_NPU_SANITIZER=1) and the runtime trace points it follows. Each program runs
+"""torch_npu's stream sanitizer (TORCH_NPU_SANITIZER set) and the runtime trace points it follows. Each program runs
 in a fresh process: the sanitizer's dispatch mode and the trace are process-wide."""
 
 import json

@@ -169,7 +169,7 @@ if _C._plan_mode():  # planning mode: the report `vnpu plan` reads, written at e
 
     _plan.install()
 
-if os.environ.get("TORCH_NPU_SANITIZER") == "1":  # torch_npu's stream sanitizer (a debugging tool)
+if "TORCH_NPU_SANITIZER" in os.environ:  # torch_npu's stream sanitizer (a debugging tool); set at all, as there
     from torch_npu.npu._sanitizer import enable_npu_sanitizer as _enable_npu_sanitizer  # noqa: E402
 
     _enable_npu_sanitizer()

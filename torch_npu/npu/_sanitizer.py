@@ -1,4 +1,4 @@
-"""torch_npu's sanitizer (TORCH_NPU_SANITIZER=1, or enable_npu_sanitizer()): checks that work on different
+"""torch_npu's sanitizer (TORCH_NPU_SANITIZER set, or enable_npu_sanitizer()): checks that work on different
 npu streams is ordered by events, wait_stream or synchronisation wherever the card would need it, and raises
 on the first access that could race (see _stream_check). Every operator then passes through Python, so it is a
 debugging tool, off by default.
