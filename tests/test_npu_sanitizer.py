@@ -11,9 +11,11 @@ RACES = """
     import json, torch, torch_npu
     from torch.cuda._sanitizer import CUDASanitizerErrors
     side = torch.npu.Stream()
+    kept = []  # freeing them while side may still read them would be a race of its own (see record_stream)
 
     def read_on_side(order):
         a = torch.ones(1000, device="npu")  # written on the default stream
+        kept.append(a)
         order(a)
         with torch.npu.stream(side):
             return a * 2
@@ -149,3 +151,44 @@ def test_enabling_from_code_and_the_kernel_check_variable():
         "TORCH_NPU_SANITIZER runs the stream check instead."
     ]
     assert races == "1"
+
+
+def test_memory_freed_while_another_stream_uses_it_needs_record_stream():
+    out = run_python(
+        """
+        import json, torch, torch_npu
+        from torch.cuda._sanitizer import CUDASanitizerErrors
+        side = torch.npu.Stream()
+        result = {}
+        for name, record, order in (("missing", False, False), ("recorded", True, False), ("ordered", False, True)):
+            x = torch.ones(4096, device="npu"); ptr = x.data_ptr()
+            side.wait_stream(torch.npu.current_stream())
+            with torch.npu.stream(side):
+                y = x * 2
+            if record:
+                x.record_stream(side)
+            if order:
+                torch.npu.current_stream().wait_stream(side)
+            del x
+            try:
+                z = torch.zeros(4096, device="npu")
+                result[name] = z.data_ptr() == ptr  # the memory is reused
+            except CUDASanitizerErrors as errors:
+                result[name] = [str(e) for e in errors.errors]
+        result["side"] = side.npu_stream
+        print(json.dumps(result))
+        """,
+        env=SANITIZED,
+    )
+    got = json.loads(last_line(out))
+    assert got["recorded"] is True and got["ordered"] is True
+    [report] = got["missing"]
+    header = report.splitlines()[1]
+    assert header.startswith("CSAN detected a possible data race on tensor with data pointer ")
+    assert header.endswith(
+        f": the memory was freed and reused while stream {got['side']} may still use it (call Tensor.record_stream "
+        "on that stream before freeing, or make the streams wait for each other)"
+    )
+    current, previous = report.split("Previous access by stream")
+    assert "aten::zeros(" in current or "aten::fill_" in current or "aten::zero_" in current, current
+    assert "aten::mul.Tensor" in previous and "reading from argument(s) self" in previous

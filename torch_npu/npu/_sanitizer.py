@@ -38,7 +38,7 @@ class NPUSanitizer:
         from torch_npu.npu import _stream_check
         from torch_npu.utils import _npu_trace as trace
 
-        handler = _stream_check.csan.EventHandler()
+        handler = _stream_check.NPURecordStreamHandler()
         for point in (
             "event_creation",
             "event_deletion",

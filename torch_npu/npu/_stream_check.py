@@ -3,6 +3,10 @@ ran on, go to PyTorch's stream-race analysis (torch.cuda._sanitizer.EventHandler
 itself); the runtime's trace points tell it which streams waited for which. An access that the card could run
 concurrently with an earlier conflicting one raises CUDASanitizerErrors (torch_npu raises the same class).
 
+It also finds the missing record_stream (torch_npu's record-stream check): memory freed while another stream may
+still use it goes back to the pool of the stream that allocated it, and that stream's next tensor in it can be
+written before the other stream is done; Tensor.record_stream(other) or ordering the streams prevents it.
+
 vnpu runs every operator in order on the host, so such a race never corrupts data here; on the card it may."""
 
 import sys
@@ -34,6 +38,60 @@ class _NpuArgumentHandler(csan.ArgumentHandler):
             self.outputs.add(data_ptr)
 
 
+class FreedWhileInUseError(csan.UnsynchronizedAccessError):
+    """A kernel used memory that was freed while another stream's access to it may still have been running."""
+
+    def __str__(self):
+        header, rest = super().__str__().split("\n", 2)[1:]
+        return (
+            f"============================\n{header}: the memory was freed and reused while stream "
+            f"{self.previous_access.stream} may still use it (call Tensor.record_stream on that stream before "
+            f"freeing, or make the streams wait for each other)\n{rest}"
+        )
+
+
+class NPURecordStreamHandler(csan.EventHandler):
+    """PyTorch's race analysis, plus uses of freed memory by streams other than the one that allocated it."""
+
+    def __init__(self):
+        super().__init__()
+        self.allocation_stream = {}  # data pointer -> the stream its memory was allocated on
+        self.recorded_streams = {}  # data pointer -> the streams given to Tensor.record_stream
+        self.freed_uses = {}  # data pointer -> (allocating stream, other streams' accesses when it was freed)
+
+    def _handle_memory_allocation(self, data_ptr):
+        super()._handle_memory_allocation(data_ptr)
+        self.allocation_stream[data_ptr] = torch_npu.npu.current_stream().npu_stream
+
+    def _handle_record_stream(self, data_ptr, stream):
+        self.recorded_streams.setdefault(data_ptr, set()).add(stream)
+
+    def _handle_memory_deallocation(self, data_ptr):
+        info = self.tensors_accessed.accesses.get(data_ptr)
+        owner = self.allocation_stream.pop(data_ptr, None)
+        recorded = self.recorded_streams.pop(data_ptr, set())
+        if info is not None and owner is not None:
+            accesses = ([info.write] if info.write is not None else []) + info.reads
+            uses = [a for a in accesses if a.stream != owner and a.stream not in recorded]
+            if uses:
+                self.freed_uses[data_ptr] = (owner, uses)
+        super()._handle_memory_deallocation(data_ptr)
+
+    def _handle_kernel_launch(self, stream, read_only, read_write, outputs, operator, tensor_aliases):
+        errors = super()._handle_kernel_launch(stream, read_only, read_write, outputs, operator, tensor_aliases)
+        for data_ptr in read_only | read_write:
+            freed = self.freed_uses.pop(data_ptr, None)
+            # the card reuses freed memory only on the stream that allocated it
+            if freed is None or self.allocation_stream.get(data_ptr) != freed[0]:
+                continue
+            info = self.tensors_accessed.accesses[data_ptr]
+            current = info.write if data_ptr in read_write else info.reads[-1]
+            for use in freed[1]:
+                if not self.syncs.is_ordered_after(stream, use.seq_num, use.stream):
+                    errors.append(FreedWhileInUseError(data_ptr, info.allocation_stack_trace, current, use))
+        return errors
+
+
 class NPUSanitizerDispatchMode(TorchDispatchMode):
     def __init__(self, event_handler: csan.EventHandler):
         super().__init__()
@@ -41,7 +99,11 @@ class NPUSanitizerDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.ops.aten.record_stream.default:  # not a kernel
+        if func is torch.ops.aten.record_stream.default:  # not a kernel: the memory stays until that stream is done
+            tensor, stream = args
+            if tensor.device.type == "npu" and hasattr(self.event_handler, "_handle_record_stream"):
+                handle = torch_npu._C._stream_handle(stream.stream_id, stream.device_index)
+                self.event_handler._handle_record_stream(tensor.untyped_storage().data_ptr(), handle)
             return func(*args, **kwargs)
         is_factory = bool(csan.FACTORY_FUNCTION_REGEX.match(func._schema.name))
         handler = _NpuArgumentHandler()
