@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from error_cases import raises_exactly, t
+from subprocess_helpers import last_line, run_python
 
 import torch_npu
 from torch_npu import contrib
@@ -301,12 +302,32 @@ def test_prefetcher_moves_batches_to_npu():
     loader = [(torch.full((2,), float(i)), torch.tensor([i])) for i in range(3)]
     pf = contrib.Prefetcher(loader)
     seen = []
-    batch = pf.next()
-    while batch is not None:
-        assert batch[0].device.type == "npu"
-        seen.append(int(batch[1]))
-        batch = pf.next()
-    assert seen == [0, 1, 2]
+    inputs, target = pf.next()
+    while inputs is not None:  # torch_npu's loop: (None, None) ends it
+        assert inputs.device.type == "npu" and target.device.type == "npu"
+        seen.append((inputs.tolist(), int(target)))
+        inputs, target = pf.next()
+    assert seen == [([float(i)] * 2, i) for i in range(3)]
+    assert pf.next() == (None, None)
+
+
+def test_prefetcher_training_loop_passes_the_stream_sanitizer():
+    out = run_python(
+        """
+        import torch, torch_npu
+        from torch_npu.contrib.module.prefetcher import Prefetcher
+        loader = [(torch.randn(64, 16), torch.randint(0, 4, (64,))) for _ in range(6)]
+        pf, w, steps = Prefetcher(loader), torch.randn(16, 4, device="npu"), 0
+        inputs, target = pf.next()
+        while inputs is not None:
+            loss = torch.nn.functional.cross_entropy(inputs @ w, target)
+            steps += 1
+            inputs, target = pf.next()
+        print(steps)
+        """,
+        env={"TORCH_NPU_SANITIZER": "1"},
+    )
+    assert last_line(out) == "6"
 
 
 # Bad input: the exact first line of the error (torch_npu's "[ERROR] ... ERRxxyyy" suffix follows it)
