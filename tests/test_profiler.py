@@ -229,3 +229,27 @@ def test_c_children_cd_logging_and_flops_count():
     assert (counter.recordedCount, counter.traversedCount) == (2 * 4 * 8 * 2, 2 * 2 * 4 * 8 * 2)
     counter.reset()
     assert counter.traversedCount == 0
+
+
+def test_profiler_time_conversions_are_exact():
+    from torch_npu.profiler.analysis.prof_common_func._constant import (
+        contact_2num,
+        convert_ns2us_float,
+        convert_ns2us_str,
+        convert_us2ns,
+    )
+
+    ns = 1459635878536856678  # beyond float precision: the text form keeps every digit
+    assert convert_ns2us_str(ns) == "1459635878536856.678" and convert_ns2us_str(ns, "\t") == "1459635878536856.678\t"
+    assert convert_ns2us_str(5) == "0.005" and convert_ns2us_str(-1500) == "-1.500"
+    assert convert_ns2us_float(ns) == ns / 1000 and convert_ns2us_float(float("inf")) == float("inf")
+    assert convert_ns2us_str(float("-inf")) == "-inf"
+    assert convert_us2ns("1459635878536856.678\t") == ns == convert_us2ns("1459635878536856.678")
+    assert convert_us2ns(1459635878536856.678) == 1459635878536856800  # the float's own digits
+    assert convert_us2ns("12") == 12000 and convert_us2ns("0.5") == 500
+    assert contact_2num(1, 1) == 1 << 32 | 1
+    for call in (lambda: convert_ns2us_float(18789.89), lambda: convert_ns2us_str(1.5)):
+        with pytest.raises(RuntimeError, match=r"^Input must be integer\."):
+            call()
+    with pytest.raises(RuntimeError, match=r"^Invalid input us!"):
+        convert_us2ns("1.2.3")
