@@ -160,13 +160,16 @@ def test_memory_freed_while_another_stream_uses_it_needs_record_stream():
         from torch.cuda._sanitizer import CUDASanitizerErrors
         side = torch.npu.Stream()
         result = {}
-        for name, record, order in (("missing", False, False), ("recorded", True, False), ("ordered", False, True)):
+        cases = (("missing", False, False), ("recorded", True, False), ("ordered", False, True), ("erased", "erase", False))
+        for name, record, order in cases:
             x = torch.ones(4096, device="npu"); ptr = x.data_ptr()
             side.wait_stream(torch.npu.current_stream())
             with torch.npu.stream(side):
                 y = x * 2
             if record:
                 x.record_stream(side)
+            if record == "erase":
+                torch_npu.erase_stream(x, side)  # the record is dropped again
             if order:
                 torch.npu.current_stream().wait_stream(side)
             del x
@@ -182,6 +185,7 @@ def test_memory_freed_while_another_stream_uses_it_needs_record_stream():
     )
     got = json.loads(last_line(out))
     assert got["recorded"] is True and got["ordered"] is True
+    assert len(got["erased"]) == 1 and "may still use it" in got["erased"][0]
     [report] = got["missing"]
     header = report.splitlines()[1]
     assert header.startswith("CSAN detected a possible data race on tensor with data pointer ")

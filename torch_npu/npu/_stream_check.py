@@ -66,6 +66,9 @@ class NPURecordStreamHandler(csan.EventHandler):
     def _handle_record_stream(self, data_ptr, stream):
         self.recorded_streams.setdefault(data_ptr, set()).add(stream)
 
+    def _handle_erase_stream(self, data_ptr, stream):
+        self.recorded_streams.get(data_ptr, set()).discard(stream)
+
     def _handle_memory_deallocation(self, data_ptr):
         info = self.tensors_accessed.accesses.get(data_ptr)
         owner = self.allocation_stream.pop(data_ptr, None)

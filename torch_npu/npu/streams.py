@@ -251,11 +251,16 @@ def stream(stream: torch.Stream | None) -> StreamContext:
 
 def erase_stream(tensor: torch.Tensor, stream: Stream) -> None:
     """Undo tensor.record_stream(stream) (torch_npu.erase_stream). Operators complete when they return, so
-    a block is never in use by another stream when freed and there is no record to drop; the arguments are
-    checked as record_stream checks them."""
+    a block is never in use by another stream when freed and the allocator keeps no record to drop; the
+    sanitizer, which models the card, drops its record. The arguments are checked as record_stream checks them."""
     if not isinstance(tensor, torch.Tensor) or tensor.device.type != "npu":
         raise TypeError(f"erase_stream expects an npu tensor, got {type(tensor).__name__}")
     if not isinstance(stream, torch.Stream) or stream.device != tensor.device:
         raise RuntimeError(
             f"erase_stream: the stream is on {getattr(stream, 'device', stream)} but the tensor is on {tensor.device}"
         )
+    from torch_npu.npu._sanitizer import npu_sanitizer
+
+    if npu_sanitizer.enabled:  # the sanitizer models the card, where the record is dropped
+        handle = _C._stream_handle(stream.stream_id, stream.device_index)
+        npu_sanitizer.event_handler._handle_erase_stream(tensor.untyped_storage().data_ptr(), handle)
