@@ -39,20 +39,8 @@ class NPUSanitizer:
         from torch_npu.utils import _npu_trace as trace
 
         handler = _stream_check.NPURecordStreamHandler()
-        for point in (
-            "event_creation",
-            "event_deletion",
-            "event_record",
-            "event_wait",
-            "memory_allocation",
-            "memory_deallocation",
-            "stream_creation",
-            "device_synchronization",
-            "stream_synchronization",
-            "event_synchronization",
-        ):
-            register = getattr(trace, f"register_callback_for_npu_{point}")
-            register(getattr(handler, f"_handle_{point}"), f"handle_{point}")
+        for point, registry, _ in trace.POINTS:  # the handler has a _handle_<point> for each
+            registry.add_callback(getattr(handler, f"_handle_{point}"), f"handle_{point}")
         self.event_handler = handler
         self.dispatch = _stream_check.NPUSanitizerDispatchMode(handler)
         self.dispatch.__enter__()

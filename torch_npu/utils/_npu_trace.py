@@ -46,23 +46,23 @@ NPUDeviceSynchronizationCallbacks = CallbackRegistry("NPU device synchronization
 NPUStreamSynchronizationCallbacks = CallbackRegistry("NPU stream synchronization")
 NPUEventSynchronizationCallbacks = CallbackRegistry("NPU event synchronization")
 
-# in the order of the runtime's trace points (csrc/runtime/DeviceTrace.h), with the arguments each passes on
-_POINTS = (
-    (NPUEventCreationCallbacks, 1),
-    (NPUEventDeletionCallbacks, 1),
-    (NPUEventRecordCallbacks, 2),
-    (NPUEventWaitCallbacks, 2),
-    (NPUMemoryAllocationCallbacks, 1),
-    (NPUMemoryDeallocationCallbacks, 1),
-    (NPUStreamCreationCallbacks, 1),
-    (NPUDeviceSynchronizationCallbacks, 0),
-    (NPUStreamSynchronizationCallbacks, 1),
-    (NPUEventSynchronizationCallbacks, 1),
+# the runtime's trace points in its order (csrc/runtime/DeviceTrace.h), with the arguments each passes on
+POINTS = (
+    ("event_creation", NPUEventCreationCallbacks, 1),
+    ("event_deletion", NPUEventDeletionCallbacks, 1),
+    ("event_record", NPUEventRecordCallbacks, 2),
+    ("event_wait", NPUEventWaitCallbacks, 2),
+    ("memory_allocation", NPUMemoryAllocationCallbacks, 1),
+    ("memory_deallocation", NPUMemoryDeallocationCallbacks, 1),
+    ("stream_creation", NPUStreamCreationCallbacks, 1),
+    ("device_synchronization", NPUDeviceSynchronizationCallbacks, 0),
+    ("stream_synchronization", NPUStreamSynchronizationCallbacks, 1),
+    ("event_synchronization", NPUEventSynchronizationCallbacks, 1),
 )
 
 
 def _fire(point: int, first: int, second: int) -> None:
-    registry, arity = _POINTS[point]
+    _, registry, arity = POINTS[point]
     registry.fire_callbacks(*(first, second)[:arity])
 
 

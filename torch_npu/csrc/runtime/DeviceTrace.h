@@ -1,8 +1,8 @@
 // Trace points of the runtime for tools that check what the card would order (torch_npu's stream
-// sanitizer, TORCH_NPU_SANITIZER=1): events created, deleted, recorded, waited on and synchronised,
+// sanitizer, TORCH_NPU_SANITIZER): events created, deleted, recorded, waited on and synchronised,
 // streams created and synchronised, the device synchronised, memory allocated and freed.
 //
-// Off unless a handler is installed; then every point costs one relaxed atomic load. Streams are
+// Off unless a handler is installed; while off, every point costs one relaxed atomic load. Streams are
 // identified by their native handles (torch.npu.Stream.npu_stream), events by their addresses.
 #pragma once
 
