@@ -144,10 +144,68 @@ def test_mstx_marks_and_ranges_are_recorded():
     new = mstx.records()[before:]
     assert [r["message"] for r in new] == ["checkpoint", "forward", "inner", "outer", "decorated"]
     assert new[1]["domain"] == "train" and new[1]["end_ns"] >= new[1]["start_ns"]
-    with pytest.raises(ValueError):
-        mstx.range_end(rid)
-    with pytest.raises(TypeError):
-        mstx.mark(3)
+    mstx.range_end(rid)  # already closed: nothing to end, as on the card
+    assert len(mstx.records()) == before + 5
+
+
+MSTX_REFUSALS = [
+    (lambda m: m.mark(3), "Invalid message for mstx.mark func. Please input valid message string."),
+    (lambda m: m.mark(""), "Invalid message for mstx.mark func. Please input valid message string."),
+    (lambda m: m.mark("x", domain=1), "Invalid domain for mstx.mark func. Please input valid domain string."),
+    (lambda m: m.mark("x", stream=1), "Invalid stream for mstx.mark func. Please input valid stream."),
+    (lambda m: m.range_start(""), "Invalid message for mstx.range_start func. Please input valid message string."),
+    (
+        lambda m: m.range_start("x", domain=""),
+        "Invalid domain for mstx.range_start func. Please input valid domain string.",
+    ),
+    (lambda m: m.range_start("x", stream=1), "Invalid stream for mstx.range_start func. Please input valid stream."),
+    (
+        lambda m: m.range_end("id"),
+        "Invalid message for mstx.range_end func. Please input return value from mstx.range_start.",
+    ),
+    (
+        lambda m: m.range_end(1, domain=None),
+        "Invalid domain for mstx.range_end func. Please input valid domain string.",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", MSTX_REFUSALS, ids=[m for _, m in MSTX_REFUSALS])
+def test_mstx_refuses_bad_arguments_with_torch_npus_warning_and_never_raises(call, message):
+    before = len(torch.npu.mstx.records())
+    with pytest.warns(UserWarning) as caught:
+        result = call(torch.npu.mstx)
+    assert [str(w.message) for w in caught] == [message]
+    assert result in (None, 0) and len(torch.npu.mstx.records()) == before
+
+
+def test_mstx_hands_valid_calls_to_the_native_layer(monkeypatch):
+    calls = []
+    native = torch_npu._C._mstx
+    for name in ("_mark", "_mark_on_host", "_range_start", "_range_start_on_host", "_range_end"):
+        monkeypatch.setattr(native, name, lambda *args, name=name: calls.append((name, *args)) or 7, raising=False)
+    stream = torch.npu.current_stream()
+    torch.npu.mstx.mark("m")
+    torch.npu.mstx.mark("s", stream=stream, domain="d")
+    assert torch.npu.mstx.range_start("r") == 7
+    assert torch.npu.mstx.range_start("rs", stream, domain="d") == 7
+    torch.npu.mstx.range_end(7, domain="d")
+    assert calls == [
+        ("_mark_on_host", "m", "default"),
+        ("_mark", "s", stream.npu_stream, "d"),
+        ("_range_start_on_host", "r", "default"),
+        ("_range_start", "rs", stream.npu_stream, "d"),
+        ("_range_end", 7, "d"),
+    ]
+
+
+def test_mstx_logs_a_failure_instead_of_raising(monkeypatch, capsys):
+    def broken(message, domain):
+        raise RuntimeError("recorder unavailable")
+
+    monkeypatch.setattr(torch_npu._C._mstx, "_mark_on_host", broken, raising=False)
+    assert torch.npu.mstx.mark("m") is None
+    assert capsys.readouterr().out.strip().endswith("-[ERROR] Call mark failed. Exception: recorder unavailable")
 
 
 def test_mstx_ranges_appear_in_torch_profiler_traces():

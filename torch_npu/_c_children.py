@@ -6,7 +6,9 @@ works. Each is a thin native-style interface over vnpu's implementation:
 - _cd: DType, the numbers torch_npu gives the dtypes PyTorch lacks (torch_npu.hifloat8 = 290, ...); vnpu's
   operators refuse them with a clear error, as they compute none of these formats;
 - _logging: _LogContext, which sets the levels of the torch_npu.<module> loggers from torch._logging's state;
-- _flops_count: _FlopCountContext, the process-wide matmul flops counter (torch_npu.utils.FlopsCounter).
+- _flops_count: _FlopCountContext, the process-wide matmul flops counter (torch_npu.utils.FlopsCounter);
+- _mstx: _mark / _mark_on_host / _range_start / _range_start_on_host / _range_end, which torch_npu.npu.mstx calls
+  once it has checked its arguments (the recorders live in torch_npu/npu/mstx.py, loaded on first use).
 """
 
 import enum
@@ -113,6 +115,19 @@ class _FlopCountContext(_Singleton):
         return self._counter().get_flops()[1]
 
 
+class _MstxModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from torch_npu.npu.mstx import NATIVE
+
+        if name not in NATIVE:
+            raise AttributeError(f"module 'torch_npu._C._mstx' has no attribute {name!r}")
+        for member, fn in NATIVE.items():  # cached; a name set on the module (a test's stub) takes precedence
+            self.__dict__.setdefault(member, fn)
+        return self.__dict__[name]
+
+
 def _module(name, doc, **members):
     module = types.ModuleType(f"torch_npu._C.{name}", doc)
     module.__dict__.update(members)
@@ -125,6 +140,7 @@ def register(c_module):
         "_cd": _module("_cd", "torch_npu's dtypes outside PyTorch.", DType=DType),
         "_logging": _module("_logging", "torch_npu's log levels.", _LogContext=_LogContext),
         "_flops_count": _module("_flops_count", "The matmul flops counter.", _FlopCountContext=_FlopCountContext),
+        "_mstx": _MstxModule("torch_npu._C._mstx", "mstx marks and ranges."),
     }
     for name, module in children.items():
         setattr(c_module, name, module)
