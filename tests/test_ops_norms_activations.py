@@ -305,6 +305,36 @@ def test_npu_mrope_multimodal_sections():
         torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[1, 1, 1])
 
 
+def test_npu_mrope_rotates_16_bit_inputs_in_float32_and_rounds_once():
+    t, hs = 8, 16
+    positions = torch.arange(t).repeat(3, 1)
+    q, k, cache = torch.randn(t, 2 * hs), torch.rand(t, hs), torch.rand(t, hs)
+    want_q, want_k = torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[4, 2, 2])
+    for dtype in (torch.bfloat16, torch.float16):
+        args = [x.to(dtype) for x in (q, k, cache)]
+        exact = torch_npu.npu_mrope(positions.npu(), *(x.float().npu() for x in args), hs, mrope_section=[4, 2, 2])
+        got = torch_npu.npu_mrope(positions.npu(), *(x.npu() for x in args), hs, mrope_section=[4, 2, 2])
+        for g, e in zip(got, exact):
+            assert g.dtype == dtype and torch.equal(g.cpu(), e.cpu().to(dtype))
+    assert not torch.equal(want_q.cpu(), q)  # rotated
+
+
+def test_npu_mrope_interleaved_cache_mode_takes_height_and_width_channels_in_turn():
+    t, hs = 3, 16  # rotary_dim 16: 8 channels of cos / sin, sections [2, 3, 3]
+    positions = torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]])
+    cache = torch.randn(9, hs)
+    q, k = torch.randn(t, hs), torch.randn(t, hs)
+    out_q, _ = torch_npu.npu_mrope(
+        positions.npu(), q.npu(), k.npu(), cache.npu(), hs, mrope_section=[2, 3, 3], cache_mode="interleave"
+    )
+    cos_all, sin_all = cache[positions].chunk(2, -1)  # [3, T, 8]
+    rows = [0, 1, 2, 0, 1, 2, 0, 1]  # channel c from height if c % 3 == 1 (c < 9), width if c % 3 == 2 (c < 9)
+    cos = torch.stack([cos_all[r, :, c] for c, r in enumerate(rows)], -1)
+    sin = torch.stack([sin_all[r, :, c] for c, r in enumerate(rows)], -1)
+    want = torch.cat([q[:, :8] * cos - q[:, 8:] * sin, q[:, 8:] * cos + q[:, :8] * sin], -1)
+    torch.testing.assert_close(out_q.cpu(), want)
+
+
 def test_npu_one_hot_and_pad():
     idx = torch.tensor([0, 2, 4, 7])
 
@@ -425,6 +455,10 @@ INVALID_ARGUMENT_ERRORS = [
     (
         lambda: torch_npu.npu_mrope(t(2).long(), t(2, 8), t(2, 8), t(4, 16), 8),
         "npu_mrope: rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size",
+    ),
+    (
+        lambda: torch_npu.npu_mrope(t(2).long(), t(2, 8), t(2, 8), t(4, 8), 8, cache_mode="invalid_mode"),
+        "npu_mrope: cache_mode only support default or interleave, got 'invalid_mode'",
     ),
     (lambda: torch_npu.npu_one_hot(t(3).long(), depth=0), "npu_one_hot: depth must be >= 1, got 0"),
     (

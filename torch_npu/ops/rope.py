@@ -89,7 +89,11 @@ def npu_interleave_rope(x, cos, sin):
     return (deinterleaved * cos + rotate(deinterleaved, "half", "npu_interleave_rope") * sin).to(x.dtype)
 
 
-def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op):
+def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, cache_mode, op):
+    """cos and sin [T, rotary_dim / 2] of each token. With [3, T] positions (temporal, height, width), each
+    channel takes its row: 'default' in consecutive sections (mrope_section channels from each row in turn),
+    'interleave' in turn (channel c from height when c % 3 == 1 and c < 3 * sections[1], from width when
+    c % 3 == 2 and c < 3 * sections[2], else temporal; Qwen3-VL's layout)."""
     cos, sin = cos_sin_cache[positions].chunk(2, dim=-1)
     if positions.dim() == 1:
         return cos, sin
@@ -103,14 +107,23 @@ def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op):
         op,
         f"mrope_section {list(mrope_section)} must sum to rotary_dim / 2 = {cos.shape[-1]}",
     )
+    if cache_mode == "interleave":
+        row = torch.zeros(cos.shape[-1], dtype=torch.long)
+        row[1 : 3 * mrope_section[1] : 3] = 1
+        row[2 : 3 * mrope_section[2] : 3] = 2
+        pick = row.to(cos.device).view(1, 1, -1).expand(1, *cos.shape[1:])
+        return cos.gather(0, pick)[0], sin.gather(0, pick)[0]
     cos = torch.cat([c[i] for i, c in enumerate(cos.split(list(mrope_section), dim=-1))], dim=-1)
     sin = torch.cat([s[i] for i, s in enumerate(sin.split(list(mrope_section), dim=-1))], dim=-1)
     return cos, sin
 
 
 def _rope_tokens(x, cos, sin, head_size, rotary_mode):
+    """The rotation in float32 for 16-bit inputs, rounded once to x's dtype (as the card computes it)."""
     tokens = x.shape[0]
     heads = x.view(tokens, -1, head_size)
+    if x.element_size() < 4:
+        heads, cos, sin = heads.float(), cos.float(), sin.float()
     rot_dim = cos.shape[-1] * 2
     rot, rest = heads[..., :rot_dim], heads[..., rot_dim:]
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
@@ -135,14 +148,21 @@ def npu_mrope(
     """vLLM's (multimodal) rotary embedding: cos_sin_cache [max_position, rotary_dim] holds cos then sin;
     positions [T] (or [3, T] with mrope_section for Qwen2-VL); query [T, Nq * head_size], key
     [T, Nk * head_size]; the first rotary_dim channels of each head rotate ('half' = NeoX style,
-    'interleave' = GPT-J style), the rest pass through. Returns (query, key)."""
+    'interleave' = GPT-J style), the rest pass through; 16-bit inputs rotate in float32 and round once.
+    cache_mode ('default' / 'interleave') is how [3, T] positions share the channels (see _mrope_cos_sin).
+    Returns (query, key)."""
     op = "npu_mrope"
     check(rotary_mode in ("half", "interleave"), op, f"rotary_mode must be 'half' or 'interleave', got {rotary_mode!r}")
+    check(
+        cache_mode in ("default", "interleave"),
+        op,
+        f"cache_mode only support default or interleave, got {cache_mode!r}",
+    )
     check(
         query.shape[-1] % head_size == 0 and key.shape[-1] % head_size == 0,
         op,
         f"head_size={head_size} must divide query ({query.shape[-1]}) and key ({key.shape[-1]}) widths",
     )
     check(cos_sin_cache.shape[-1] <= head_size, op, "rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size")
-    cos, sin = _mrope_cos_sin(positions, cos_sin_cache, mrope_section, op)
+    cos, sin = _mrope_cos_sin(positions, cos_sin_cache, mrope_section, cache_mode, op)
     return (_rope_tokens(query, cos, sin, head_size, rotary_mode), _rope_tokens(key, cos, sin, head_size, rotary_mode))
