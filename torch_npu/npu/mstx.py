@@ -19,7 +19,7 @@ import torch
 import torch_npu
 from torch_npu.utils.utils import _print_error_log
 
-__all__ = ["mstx"]
+__all__ = ["mstx", "mark", "range_start", "range_end", "range_push", "range_pop", "mstx_range", "annotate"]
 
 _lock = threading.Lock()
 _records = []
@@ -207,3 +207,12 @@ class mstx:
         """Marks and finished ranges recorded so far (oldest first)."""
         with _lock:
             return list(_records)
+
+
+mark = mstx.mark
+range_start = mstx.range_start
+range_end = mstx.range_end
+range_push = mstx.range_push
+range_pop = mstx.range_pop
+mstx_range = mstx.mstx_range
+annotate = mstx.annotate
