@@ -19,22 +19,38 @@ import types
 __all__ = ["register"]
 
 
-class _NativeProfilerModule(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):  # module introspection (inspect, pickle) must not load the profiler
-            raise AttributeError(name)
-        from torch_npu.profiler import _native
+class _LazyChild(types.ModuleType):
+    """A child whose members come from vnpu's Python layer on first use (importing that layer while torch_npu
+    imports would be circular or slow); a name set on the module first (a test's stub) takes precedence."""
 
-        members = _native.members()
+    def __init__(self, name, doc, members):
+        super().__init__(name, doc)
+        self.__dict__["_load_members"] = members  # () -> {name: member}
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # module introspection (inspect, pickle) must not load anything
+            raise AttributeError(name)
+        members = self.__dict__["_load_members"]()
         if name not in members:
-            raise AttributeError(f"module 'torch_npu._C._profiler' has no attribute {name!r}")
-        self.__dict__.update(members)
-        return members[name]
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        for member, value in members.items():
+            self.__dict__.setdefault(member, value)
+        return self.__dict__[name]
 
     def __dir__(self):
-        from torch_npu.profiler import _native
+        return sorted(set(super().__dir__()) | set(self.__dict__["_load_members"]()))
 
-        return sorted(set(super().__dir__()) | set(_native.members()))
+
+def _profiler_members():
+    from torch_npu.profiler import _native
+
+    return _native.members()
+
+
+def _mstx_members():
+    from torch_npu.npu.mstx import NATIVE
+
+    return NATIVE
 
 
 class DTypeNumber(enum.IntEnum):
@@ -115,19 +131,6 @@ class _FlopCountContext(_Singleton):
         return self._counter().get_flops()[1]
 
 
-class _MstxModule(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        from torch_npu.npu.mstx import NATIVE
-
-        if name not in NATIVE:
-            raise AttributeError(f"module 'torch_npu._C._mstx' has no attribute {name!r}")
-        for member, fn in NATIVE.items():  # cached; a name set on the module (a test's stub) takes precedence
-            self.__dict__.setdefault(member, fn)
-        return self.__dict__[name]
-
-
 def _module(name, doc, **members):
     module = types.ModuleType(f"torch_npu._C.{name}", doc)
     module.__dict__.update(members)
@@ -136,11 +139,11 @@ def _module(name, doc, **members):
 
 def register(c_module):
     children = {
-        "_profiler": _NativeProfilerModule("torch_npu._C._profiler", "The profiler's native interface."),
+        "_profiler": _LazyChild("torch_npu._C._profiler", "The profiler's native interface.", _profiler_members),
         "_cd": _module("_cd", "torch_npu's dtypes outside PyTorch.", DType=DType),
         "_logging": _module("_logging", "torch_npu's log levels.", _LogContext=_LogContext),
         "_flops_count": _module("_flops_count", "The matmul flops counter.", _FlopCountContext=_FlopCountContext),
-        "_mstx": _MstxModule("torch_npu._C._mstx", "mstx marks and ranges."),
+        "_mstx": _LazyChild("torch_npu._C._mstx", "mstx marks and ranges.", _mstx_members),
     }
     for name, module in children.items():
         setattr(c_module, name, module)

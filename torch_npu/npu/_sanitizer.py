@@ -41,6 +41,7 @@ class NPUSanitizer:
         handler = _stream_check.NPURecordStreamHandler()
         for point, registry, _ in trace.POINTS:  # the handler has a _handle_<point> for each
             registry.add_callback(getattr(handler, f"_handle_{point}"), f"handle_{point}")
+        trace.register_callback_for_npu_erase_stream(handler._handle_erase_stream, "handle_erase_stream")
         self.event_handler = handler
         self.dispatch = _stream_check.NPUSanitizerDispatchMode(handler)
         self.dispatch.__enter__()

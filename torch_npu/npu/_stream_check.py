@@ -102,11 +102,7 @@ class NPUSanitizerDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.ops.aten.record_stream.default:  # not a kernel: the memory stays until that stream is done
-            tensor, stream = args
-            if tensor.device.type == "npu" and hasattr(self.event_handler, "_handle_record_stream"):
-                handle = torch_npu._C._stream_handle(stream.stream_id, stream.device_index)
-                self.event_handler._handle_record_stream(tensor.untyped_storage().data_ptr(), handle)
+        if func is torch.ops.aten.record_stream.default:  # not a kernel (the runtime's trace point reports it)
             return func(*args, **kwargs)
         is_factory = bool(csan.FACTORY_FUNCTION_REGEX.match(func._schema.name))
         handler = _NpuArgumentHandler()

@@ -16,6 +16,7 @@ import torch_npu
 from torch_npu import _C
 from torch_npu.npu._capture_guard import refuse_during_capture
 from torch_npu.npu.utils import _get_device_index
+from torch_npu.utils import _npu_trace
 
 # torch_npu's Stream(...) keywords besides device and priority.
 _STREAM_KWARGS = frozenset({"stream_id", "device_index", "device_type", "stream_ptr", "is_sync_launch"})
@@ -259,8 +260,8 @@ def erase_stream(tensor: torch.Tensor, stream: Stream) -> None:
         raise RuntimeError(
             f"erase_stream: the stream is on {getattr(stream, 'device', stream)} but the tensor is on {tensor.device}"
         )
-    from torch_npu.npu._sanitizer import npu_sanitizer
-
-    if npu_sanitizer.enabled:  # the sanitizer models the card, where the record is dropped
-        handle = _C._stream_handle(stream.stream_id, stream.device_index)
-        npu_sanitizer.event_handler._handle_erase_stream(tensor.untyped_storage().data_ptr(), handle)
+    erased = _npu_trace.NPUEraseStreamCallbacks
+    if erased.callback_list:  # the sanitizer, which models the card, where the record is dropped
+        erased.fire_callbacks(
+            tensor.untyped_storage().data_ptr(), _C._stream_handle(stream.stream_id, stream.device_index)
+        )

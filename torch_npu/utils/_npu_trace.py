@@ -1,5 +1,6 @@
 """Callbacks of the runtime's trace points (torch_npu's npu trace): events created, deleted, recorded, waited on
-and synchronised, streams created and synchronised, the device synchronised, memory allocated and freed.
+and synchronised, streams created and synchronised, the device synchronised, memory allocated, freed and recorded
+on a stream (Tensor.record_stream), and torch_npu.erase_stream undoing such a record.
 `torch_npu._C._activate_npu_trace(mode)` makes the runtime call `_fire` at each point; the sanitizer
 (torch_npu.npu._sanitizer) registers its handlers here. Streams are their native handles (Stream.npu_stream),
 events their addresses, memory its data pointer."""
@@ -45,6 +46,8 @@ NPUStreamCreationCallbacks = CallbackRegistry("NPU stream creation")
 NPUDeviceSynchronizationCallbacks = CallbackRegistry("NPU device synchronization")
 NPUStreamSynchronizationCallbacks = CallbackRegistry("NPU stream synchronization")
 NPUEventSynchronizationCallbacks = CallbackRegistry("NPU event synchronization")
+NPURecordStreamCallbacks = CallbackRegistry("NPU record stream")
+NPUEraseStreamCallbacks = CallbackRegistry("NPU erase stream")  # fired by torch_npu.erase_stream itself
 
 # the runtime's trace points in its order (csrc/runtime/DeviceTrace.h), with the arguments each passes on
 POINTS = (
@@ -58,6 +61,7 @@ POINTS = (
     ("device_synchronization", NPUDeviceSynchronizationCallbacks, 0),
     ("stream_synchronization", NPUStreamSynchronizationCallbacks, 1),
     ("event_synchronization", NPUEventSynchronizationCallbacks, 1),
+    ("record_stream", NPURecordStreamCallbacks, 2),
 )
 
 
@@ -104,3 +108,11 @@ def register_callback_for_npu_stream_synchronization(cb: Callable[[int], None], 
 
 def register_callback_for_npu_event_synchronization(cb: Callable[[int], None], cb_name: str) -> None:
     NPUEventSynchronizationCallbacks.add_callback(cb, cb_name)
+
+
+def register_callback_for_npu_record_stream(cb: Callable[[int, int], None], cb_name: str) -> None:
+    NPURecordStreamCallbacks.add_callback(cb, cb_name)
+
+
+def register_callback_for_npu_erase_stream(cb: Callable[[int, int], None], cb_name: str) -> None:
+    NPUEraseStreamCallbacks.add_callback(cb, cb_name)

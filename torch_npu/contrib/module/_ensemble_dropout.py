@@ -8,6 +8,7 @@ import math
 import torch
 
 import torch_npu
+from torch_npu.ops.dropout_masks import _mask_bytes
 from torch_npu.utils._error_code import ErrCode, ops_error
 
 __all__ = []
@@ -61,7 +62,7 @@ class NpuPreGenDropout(torch.nn.Dropout):
                 "NpuPreGenDropout input prob error! "
                 f"You Only Register prob:{NpuPreGenDropout.task_dict.keys()}" + ops_error(ErrCode.VALUE)
             )
-        mask_len = (math.prod(shape) + 127) // 128 * 128 // 8  # bytes of whole 128-element blocks
+        mask_len = _mask_bytes(math.prod(shape))
         task = NpuPreGenDropout.task_dict[self.p]
         mask = task.mask[task.idx : task.idx + mask_len]
         if not apply_mask:

@@ -572,8 +572,10 @@ struct NpuAllocator final : c10::DeviceAllocator {
       flush_events();
     }
   }
-  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {
-    // Execution is synchronous: a block is never in use by another stream when it is freed.
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+    // Execution is synchronous: a block is never in use by another stream when it is freed. The trace point
+    // tells the sanitizer, which models the card, that the block waits for `stream`.
+    trace::fire(trace::Point::RecordStream, ptr.get(), stream_native_handle(stream));
   }
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     check_device_index(device);

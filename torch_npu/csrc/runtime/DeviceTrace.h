@@ -1,6 +1,6 @@
 // Trace points of the runtime for tools that check what the card would order (torch_npu's stream
 // sanitizer, TORCH_NPU_SANITIZER): events created, deleted, recorded, waited on and synchronised,
-// streams created and synchronised, the device synchronised, memory allocated and freed.
+// streams created and synchronised, the device synchronised, memory allocated, freed and recorded on a stream.
 //
 // Off unless a handler is installed; while off, every point costs one relaxed atomic load. Streams are
 // identified by their native handles (torch.npu.Stream.npu_stream), events by their addresses.
@@ -25,6 +25,7 @@ enum class Point : int {
   DeviceSynchronization,
   StreamSynchronization,
   EventSynchronization,
+  RecordStream,  // (memory, stream): Tensor.record_stream
 };
 
 using Handler = void (*)(Point point, uintptr_t first, uintptr_t second);
