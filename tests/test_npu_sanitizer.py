@@ -105,9 +105,10 @@ def test_the_runtime_reports_its_trace_points_with_stream_handles():
         x = torch.empty(256, device="npu"); ptr = x.data_ptr(); del x
         e = torch.npu.Event(); e.record(side); side.wait_event(e); e.synchronize(); event_id = e.event_id; del e
         side.synchronize(); torch.npu.synchronize()
+        kept = torch.empty(4, device="npu"); kept.record_stream(side)
         torch_npu._C._deactivate_npu_trace()
         torch.empty(8, device="npu")  # not traced
-        print(json.dumps({"seen": seen, "side": side.npu_stream, "ptr": ptr, "event": event_id}))
+        print(json.dumps({"seen": seen, "side": side.npu_stream, "ptr": ptr, "event": event_id, "kept": kept.data_ptr()}))
     """)
     got = json.loads(last_line(out))
     side, ptr, event = got["side"], got["ptr"], got["event"]
@@ -122,6 +123,8 @@ def test_the_runtime_reports_its_trace_points_with_stream_handles():
         ["event_deletion", event],
         ["stream_synchronization", side],
         ["device_synchronization"],
+        ["memory_allocation", got["kept"]],
+        ["record_stream", got["kept"], side],
     ]
 
 
