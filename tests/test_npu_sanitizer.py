@@ -97,7 +97,7 @@ def test_the_runtime_reports_its_trace_points_with_stream_handles():
         seen = []
         for point in ("event_creation", "event_deletion", "event_record", "event_wait", "memory_allocation",
                       "memory_deallocation", "stream_creation", "device_synchronization", "stream_synchronization",
-                      "event_synchronization"):
+                      "event_synchronization", "record_stream"):
             register = getattr(trace, f"register_callback_for_npu_{point}")
             register(lambda *args, point=point: seen.append([point, *args]), point)
         torch_npu._C._activate_npu_trace(0)
