@@ -9,6 +9,7 @@ import os
 
 import pytest
 import torch
+from error_cases import raises_exactly
 
 import torch_npu
 from torch_npu.profiler import ascend_output
@@ -249,7 +250,5 @@ def test_profiler_time_conversions_are_exact():
     assert convert_us2ns("12") == 12000 and convert_us2ns("0.5") == 500
     assert contact_2num(1, 1) == 1 << 32 | 1
     for call in (lambda: convert_ns2us_float(18789.89), lambda: convert_ns2us_str(1.5)):
-        with pytest.raises(RuntimeError, match=r"^Input must be integer\."):
-            call()
-    with pytest.raises(RuntimeError, match=r"^Invalid input us!"):
-        convert_us2ns("1.2.3")
+        raises_exactly(call, RuntimeError, "Input must be integer.")
+    raises_exactly(lambda: convert_us2ns("1.2.3"), RuntimeError, "Invalid input us!")
