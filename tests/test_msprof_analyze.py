@@ -74,6 +74,19 @@ def test_advisor_reads_the_time_split_and_the_device(sessions):
     assert "动态shape算子" not in report  # kernel_details' OP State says the operators are static
     assert "Can not find ai core frequency" not in report  # info.json gives the AI Core frequency
     assert "AICore核数" in report and "24个AICore核" in report  # the SoC's cores, from info.json
+    assert "Synchronize Stream Issues" not in report  # no wait for the stream after the launches
+
+
+def test_advisor_finds_the_stream_synchronisation_of_launch_blocking(tmp_path, monkeypatch):
+    # torch_npu synchronises the stream after every launch under ASCEND_LAUNCH_BLOCKING=1; the CANN level shows it
+    monkeypatch.setenv("ASCEND_LAUNCH_BLOCKING", "1")
+    session = _train_session(tmp_path / "blocking", steps=1)
+    report = _run("advisor", "all", "-d", session, "-o", str(tmp_path / "advisor"), cwd=tmp_path)
+    found = re.search(
+        r"发现(\d+)个SynchronizeStreams和(\d+)个NodeLaunch，SynchronizeStream和NodeLaunch的共现率为1.0", report
+    )
+    assert "Synchronize Stream Issues" in report and found, report
+    assert int(found.group(1)) == int(found.group(2)) > 0
 
 
 def _distribution_rows(text):

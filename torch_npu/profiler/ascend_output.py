@@ -1,8 +1,8 @@
 """Writing a profiling session in torch_npu's layout: `<worker>_<YYYYmmddHHMMSSfff>_ascend_pt/` with
 profiler_info.json, profiler_metadata.json and ASCEND_PROFILER_OUTPUT/ (trace_view.json,
 kernel_details.csv, operator_details.csv, op_statistic.csv, step_trace_time.csv, and with
-profile_memory memory_record.csv, operator_memory.csv, npu_module_mem.csv), the csv headers exactly
-torch_npu's.
+profile_memory memory_record.csv, operator_memory.csv, npu_module_mem.csv, at Level1 / Level2
+api_statistic.csv), the csv headers exactly torch_npu's.
 
 On vnpu an operator's "device" execution is its CPU kernel: kernel rows carry the times the C++ core
 measured around it. Accelerator Core says where Ascend would run it: AI_CORE for the cube operators
@@ -18,6 +18,7 @@ import json
 import os
 import socket
 
+from torch_npu.profiler import cann_api
 from torch_npu.profiler.communication import communication_tables
 from torch_npu.profiler.db_export import write_databases
 from torch_npu.profiler.device_info import write_device_info
@@ -353,6 +354,10 @@ def _write_text(out, session):
     )
     _write_csv(os.path.join(out, "op_statistic.csv"), STATISTIC_HEADER, statistic_rows)
     _write_csv(os.path.join(out, "step_trace_time.csv"), STEP_HEADER, step_rows(session))
+    if cann_api.recorded(session):
+        _write_csv(
+            os.path.join(out, "api_statistic.csv"), cann_api.API_STATISTIC_HEADER, cann_api.api_statistic_rows(session)
+        )
 
     if session["profile_memory"]:
         records, blocks, modules = memory_tables(session)

@@ -3,7 +3,8 @@ msprof write them (written with the standard library's sqlite3, through prof_com
 
 - `ascend_pytorch_profiler[_<rank>].db`: STRING_IDS (every text once, referenced by id), META_DATA
   (parallel_group_info), RANK_DEVICE_MAP, NPU_INFO, SESSION_TIME_INFO, STEP_TIME, PYTORCH_API (the host
-  operators), CANN_API (the launch of each kernel and collective, joined to them by connectionId), TASK
+  operators), CANN_API (the launch of each kernel and collective, joined to them by connectionId, and at
+  Level1 / Level2 the runtime's synchronisations and event / stream calls of cann_api.py), TASK
   and COMPUTE_TASK_INFO (the kernels), COMMUNICATION_OP (the hccl collectives). Times are epoch
   nanoseconds.
 - `analysis.db`: CommAnalyzerTime, CommAnalyzerBandwidth and CommAnalyzerMatrix (the contents of
@@ -13,6 +14,7 @@ msprof write them (written with the standard library's sqlite3, through prof_com
 import json
 import os
 
+from torch_npu.profiler import cann_api
 from torch_npu.profiler.communication import communication_tables, group_hash
 from torch_npu.profiler.session import cann_type, core_of, op_type
 
@@ -137,6 +139,10 @@ def _profiler_rows(session, rank_id, strings):
                 strings("hcom_" + c["name"].split("_")[1]),
             )
         )
+    if cann_api.recorded(session):  # the runtime's synchronisations and event / stream calls
+        for api, start_ns, end_ns, thread, _device in session.get("runtime_api", []):
+            connection += 1
+            rows["CANN_API"].append((start_ns + offset, end_ns + offset, 20000, thread, connection, strings(api)))
     for e in session["host_events"]:
         if e["cat"] != "cpu_op":
             continue

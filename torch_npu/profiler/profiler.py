@@ -112,6 +112,7 @@ class _KinetoProfile:
         self._recording = False
         self._steps = []
         self._collectives = []
+        self._runtime_api = []
         self._step_start = 0
         self._metadata = {}
         self._session = None
@@ -165,6 +166,7 @@ class _KinetoProfile:
         if ProfilerActivity.NPU in self.activities:
             _C._activity_start(self.record_shapes)
             _C._collective_start()
+            _C._runtime_api_start()
         if ProfilerActivity.CPU in self.activities:
             self._host = HostRecorder(self.record_shapes, self.with_stack, self.with_flops, self.with_modules)
             if not self._host.start():
@@ -176,6 +178,7 @@ class _KinetoProfile:
     def _collect(self):
         activities = _C._activity_stop() if ProfilerActivity.NPU in self.activities else []
         self._collectives = _C._collective_stop() if ProfilerActivity.NPU in self.activities else []
+        self._runtime_api = _C._runtime_api_stop() if ProfilerActivity.NPU in self.activities else []
         host = self._host.stop() if self._host is not None else []
         self._host = None
         memory = _C._profiler_memory_stop() if self.profile_memory else []
@@ -209,6 +212,7 @@ class _KinetoProfile:
                 "aic_metrics": self.experimental_config.aic_metrics,
                 "jit_compile": not is_jit_compile_false(),
                 "collectives": self._collectives,
+                "runtime_api": self._runtime_api,
                 "export_type": list(self.experimental_config.export_type),
                 "rank_id": _rank_id(),
                 "parallel_group_info": communication.parallel_group_info(),

@@ -7,11 +7,13 @@ ProfilerStep#N (category cpu_op, as torch_npu records them), and Python frames w
 device: an "Ascend Hardware" process with its kernels, a lane per stream, each linked from its host
 operator by a `torch_to_npu` flow; an "HCCL" process with a "Communication" lane per process group
 holding its collectives; an "Overlap Analysis" process with the Computing / Communication /
-Communication(Not Overlapped) / Free lanes of overlap.py. With profile_memory, counter tracks show the
+Communication(Not Overlapped) / Free lanes of overlap.py. At Level1 / Level2 a "CANN" process holds the
+runtime calls of cann_api.py, each launch linked to its kernel by a `HostToDevice` flow. With profile_memory, counter tracks show the
 device's allocated and reserved memory. `ts` is numeric, in microseconds since the UNIX epoch (the
 clock of kernel_details.csv); flow ids count from 1.
 """
 
+from torch_npu.profiler import cann_api
 from torch_npu.profiler.overlap import LANES, device_split, session_windows
 from torch_npu.profiler.session import core_of, op_type
 
@@ -162,6 +164,8 @@ def trace_events(session):
                 "bp": "e",
             }
         )
+    if cann_api.recorded(session):
+        events += _cann_events(session, pid + 1 + 3 * len(devices), device_pid, t0, flow)
     for dpid, stream in sorted(streams):
         events.append(
             {"ph": "M", "name": "thread_name", "pid": dpid, "tid": stream, "args": {"name": f"Stream {stream}"}}
@@ -180,6 +184,52 @@ def trace_events(session):
         )
     for thread, tid in threads.items():
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"Thread {thread}"}})
+    return events
+
+
+def _cann_events(session, cann_pid, device_pid, t0, flow):
+    """The "CANN" process: a lane per host thread with its runtime calls; flows continue from `flow`."""
+    events = [
+        {"ph": "M", "name": "process_name", "pid": cann_pid, "tid": 0, "args": {"name": "CANN"}},
+        {"ph": "M", "name": "process_labels", "pid": cann_pid, "tid": 0, "args": {"labels": "CPU"}},
+        {"ph": "M", "name": "process_sort_index", "pid": cann_pid, "tid": 0, "args": {"sort_index": 0}},
+    ]
+    lanes = {}
+    activities = session["activities"]
+    for call in cann_api.calls(session):
+        tid = lanes.setdefault(call["thread"], len(lanes) + 1)
+        ts = _us(call["start_ns"], t0)
+        events.append(
+            {
+                "ph": "X",
+                "name": call["name"],
+                "pid": cann_pid,
+                "tid": tid,
+                "ts": ts,
+                "dur": round((call["end_ns"] - call["start_ns"]) / 1000.0, 3),
+                "args": {"Thread Id": call["thread"], "level": call["level"], "id": call["api"]},
+            }
+        )
+        if call["kernel"] is None:
+            continue
+        kernel = activities[call["kernel"]]
+        flow += 1
+        link = {"id": flow, "name": "HostToDevice", "cat": "HostToDevice"}
+        events.append({"ph": "s", **link, "pid": cann_pid, "tid": tid, "ts": ts})
+        events.append(
+            {
+                "ph": "f",
+                **link,
+                "pid": device_pid[kernel["device"]],
+                "tid": kernel["stream"],
+                "ts": _us(kernel["start_ns"], t0),
+                "bp": "e",
+            }
+        )
+    for thread, tid in lanes.items():
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": cann_pid, "tid": tid, "args": {"name": f"Thread {thread}"}}
+        )
     return events
 
 

@@ -50,7 +50,11 @@ VARIABLES = {
     ),
     "TORCH_NPU_LOGS": (_ANY, "honoured: module logging"),
     "TORCH_NPU_LOGS_FILTER": (_ANY, "honoured: keyword filter of module logging"),
-    "ASCEND_LAUNCH_BLOCKING": (_FLAG, "honoured: vnpu runs every operator synchronously anyway"),
+    "ASCEND_LAUNCH_BLOCKING": (
+        _FLAG,
+        "honoured: vnpu runs every operator synchronously anyway; a Level1/2 profile shows the stream "
+        "synchronisation torch_npu makes after each launch",
+    ),
     "TASK_QUEUE_ENABLE": (
         _choice("0", "1", "2"),
         "on hardware this selects the two-stage operator launch pipeline; vnpu launches "

@@ -1,6 +1,8 @@
 #include "aten/HostSync.h"
 
 #include "runtime/Device.h"
+#include "runtime/DeviceTrace.h"
+#include "runtime/Stream.h"
 
 #include <c10/util/Exception.h>
 
@@ -39,18 +41,20 @@ std::shared_ptr<OpHook> g_hook;
 
 }  // namespace
 
+bool reads_device_memory_on_host(const std::string& name) {
+  static const std::unordered_set<std::string> host_reads = {
+      "aten::equal",      "aten::is_nonzero",         "aten::nonzero",       "aten::_unique2",
+      "aten::unique_dim", "aten::unique_consecutive", "aten::masked_select", "aten::allclose"};
+  return host_reads.count(name) > 0;
+}
+
+void host_waits_for_stream(c10::DeviceIndex device) {
+  trace::fire(trace::Point::StreamSynchronization, stream_native_handle(current_stream(device)));
+}
+
 std::string host_sync_reason(const c10::OperatorHandle& op, const std::vector<c10::IValue>& inputs) {
-  static const std::unordered_set<std::string> host_reads = {"aten::_local_scalar_dense",
-                                                             "aten::equal",
-                                                             "aten::is_nonzero",
-                                                             "aten::nonzero",
-                                                             "aten::_unique2",
-                                                             "aten::unique_dim",
-                                                             "aten::unique_consecutive",
-                                                             "aten::masked_select",
-                                                             "aten::allclose"};
   const std::string& name = op.schema().name();
-  if (host_reads.count(name) > 0) {
+  if (name == "aten::_local_scalar_dense" || reads_device_memory_on_host(name)) {
     return "reads device memory on the host";
   }
   const bool to_cpu = name == "aten::_to_copy" && std::any_of(inputs.begin(), inputs.end(), [](const c10::IValue& v) {

@@ -9,6 +9,15 @@
 
 namespace vnpu {
 
+// Operators whose result the host reads from device memory (a nonzero count, a comparison...): on the
+// card they wait for their stream. _local_scalar_dense and the copies are told apart by the redirect.
+bool reads_device_memory_on_host(const std::string& name);
+
+// The host waits for the current stream of `device` (aclrtSynchronizeStream on the card: after a
+// blocking copy between host and device memory, or before reading a result): the runtime's trace point
+// tells the stream sanitizer and the profiler's CANN level.
+void host_waits_for_stream(c10::DeviceIndex device);
+
 // Why the operator synchronises, or empty when it does not.
 std::string host_sync_reason(const c10::OperatorHandle& op, const std::vector<c10::IValue>& inputs);
 

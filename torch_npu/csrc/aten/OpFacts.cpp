@@ -1,6 +1,7 @@
 #include "aten/OpFacts.h"
 
 #include "aten/CpuFallback.h"
+#include "aten/HostSync.h"
 
 #include <memory>
 #include <mutex>
@@ -77,6 +78,7 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
       "aten::_unsafe_index", "aten::_unsafe_index_put",
   };
   f.indexes_by_tensors = indexing.count(schema.name()) > 0;
+  f.reads_device_memory_on_host = reads_device_memory_on_host(schema.name());
   // Operands per operator base name (any overload, out= included).
   static const std::unordered_map<std::string, std::pair<CubeClass, std::vector<std::string>>> cube = {
       {"aten::mm", {CubeClass::Matmul, {"self", "mat2"}}},

@@ -27,6 +27,8 @@ struct OpFacts {
   bool mixes_devices = false;
   // Advanced indexing (index, index_put_...): indices must be on the CPU or on the indexed tensor's device.
   bool indexes_by_tensors = false;
+  // The host reads its result from device memory (aten/HostSync.h): the card waits for the stream.
+  bool reads_device_memory_on_host = false;
   // On the active operator-support profile's torch_npu, this operator runs through the CPU fallback.
   bool cpu_fallback = false;
   CubeClass cube_class = CubeClass::None;

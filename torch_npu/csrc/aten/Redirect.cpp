@@ -2,6 +2,7 @@
 #include "aten/DispatchKeys.h"
 
 #include "aten/CpuFallback.h"
+#include "aten/HostSync.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
 #include "aten/RedirectCall.h"
@@ -104,6 +105,9 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
     call.rethrow_for_npu(error);
   }
   const int64_t end_ns = observed ? now_ns() : 0;
+  if (C10_UNLIKELY(facts.reads_device_memory_on_host) && call.map.device >= 0) {
+    host_waits_for_stream(call.map.device);
+  }
 
   // 3. Reflect what the kernel did to written arguments, then map the results.
   call.reflect_writes();

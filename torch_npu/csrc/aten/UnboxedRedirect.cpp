@@ -18,6 +18,7 @@
 //   ~0.25k  per kernel allocation: the npu caching allocator (its statistics, split blocks and
 //           profiler events) instead of malloc, for the result and the kernel's temporaries.
 #include "aten/DispatchKeys.h"
+#include "aten/HostSync.h"
 #include "aten/OpFacts.h"
 #include "aten/OpHooks.h"
 #include "aten/Redirect.h"
@@ -332,9 +333,7 @@ struct Unboxed<Op, Ret(Args...)> {
   _(ones_like, "ones_like")                                                                                       \
   _(zeros_like, "zeros_like")                                                                                     \
   _(fill__Scalar, "fill_.Scalar")                                                                                 \
-  _(zero_, "zero_")                                                                                               \
-  _(copy_, "copy_")                                                                                               \
-  _(_local_scalar_dense, "_local_scalar_dense")
+  _(zero_, "zero_")
 
 namespace vnpu {
 namespace {
@@ -352,12 +351,32 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
   }
   at::Tensor result =
       Unboxed<at::_ops::_to_copy>::call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  if (!non_blocking && device.has_value() && device->type() != self.device().type()) {
+    host_waits_for_stream(from_npu ? self.device().index() : result.device().index());
+  }
   if (from_npu && non_blocking && result.device().is_cpu() && result.layout() == c10::kStrided && !result.is_pinned()) {
     at::Tensor pinned = at::empty_strided(result.sizes(), result.strides(), result.options().pinned_memory(true));
     pinned.copy_(result);
     return pinned;
   }
   return result;
+}
+
+// A blocking copy between host and npu memory and reading a scalar back make the host wait for the stream,
+// as torch_npu does after the DMA (aten/HostSync.h); one comparison when a copy stays on one side.
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  at::Tensor& result = Unboxed<at::_ops::copy_>::call(self, src, non_blocking);
+  if (!non_blocking && self.device().type() != src.device().type()) {
+    host_waits_for_stream(self.device().type() == c10::DeviceType::PrivateUse1 ? self.device().index()
+                                                                               : src.device().index());
+  }
+  return result;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::Scalar value = Unboxed<at::_ops::_local_scalar_dense>::call(self);
+  host_waits_for_stream(self.device().index());
+  return value;
 }
 
 // torch_npu's clone allocates its result in the source's format, so a copy of a whole NZ or NC1HWC0
@@ -388,4 +407,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #undef VNPU_REGISTER_UNBOXED
   m.impl("_to_copy", TORCH_FN(vnpu::to_copy));
   m.impl("clone", TORCH_FN(vnpu::clone));
+  m.impl("copy_", TORCH_FN(vnpu::copy_));
+  m.impl("_local_scalar_dense", TORCH_FN(vnpu::local_scalar_dense));
 }

@@ -12,6 +12,7 @@
 #include "profiler/ActivityRecorder.h"
 #include "profiler/CollectiveRecorder.h"
 #include "profiler/OperatorTotals.h"
+#include "profiler/RuntimeApiRecorder.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/HostMemory.h"
 #include "runtime/Options.h"
@@ -148,6 +149,16 @@ void bind_ops(py::module& m) {
       d["start_ns"] = c->start_ns;
       d["end_ns"] = end;
       out.append(d);
+    }
+    return out;
+  });
+  // The runtime calls of the session (profiler/RuntimeApiRecorder.h): start, then stop -> list of tuples
+  // (api name, start_ns, end_ns, thread, device).
+  m.def("_runtime_api_start", &start_runtime_api_recording);
+  m.def("_runtime_api_stop", [] {
+    py::list out;
+    for (const auto& c : stop_runtime_api_recording()) {
+      out.append(py::make_tuple(c.name, c.start_ns, c.end_ns, c.thread, c.device));
     }
     return out;
   });

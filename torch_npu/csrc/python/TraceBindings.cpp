@@ -32,8 +32,10 @@ void call_python(trace::Point point, uintptr_t first, uintptr_t second) {
 }  // namespace
 
 void bind_trace(pybind11::module& m) {
-  m.def("_activate_npu_trace", [](int /*mode*/) { trace::set_handler(&call_python); }, pybind11::arg("mode") = 0);
-  m.def("_deactivate_npu_trace", [] { trace::set_handler(nullptr); });
+  m.def(
+      "_activate_npu_trace", [](int /*mode*/) { trace::set_handler(trace::Listener::Sanitizer, &call_python); },
+      pybind11::arg("mode") = 0);
+  m.def("_deactivate_npu_trace", [] { trace::set_handler(trace::Listener::Sanitizer, nullptr); });
 }
 
 }  // namespace vnpu::python

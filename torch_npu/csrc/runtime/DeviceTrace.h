@@ -2,7 +2,8 @@
 // sanitizer, TORCH_NPU_SANITIZER): events created, deleted, recorded, waited on and synchronised,
 // streams created and synchronised, the device synchronised, memory allocated, freed and recorded on a stream.
 //
-// Off unless a handler is installed; while off, every point costs one relaxed atomic load. Streams are
+// Two listeners may be installed at once: the stream sanitizer and the profiler's runtime-API recorder.
+// Off unless one is installed; while off, every point costs one relaxed atomic load. Streams are
 // identified by their native handles (torch.npu.Stream.npu_stream), events by their addresses.
 #pragma once
 
@@ -30,14 +31,16 @@ enum class Point : int {
 
 using Handler = void (*)(Point point, uintptr_t first, uintptr_t second);
 
-extern std::atomic<Handler> g_handler;
+enum class Listener : int { Sanitizer, Profiler };
 
-void set_handler(Handler handler);  // nullptr turns the trace off
+extern std::atomic<int> g_listening;  // one bit per installed listener
+
+void set_handler(Listener listener, Handler handler);  // nullptr removes the listener
+void dispatch(Point point, uintptr_t first, uintptr_t second);
 
 inline void fire(Point point, uintptr_t first = 0, uintptr_t second = 0) {
-  const Handler handler = g_handler.load(std::memory_order_relaxed);
-  if (C10_UNLIKELY(handler != nullptr)) {
-    handler(point, first, second);
+  if (C10_UNLIKELY(g_listening.load(std::memory_order_relaxed) != 0)) {
+    dispatch(point, first, second);
   }
 }
 
