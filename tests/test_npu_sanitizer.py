@@ -29,6 +29,9 @@ RACES = """
         "wait_event": event,
         "device_synchronize": lambda a: torch.npu.synchronize(),
         "stream_synchronize": lambda a: torch.npu.current_stream().synchronize(),
+        "blocking_copy_to_host": lambda a: a.cpu(),
+        "item": lambda a: a.sum().item(),
+        "non_blocking_copy_to_host": lambda a: a.to("cpu", non_blocking=True),
     }
     result = {}
     for name, order in orders.items():
@@ -42,13 +45,17 @@ RACES = """
 
 
 def test_a_read_on_another_stream_without_ordering_is_reported_and_each_ordering_clears_it():
+    # a blocking copy to the host and .item() wait for their stream, as on the card; a non-blocking copy does not
     got = json.loads(last_line(run_python(RACES, env=SANITIZED)))
-    assert {k: v for k, v in got.items() if k != "none"} == {
+    assert {k: v for k, v in got.items() if k not in ("none", "non_blocking_copy_to_host")} == {
         "wait_stream": "ordered",
         "wait_event": "ordered",
         "device_synchronize": "ordered",
         "stream_synchronize": "ordered",
+        "blocking_copy_to_host": "ordered",
+        "item": "ordered",
     }
+    assert got["non_blocking_copy_to_host"] != "ordered"
     [report] = got["none"]
     assert report.startswith(
         "============================\nCSAN detected a possible data race on tensor with data pointer"
@@ -199,3 +206,20 @@ def test_memory_freed_while_another_stream_uses_it_needs_record_stream():
     current, previous = report.split("Previous access by stream")
     assert "aten::zeros(" in current or "aten::fill_" in current or "aten::zero_" in current, current
     assert "aten::mul.Tensor" in previous and "reading from argument(s) self" in previous
+
+
+def test_the_kernel_check_is_unavailable_and_a_dropped_sanitizer_leaves_its_dispatch_mode(monkeypatch):
+    from torch_npu.npu import _sanitizer
+
+    monkeypatch.delenv("ASCEND_OPP_DEBUG_PATH", raising=False)
+    sanitizer = _sanitizer.NPUSanitizer()
+    assert sanitizer.enable_kernel_check() is False and sanitizer.mode == _sanitizer.SanitizerMode.STREAM
+    exits = []
+
+    class Mode:
+        def __exit__(self, *args):
+            exits.append(args)
+
+    sanitizer.dispatch = Mode()
+    sanitizer.__del__()
+    assert exits == [(None, None, None)]
