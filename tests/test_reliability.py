@@ -9,8 +9,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from subprocess_helpers import run_python
 
-import torch_npu
-
 OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
     "memory location. Please clone() the tensor before performing the operation."
@@ -274,18 +272,3 @@ def test_thread_stress_mixed_allocations_streams_events():
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "alive 0 errors []"
-
-
-def test_matmul_checksum_passes_correct_results_and_flags_corrupt_ones():
-    torch.manual_seed(0)
-    for m, k, n in [(64, 128, 32), (8, 4096, 16), (1, 7, 3)]:
-        for _ in range(5):
-            a, b = torch.randn(m, k).bfloat16().npu(), torch.randn(k, n).bfloat16().npu()
-            flagged = torch_npu.matmul_checksum(a, b, a @ b)
-            assert flagged.device.type == "npu" and flagged.dtype == torch.bool and not flagged.item()
-    a, b = torch.randn(64, 128).bfloat16().npu(), torch.randn(128, 32).bfloat16().npu()
-    corrupt = a @ b
-    corrupt[3, 5] += 16.0
-    assert torch_npu.matmul_checksum(a, b, corrupt).item()
-    with pytest.raises(TypeError, match="device type should be npu"):
-        torch_npu.matmul_checksum(a.cpu(), b, corrupt)
