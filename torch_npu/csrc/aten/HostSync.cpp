@@ -1,8 +1,6 @@
 #include "aten/HostSync.h"
 
 #include "runtime/Device.h"
-#include "runtime/DeviceTrace.h"
-#include "runtime/Stream.h"
 
 #include <c10/util/Exception.h>
 
@@ -46,10 +44,6 @@ bool reads_device_memory_on_host(const std::string& name) {
       "aten::equal",      "aten::is_nonzero",         "aten::nonzero",       "aten::_unique2",
       "aten::unique_dim", "aten::unique_consecutive", "aten::masked_select", "aten::allclose"};
   return host_reads.count(name) > 0;
-}
-
-void host_waits_for_stream(c10::DeviceIndex device) {
-  trace::fire(trace::Point::StreamSynchronization, stream_native_handle(current_stream(device)));
 }
 
 std::string host_sync_reason(const c10::OperatorHandle& op, const std::vector<c10::IValue>& inputs) {

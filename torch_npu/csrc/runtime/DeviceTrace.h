@@ -38,8 +38,13 @@ extern std::atomic<int> g_listening;  // one bit per installed listener
 void set_handler(Listener listener, Handler handler);  // nullptr removes the listener
 void dispatch(Point point, uintptr_t first, uintptr_t second);
 
+// Whether any listener is installed: lets a caller skip computing a point's arguments.
+inline bool active() {
+  return C10_UNLIKELY(g_listening.load(std::memory_order_relaxed) != 0);
+}
+
 inline void fire(Point point, uintptr_t first = 0, uintptr_t second = 0) {
-  if (C10_UNLIKELY(g_listening.load(std::memory_order_relaxed) != 0)) {
+  if (active()) {
     dispatch(point, first, second);
   }
 }

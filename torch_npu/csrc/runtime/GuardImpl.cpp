@@ -83,7 +83,9 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     }
     e->device = stream.device_index();
     e->recorded_ns = now_ns();
-    trace::fire(trace::Point::EventRecord, e, stream_native_handle(stream));
+    if (trace::active()) {
+      trace::fire(trace::Point::EventRecord, e, stream_native_handle(stream));
+    }
   }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
     if (event != nullptr) {
@@ -92,7 +94,7 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     delete static_cast<Event*>(event);
   }
   void block(void* event, const c10::Stream& stream) const override {
-    if (event != nullptr) {
+    if (event != nullptr && trace::active()) {
       trace::fire(trace::Point::EventWait, event, stream_native_handle(stream));
     }
   }
@@ -111,7 +113,9 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
                 "External NPU stream is not supported in NPUStream::synchronize. The caller is responsible for "
                 "synchronization of external streams.",
                 error_suffix(SubModule::kPta, kErrNotSupport, "feature not supported"));
-    trace::fire(trace::Point::StreamSynchronization, stream_native_handle(stream));
+    if (trace::active()) {
+      trace::fire(trace::Point::StreamSynchronization, stream_native_handle(stream));
+    }
   }
   void synchronizeEvent(void* event) const override {
     if (event != nullptr) {
