@@ -77,6 +77,20 @@ struct CpuArg<at::Tensor&> {
     return cpu;
   }
 };
+// A tensor list (the _foreach_ operators): each npu tensor becomes an alias; in-place lists write
+// through them into npu memory.
+template <>
+struct CpuArg<at::TensorList> {
+  using type = c10::SmallVector<at::Tensor, 8>;
+  static type convert(RedirectCall& call, WrittenRefs&, at::TensorList list, int i) {
+    type out;
+    out.reserve(list.size());
+    for (const at::Tensor& t : list) {
+      out.push_back(call.tensor(t, i));
+    }
+    return out;
+  }
+};
 template <>
 struct CpuArg<const std::optional<at::Tensor>&> {
   using type = std::optional<at::Tensor>;
@@ -120,6 +134,15 @@ template <>
 struct Result<at::Tensor> {
   static at::Tensor map(RedirectCall& call, const WrittenRefs&, at::Tensor&& r) {
     return call.map.to_npu(r);
+  }
+};
+template <>
+struct Result<std::vector<at::Tensor>> {
+  static std::vector<at::Tensor> map(RedirectCall& call, const WrittenRefs&, std::vector<at::Tensor>&& r) {
+    for (at::Tensor& t : r) {
+      t = call.map.to_npu(t);
+    }
+    return std::move(r);
   }
 };
 template <>
@@ -333,7 +356,20 @@ struct Unboxed<Op, Ret(Args...)> {
   _(ones_like, "ones_like")                                                                                       \
   _(zeros_like, "zeros_like")                                                                                     \
   _(fill__Scalar, "fill_.Scalar")                                                                                 \
-  _(zero_, "zero_")
+  _(zero_, "zero_")                                                                                               \
+  /* optimizer steps (Adam, AdamW, SGD with momentum), gradient clipping and zero_grad on lists */                \
+  _(_foreach_add__Scalar, "_foreach_add_.Scalar")                                                                 \
+  _(_foreach_add__List, "_foreach_add_.List")                                                                     \
+  _(_foreach_add__Tensor, "_foreach_add_.Tensor")                                                                 \
+  _(_foreach_mul__Scalar, "_foreach_mul_.Scalar")                                                                 \
+  _(_foreach_mul__Tensor, "_foreach_mul_.Tensor")                                                                 \
+  _(_foreach_div__ScalarList, "_foreach_div_.ScalarList")                                                         \
+  _(_foreach_lerp__Scalar, "_foreach_lerp_.Scalar")                                                               \
+  _(_foreach_addcmul__Scalar, "_foreach_addcmul_.Scalar")                                                         \
+  _(_foreach_addcdiv__ScalarList, "_foreach_addcdiv_.ScalarList")                                                 \
+  _(_foreach_sqrt, "_foreach_sqrt")                                                                               \
+  _(_foreach_norm_Scalar, "_foreach_norm.Scalar")                                                                 \
+  _(_foreach_zero_, "_foreach_zero_")
 
 namespace vnpu {
 namespace {
