@@ -294,7 +294,8 @@ CONFIG_ERRORS = [
         TypeError,
         "device must be an int, but got <class 'torch.device'>",
     ),
-    (lambda: torch.npu.can_device_access_peer(0, -1), AssertionError, "Invalid peer device id"),
+    (lambda: torch.npu.can_device_access_peer(-1, 0), AssertionError, "Invalid devide id"),  # torch_npu's spelling
+    (lambda: torch.npu.can_device_access_peer(0, -1), AssertionError, "Invalid peer devide id"),
     (lambda: torch.npu.set_sync_debug_mode(3), RuntimeError, "invalid value of debug_mode, expected one of 0,1,2"),
     (lambda: torch.npu.set_deterministic_level(3), ValueError, "deterministic level must be 0, 1 or 2, but got 3"),
     (

@@ -9,6 +9,7 @@ import torch
 import torch_npu
 from torch_npu import _C
 from torch_npu.npu._capture_guard import refuse_during_capture
+from torch_npu.utils._error_code import ErrCode, pta_error
 
 _device_t = torch.device | str | int | None
 
@@ -179,10 +180,16 @@ def get_device_capability(device: _device_t = None) -> tuple | None:
 
 
 def can_device_access_peer(device_id: int, peer_device_id: int) -> bool:
-    index = _checked_index(device_id)
+    """Whether device_id can read peer_device_id's memory: any two distinct devices (torch_npu's messages,
+    spelling included, for an invalid id)."""
+    torch_npu.npu._lazy_init()
+    index = _get_device_index(device_id, optional=True)
     peer = _get_device_index(peer_device_id, optional=True)
-    if peer < 0 or peer >= torch_npu.npu.device_count():
-        raise AssertionError("Invalid peer device id")
+    count = torch_npu.npu.device_count()
+    if index < 0 or index >= count:
+        raise AssertionError("Invalid devide id" + pta_error(ErrCode.VALUE))
+    if peer < 0 or peer >= count:
+        raise AssertionError("Invalid peer devide id" + pta_error(ErrCode.VALUE))
     return index != peer
 
 
