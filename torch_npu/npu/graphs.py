@@ -76,8 +76,10 @@ class NPUGraph:
         self._super_kernel_options = None
         self._captured = False  # a capture ended successfully (and was not reset since)
         self._stream_key = None
+        self._dispatch_records = []  # handled operators captured with auto_dispatch_capture (_graph_dispatch)
+        self._dispatch_mode = None
 
-    def capture_begin(self, pool=None, capture_error_mode="global"):
+    def capture_begin(self, pool=None, capture_error_mode="global", auto_dispatch_capture=False):
         if capture_error_mode not in _CAPTURE_MODES:
             raise ValueError(
                 f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
@@ -99,11 +101,20 @@ class NPUGraph:
         self._recording.begin(stream.stream_id, stream.device_index)
         self._stream_key = (stream.stream_id, stream.device_index)
         _capturing[self._stream_key] = self
+        self._dispatch_records = []
+        if auto_dispatch_capture:
+            from torch_npu.npu import _graph_dispatch
+
+            self._dispatch_mode = _graph_dispatch.AutoDispatchCapture(self, _graph_handlers)
+            self._dispatch_mode.__enter__()
 
     def capture_end(self):
         stream = torch.npu.current_stream()
         if not self._recording.capturing() or self._stream_key != (stream.stream_id, stream.device_index):
             raise RuntimeError("Capture must end on the same stream it began on.")
+        if self._dispatch_mode is not None:
+            self._dispatch_mode.__exit__(None, None, None)
+            self._dispatch_mode = None
         try:
             self._recording.end()
             self._captured = True
@@ -150,13 +161,22 @@ class NPUGraph:
         in capture order, mapping argument names to new values (ints, floats or int lists)."""
         if not isinstance(cpu_update_input, (list, tuple)):
             raise TypeError("cpu_update_input must be a list of dicts" + graph_error(ErrCode.TYPE))
-        records = sorted(i for name in _graph_handlers for i in self._recording.records_of(name))
+        from torch_npu.npu import _graph_dispatch
+
+        grouped = [(r.start, r.end) for r in self._dispatch_records]
+        tasks = {i for name in _graph_handlers for i in self._recording.records_of(name)}
+        tasks = [i for i in tasks if not any(start <= i < end for start, end in grouped)]
+        records = sorted([(i, i) for i in tasks] + [(r.start, r) for r in self._dispatch_records], key=lambda x: x[0])
         if len(records) != len(cpu_update_input):
             raise RuntimeError(
                 f"NPUGraph.update got {len(cpu_update_input)} updates for {len(records)} captured "
                 "operators of registered kinds" + graph_error(ErrCode.PARAM)
             )
-        for record, update in zip(records, cpu_update_input):
+        for (_, record), update in zip(records, cpu_update_input):
+            if isinstance(record, _graph_dispatch.DispatchRecord):
+                record.handler.update_args(record, update)
+                _graph_dispatch.reissue(self, record)
+                continue
             for name, value in update.items():
                 if isinstance(value, (list, tuple)):
                     self._recording.update_int_list(record, name, [int(v) for v in value])
@@ -201,7 +221,9 @@ class graph:
         if os.environ.get("TORCH_NPUGRAPH_GC") == "1":
             gc.collect()
         self.stream_ctx.__enter__()
-        self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
+        self.npu_graph.capture_begin(
+            *self.pool, capture_error_mode=self.capture_error_mode, auto_dispatch_capture=self.auto_dispatch_capture
+        )
 
     def __exit__(self, exc_type, exc_value, traceback):
         try:
@@ -275,28 +297,30 @@ def super_kernel_scope_end(scope_name: str | None = None) -> None:
 
 
 class NpuGraphOpHandler:
-    """Describes how captured operators of a kind take new host-side arguments on update()."""
+    """Describes how captured operators of a kind take new host-side arguments on update() (torch_npu's
+    hooks, all class methods; see _graph_dispatch for auto_dispatch_capture)."""
 
-    @staticmethod
-    def get_update_specs(op_name):
+    @classmethod
+    def get_update_specs(cls, op_name):
         """Names of the arguments update() may change for `op_name`."""
         return []
 
-    @staticmethod
-    def prepare_capture(func, args, kwargs):
-        return args, kwargs
+    @classmethod
+    def prepare_capture(cls, func, args, kwargs):
+        """Before capture: the (func, args, kwargs) to capture instead (e.g. the .out overload)."""
+        return func, args, kwargs
 
-    @staticmethod
-    def record_wrap_kwarg(key, value, tensor_param_names):
+    @classmethod
+    def record_wrap_kwarg(cls, key, value, tensor_param_names):
         return value
 
-    @staticmethod
-    def update_args(dispatch_record, update_input):
-        dispatch_record.update(update_input)
-        return dispatch_record
+    @classmethod
+    def update_args(cls, record, update_input):
+        """Apply one update: by default every named argument takes its new value."""
+        record.update(update_input)
 
-    @staticmethod
-    def postprocess_result(result, kwargs):
+    @classmethod
+    def postprocess_result(cls, result, kwargs):
         return result
 
 
@@ -328,3 +352,6 @@ def make_graphed_callables(
     from torch_npu.npu._graphed_callables import make
 
     return make(callables, sample_args, num_warmup_iters, allow_unused_input, pool)
+
+
+from torch_npu.npu import _builtin_graph_handlers  # noqa: E402,F401  (torch_npu's own operators' handlers)

@@ -143,7 +143,10 @@ npu_op(f"npu_fused_infer_attention_score_v2({_V2_ARGS}) -> (Tensor, Tensor)")(np
 
 
 def _write_out(result, attention_out, softmax_lse):
-    for target, value in zip((attention_out, softmax_lse), result):
+    """The results into the caller's tensors. Without softmax_lse requested the card's kernel leaves that tensor
+    alone, so any placeholder is accepted (inference engines pass a one-element buffer)."""
+    pairs = [(attention_out, result[0])] + ([(softmax_lse, result[1])] if result[1].numel() else [])
+    for target, value in pairs:
         check(
             target.shape == value.shape and target.dtype == value.dtype,
             _OP,

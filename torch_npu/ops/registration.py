@@ -241,13 +241,32 @@ def _schema_signature(op):
 class NpuOperatorPacket(torch._ops.OpOverloadPacket):
     """torch.ops.npu.<name> as torch_npu exports it, with its Python bindings' argument forms: `input=` names
     the `self` argument (torch_npu.fast_gelu(input=x)), and `out=` (a tensor, or a tuple for several) fills the
-    written keyword arguments of the `.out` overload (torch_npu.npu_apply_adam_w(..., out=(var, m, v)))."""
+    written keyword arguments of the `.out` overload (torch_npu.npu_apply_adam_w(..., out=(var, m, v))), also
+    when the `.out` overload is called itself."""
+
+    def __getattr__(self, key):
+        overload = super().__getattr__(key)
+        if key == "out" and type(overload) is torch._ops.OpOverload:
+            overload = NpuOutOverload(self, overload._op, overload._op_dk, overload._schema, overload._tags)
+            setattr(self, key, overload)
+        return overload
 
     def __call__(self, *args, **kwargs):
         if not args and "input" in kwargs and "self" not in kwargs:
             kwargs["self"] = kwargs.pop("input")
         if "out" in kwargs and "out" in self.overloads():
             return self.out(*args, **_out_arguments(self.out._schema, kwargs))
+        return self._op(*args, **kwargs)
+
+
+class NpuOutOverload(torch._ops.OpOverload):
+    """torch_npu.<name>.out as torch_npu's bindings take it: out= (a tensor, or a list or tuple for several)
+    fills the written keyword arguments (torch_npu.npu_fused_infer_attention_score.out(..., out=[attn, lse]));
+    the named form works as on torch.ops.npu."""
+
+    def __call__(self, /, *args, **kwargs):
+        if "out" in kwargs:
+            kwargs = _out_arguments(self._schema, kwargs)
         return self._op(*args, **kwargs)
 
 
@@ -269,6 +288,7 @@ def _exported_packet(packet):
         return packet
     exported = object.__new__(NpuOperatorPacket)
     exported.__dict__.update(packet.__dict__)
+    exported.__dict__.pop("out", None)  # built again as an NpuOutOverload on first use
     return exported
 
 

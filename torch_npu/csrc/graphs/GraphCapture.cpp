@@ -324,6 +324,15 @@ void GraphRecording::splice(size_t start, size_t end, const GraphRecording& repl
             records_.begin() + static_cast<std::ptrdiff_t>(start));
 }
 
+void GraphRecording::replace(size_t start, size_t end, const GraphRecording& replacement) {
+  TORCH_CHECK(start <= end && end <= records_.size(), "graph update: tasks [", start, ", ", end,
+              ") are not in this graph (", records_.size(), " captured)");
+  records_.erase(records_.begin() + static_cast<std::ptrdiff_t>(start),
+                 records_.begin() + static_cast<std::ptrdiff_t>(end));
+  records_.insert(records_.begin() + static_cast<std::ptrdiff_t>(start), replacement.records_.begin(),
+                  replacement.records_.end());
+}
+
 bool GraphRecording::add_host_kernel(const std::string& name, std::function<void()> kernel) {
   if (!records_here()) {
     return false;

@@ -44,6 +44,9 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
   std::vector<size_t> records_of(const std::string& op_name) const;
   // Replaces records [start, end) with another recording's records (graph task updates).
   void splice(size_t start, size_t end, const GraphRecording& replacement);
+  // Replaces tasks [start, end) by the replacement's, which may be more or fewer (an operator issued again
+  // with new arguments whose composition takes another path); later task indices shift.
+  void replace(size_t start, size_t end, const GraphRecording& replacement);
 
   void before(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& inputs) override;
   void after(const OpCall& call) override;

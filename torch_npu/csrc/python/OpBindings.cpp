@@ -232,6 +232,7 @@ void bind_ops(py::module& m) {
       .def("describe", &GraphRecording::describe)
       .def("records_of", &GraphRecording::records_of)
       .def("splice", &GraphRecording::splice)
+      .def("replace", &GraphRecording::replace)
       .def("update_int_list", [](GraphRecording& g, size_t record, const std::string& name,
                                  const std::vector<int64_t>& value) { g.update_argument(record, name, value); })
       .def("update_int", [](GraphRecording& g, size_t record, const std::string& name,

@@ -1,0 +1,26 @@
+"""The graph handlers torch_npu registers for its own operators: the fused inference attention operators
+(v1 and v2), whose sequence lengths change from one decode step to the next. Captured with
+auto_dispatch_capture, a functional call is switched to the .out overload with its results preallocated,
+and NPUGraph.update(cpu_update_input=[{"actual_seq_lengths_kv": [...]}, ...]) issues it again with the
+new lengths (any argument of the operator may be named)."""
+
+from torch_npu.npu import _graph_dispatch
+from torch_npu.npu.graphs import NpuGraphOpHandler, register_npu_graph_handler
+
+__all__ = []
+
+
+@register_npu_graph_handler(
+    [
+        "npu_fused_infer_attention_score",
+        "npu_fused_infer_attention_score.default",
+        "npu_fused_infer_attention_score.out",
+        "npu_fused_infer_attention_score_v2",
+        "npu_fused_infer_attention_score_v2.default",
+        "npu_fused_infer_attention_score_v2.out",
+    ]
+)
+class _FusedInferAttentionHandler(NpuGraphOpHandler):
+    @classmethod
+    def prepare_capture(cls, func, args, kwargs):
+        return _graph_dispatch.default_prepare_capture(func, args, kwargs)
