@@ -78,6 +78,7 @@ class NPUGraph:
         self._stream_key = None
         self._dispatch_records = []  # handled operators captured with auto_dispatch_capture (_graph_dispatch)
         self._dispatch_mode = None
+        self._generators = []  # generators besides the device's default one that replays draw from (_graph_rng)
 
     def capture_begin(self, pool=None, capture_error_mode="global", auto_dispatch_capture=False):
         if capture_error_mode not in _CAPTURE_MODES:
@@ -102,6 +103,9 @@ class NPUGraph:
         self._stream_key = (stream.stream_id, stream.device_index)
         _capturing[self._stream_key] = self
         self._dispatch_records = []
+        from torch_npu.npu import _graph_rng
+
+        _graph_rng.hold_generators(self, [torch_npu.npu.default_generators[self._device], *self._generators])
         if auto_dispatch_capture:
             from torch_npu.npu import _graph_dispatch
 
@@ -115,12 +119,21 @@ class NPUGraph:
         if self._dispatch_mode is not None:
             self._dispatch_mode.__exit__(None, None, None)
             self._dispatch_mode = None
+        from torch_npu.npu import _graph_rng
+
         try:
             self._recording.end()
             self._captured = True
         finally:
+            _graph_rng.release_generators(self)
             _capturing.pop(getattr(self, "_stream_key", None), None)
             _C._set_thread_mem_pool(self._device, self._previous_pool)
+
+    def register_generator_state(self, generator):
+        """Treat `generator` as graph-safe, as the device's default generator is: capturing does not advance it,
+        replays draw from its state when they run (see _graph_rng)."""
+        if not any(g is generator for g in self._generators):
+            self._generators.append(generator)
 
     def replay(self):
         """Run the captured operators again."""

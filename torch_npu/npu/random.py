@@ -6,6 +6,7 @@ import torch
 
 import torch_npu
 from torch_npu import _C
+from torch_npu.npu import _graph_rng
 from torch_npu.npu.utils import _get_device_index
 
 __all__ = [
@@ -28,7 +29,9 @@ def _generator(index: int) -> torch.Generator:
 def get_rng_state(device: int | str | torch.device = "npu") -> torch.Tensor:
     """The RNG state of an NPU as a ByteTensor."""
     torch_npu.npu._lazy_init()
-    return _generator(_get_device_index(device, optional=True)).get_state()
+    generator = _generator(_get_device_index(device, optional=True))
+    graph = _graph_rng.capturing_graph()
+    return generator.get_state() if graph is None else _graph_rng.get_state(graph, generator)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
@@ -38,6 +41,10 @@ def get_rng_state_all() -> list[torch.Tensor]:
 def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device = "npu") -> None:
     state = new_state.clone(memory_format=torch.contiguous_format)
     index = _get_device_index(device, optional=True)
+    graph = _graph_rng.capturing_graph() if torch_npu.npu.is_initialized() else None
+    if graph is not None:
+        _graph_rng.set_state(graph, _generator(index), state)
+        return
     torch_npu.npu._lazy_call(lambda: _generator(index).set_state(state))
 
 
@@ -51,7 +58,11 @@ def manual_seed(seed: int) -> None:
     seed = int(seed)
 
     def cb():
-        _generator(_C._current_device()).manual_seed(seed)
+        generator = _generator(_C._current_device())
+        if _graph_rng.capturing_graph() is not None:  # a captured graph keeps its seed
+            _graph_rng.check_seed(generator, seed)
+            return
+        generator.manual_seed(seed)
 
     torch_npu.npu._lazy_call(cb, seed=True)
 
