@@ -339,3 +339,26 @@ GRAPH_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", GRAPH_ERRORS, ids=[c[2][:48] for c in GRAPH_ERRORS])
 def test_graph_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+def test_streams_forked_from_the_capture_stream_are_captured_with_it():
+    x = torch.ones(4, 4, device="npu")
+    side, unrelated = torch.npu.Stream(), torch.npu.Stream()
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        main = torch.npu.current_stream()
+        a = x + x
+        side.wait_stream(main)  # the fork: side joins the capture
+        with torch.npu.stream(side):
+            b = x * 3
+        main.wait_stream(side)
+        with torch.npu.stream(unrelated):  # never forked from the capture: runs now, outside the graph
+            c = x - 1
+    x.fill_(2.0)
+    g.replay()
+    assert torch.equal(a.cpu(), torch.full((4, 4), 4.0)) and torch.equal(b.cpu(), torch.full((4, 4), 6.0))
+    assert torch.equal(c.cpu(), torch.zeros(4, 4))
+    with torch.npu.stream(side):  # the capture ended: side is a stream of its own again
+        x.add_(1)
+    g.replay()
+    assert torch.equal(a.cpu(), torch.full((4, 4), 6.0))

@@ -1,5 +1,7 @@
 #include "graphs/GraphCapture.h"
+
 #include "aten/DispatchKeys.h"
+#include "graphs/CaptureStreams.h"
 
 #include "aten/HostSync.h"
 #include "aten/Redirect.h"
@@ -87,6 +89,7 @@ void GraphRecording::begin(c10::Stream stream) {
   capturing_ = true;
   stream_ = stream;
   thread_ = std::this_thread::get_id();
+  capture_streams::begin(stream_native_handle(stream_));
   {
     auto& a = active();
     std::lock_guard<std::mutex> guard(a.mu);
@@ -98,6 +101,7 @@ void GraphRecording::begin(c10::Stream stream) {
 void GraphRecording::end() {
   TORCH_CHECK(capturing_, "capture_end() called without capture_begin()");
   capturing_ = false;
+  capture_streams::end(stream_native_handle(stream_));
   remove_op_hook(shared_from_this());
   auto& a = active();
   std::lock_guard<std::mutex> guard(a.mu);
@@ -110,8 +114,12 @@ void GraphRecording::end() {
 }
 
 bool GraphRecording::captures_current_stream() const {
-  return capturing_ && std::this_thread::get_id() == thread_ &&
-         current_stream(stream_.device_index()).id() == stream_.id();
+  if (!capturing_ || std::this_thread::get_id() != thread_) {
+    return false;
+  }
+  const c10::Stream current = current_stream(stream_.device_index());
+  return current.id() == stream_.id() ||
+         capture_streams::joined(stream_native_handle(stream_), stream_native_handle(current));
 }
 
 bool GraphRecording::records_here() const {

@@ -9,7 +9,7 @@ std::atomic<int> g_listening{0};
 
 namespace {
 
-std::array<std::atomic<Handler>, 2> g_handlers{};
+std::array<std::atomic<Handler>, 3> g_handlers{};
 std::mutex g_install_mutex;
 
 }  // namespace

@@ -2,7 +2,8 @@
 // sanitizer, TORCH_NPU_SANITIZER): events created, deleted, recorded, waited on and synchronised,
 // streams created and synchronised, the device synchronised, memory allocated, freed and recorded on a stream.
 //
-// Two listeners may be installed at once: the stream sanitizer and the profiler's runtime-API recorder.
+// Listeners installed at once: the stream sanitizer, the profiler's runtime-API recorder and multi-stream graph
+// capture (graphs/CaptureStreams.h).
 // Off unless one is installed; while off, every point costs one relaxed atomic load. Streams are
 // identified by their native handles (torch.npu.Stream.npu_stream), events by their addresses.
 #pragma once
@@ -31,7 +32,7 @@ enum class Point : int {
 
 using Handler = void (*)(Point point, uintptr_t first, uintptr_t second);
 
-enum class Listener : int { Sanitizer, Profiler };
+enum class Listener : int { Sanitizer, Profiler, GraphCapture };
 
 extern std::atomic<int> g_listening;  // one bit per installed listener
 
