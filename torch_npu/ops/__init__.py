@@ -44,6 +44,7 @@ from torch_npu.ops import (  # noqa: F401
     fusion_attention_v2,
     fusion_attention_v3,
     gelu_quant,
+    graph_debug,
     group_quant,
     grouped_dynamic_quant,
     grouped_matmul_add,
