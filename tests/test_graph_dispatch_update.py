@@ -110,3 +110,32 @@ def test_out_overloads_take_torch_npus_out_list():
         TypeError,
         "npu::npu_fused_infer_attention_score: out= takes 2 tensors (attention_out, softmax_lse), got 1",
     )
+
+
+def test_fusion_attention_v3_forward_and_backward_take_new_sequence_lengths():
+    torch.manual_seed(0)
+    q, k, v, dy = (torch.randn(32, 2, 16, dtype=torch.float16).npu() for _ in range(4))
+    kw = dict(head_num=2, input_layout="TND", keep_prob=1.0, scale=0.25)
+    captured, new = [torch.tensor([16, 32]), torch.tensor([16, 32])], [torch.tensor([8, 32]), torch.tensor([24, 32])]
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g, auto_dispatch_capture=True):
+        forward = torch_npu.npu_fusion_attention_v3(
+            q, k, v, actual_seq_qlen=captured[0], actual_seq_kvlen=captured[1], **kw
+        )
+    g.update(cpu_update_input=[{"actual_seq_qlen": new[0], "actual_seq_kvlen": new[1]}])
+    g.replay()
+    want = torch_npu.npu_fusion_attention_v3(q, k, v, actual_seq_qlen=new[0], actual_seq_kvlen=new[1], **kw)
+    assert torch.equal(forward[0].cpu(), want[0].cpu())
+    saved = dict(softmax_max=want[1], softmax_sum=want[2], attention_in=want[0])
+    bkw = dict(head_num=2, input_layout="TND", keep_prob=1.0, scale_value=0.25, **saved)
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g, auto_dispatch_capture=True):
+        grads = torch_npu.npu_fusion_attention_grad_v3(
+            q, k, v, dy, actual_seq_qlen=captured[0], actual_seq_kvlen=captured[1], **bkw
+        )
+    g.update(cpu_update_input=[{"actual_seq_qlen": new[0], "actual_seq_kvlen": new[1]}])
+    g.replay()
+    want_grads = torch_npu.npu_fusion_attention_grad_v3(
+        q, k, v, dy, actual_seq_qlen=new[0], actual_seq_kvlen=new[1], **bkw
+    )
+    assert all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(grads[:3], want_grads[:3]))

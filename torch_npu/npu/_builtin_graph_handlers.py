@@ -1,5 +1,6 @@
 """The graph handlers torch_npu registers for its own operators: the fused inference attention operators
-(v1 and v2), whose sequence lengths change from one decode step to the next. Captured with
+(v1 and v2) and the v3 fusion attention (forward and backward), whose sequence lengths change from one step to
+the next. Captured with
 auto_dispatch_capture, a functional call is switched to the .out overload with its results preallocated,
 and NPUGraph.update(cpu_update_input=[{"actual_seq_lengths_kv": [...]}, ...]) issues it again with the
 new lengths (any argument of the operator may be named)."""
@@ -18,9 +19,15 @@ __all__ = []
         "npu_fused_infer_attention_score_v2",
         "npu_fused_infer_attention_score_v2.default",
         "npu_fused_infer_attention_score_v2.out",
+        "npu_fusion_attention_v3",
+        "npu_fusion_attention_v3.default",
+        "npu_fusion_attention_v3.out",
+        "npu_fusion_attention_grad_v3",
+        "npu_fusion_attention_grad_v3.default",
+        "npu_fusion_attention_grad_v3.out",
     ]
 )
-class _FusedInferAttentionHandler(NpuGraphOpHandler):
+class _AttentionHandler(NpuGraphOpHandler):
     @classmethod
     def prepare_capture(cls, func, args, kwargs):
         return _graph_dispatch.default_prepare_capture(func, args, kwargs)
