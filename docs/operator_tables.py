@@ -153,7 +153,7 @@ FAMILIES = (
         "tensors, formats, memory, checks",
         "张量、格式、内存、检测",
         "tensor_ops tensor_backward copies format_cast swapped_memory float_status silent_check hans_codec "
-        "spectral_backward named_grads internal_operators",
+        "spectral_backward named_grads internal_operators graph_debug",
         ("ND, NZ, NC1HWC0 and the other private formats", "ND、NZ、NC1HWC0 等私有格式"),
     ),
     Family(

@@ -135,6 +135,8 @@ PATCHES += (
             "torch._npu_*",
             "torch.fast_gelu",
             "torch.one_",
+            "torch.print_npugraph_tensor",
+            "torch.save_npugraph_tensor",
             "torch.scatter_update",
             "torch.scatter_update_",
             "torch.batch_norm_reduce",
