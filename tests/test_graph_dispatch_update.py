@@ -59,6 +59,11 @@ def test_each_handled_operator_takes_its_own_update_in_capture_order():
     assert torch.equal(second.cpu(), _eager(q, k, v, [5]).cpu())
     with pytest.raises(RuntimeError, match="got 1 updates for 2 captured operators"):
         g.update(cpu_update_input=[{"actual_seq_lengths_kv": [2]}])
+    raises_exactly(
+        lambda: g.update(cpu_update_input=[{"seq_len": [2]}, {"actual_seq_lengths_kv": [5]}]),
+        RuntimeError,
+        "NPUGraph.update: npu::npu_fused_infer_attention_score has no argument named 'seq_len'",
+    )
 
 
 def test_a_users_handler_with_torch_npus_hooks():

@@ -13,6 +13,8 @@ argument in order; record.update({name: value}) sets them by name), postprocess_
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from torch_npu.utils._error_code import ErrCode, graph_error
+
 __all__ = []
 
 
@@ -36,7 +38,10 @@ class DispatchRecord:
     def update(self, values):
         for name, value in values.items():
             if name not in self._names:
-                raise RuntimeError(f"NPUGraph.update: {self.func._schema.name} has no argument named '{name}'")
+                raise RuntimeError(
+                    f"NPUGraph.update: {self.func._schema.name} has no argument named '{name}'"
+                    + graph_error(ErrCode.PARAM)
+                )
             self.args[self._names.index(name)] = value
         return self
 
