@@ -127,5 +127,6 @@ def default_prepare_capture(func, args, kwargs):
     outs = fake if isinstance(fake, (tuple, list)) else (fake,)
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
     out = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=device) for t in outs]
-    written = [a.name for a in packet.out._schema.arguments if a.kwarg_only and a.alias_info and a.alias_info.is_write]
-    return packet.out, args, {**kwargs, **dict(zip(written, out))}
+    from torch_npu.ops.registration import written_arguments
+
+    return packet.out, args, {**kwargs, **dict(zip(written_arguments(packet.out._schema), out))}

@@ -79,8 +79,9 @@ class NPUGraph:
         self._dispatch_records = []  # handled operators captured with auto_dispatch_capture (_graph_dispatch)
         self._dispatch_mode = None
         self._generators = []  # generators besides the device's default one that replays draw from (_graph_rng)
+        self._auto_dispatch_capture = False
 
-    def capture_begin(self, pool=None, capture_error_mode="global", auto_dispatch_capture=False):
+    def capture_begin(self, pool=None, capture_error_mode="global"):
         if capture_error_mode not in _CAPTURE_MODES:
             raise ValueError(
                 f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
@@ -106,7 +107,7 @@ class NPUGraph:
         from torch_npu.npu import _graph_rng
 
         _graph_rng.hold_generators(self, [torch_npu.npu.default_generators[self._device], *self._generators])
-        if auto_dispatch_capture:
+        if self._auto_dispatch_capture:  # set by torch.npu.graph(..., auto_dispatch_capture=True)
             from torch_npu.npu import _graph_dispatch
 
             self._dispatch_mode = _graph_dispatch.AutoDispatchCapture(self, _graph_handlers)
@@ -234,9 +235,8 @@ class graph:
         if os.environ.get("TORCH_NPUGRAPH_GC") == "1":
             gc.collect()
         self.stream_ctx.__enter__()
-        self.npu_graph.capture_begin(
-            *self.pool, capture_error_mode=self.capture_error_mode, auto_dispatch_capture=self.auto_dispatch_capture
-        )
+        self.npu_graph._auto_dispatch_capture = self.auto_dispatch_capture
+        self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
 
     def __exit__(self, exc_type, exc_value, traceback):
         try:
@@ -328,9 +328,9 @@ class NpuGraphOpHandler:
         return value
 
     @classmethod
-    def update_args(cls, record, update_input):
+    def update_args(cls, dispatch_record, update_input):
         """Apply one update: by default every named argument takes its new value."""
-        record.update(update_input)
+        dispatch_record.update(update_input)
 
     @classmethod
     def postprocess_result(cls, result, kwargs):

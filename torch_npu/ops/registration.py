@@ -270,8 +270,13 @@ class NpuOutOverload(torch._ops.OpOverload):
         return self._op(*args, **kwargs)
 
 
+def written_arguments(schema):
+    """The names of an out= overload's keyword-only arguments it writes (its results), in order."""
+    return [a.name for a in schema.arguments if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+
+
 def _out_arguments(schema, kwargs):
-    written = [a.name for a in schema.arguments if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+    written = written_arguments(schema)
     if written == ["out"]:
         return kwargs
     out = kwargs.pop("out")
