@@ -145,12 +145,19 @@ def gradients(out, inputs):
     return [g for g in torch.autograd.grad(outs, ins, cotangents, allow_unused=True) if g is not None]
 
 
+def spread(samples, count):
+    """At most `count` of `samples`, evenly spaced over the list: sample generators enumerate their
+    parameters in nested loops, so a stride keeps every outer combination where a prefix keeps one."""
+    step = max(1, -(-len(samples) // count))
+    return samples[::step]
+
+
 def run_op(op, max_samples=MAX_SAMPLES):
     """Returns {"op", "samples", "forward": "pass"|reason, "grad": "pass"|reason|None}."""
     result = {"op": op_id(op), "samples": 0, "forward": "pass", "grad": None}
     supports_grad = op.supports_autograd
     try:
-        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=supports_grad))[:max_samples]
+        samples = spread(list(op.sample_inputs("cpu", torch.float32, requires_grad=supports_grad)), max_samples)
     except Exception as e:  # the sample generator itself fails on this build
         result["forward"] = f"no samples: {type(e).__name__}"
         return result

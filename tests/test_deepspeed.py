@@ -6,6 +6,7 @@ losses and parameters of the same DeepSpeed program on the CPU, and fp32 ZeRO ma
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -117,14 +118,22 @@ def launch(tmp_path, name, ranks, runs, **env):
     return results
 
 
+def launch_on_npu_and_cpu(tmp_path, ranks, runs):
+    """The same launch on npu and, at the same time, on DeepSpeed's CPU accelerator (its reference runs):
+    (npu results, cpu results)."""
+    with ThreadPoolExecutor(2) as pool:
+        npu = pool.submit(launch, tmp_path, "npu", ranks, runs)
+        cpu = pool.submit(launch, tmp_path, "cpu", ranks, cpu_reference_runs(runs), DS_ACCELERATOR="cpu")
+        return npu.result(), cpu.result()
+
+
 def same_training(a, b):
     assert a["losses"] == b["losses"]
     assert a["params"] == b["params"]
 
 
 def test_zero_stages_on_two_ranks_train_as_on_the_cpu(tmp_path):
-    npu = launch(tmp_path, "npu", 2, MATRIX)
-    cpu = launch(tmp_path, "cpu", 2, cpu_reference_runs(MATRIX), DS_ACCELERATOR="cpu")
+    npu, cpu = launch_on_npu_and_cpu(tmp_path, 2, MATRIX)
     assert [(r["accelerator"], r["backend"], r["world_size"]) for r in npu] == [("npu", "hccl", 2)] * 2
     assert [r["backend"] for r in cpu] == ["gloo", "gloo"]
     for rank, (n, c) in enumerate(zip(npu, cpu, strict=True)):
@@ -145,8 +154,7 @@ def test_zero_stages_on_two_ranks_train_as_on_the_cpu(tmp_path):
 
 def test_zero_stages_on_one_rank_train_as_on_the_cpu(tmp_path):
     runs = ["zero1-fp32", "zero2-bf16", "zero3-fp16"]
-    [npu] = launch(tmp_path, "npu", 1, runs)
-    [cpu] = launch(tmp_path, "cpu", 1, cpu_reference_runs(runs), DS_ACCELERATOR="cpu")
+    [npu], [cpu] = launch_on_npu_and_cpu(tmp_path, 1, runs)
     assert npu["world_size"] == 1
     for name in cpu_reference_runs(runs):
         same_training(npu["runs"][name], cpu["runs"][name])

@@ -1,19 +1,21 @@
 """Differential test over PyTorch's op_db: every operator with float32 samples gives bit-identical
-outputs and gradients on npu and on cpu (all samples, same seed, same inputs)."""
+outputs and gradients on npu and on cpu (same seed, same inputs; up to 96 samples per operator,
+evenly spread over its sample list: an operator with more, such as max_pool2d's 1,440, is checked on every
+step-th one)."""
 
 import pytest
 import torch
 from opinfo_expected_failures import FOLLOWS_THE_CARD, NONDETERMINISTIC_ON_CPU, UNSUPPORTED
 from opinfo_harness import float32_ops, op_id, run_op
 
-ALL_SAMPLES = 100000
+SAMPLES = 96
 OPS = float32_ops()
 
 
 @pytest.mark.parametrize("op", OPS, ids=op_id)
 def test_npu_matches_cpu_bit_for_bit(op):
     name = op_id(op)
-    result = run_op(op, ALL_SAMPLES)
+    result = run_op(op, SAMPLES)
     if result["samples"] == 0:
         pytest.skip(f"no float32 sample of {name} runs on cpu ({result['forward']})")
     if name in UNSUPPORTED:

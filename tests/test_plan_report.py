@@ -5,6 +5,7 @@ the report as Markdown, JSON and HTML."""
 import json
 import textwrap
 
+import pytest
 from subprocess_helpers import VNPU, checked, client_env, run
 
 from vnpu import plan_report
@@ -62,8 +63,16 @@ def _plan(tmp_path, program, report="plan.json", soc="Ascend910B4"):
     return proc, path
 
 
-def test_the_peak_is_placed_at_its_operator_module_and_line_with_the_tensors_alive_then(tmp_path):
-    proc, path = _plan(tmp_path, INFERENCE)
+@pytest.fixture(scope="module")
+def inference_plan(tmp_path_factory):
+    """INFERENCE planned once for two cards (each plan is a program run): (its output, report path, folder)."""
+    folder = tmp_path_factory.mktemp("inference")
+    proc, path = _plan(folder, INFERENCE, "plan.json", soc="Ascend910B1,Ascend910B4")
+    return proc, path, folder
+
+
+def test_the_peak_is_placed_at_its_operator_module_and_line_with_the_tensors_alive_then(inference_plan):
+    proc, path, tmp_path = inference_plan
     (device,) = json.loads(path.read_text())["devices"]
     # wide's 32 MiB output is still alive when narrow allocates its own: that is the peak.
     assert device["peak_operator"] == "aten::addmm"
@@ -110,8 +119,8 @@ def test_each_step_has_its_peaks_and_optimizer_state_is_named(tmp_path):
         assert row in proc.stdout
 
 
-def test_the_report_file_is_markdown_json_or_html_by_its_name(tmp_path):
-    _, path = _plan(tmp_path, INFERENCE, "plan.json", soc="Ascend910B1,Ascend910B4")
+def test_the_report_file_is_markdown_json_or_html_by_its_name(inference_plan, tmp_path):
+    _, path, _ = inference_plan
     report = json.loads(path.read_text())
     write_report(str(tmp_path / "plan.md"), report, plan_report.markdown)
     write_report(str(tmp_path / "plan.html"), report, plan_report.markdown, title="vnpu plan: job.py")
