@@ -98,6 +98,11 @@ def init() -> None:
 
 
 from torch_npu.npu import aclnn, amp, npugraph_ex  # noqa: E402,F401
+from torch_npu.npu._host_func import (  # noqa: E402, F401 (torch_npu.npu's private host-function API)
+    _launch_host_func,
+    _subscribe_report,
+    _unsubscribe_report,
+)
 from torch_npu.npu._legacy_types import storages as _legacy_storages  # noqa: E402,F401
 from torch_npu.npu._legacy_types import tensor_types as _legacy_tensor_types  # noqa: E402
 from torch_npu.npu._npurt import npurt  # noqa: E402

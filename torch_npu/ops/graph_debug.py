@@ -11,18 +11,12 @@ import os
 
 import torch
 
-from torch_npu import _C
+from torch_npu.npu._host_func import run_when_replayed
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 _save_counters = {}  # save path -> its counter of saved files
-
-
-def _when_replayed(name, action):
-    """Run `action` at each replay of the graph capturing the current stream, or now when none captures."""
-    if not _C._graph_record_host_kernel(name, action):
-        action()
 
 
 def _describe(tensor, tensor_name):
@@ -34,7 +28,7 @@ def _describe(tensor, tensor_name):
 @npu_op("print_npugraph_tensor(Tensor self, *, str? tensor_name=None) -> ()", fake=lambda self, **kwargs: None)
 def print_npugraph_tensor(self, *, tensor_name=None):
     """Prints the tensor (`<tensor_name>=tensor(...)`, its shape and dtype) when the graph replays."""
-    _when_replayed("print_npugraph_tensor", lambda: print(_describe(self, tensor_name)))
+    run_when_replayed("print_npugraph_tensor", lambda: print(_describe(self, tensor_name)))
 
 
 def _target(save_path, device, overwrite):
@@ -51,7 +45,7 @@ def _save(value, device, save_path, overwrite):
         contents = [t.detach().cpu() for t in value] if isinstance(value, (list, tuple)) else value.detach().cpu()
         torch.save(contents, _target(save_path, device, overwrite))
 
-    _when_replayed("save_npugraph_tensor", action)
+    run_when_replayed("save_npugraph_tensor", action)
 
 
 @npu_op(
