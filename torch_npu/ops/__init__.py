@@ -10,6 +10,8 @@ from torch_npu.ops import (  # noqa: F401
     advance_step,
     all_to_all_matmul,
     alltoallv_gmm,
+    atb_attention,
+    atb_paged_cache,
     attention_infer,
     attention_infer_v2,
     attention_softmax,

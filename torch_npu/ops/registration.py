@@ -23,8 +23,8 @@
   per tensor argument; others are refused with CANN's EZ1001 text (``torch_npu.ops.dtype_support``).
 - ``devices``: where the kernel is registered (``("npu",)``; add ``"cpu"`` to run on CPU tensors too).
 
-Operators in the ``npu`` namespace also become ``torch_npu.<name>``; ``torch.<name>`` raises
-torch_npu's deprecation error.
+Operators in the ``npu`` namespace also become ``torch_npu.<name>`` (``torch.<name>`` raises
+torch_npu's deprecation error), as do those of the ``atb`` namespace (op-plugin's ATB operators).
 """
 
 import sys
@@ -212,6 +212,9 @@ def _host_compiled_kernel(kernel, qualname):
 # torch_npu.<name> operators of the npu namespace, in definition order, and what wants to hear of later
 # ones (the patch registry gives each a torch.<name> alias raising torch_npu's deprecation error).
 EXPORTED = []
+# Namespaces besides npu whose operators torch_npu also offers as torch_npu.<name>: op-plugin's ATB operators
+# (torch.ops.atb._npu_paged_attention is torch_npu._npu_paged_attention).
+EXPORTED_NAMESPACES = ("atb",)
 EXPORT_LISTENERS = []
 KERNEL_DOCS = {}  # operator name -> its kernel's docstring (torch_npu._op_plugin_docs attaches them)
 
@@ -297,9 +300,12 @@ def _exported_packet(packet):
     return exported
 
 
-def _export(name):
+def _export(name, namespace="npu"):
     import torch_npu
 
+    if namespace != "npu":  # torch_npu's ATB operators: torch_npu.<name> only (private names, no torch.<name>)
+        setattr(torch_npu, name, getattr(getattr(torch.ops, namespace), name))
+        return
     record_definition(name, sys._getframe(1).f_globals["__name__"])  # (for operators defined without npu_op)
 
     packet = _exported_packet(getattr(torch.ops.npu, name))
@@ -364,6 +370,8 @@ def npu_op(
         if namespace == "npu" and "." not in name:
             KERNEL_DOCS[name] = kernel.__doc__
             _export(name)
+        elif namespace in EXPORTED_NAMESPACES and "." not in name:
+            _export(name, namespace)
         elif namespace == "npu" and name.split(".")[0] in EXPORTED:  # an overload: torch_npu.<name> gains it
             _export(name.split(".")[0])
         return kernel

@@ -1,0 +1,195 @@
+"""op-plugin's ATB operators of vllm-ascend's attention path (torch.ops.atb.* = torch_npu.<name>): the paged KV
+cache writes (_npu_reshape_and_cache, ND and FRACTAL_NZ caches), decode attention over the cache
+(_npu_paged_attention), prefill attention of packed sequences (_npu_flash_attention) and the rotary embedding
+(_npu_rotary_embedding), each against a reference written here; the cache path captured in an NPU graph."""
+
+import pytest
+import torch
+from error_cases import raises_operator_error
+
+import torch_npu
+
+BLOCKS, BLOCK_SIZE, KV_HEADS, HEADS, D = 6, 4, 2, 4, 8
+
+
+def _cache_reference(tokens, cache, slots, nz=False):
+    expected = cache.clone()
+    for token, slot in zip(tokens, slots.tolist(), strict=True):
+        if slot < 0:
+            continue
+        block, row = divmod(slot, BLOCK_SIZE)
+        if nz:
+            expected[block, :, row, :] = token.reshape(-1, cache.shape[-1])
+        else:
+            expected[block, row] = token
+    return expected
+
+
+def test_reshape_and_cache_writes_each_token_into_its_slot_and_skips_negative_slots():
+    key = torch.randn(5, KV_HEADS, D, dtype=torch.float16)
+    value = torch.randn(5, KV_HEADS, 3, dtype=torch.float16)
+    key_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, D, dtype=torch.float16)
+    value_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, 3, dtype=torch.float16)
+    slots = torch.tensor([9, -1, 0, 23, 4], dtype=torch.int32)
+    npu_key_cache, npu_value_cache = key_cache.npu(), value_cache.npu()
+    torch_npu._npu_reshape_and_cache(key.npu(), value.npu(), npu_key_cache, npu_value_cache, slots.npu())
+    assert torch.equal(npu_key_cache.cpu(), _cache_reference(key, key_cache, slots))
+    assert torch.equal(npu_value_cache.cpu(), _cache_reference(value, value_cache, slots))
+
+
+def test_reshape_and_cache_into_fractal_nz_caches_writes_rows_of_c0():
+    key = torch.randint(-128, 128, (3, 1, 64), dtype=torch.int8)
+    value = torch.randn(3, 1, 32, dtype=torch.bfloat16)
+    key_cache = torch.zeros(BLOCKS, 2, BLOCK_SIZE, 32, dtype=torch.int8)  # c0 = 32 for int8
+    value_cache = torch.zeros(BLOCKS, 2, BLOCK_SIZE, 16, dtype=torch.bfloat16)  # c0 = 16
+    slots = torch.tensor([5, 17, 2], dtype=torch.int32)
+    npu_key_cache = torch_npu.npu_format_cast(key_cache.npu(), 29)
+    npu_value_cache = torch_npu.npu_format_cast(value_cache.npu(), 29)
+    torch_npu._npu_reshape_and_cache(key.npu(), value.npu(), npu_key_cache, npu_value_cache, slots.npu())
+    assert torch.equal(npu_key_cache.cpu(), _cache_reference(key, key_cache, slots, nz=True))
+    assert torch.equal(npu_value_cache.cpu(), _cache_reference(value, value_cache, slots, nz=True))
+
+
+def _paged_reference(query, key_cache, value_cache, block_table, lengths, scale):
+    """Per sequence: gather its first `length` cache rows, float32 scores, softmax rounded to the dtype, p·v."""
+    outs = []
+    for q, blocks, length in zip(query, block_table.tolist(), lengths.tolist(), strict=True):
+        if length == 0:
+            outs.append(torch.zeros(HEADS, value_cache.shape[-1], dtype=query.dtype))
+            continue
+        rows = [(blocks[p // BLOCK_SIZE], p % BLOCK_SIZE) for p in range(length)]
+        k = torch.stack([key_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // KV_HEADS, dim=1)
+        v = torch.stack([value_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // KV_HEADS, dim=1)
+        scores = torch.einsum("hd,lhd->hl", q.float(), k) * scale
+        p = torch.softmax(scores, dim=-1).to(query.dtype).float()
+        outs.append(torch.einsum("hl,lhd->hd", p, v).to(query.dtype))
+    return torch.stack(outs)
+
+
+def _paged_inputs(dtype=torch.float16):
+    g = torch.Generator().manual_seed(0)
+    query = torch.randn(3, HEADS, D, generator=g).to(dtype)
+    key_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, D, generator=g).to(dtype)
+    value_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, 5, generator=g).to(dtype)
+    block_table = torch.tensor([[3, 0, 5], [1, 2, 4], [5, 4, 3]], dtype=torch.int32)
+    return query, key_cache, value_cache, block_table
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_paged_attention_attends_to_each_sequence_s_cached_tokens(dtype):
+    query, key_cache, value_cache, block_table = _paged_inputs(dtype)
+    lengths = torch.tensor([9, 1, 0], dtype=torch.int32)  # a padded sequence of length 0 gets zeros
+    scale = D**-0.5
+    expected = _paged_reference(query, key_cache, value_cache, block_table, lengths, scale)
+    results = []
+    for context_lens in (lengths, lengths.npu()):  # host or device lengths
+        out = torch.empty(3, HEADS, 5, dtype=dtype, device="npu")
+        args = (query.npu(), key_cache.npu(), value_cache.npu(), KV_HEADS, HEADS, scale, block_table.npu())
+        torch_npu._npu_paged_attention(*args, context_lens, out)
+        results.append(out.cpu())
+    assert torch.equal(results[0], results[1])
+    torch.testing.assert_close(results[0], expected, atol=2e-3, rtol=2e-3)
+    workspace = torch_npu._npu_paged_attention_get_workspace(*args, lengths, out)
+    assert workspace.dtype == torch.uint8 and workspace.device.type == "npu"
+    again = torch.empty_like(out)
+    torch_npu._npu_paged_attention(*args, lengths, again, workspace=workspace)
+    assert torch.equal(again.cpu(), results[0])
+
+
+def test_a_captured_decode_step_reads_the_cache_and_lengths_of_each_replay():
+    query, key_cache, value_cache, block_table = _paged_inputs()
+    q, kc, vc, table = query.npu(), key_cache.npu(), value_cache.npu(), block_table.npu()
+    lengths = torch.tensor([5, 5, 5], dtype=torch.int32, device="npu")
+    slots = torch.zeros(3, dtype=torch.int32, device="npu")
+    new_key, new_value = torch.zeros(3, KV_HEADS, D, device="npu"), torch.zeros(3, KV_HEADS, 5, device="npu")
+    out = torch.empty(3, HEADS, 5, dtype=torch.float16, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        torch_npu._npu_reshape_and_cache(new_key, new_value, kc, vc, slots)
+        torch_npu._npu_paged_attention(q, kc, vc, KV_HEADS, HEADS, 0.5, table, lengths, out)
+    for step in range(2):
+        new_key.normal_(), new_value.normal_()
+        lengths.add_(1)
+        position = 5 + step  # each sequence's new token, written into its block_table slot (not the padded one)
+        slot = [block_table[i, position // BLOCK_SIZE].item() * BLOCK_SIZE + position % BLOCK_SIZE for i in range(3)]
+        slots.copy_(torch.tensor([slot[0], -1, slot[2]], dtype=torch.int32))
+        expected_k = _cache_reference(new_key.cpu().half(), kc.cpu(), slots.cpu())
+        expected_v = _cache_reference(new_value.cpu().half(), vc.cpu(), slots.cpu())
+        g.replay()
+        assert torch.equal(kc.cpu(), expected_k) and torch.equal(vc.cpu(), expected_v)
+        expected = _paged_reference(query, expected_k, expected_v, block_table, lengths.cpu(), 0.5)
+        torch.testing.assert_close(out.cpu(), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_flash_attention_attends_within_each_packed_sequence_with_the_mask_added():
+    g = torch.Generator().manual_seed(1)
+    lengths = [3, 5]
+    query = torch.randn(8, HEADS, D, generator=g).half()
+    key = torch.randn(8, KV_HEADS, D, generator=g).half()
+    value = torch.randn(8, KV_HEADS, 6, generator=g).half()
+    mask = torch.triu(torch.full((5, 5), -10000.0), 1).half()
+    out = torch.empty(8, HEADS, 6, dtype=torch.float16, device="npu")
+    torch_npu._npu_flash_attention(
+        query.npu(),
+        key.npu(),
+        value.npu(),
+        mask.npu(),
+        torch.tensor(lengths, dtype=torch.int32),
+        0.3,
+        HEADS,
+        KV_HEADS,
+        out,
+    )
+    expected, start = [], 0
+    for n in lengths:
+        q = query[start : start + n].float().transpose(0, 1)
+        k = key[start : start + n].float().repeat_interleave(2, dim=1).transpose(0, 1)
+        v = value[start : start + n].float().repeat_interleave(2, dim=1).transpose(0, 1)
+        p = torch.softmax(q @ k.transpose(1, 2) * 0.3 + mask[:n, :n].float(), dim=-1).half().float()
+        expected.append((p @ v).transpose(0, 1).half())
+        start += n
+    torch.testing.assert_close(out.cpu(), torch.cat(expected), atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("neox", [True, False])
+def test_rotary_embedding_rotates_query_and_key_in_place_at_their_positions(neox):
+    g = torch.Generator().manual_seed(2)
+    positions = torch.tensor([0, 7, 3])
+    query = torch.randn(3, HEADS * D, generator=g)
+    key = torch.randn(3, KV_HEADS * D, generator=g)
+    angles = torch.arange(10).float()[:, None] * torch.rand(D // 2, generator=g)
+    cache = torch.cat((angles.cos(), angles.sin()), dim=-1)
+    npu_query, npu_key = query.npu(), key.npu()
+    torch_npu._npu_rotary_embedding(positions.npu(), npu_query, npu_key, D, cache.npu(), neox)
+
+    def rotated(x):
+        x = x.reshape(3, -1, D)
+        cos, sin = cache[positions, : D // 2][:, None], cache[positions, D // 2 :][:, None]
+        if neox:
+            a, b = x[..., : D // 2], x[..., D // 2 :]
+            return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1).reshape(3, -1)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).reshape(3, -1)
+
+    torch.testing.assert_close(npu_query.cpu(), rotated(query), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(npu_key.cpu(), rotated(key), atol=1e-6, rtol=1e-6)
+
+
+def test_bad_arguments_name_what_is_wrong():
+    query, key_cache, value_cache, block_table = (t.npu() for t in _paged_inputs())
+    out = torch.empty(3, HEADS, 5, dtype=torch.float16, device="npu")
+    lengths = torch.tensor([1, 1, 1], dtype=torch.int32)
+    raises_operator_error(
+        lambda: torch_npu._npu_paged_attention(query, key_cache, value_cache, 3, HEADS, 1.0, block_table, lengths, out),
+        "_npu_paged_attention: key_cache has 2 heads, not 3",
+    )
+    raises_operator_error(
+        lambda: torch_npu._npu_reshape_and_cache(
+            torch.zeros(2, KV_HEADS, D + 1, device="npu"),
+            torch.zeros(2, KV_HEADS, 5, device="npu"),
+            key_cache,
+            value_cache,
+            torch.zeros(2, dtype=torch.int32, device="npu"),
+        ),
+        "_npu_reshape_and_cache: a token of key has 18 elements, a row of its cache 16",
+    )

@@ -1,0 +1,106 @@
+"""op-plugin's ATB attention operators that inference engines call (torch.ops.atb.*, also torch_npu.<name>):
+_npu_paged_attention (decode over a paged KV cache), _npu_paged_attention_get_workspace and _npu_flash_attention
+(prefill of variable-length sequences packed together).
+
+Both compute as the card's kernels do: scores q·kᵀ in float32 times scale_value, softmax in float32, the
+probabilities rounded to the input dtype, then p·v accumulated in float32 and rounded to the output's dtype;
+num_heads query heads share num_kv_heads key/value heads in groups. Paged attention reads every sequence's
+blocks through block_table and masks the positions at or past its context length on the device, so it needs no
+host read and can be captured in an NPU graph (context_lens may be on the host or the device); a sequence of
+length 0 gets zeros."""
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+
+def _grouped(t, kv_heads, op):
+    """[..., heads, D] -> [..., kv_heads, heads / kv_heads, D]."""
+    heads = t.shape[-2]
+    check(kv_heads > 0 and heads % kv_heads == 0, op, f"num_heads {heads} is not a multiple of num_kv_heads {kv_heads}")
+    return t.unflatten(-2, (kv_heads, heads // kv_heads))
+
+
+def _probabilities(scores, dtype):
+    return torch.softmax(scores, dim=-1).to(dtype).float()
+
+
+_PAGED_ARGS = (
+    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, "
+    "Tensor block_table, Tensor context_lens, Tensor(a!) out"
+)
+
+
+@npu_op(f"atb::_npu_paged_attention({_PAGED_ARGS}, *, Tensor? workspace=None) -> ()")
+def _npu_paged_attention(
+    query,
+    key_cache,
+    value_cache,
+    num_kv_heads,
+    num_heads,
+    scale_value,
+    block_table,
+    context_lens,
+    out,
+    *,
+    workspace=None,
+):
+    """Decode attention: query [batch, num_heads, D], key_cache [blocks, block_size, num_kv_heads, D],
+    value_cache [blocks, block_size, num_kv_heads, Dv], block_table [batch, max_blocks] (int32),
+    context_lens [batch]; writes out [batch, num_heads, Dv]. `workspace` (from _npu_paged_attention_get_workspace)
+    is accepted; vnpu's kernel needs none."""
+    op = "_npu_paged_attention"
+    check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [batch, {num_heads}, head_size]")
+    check(key_cache.dim() == 4 and value_cache.dim() == 4, op, "key_cache and value_cache must be 4-D")
+    check(key_cache.shape[2] == num_kv_heads, op, f"key_cache has {key_cache.shape[2]} heads, not {num_kv_heads}")
+    batch, block_size = query.shape[0], key_cache.shape[1]
+    table = block_table.long()
+    keys = key_cache.index_select(0, table.flatten()).reshape(batch, -1, num_kv_heads, key_cache.shape[-1])
+    values = value_cache.index_select(0, table.flatten()).reshape(batch, -1, num_kv_heads, value_cache.shape[-1])
+    lengths = context_lens.to(device=query.device, dtype=torch.long).reshape(batch, 1, 1, 1)
+    positions = torch.arange(table.shape[1] * block_size, device=query.device)
+    q = _grouped(query, num_kv_heads, op).float()  # [B, KV, G, D]
+    scores = torch.einsum("bhgd,blhd->bhgl", q, keys.float()) * scale_value
+    scores = scores.masked_fill(positions >= lengths, float("-inf"))
+    p = _probabilities(scores, query.dtype)
+    result = torch.einsum("bhgl,blhd->bhgd", p.nan_to_num(0.0), values.float()).flatten(1, 2)
+    out.copy_(torch.where(lengths.reshape(batch, 1, 1) > 0, result, 0.0).to(out.dtype))
+
+
+@npu_op(f"atb::_npu_paged_attention_get_workspace({_PAGED_ARGS}) -> Tensor")
+def _npu_paged_attention_get_workspace(
+    query, key_cache, value_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, out
+):
+    """The workspace _npu_paged_attention takes: the card's kernel asks ATB for its size; vnpu's needs none, so
+    it is an empty uint8 tensor on the query's device."""
+    return torch.empty(0, dtype=torch.uint8, device=query.device)
+
+
+@npu_op(
+    "atb::_npu_flash_attention(Tensor query, Tensor key, Tensor value, Tensor mask, Tensor seq_len, "
+    "float scale_value, int num_heads, int num_kv_heads, Tensor(a!) out) -> ()",
+    fake=lambda *args, **kwargs: None,  # it writes `out` only; the kernel reads seq_len on the host
+)
+def _npu_flash_attention(query, key, value, mask, seq_len, scale_value, num_heads, num_kv_heads, out):
+    """Prefill attention of sequences packed along the token axis: query [tokens, num_heads, D], key/value
+    [tokens, num_kv_heads, D], seq_len [batch] (their lengths); `mask` is added to each sequence's scores
+    (its top-left [len, len], from a [max_len, max_len] or per-sequence [batch, max_len, max_len] mask, e.g. a
+    causal mask of -inf / the dtype's minimum above the diagonal). Writes out [tokens, num_heads, D]."""
+    op = "_npu_flash_attention"
+    check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [tokens, {num_heads}, head_size]")
+    check(key.shape[1] == num_kv_heads, op, f"key has {key.shape[1]} heads, not {num_kv_heads}")
+    lengths = [int(n) for n in seq_len.cpu().tolist()]
+    check(sum(lengths) == query.shape[0], op, f"seq_len sums to {sum(lengths)}, the query has {query.shape[0]} tokens")
+    start = 0
+    for index, length in enumerate(lengths):
+        rows = slice(start, start + length)
+        q = _grouped(query[rows], num_kv_heads, op).float()  # [S, KV, G, D]
+        scores = torch.einsum("shgd,thd->hgst", q, key[rows].float()) * scale_value
+        seq_mask = mask[index] if mask.dim() == 3 else mask
+        scores = scores + seq_mask[:length, :length].float()
+        p = _probabilities(scores, query.dtype)
+        out[rows] = torch.einsum("hgst,thd->shgd", p, value[rows].float()).flatten(1, 2).to(out.dtype)
+        start += length

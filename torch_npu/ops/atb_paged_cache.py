@@ -1,0 +1,96 @@
+"""op-plugin's ATB operators that fill an inference engine's paged KV cache and rotate its queries and keys
+(torch.ops.atb.*, also torch_npu.<name>; vllm-ascend's cache path).
+
+_npu_reshape_and_cache writes token t's key and value into slot `slot_indices[t]` of the caches: block
+slot // block_size, row slot % block_size; a negative slot (a padded token) writes nothing. ND caches are
+[num_blocks, block_size, heads, head_size]; FRACTAL_NZ caches (npu_format_cast(cache, 29)) are
+[num_blocks, heads * head_size / c0, block_size, c0] and take each token as head_size * heads / c0 rows of c0.
+The writes need no host read of the slots, so the operator can be captured in an NPU graph."""
+
+import torch
+
+from torch_npu.ops._common import check
+from torch_npu.ops.registration import npu_op
+
+__all__ = []
+
+_FRACTAL_NZ = 29
+
+
+def _is_nz(cache):
+    import torch_npu
+
+    return torch_npu.get_npu_format(cache) == _FRACTAL_NZ
+
+
+def _write_slots(tokens, cache, slots, op, name):
+    """cache[slot] = token for every non-negative slot, in one masked scatter (the rows in slot order)."""
+    rows_view = cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache  # [blocks, block_size, ...]
+    blocks, block_size = rows_view.shape[0], rows_view.shape[1]
+    row_shape = rows_view.shape[2:]
+    check(
+        tokens.shape[1:].numel() == row_shape.numel(),
+        op,
+        f"a token of {name} has {tokens.shape[1:].numel()} elements, a row of its cache {row_shape.numel()}",
+    )
+    rows = blocks * block_size
+    slots = slots.to(device=cache.device, dtype=torch.long).flatten()
+    keep = slots >= 0
+    targeted = torch.zeros(rows, dtype=torch.uint8, device=cache.device)
+    targeted.scatter_reduce_(0, slots.clamp(min=0), keep.to(torch.uint8), "amax")
+    mask = targeted.view(blocks, block_size, *([1] * len(row_shape))).bool().expand(rows_view.shape)
+    order = torch.where(keep, slots, rows).argsort(stable=True)  # written tokens first, in slot order
+    source = tokens.index_select(0, order).reshape(tokens.shape[0], *row_shape).to(cache.dtype)
+    rows_view.masked_scatter_(mask, source)
+
+
+@npu_op(
+    "atb::_npu_reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, "
+    "Tensor slot_indices) -> ()"
+)
+def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
+    """Writes each token's key and value into its slot of the paged caches (ND or FRACTAL_NZ)."""
+    op = "_npu_reshape_and_cache"
+    check(key.shape[0] == value.shape[0] == slot_indices.numel(), op, "key, value and slot_indices differ in tokens")
+    for cache, name in ((key_cache, "key_cache"), (value_cache, "value_cache")):
+        check(cache.dim() == 4, op, f"{name} must be 4-D, got {cache.dim()}-D")
+    _write_slots(key, key_cache, slot_indices, op, "key")
+    _write_slots(value, value_cache, slot_indices, op, "value")
+
+
+def _rotate(x, cos, sin, head_size, neox):
+    """x [tokens, heads * head_size] rotated by cos/sin [tokens, head_size]: neox rotates the two halves of each
+    head, otherwise each (even, odd) pair."""
+    shape = x.shape
+    heads = x.reshape(shape[0], -1, head_size).float()
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    if neox:
+        first, second = heads.chunk(2, dim=-1)
+        rotated = torch.cat((-second, first), dim=-1)
+    else:
+        pairs = heads.unflatten(-1, (-1, 2))
+        rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+    return (heads * cos + rotated * sin).to(x.dtype).reshape(shape)
+
+
+@npu_op(
+    "atb::_npu_rotary_embedding(Tensor positions, Tensor(a!) query, Tensor(b!) key, int head_size, "
+    "Tensor cos_sin_cache, bool is_neox_style) -> ()"
+)
+def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style):
+    """Rotates query and key ([tokens, heads * head_size]) in place at their positions: cos_sin_cache is
+    [max_position, head_size] (the cos half, then the sin half), computed in float32."""
+    op = "_npu_rotary_embedding"
+    check(
+        cos_sin_cache.shape[-1] == head_size,
+        op,
+        f"cos_sin_cache rotates {cos_sin_cache.shape[-1]} dims, head_size is {head_size} (partial rotation is "
+        "not supported)",
+    )
+    cos, sin = cos_sin_cache.float().index_select(0, positions.flatten().long()).chunk(2, dim=-1)
+    if is_neox_style:
+        cos, sin = cos.repeat(1, 2), sin.repeat(1, 2)
+    else:
+        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
+    query.copy_(_rotate(query, cos, sin, head_size, is_neox_style))
+    key.copy_(_rotate(key, cos, sin, head_size, is_neox_style))
