@@ -193,3 +193,38 @@ def test_bad_arguments_name_what_is_wrong():
         ),
         "_npu_reshape_and_cache: a token of key has 18 elements, a row of its cache 16",
     )
+
+
+@pytest.mark.parametrize("mask_form", ["rows", "square"])
+def test_paged_attention_splitfuse_attends_to_the_context_and_causally_to_the_new_tokens(mask_form):
+    query_all, key_cache, value_cache, block_table = _paged_inputs()
+    contexts, new = [9, 2, 5], [3, 1, 2]  # each sequence's cached rows, the last `new` of them this step's tokens
+    query = query_all.repeat(3, 1, 1)[: sum(new)]
+    longest = max(contexts)
+    square = torch.triu(torch.full((longest, longest), -10000.0), 1)
+    rows = torch.cat([square[c - n : c] for c, n in zip(contexts, new, strict=True)])
+    mask = rows if mask_form == "rows" else square
+    out = torch.empty(sum(new), HEADS, 5, dtype=torch.float16, device="npu")
+    torch_npu._npu_paged_attention_splitfuse(
+        query.npu(),
+        key_cache.npu(),
+        value_cache.npu(),
+        block_table.npu(),
+        torch.tensor(contexts),
+        mask.half().npu(),
+        torch.tensor(new),
+        KV_HEADS,
+        HEADS,
+        0.4,
+        out,
+    )
+    keys, values = (c[block_table.long()].flatten(1, 2).float() for c in (key_cache, value_cache))
+    expected, start = [], 0
+    for i, (c, n) in enumerate(zip(contexts, new, strict=True)):
+        q = query[start : start + n].float().transpose(0, 1)
+        k = keys[i, :c].repeat_interleave(2, dim=1).transpose(0, 1)
+        v = values[i, :c].repeat_interleave(2, dim=1).transpose(0, 1)
+        p = torch.softmax(q @ k.transpose(1, 2) * 0.4 + square[c - n : c, :c].half().float(), dim=-1).half().float()
+        expected.append((p @ v).transpose(0, 1).half())
+        start += n
+    torch.testing.assert_close(out.cpu(), torch.cat(expected), atol=2e-3, rtol=2e-3)

@@ -84,6 +84,13 @@ def test_assert_rtol_equal_tolerances():
         t.assertRtolEqual(np.zeros(2, dtype=np.float32), np.zeros(2, dtype=np.float16))
     t.assertRtolEqual(torch.tensor([float("nan")]), torch.tensor([float("nan")]))
     t.assertRtolEqual(torch.ones(2, dtype=torch.bfloat16, device="npu"), torch.ones(2, dtype=torch.bfloat16))
+    # torch_npu's rule counts the two bounds apart: one element off absolutely (1000 vs 1000.05) and another off
+    # relatively (1e-6 vs 2e-6) fail together, though neither element misses both bounds.
+    with pytest.raises(AssertionError, match="1 of 2 elements differ by more than 0.0001, 1 relatively"):
+        t.assertRtolEqual(np.array([1000.0, 1e-6], dtype=np.float32), np.array([1000.05, 2e-6], dtype=np.float32))
+    t.assertRtolEqual(np.array([1000.0, 1.0], dtype=np.float32), np.array([1000.05, 1.0], dtype=np.float32))
+    with pytest.raises(AssertionError, match="NaNs in different places"):
+        t.assertRtolEqual(np.array([float("nan"), 1.0]), np.array([1.0, 1.0]))
 
 
 def test_assert_rtol_equal_compares_an_operators_outputs_pairwise():

@@ -1,6 +1,7 @@
 """op-plugin's ATB attention operators that inference engines call (torch.ops.atb.*, also torch_npu.<name>):
-_npu_paged_attention (decode over a paged KV cache), _npu_paged_attention_get_workspace and _npu_flash_attention
-(prefill of variable-length sequences packed together).
+_npu_paged_attention (decode over a paged KV cache), _npu_paged_attention_get_workspace,
+_npu_paged_attention_splitfuse (chunked prefill: each sequence's new tokens attend to its cached context and to
+each other) and _npu_flash_attention (prefill of variable-length sequences packed together).
 
 Both compute as the card's kernels do: scores q·kᵀ in float32 times scale_value, softmax in float32, the
 probabilities rounded to the input dtype, then p·v accumulated in float32 and rounded to the output's dtype;
@@ -22,6 +23,14 @@ def _grouped(t, kv_heads, op):
     heads = t.shape[-2]
     check(kv_heads > 0 and heads % kv_heads == 0, op, f"num_heads {heads} is not a multiple of num_kv_heads {kv_heads}")
     return t.unflatten(-2, (kv_heads, heads // kv_heads))
+
+
+def _sequence_rows(key_cache, value_cache, block_table):
+    """Every sequence's cache rows in order, through its blocks: keys [B, blocks * block_size, KV, D], values."""
+    table = block_table.long().flatten()
+    batch = block_table.shape[0]
+    keys = key_cache.index_select(0, table).reshape(batch, -1, *key_cache.shape[2:])
+    return keys, value_cache.index_select(0, table).reshape(batch, -1, *value_cache.shape[2:])
 
 
 def _probabilities(scores, dtype):
@@ -56,12 +65,10 @@ def _npu_paged_attention(
     check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [batch, {num_heads}, head_size]")
     check(key_cache.dim() == 4 and value_cache.dim() == 4, op, "key_cache and value_cache must be 4-D")
     check(key_cache.shape[2] == num_kv_heads, op, f"key_cache has {key_cache.shape[2]} heads, not {num_kv_heads}")
-    batch, block_size = query.shape[0], key_cache.shape[1]
-    table = block_table.long()
-    keys = key_cache.index_select(0, table.flatten()).reshape(batch, -1, num_kv_heads, key_cache.shape[-1])
-    values = value_cache.index_select(0, table.flatten()).reshape(batch, -1, num_kv_heads, value_cache.shape[-1])
+    batch = query.shape[0]
+    keys, values = _sequence_rows(key_cache, value_cache, block_table)
     lengths = context_lens.to(device=query.device, dtype=torch.long).reshape(batch, 1, 1, 1)
-    positions = torch.arange(table.shape[1] * block_size, device=query.device)
+    positions = torch.arange(keys.shape[1], device=query.device)
     q = _grouped(query, num_kv_heads, op).float()  # [B, KV, G, D]
     scores = torch.einsum("bhgd,blhd->bhgl", q, keys.float()) * scale_value
     scores = scores.masked_fill(positions >= lengths, float("-inf"))
@@ -103,4 +110,35 @@ def _npu_flash_attention(query, key, value, mask, seq_len, scale_value, num_head
         scores = scores + seq_mask[:length, :length].float()
         p = _probabilities(scores, query.dtype)
         out[rows] = torch.einsum("hgst,thd->shgd", p, value[rows].float()).flatten(1, 2).to(out.dtype)
+        start += length
+
+
+@npu_op(
+    "atb::_npu_paged_attention_splitfuse(Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_table, "
+    "Tensor context_lens, Tensor mask, Tensor seq_len, int num_kv_heads, int num_heads, float scale_value, "
+    "Tensor(a!) out) -> ()",
+    fake=lambda *args, **kwargs: None,  # it writes `out` only; the kernel reads the lengths on the host
+)
+def _npu_paged_attention_splitfuse(
+    query, key_cache, value_cache, block_table, context_lens, mask, seq_len, num_kv_heads, num_heads, scale_value, out
+):
+    """Chunked prefill over a paged cache: query [tokens, num_heads, D] packs each sequence's seq_len[i] new tokens,
+    whose keys and values are already in the cache as the last of its context_lens[i] rows. `mask` is added to the
+    scores: either one row per query token ([tokens, max_len], its first context_lens[i] columns), or a square
+    [max_len, max_len] causal mask whose rows context_lens[i] - seq_len[i] .. context_lens[i] apply."""
+    op = "_npu_paged_attention_splitfuse"
+    check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [tokens, {num_heads}, head_size]")
+    new_tokens = [int(n) for n in seq_len.cpu().tolist()]
+    contexts = [int(n) for n in context_lens.cpu().tolist()]
+    check(sum(new_tokens) == query.shape[0], op, f"seq_len sums to {sum(new_tokens)}, the query has {query.shape[0]}")
+    keys, values = _sequence_rows(key_cache, value_cache, block_table)
+    square = mask.reshape(-1, mask.shape[-1]) if mask.shape[-2] != query.shape[0] else None
+    start = 0
+    for index, (length, context) in enumerate(zip(new_tokens, contexts, strict=True)):
+        rows = slice(start, start + length)
+        bias = mask[rows, :context] if square is None else square[context - length : context, :context]
+        q = _grouped(query[rows], num_kv_heads, op).float()  # [S, KV, G, D]
+        scores = torch.einsum("shgd,thd->hgst", q, keys[index, :context].float()) * scale_value + bias.float()
+        p = _probabilities(scores, query.dtype)
+        out[rows] = torch.einsum("hgst,thd->shgd", p, values[index, :context].float()).flatten(1, 2).to(out.dtype)
         start += length
