@@ -50,7 +50,7 @@ def test_reshape_and_cache_into_fractal_nz_caches_writes_rows_of_c0():
     assert torch.equal(npu_value_cache.cpu(), _cache_reference(value, value_cache, slots, nz=True))
 
 
-def _paged_reference(query, key_cache, value_cache, block_table, lengths, scale):
+def _paged_reference(query, key_cache, value_cache, block_table, lengths, scale, kv_heads=KV_HEADS):
     """Per sequence: gather its first `length` cache rows, float32 scores, softmax rounded to the dtype, p·v."""
     outs = []
     for q, blocks, length in zip(query, block_table.tolist(), lengths.tolist(), strict=True):
@@ -58,8 +58,8 @@ def _paged_reference(query, key_cache, value_cache, block_table, lengths, scale)
             outs.append(torch.zeros(HEADS, value_cache.shape[-1], dtype=query.dtype))
             continue
         rows = [(blocks[p // BLOCK_SIZE], p % BLOCK_SIZE) for p in range(length)]
-        k = torch.stack([key_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // KV_HEADS, dim=1)
-        v = torch.stack([value_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // KV_HEADS, dim=1)
+        k = torch.stack([key_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // kv_heads, dim=1)
+        v = torch.stack([value_cache[b, r] for b, r in rows]).float().repeat_interleave(HEADS // kv_heads, dim=1)
         scores = torch.einsum("hd,lhd->hl", q.float(), k) * scale
         p = torch.softmax(scores, dim=-1).to(query.dtype).float()
         outs.append(torch.einsum("hl,lhd->hd", p, v).to(query.dtype))
@@ -195,6 +195,21 @@ def test_bad_arguments_name_what_is_wrong():
     )
 
 
+def _prefill_reference(query, key_cache, value_cache, block_table, contexts, new, bias_of, scale):
+    """Each sequence's `new` tokens against its first `contexts` cache rows, bias_of(context, new) added, in float32
+    with the probabilities rounded to the query's dtype."""
+    keys, values = (c[block_table.long()].flatten(1, 2).float() for c in (key_cache, value_cache))
+    expected, start = [], 0
+    for i, (c, n) in enumerate(zip(contexts, new, strict=True)):
+        q = query[start : start + n].float().transpose(0, 1)
+        k = keys[i, :c].repeat_interleave(HEADS // KV_HEADS, dim=1).transpose(0, 1)
+        v = values[i, :c].repeat_interleave(HEADS // KV_HEADS, dim=1).transpose(0, 1)
+        p = torch.softmax(q @ k.transpose(1, 2) * scale + bias_of(c, n), dim=-1).to(query.dtype).float()
+        expected.append((p @ v).transpose(0, 1).to(query.dtype))
+        start += n
+    return torch.cat(expected)
+
+
 @pytest.mark.parametrize("mask_form", ["rows", "square"])
 def test_paged_attention_splitfuse_attends_to_the_context_and_causally_to_the_new_tokens(mask_form):
     query_all, key_cache, value_cache, block_table = _paged_inputs()
@@ -218,13 +233,60 @@ def test_paged_attention_splitfuse_attends_to_the_context_and_causally_to_the_ne
         0.4,
         out,
     )
-    keys, values = (c[block_table.long()].flatten(1, 2).float() for c in (key_cache, value_cache))
-    expected, start = [], 0
-    for i, (c, n) in enumerate(zip(contexts, new, strict=True)):
-        q = query[start : start + n].float().transpose(0, 1)
-        k = keys[i, :c].repeat_interleave(2, dim=1).transpose(0, 1)
-        v = values[i, :c].repeat_interleave(2, dim=1).transpose(0, 1)
-        p = torch.softmax(q @ k.transpose(1, 2) * 0.4 + square[c - n : c, :c].half().float(), dim=-1).half().float()
-        expected.append((p @ v).transpose(0, 1).half())
-        start += n
-    torch.testing.assert_close(out.cpu(), torch.cat(expected), atol=2e-3, rtol=2e-3)
+    expected = _prefill_reference(
+        query,
+        key_cache,
+        value_cache,
+        block_table,
+        contexts,
+        new,
+        lambda c, n: square[c - n : c, :c].half().float(),
+        0.4,
+    )
+    torch.testing.assert_close(out.cpu(), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_flash_attention_qlens_attends_causally_over_the_prefix_cache():
+    g = torch.Generator().manual_seed(3)
+    block_size, contexts, new = 128, [150, 131], [22, 3]
+    key_cache = torch.randn(4, block_size, KV_HEADS, D, generator=g).bfloat16()
+    value_cache = torch.randn(4, block_size, KV_HEADS, D, generator=g).bfloat16()
+    block_table = torch.tensor([[2, 0], [1, 3]], dtype=torch.int32)
+    query = torch.randn(sum(new), HEADS, D, generator=g).bfloat16()
+    out = torch.empty(sum(new), HEADS, D, dtype=torch.bfloat16, device="npu")
+    compressed = torch.triu(torch.ones(128, 128), 1).bfloat16()
+    args = (query.npu(), key_cache.npu(), value_cache.npu(), block_table.npu(), compressed.npu())
+    torch_npu._npu_flash_attention_qlens(*args, torch.tensor(new), torch.tensor(contexts), KV_HEADS, HEADS, 0.3, out)
+
+    def causal(c, n):
+        later = torch.arange(c)[None, :] > torch.arange(c - n, c)[:, None]
+        return torch.zeros(later.shape).masked_fill(later, float("-inf"))
+
+    expected = _prefill_reference(query, key_cache, value_cache, block_table, contexts, new, causal, 0.3)
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-2, rtol=1e-2)
+    small = torch.zeros(4, 64, KV_HEADS, D, dtype=torch.bfloat16, device="npu")
+    raises_operator_error(
+        lambda: torch_npu._npu_flash_attention_qlens(
+            args[0], small, small, *args[3:], torch.tensor(new), torch.tensor(contexts), KV_HEADS, HEADS, 0.3, out
+        ),
+        "_npu_flash_attention_qlens: the prefix-encoder kernel needs blockSize=128, got a key_cache of block size 64",
+    )
+
+
+def test_mla_decode_reads_values_from_the_leading_latent_dims_and_siso_fills_its_cache():
+    g = torch.Generator().manual_seed(4)
+    latent, rope = 6, 2
+    rows = torch.randn(3, 1, latent + rope, generator=g).half()
+    cache = torch.zeros(BLOCKS, BLOCK_SIZE, 1, latent + rope, dtype=torch.float16)
+    slots = torch.tensor([1, 6, 13], dtype=torch.int32)
+    npu_cache = cache.npu()
+    torch_npu._npu_reshape_and_cache_siso(rows.npu(), npu_cache, slots.npu())
+    assert torch.equal(npu_cache.cpu(), _cache_reference(rows, cache, slots))
+    query = torch.randn(2, HEADS, latent + rope, generator=g).half()
+    block_table = torch.tensor([[0, 1], [3, 2]], dtype=torch.int32)
+    lengths = torch.tensor([7, 2], dtype=torch.int32)
+    out = torch.empty(2, HEADS, latent, dtype=torch.float16, device="npu")
+    torch_npu._npu_paged_attention_mla(query.npu(), npu_cache, 1, HEADS, 0.5, block_table.npu(), lengths, latent, out)
+    full = npu_cache.cpu()
+    expected = _paged_reference(query, full, full[..., :latent], block_table, lengths, 0.5, kv_heads=1)
+    torch.testing.assert_close(out.cpu(), expected, atol=2e-3, rtol=2e-3)

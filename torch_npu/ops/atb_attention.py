@@ -33,35 +33,16 @@ def _sequence_rows(key_cache, value_cache, block_table):
     return keys, value_cache.index_select(0, table).reshape(batch, -1, *value_cache.shape[2:])
 
 
+def _writes_out_only(*args, **kwargs):
+    """The fake kernel of the operators that read lengths on the host: they return nothing and write `out`."""
+
+
 def _probabilities(scores, dtype):
     return torch.softmax(scores, dim=-1).to(dtype).float()
 
 
-_PAGED_ARGS = (
-    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, "
-    "Tensor block_table, Tensor context_lens, Tensor(a!) out"
-)
-
-
-@npu_op(f"atb::_npu_paged_attention({_PAGED_ARGS}, *, Tensor? workspace=None) -> ()")
-def _npu_paged_attention(
-    query,
-    key_cache,
-    value_cache,
-    num_kv_heads,
-    num_heads,
-    scale_value,
-    block_table,
-    context_lens,
-    out,
-    *,
-    workspace=None,
-):
-    """Decode attention: query [batch, num_heads, D], key_cache [blocks, block_size, num_kv_heads, D],
-    value_cache [blocks, block_size, num_kv_heads, Dv], block_table [batch, max_blocks] (int32),
-    context_lens [batch]; writes out [batch, num_heads, Dv]. `workspace` (from _npu_paged_attention_get_workspace)
-    is accepted; vnpu's kernel needs none."""
-    op = "_npu_paged_attention"
+def _decode(query, key_cache, value_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, out, op):
+    """One query token per sequence over its first context_lens[i] cache rows, masked on the device."""
     check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [batch, {num_heads}, head_size]")
     check(key_cache.dim() == 4 and value_cache.dim() == 4, op, "key_cache and value_cache must be 4-D")
     check(key_cache.shape[2] == num_kv_heads, op, f"key_cache has {key_cache.shape[2]} heads, not {num_kv_heads}")
@@ -77,6 +58,30 @@ def _npu_paged_attention(
     out.copy_(torch.where(lengths.reshape(batch, 1, 1) > 0, result, 0.0).to(out.dtype))
 
 
+def _attend(query, keys, values, bias, num_kv_heads, scale_value, op):
+    """query [S, N, D] against keys / values [T, KV, D(v)] of one sequence, `bias` [S, T] added to the scores:
+    [S, N, Dv] in float32."""
+    q = _grouped(query, num_kv_heads, op).float()  # [S, KV, G, D]
+    scores = torch.einsum("shgd,thd->hgst", q, keys.float()) * scale_value + bias.float()
+    p = _probabilities(scores, query.dtype)
+    return torch.einsum("hgst,thd->shgd", p, values.float()).flatten(1, 2)
+
+
+_PAGED_ARGS = (
+    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, "
+    "Tensor block_table, Tensor context_lens, Tensor(a!) out"
+)
+
+
+@npu_op(f"atb::_npu_paged_attention({_PAGED_ARGS}, *, Tensor? workspace=None) -> ()")
+def _npu_paged_attention(*args, workspace=None):
+    """Decode attention (the schema's arguments in order): query [batch, num_heads, D], key_cache
+    [blocks, block_size, num_kv_heads, D], value_cache [blocks, block_size, num_kv_heads, Dv], block_table
+    [batch, max_blocks] (int32), context_lens [batch]; writes out [batch, num_heads, Dv]. `workspace` (from
+    _npu_paged_attention_get_workspace) is accepted; vnpu's kernel needs none."""
+    _decode(*args, "_npu_paged_attention")
+
+
 @npu_op(f"atb::_npu_paged_attention_get_workspace({_PAGED_ARGS}) -> Tensor")
 def _npu_paged_attention_get_workspace(
     query, key_cache, value_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, out
@@ -89,7 +94,7 @@ def _npu_paged_attention_get_workspace(
 @npu_op(
     "atb::_npu_flash_attention(Tensor query, Tensor key, Tensor value, Tensor mask, Tensor seq_len, "
     "float scale_value, int num_heads, int num_kv_heads, Tensor(a!) out) -> ()",
-    fake=lambda *args, **kwargs: None,  # it writes `out` only; the kernel reads seq_len on the host
+    fake=_writes_out_only,
 )
 def _npu_flash_attention(query, key, value, mask, seq_len, scale_value, num_heads, num_kv_heads, out):
     """Prefill attention of sequences packed along the token axis: query [tokens, num_heads, D], key/value
@@ -104,12 +109,9 @@ def _npu_flash_attention(query, key, value, mask, seq_len, scale_value, num_head
     start = 0
     for index, length in enumerate(lengths):
         rows = slice(start, start + length)
-        q = _grouped(query[rows], num_kv_heads, op).float()  # [S, KV, G, D]
-        scores = torch.einsum("shgd,thd->hgst", q, key[rows].float()) * scale_value
         seq_mask = mask[index] if mask.dim() == 3 else mask
-        scores = scores + seq_mask[:length, :length].float()
-        p = _probabilities(scores, query.dtype)
-        out[rows] = torch.einsum("hgst,thd->shgd", p, value[rows].float()).flatten(1, 2).to(out.dtype)
+        bias = seq_mask[:length, :length]
+        out[rows] = _attend(query[rows], key[rows], value[rows], bias, num_kv_heads, scale_value, op).to(out.dtype)
         start += length
 
 
@@ -117,7 +119,7 @@ def _npu_flash_attention(query, key, value, mask, seq_len, scale_value, num_head
     "atb::_npu_paged_attention_splitfuse(Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_table, "
     "Tensor context_lens, Tensor mask, Tensor seq_len, int num_kv_heads, int num_heads, float scale_value, "
     "Tensor(a!) out) -> ()",
-    fake=lambda *args, **kwargs: None,  # it writes `out` only; the kernel reads the lengths on the host
+    fake=_writes_out_only,
 )
 def _npu_paged_attention_splitfuse(
     query, key_cache, value_cache, block_table, context_lens, mask, seq_len, num_kv_heads, num_heads, scale_value, out
@@ -127,18 +129,77 @@ def _npu_paged_attention_splitfuse(
     scores: either one row per query token ([tokens, max_len], its first context_lens[i] columns), or a square
     [max_len, max_len] causal mask whose rows context_lens[i] - seq_len[i] .. context_lens[i] apply."""
     op = "_npu_paged_attention_splitfuse"
+    square = mask.reshape(-1, mask.shape[-1]) if mask.shape[-2] != query.shape[0] else None
+
+    def bias(rows, length, context):
+        return mask[rows, :context] if square is None else square[context - length : context, :context]
+
+    cache, lengths = (key_cache, value_cache, block_table), (seq_len, context_lens)
+    _prefill_over_cache(op, bias, query, cache, lengths, (num_kv_heads, num_heads), scale_value, out)
+
+
+def _prefill_over_cache(op, bias_of, query, cache, lengths, heads, scale_value, out):
+    """Each sequence's seq_len[i] new tokens (packed in query) attend to its first context_lens[i] cache rows, with
+    bias_of(query rows, new tokens, context) added to the scores; cache = (key_cache, value_cache, block_table),
+    lengths = (seq_len, context_lens), heads = (num_kv_heads, num_heads)."""
+    (key_cache, value_cache, block_table), (seq_len, context_lens), (num_kv_heads, num_heads) = cache, lengths, heads
     check(query.dim() == 3 and query.shape[1] == num_heads, op, f"query must be [tokens, {num_heads}, head_size]")
     new_tokens = [int(n) for n in seq_len.cpu().tolist()]
     contexts = [int(n) for n in context_lens.cpu().tolist()]
     check(sum(new_tokens) == query.shape[0], op, f"seq_len sums to {sum(new_tokens)}, the query has {query.shape[0]}")
     keys, values = _sequence_rows(key_cache, value_cache, block_table)
-    square = mask.reshape(-1, mask.shape[-1]) if mask.shape[-2] != query.shape[0] else None
     start = 0
     for index, (length, context) in enumerate(zip(new_tokens, contexts, strict=True)):
         rows = slice(start, start + length)
-        bias = mask[rows, :context] if square is None else square[context - length : context, :context]
-        q = _grouped(query[rows], num_kv_heads, op).float()  # [S, KV, G, D]
-        scores = torch.einsum("shgd,thd->hgst", q, keys[index, :context].float()) * scale_value + bias.float()
-        p = _probabilities(scores, query.dtype)
-        out[rows] = torch.einsum("hgst,thd->shgd", p, values[index, :context].float()).flatten(1, 2).to(out.dtype)
+        k, v = keys[index, :context], values[index, :context]
+        bias = bias_of(rows, length, context)
+        out[rows] = _attend(query[rows], k, v, bias, num_kv_heads, scale_value, op).to(out.dtype)
         start += length
+
+
+@npu_op(
+    "atb::_npu_flash_attention_qlens(Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_table, "
+    "Tensor mask, Tensor seq_len, Tensor context_lens, int num_kv_heads, int num_heads, float scale_value, "
+    "Tensor(a!) out) -> ()",
+    fake=_writes_out_only,
+)
+def _npu_flash_attention_qlens(
+    query, key_cache, value_cache, block_table, mask, seq_len, context_lens, num_kv_heads, num_heads, scale_value, out
+):
+    """Prefill with a prefix cache: each sequence's seq_len[i] new tokens (packed in query) attend causally to its
+    first context_lens[i] cache rows, of which they are the last. `mask` is ATB's compressed causal mask (its
+    pattern is the upper triangle, so the causal rule is applied for every length)."""
+    op = "_npu_flash_attention_qlens"
+    check(
+        key_cache.dim() == 4 and key_cache.shape[1] == 128,
+        op,
+        f"the prefix-encoder kernel needs blockSize=128, got a key_cache of block size {key_cache.shape[1]}",
+    )
+
+    def causal(rows, length, context):
+        position = torch.arange(context - length, context, device=query.device)[:, None]
+        later = torch.arange(context, device=query.device)[None, :] > position
+        return torch.zeros(later.shape, device=query.device).masked_fill(later, float("-inf"))
+
+    cache, lengths = (key_cache, value_cache, block_table), (seq_len, context_lens)
+    _prefill_over_cache(op, causal, query, cache, lengths, (num_kv_heads, num_heads), scale_value, out)
+
+
+@npu_op(
+    "atb::_npu_paged_attention_mla(Tensor query, Tensor key_cache, int num_kv_heads, int num_heads, "
+    "float scale_value, Tensor block_table, Tensor context_lens, int mla_vheadsize, Tensor(a!) out) -> ()"
+)
+def _npu_paged_attention_mla(
+    query, key_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, mla_vheadsize, out
+):
+    """Decode attention of multi-head latent attention: the cache rows hold the compressed latent and the rotary
+    key together; keys are the whole rows, values their first mla_vheadsize entries. Writes out
+    [batch, num_heads, mla_vheadsize]."""
+    op = "_npu_paged_attention_mla"
+    check(
+        0 < mla_vheadsize <= key_cache.shape[-1],
+        op,
+        f"mla_vheadsize {mla_vheadsize} is not in (0, " f"{key_cache.shape[-1]}]",
+    )
+    value_cache = key_cache[..., :mla_vheadsize]
+    _decode(query, key_cache, value_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, out, op)

@@ -94,3 +94,12 @@ def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_ne
         cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
     query.copy_(_rotate(query, cos, sin, head_size, is_neox_style))
     key.copy_(_rotate(key, cos, sin, head_size, is_neox_style))
+
+
+@npu_op("atb::_npu_reshape_and_cache_siso(Tensor key, Tensor(a!) key_cache, Tensor slot_indices) -> ()")
+def _npu_reshape_and_cache_siso(key, key_cache, slot_indices):
+    """_npu_reshape_and_cache for a key cache alone (an MLA cache of latent + rotary key rows)."""
+    op = "_npu_reshape_and_cache_siso"
+    check(key.shape[0] == slot_indices.numel(), op, "key and slot_indices differ in tokens")
+    check(key_cache.dim() == 4, op, f"key_cache must be 4-D, got {key_cache.dim()}-D")
+    _write_slots(key, key_cache, slot_indices, op, "key")
