@@ -175,24 +175,138 @@ def test_rotary_embedding_rotates_query_and_key_in_place_at_their_positions(neox
     torch.testing.assert_close(npu_key.cpu(), rotated(key), atol=1e-6, rtol=1e-6)
 
 
-def test_bad_arguments_name_what_is_wrong():
-    query, key_cache, value_cache, block_table = (t.npu() for t in _paged_inputs())
-    out = torch.empty(3, HEADS, 5, dtype=torch.float16, device="npu")
-    lengths = torch.tensor([1, 1, 1], dtype=torch.int32)
-    raises_operator_error(
-        lambda: torch_npu._npu_paged_attention(query, key_cache, value_cache, 3, HEADS, 1.0, block_table, lengths, out),
-        "_npu_paged_attention: key_cache has 2 heads, not 3",
-    )
-    raises_operator_error(
-        lambda: torch_npu._npu_reshape_and_cache(
-            torch.zeros(2, KV_HEADS, D + 1, device="npu"),
-            torch.zeros(2, KV_HEADS, 5, device="npu"),
-            key_cache,
-            value_cache,
-            torch.zeros(2, dtype=torch.int32, device="npu"),
+def _npu(*shape, dtype=torch.float16):
+    return torch.zeros(*shape, dtype=dtype, device="npu")
+
+
+def _bad_atb_calls():
+    """(call, torch_npu's first error line) for each refused argument of the ATB operators."""
+    query, key_cache, value_cache, table = (t.npu() for t in _paged_inputs())
+    out = _npu(3, HEADS, 5)
+    lens, slots = torch.tensor([1, 1, 1], dtype=torch.int32), torch.zeros(2, dtype=torch.int32, device="npu")
+    mask, seq = _npu(4, 4), torch.tensor([2, 2])
+    decode = (value_cache, KV_HEADS, HEADS, 1.0, table, lens, out)
+    return [
+        (
+            lambda: torch_npu._npu_paged_attention(query, key_cache, value_cache, 3, HEADS, 1.0, table, lens, out),
+            "_npu_paged_attention: key_cache has 2 heads, not 3",
         ),
-        "_npu_reshape_and_cache: a token of key has 18 elements, a row of its cache 16",
-    )
+        (
+            lambda: torch_npu._npu_paged_attention(query[0], key_cache, *decode),
+            "_npu_paged_attention: query must be [batch, 4, head_size]",
+        ),
+        (
+            lambda: torch_npu._npu_paged_attention(query, key_cache[0], *decode),
+            "_npu_paged_attention: key_cache and value_cache must be 4-D",
+        ),
+        (
+            lambda: torch_npu._npu_paged_attention(
+                _npu(3, 3, D), key_cache, value_cache, KV_HEADS, 3, 1.0, table, lens, out
+            ),
+            "_npu_paged_attention: num_heads 3 is not a multiple of num_kv_heads 2",
+        ),
+        (
+            lambda: torch_npu._npu_paged_attention_mla(query, key_cache, KV_HEADS, HEADS, 1.0, table, lens, 9, out),
+            "_npu_paged_attention_mla: mla_vheadsize 9 is not in (0, 8]",
+        ),
+        (
+            lambda: torch_npu._npu_reshape_and_cache(
+                _npu(2, KV_HEADS, D + 1), _npu(2, KV_HEADS, 5), key_cache, value_cache, slots
+            ),
+            "_npu_reshape_and_cache: a token of key has 18 elements, a row of its cache 16",
+        ),
+        (
+            lambda: torch_npu._npu_reshape_and_cache(
+                _npu(3, KV_HEADS, D), _npu(2, KV_HEADS, 5), key_cache, value_cache, slots
+            ),
+            "_npu_reshape_and_cache: key, value and slot_indices differ in tokens",
+        ),
+        (
+            lambda: torch_npu._npu_reshape_and_cache(
+                _npu(2, KV_HEADS, D), _npu(2, KV_HEADS, 5), key_cache[0], value_cache, slots
+            ),
+            "_npu_reshape_and_cache: key_cache must be 4-D, got 3-D",
+        ),
+        (
+            lambda: torch_npu._npu_reshape_and_cache_siso(_npu(3, KV_HEADS, D), key_cache, slots),
+            "_npu_reshape_and_cache_siso: key and slot_indices differ in tokens",
+        ),
+        (
+            lambda: torch_npu._npu_reshape_and_cache_siso(_npu(2, KV_HEADS, D), key_cache[0], slots),
+            "_npu_reshape_and_cache_siso: key_cache must be 4-D, got 3-D",
+        ),
+        (
+            lambda: torch_npu._npu_flash_attention(
+                _npu(4, 3, D),
+                _npu(4, KV_HEADS, D),
+                _npu(4, KV_HEADS, D),
+                mask,
+                seq,
+                1.0,
+                HEADS,
+                KV_HEADS,
+                _npu(4, HEADS, D),
+            ),
+            "_npu_flash_attention: query must be [tokens, 4, head_size]",
+        ),
+        (
+            lambda: torch_npu._npu_flash_attention(
+                _npu(4, HEADS, D), _npu(4, 1, D), _npu(4, 1, D), mask, seq, 1.0, HEADS, KV_HEADS, _npu(4, HEADS, D)
+            ),
+            "_npu_flash_attention: key has 1 heads, not 2",
+        ),
+        (
+            lambda: torch_npu._npu_flash_attention(
+                _npu(5, HEADS, D),
+                _npu(5, KV_HEADS, D),
+                _npu(5, KV_HEADS, D),
+                mask,
+                seq,
+                1.0,
+                HEADS,
+                KV_HEADS,
+                _npu(5, HEADS, D),
+            ),
+            "_npu_flash_attention: seq_len sums to 4, the query has 5 tokens",
+        ),
+        (
+            lambda: torch_npu._npu_paged_attention_splitfuse(
+                _npu(5, HEADS, D),
+                key_cache,
+                value_cache,
+                table[:2],
+                torch.tensor([3, 3]),
+                _npu(5, 4),
+                seq,
+                KV_HEADS,
+                HEADS,
+                1.0,
+                _npu(5, HEADS, 5),
+            ),
+            "_npu_paged_attention_splitfuse: seq_len sums to 4, the query has 5",
+        ),
+        (
+            lambda: torch_npu._npu_paged_attention_splitfuse(
+                _npu(4, 3, D),
+                key_cache,
+                value_cache,
+                table[:2],
+                torch.tensor([3, 3]),
+                mask,
+                seq,
+                KV_HEADS,
+                HEADS,
+                1.0,
+                _npu(4, HEADS, 5),
+            ),
+            "_npu_paged_attention_splitfuse: query must be [tokens, 4, head_size]",
+        ),
+    ]
+
+
+def test_bad_arguments_name_what_is_wrong():
+    for call, message in _bad_atb_calls():
+        raises_operator_error(call, message)
 
 
 def _prefill_reference(query, key_cache, value_cache, block_table, contexts, new, bias_of, scale):

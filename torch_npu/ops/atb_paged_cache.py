@@ -11,6 +11,7 @@ import torch
 
 from torch_npu.ops._common import check
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.rope import rope_tokens
 
 __all__ = []
 
@@ -58,42 +59,18 @@ def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
     _write_slots(value, value_cache, slot_indices, op, "value")
 
 
-def _rotate(x, cos, sin, head_size, neox):
-    """x [tokens, heads * head_size] rotated by cos/sin [tokens, head_size]: neox rotates the two halves of each
-    head, otherwise each (even, odd) pair."""
-    shape = x.shape
-    heads = x.reshape(shape[0], -1, head_size).float()
-    cos, sin = cos[:, None, :], sin[:, None, :]
-    if neox:
-        first, second = heads.chunk(2, dim=-1)
-        rotated = torch.cat((-second, first), dim=-1)
-    else:
-        pairs = heads.unflatten(-1, (-1, 2))
-        rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-    return (heads * cos + rotated * sin).to(x.dtype).reshape(shape)
-
-
 @npu_op(
     "atb::_npu_rotary_embedding(Tensor positions, Tensor(a!) query, Tensor(b!) key, int head_size, "
     "Tensor cos_sin_cache, bool is_neox_style) -> ()"
 )
 def _npu_rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox_style):
     """Rotates query and key ([tokens, heads * head_size]) in place at their positions: cos_sin_cache is
-    [max_position, head_size] (the cos half, then the sin half), computed in float32."""
-    op = "_npu_rotary_embedding"
-    check(
-        cos_sin_cache.shape[-1] == head_size,
-        op,
-        f"cos_sin_cache rotates {cos_sin_cache.shape[-1]} dims, head_size is {head_size} (partial rotation is "
-        "not supported)",
-    )
-    cos, sin = cos_sin_cache.float().index_select(0, positions.flatten().long()).chunk(2, dim=-1)
-    if is_neox_style:
-        cos, sin = cos.repeat(1, 2), sin.repeat(1, 2)
-    else:
-        cos, sin = cos.repeat_interleave(2, dim=1), sin.repeat_interleave(2, dim=1)
-    query.copy_(_rotate(query, cos, sin, head_size, is_neox_style))
-    key.copy_(_rotate(key, cos, sin, head_size, is_neox_style))
+    [max_position, rotary_dim] (the cos half, then the sin half); the first rotary_dim channels of each head rotate
+    (neox: the two halves, otherwise each (even, odd) pair), 16-bit inputs in float32, as npu_mrope."""
+    cos, sin = cos_sin_cache.index_select(0, positions.flatten().long()).chunk(2, dim=-1)
+    mode = "half" if is_neox_style else "interleave"
+    query.copy_(rope_tokens(query, cos, sin, head_size, mode))
+    key.copy_(rope_tokens(key, cos, sin, head_size, mode))
 
 
 @npu_op("atb::_npu_reshape_and_cache_siso(Tensor key, Tensor(a!) key_cache, Tensor slot_indices) -> ()")

@@ -118,7 +118,7 @@ def _mrope_cos_sin(positions, cos_sin_cache, mrope_section, cache_mode, op):
     return cos, sin
 
 
-def _rope_tokens(x, cos, sin, head_size, rotary_mode):
+def rope_tokens(x, cos, sin, head_size, rotary_mode):
     """The rotation in float32 for 16-bit inputs, rounded once to x's dtype (as the card computes it)."""
     tokens = x.shape[0]
     heads = x.view(tokens, -1, head_size)
@@ -165,4 +165,4 @@ def npu_mrope(
     )
     check(cos_sin_cache.shape[-1] <= head_size, op, "rotary_dim (cos_sin_cache.shape[-1]) exceeds head_size")
     cos, sin = _mrope_cos_sin(positions, cos_sin_cache, mrope_section, cache_mode, op)
-    return (_rope_tokens(query, cos, sin, head_size, rotary_mode), _rope_tokens(key, cos, sin, head_size, rotary_mode))
+    return (rope_tokens(query, cos, sin, head_size, rotary_mode), rope_tokens(key, cos, sin, head_size, rotary_mode))
