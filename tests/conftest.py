@@ -13,6 +13,10 @@ os.environ.setdefault("TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING", "1")
 # per core, and OpenMP regions with more threads than free cores wait for descheduled threads at every barrier
 # (opinfo's pooling and convolution tests ran 5x slower beside one busy process with 2 threads than with 1).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Inductor compiles in the process that compiles (inherited too): with more than one compile thread it first starts
+# a pool of worker interpreters, each importing torch (about 4 s of CPU per compiling process on two busy cores).
+# The nanoGPT client test keeps the pool, as its users run it.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 import torch  # noqa: E402
 

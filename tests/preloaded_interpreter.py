@@ -13,10 +13,11 @@ What a child cannot have fresh is what torch itself read while this process impo
 therefore uses a preloaded interpreter started with the same values of every variable torch may read at
 import (all but STARTUP_SAFE); one such interpreter serves every command with those values.
 
-Protocol, one connection per command: the client sends one JSON line {argv, env, cwd, stdout, stderr}
-(argv after the interpreter's path; stdout and stderr are files the child writes); this process answers the
-child's pid, then, when the child has ended, its exit status as subprocess reports it (negative: the signal).
-This process ends when its standard input closes (the client's pipe: the pytest worker ended).
+Protocol, one connection per command: the client sends one JSON line {argv, env, cwd, stdout, stderr,
+session} (argv after the interpreter's path; stdout and stderr are files the child writes; session: the
+child starts a session and process group of its own); this process answers the child's pid, then, when the
+child has ended, its exit status as subprocess reports it (negative: the signal). This process ends when
+its standard input closes (the client's pipe: the pytest worker ended).
 """
 
 import builtins
@@ -140,6 +141,8 @@ def _run_main(argv):
 def _become_command(request, listener, connection, wakeup):
     """In the forked child: the state `python ARGV` would have, then the command. Returns the exit status for
     the interpreter's normal end (exit handlers run, buffers are flushed)."""
+    if request["session"]:  # a process group of its own, as Popen(start_new_session=True) starts
+        os.setsid()
     listener.close()
     connection.close()
     signal.set_wakeup_fd(-1)

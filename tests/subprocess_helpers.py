@@ -78,14 +78,14 @@ class _PreloadedChild:
     """`python ARGS` running in a child of a preloaded interpreter: subprocess.Popen's pid, send_signal and
     returncode, wait(timeout) (None while it runs), and output(): its (stdout, stderr) once it has ended."""
 
-    def __init__(self, interpreter, args, env, cwd):
+    def __init__(self, interpreter, args, env, cwd, session):
         self.interpreter, self.args, self.returncode = interpreter, args, None
         self.scratch = tempfile.mkdtemp(prefix="vnpu-child-")
         self.files = [os.path.join(self.scratch, name) for name in ("stdout", "stderr")]
         self.connection = socket.socket(socket.AF_UNIX)
         self.connection.connect(interpreter.socket)
         request = {"argv": args[1:], "env": env, "cwd": cwd or os.getcwd(), "stdout": self.files[0]}
-        request["stderr"] = self.files[1]
+        request.update(stderr=self.files[1], session=session)
         self.connection.sendall(json.dumps(request).encode() + b"\n")
         self.lines = self.connection.makefile()
         self.pid = int(self.lines.readline())
@@ -120,7 +120,7 @@ def _close_preloaded():
         interpreter.close()
 
 
-def _preloaded_child(args, env, cwd=None):
+def _preloaded_child(args, env, cwd=None, session=False):
     """`args` started in a child of the preloaded interpreter for `env`'s startup environment, or None where it
     needs a fresh interpreter: it is not `python` running code, a module or a script, torch would read `env`
     differently at import, or `env`'s startup environment is new (an interpreter is preloaded for the second
@@ -141,7 +141,7 @@ def _preloaded_child(args, env, cwd=None):
         idle = [k for k, i in _preloaded.items() if i.running == 0 and k != key]
         for old in idle[: max(0, len(_preloaded) - _MAX_PRELOADED)]:
             _preloaded.pop(old).close()
-        return _PreloadedChild(interpreter, args, env, cwd)
+        return _PreloadedChild(interpreter, args, env, cwd, session)
 
 
 def last_line(proc):
@@ -189,6 +189,14 @@ def run(args, env, timeout=300, cwd=None):
 def run_process_group(args, env, timeout):
     """Runs a command in its own process group; returns the CompletedProcess. One still running after
     `timeout` seconds is killed with every process it started, and the test fails."""
+    child = _preloaded_child(args, env, session=True)
+    if child is not None:
+        if child.wait(timeout) is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(None)
+            child.output()
+            pytest.fail(f"{args} did not finish within {timeout} s")
+        return subprocess.CompletedProcess(args, child.returncode, *child.output())
     with subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     ) as proc:

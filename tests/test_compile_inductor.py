@@ -244,15 +244,17 @@ def test_nanogpt_style_script_with_compile_under_vnpu_run(tmp_path):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "nanogpt_train.py")
     from subprocess_helpers import VNPU, checked, client_env, run
 
+    env = client_env()
+    env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)  # Inductor's compile workers, as by default (conftest sets one)
     npu = checked(
         run(
             VNPU + ["run", "--report", str(tmp_path / "report.md"), script, "--device=npu", "--max_iters=4"],
-            client_env(),
+            env,
             timeout=600,
             cwd=str(tmp_path),
         )
     )
-    cpu = checked(run([sys.executable, script, "--device=cpu", "--max_iters=4"], client_env(), timeout=600))
+    cpu = checked(run([sys.executable, script, "--device=cpu", "--max_iters=4"], env, timeout=600))
     losses = [line for line in npu.stdout.splitlines() if line.startswith("iter ")]
     assert len(losses) == 4 and losses == [line for line in cpu.stdout.splitlines() if line.startswith("iter ")]
     assert "npu:0" in (tmp_path / "report.md").read_text()

@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from preloaded_interpreter import can_run
-from subprocess_helpers import client_env, run, run_python, snippet_env
+from subprocess_helpers import client_env, run, run_process_group, run_python, snippet_env
 
 # Whether the program ran in a fresh interpreter (this process's child) or a preloaded interpreter's child.
 FRESH = f"import os; print('fresh' if os.getppid() == {os.getpid()} else 'preloaded')"
@@ -79,3 +80,29 @@ def test_a_snippet_runs_as_main_with_python_c_arguments():
     proc = run_python("import sys; print(__name__, sys.argv, repr(sys.path[0]))")
     assert proc.stdout.strip() == "__main__ ['-c'] ''"
     assert proc.args[:2] == [sys.executable, "-c"]
+
+
+def test_a_process_group_past_its_timeout_is_killed_with_what_it_started(tmp_path):
+    pid_file = tmp_path / "sleeper.pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(sleeper.pid))\n"
+        "time.sleep(120)\n"
+    )
+    env = dict(snippet_env(), PROBE_MARK=str(tmp_path))
+    assert run_process_group([sys.executable, "-c", "print('ok')"], env, 60).stdout == "ok\n"
+    with pytest.raises(pytest.fail.Exception, match="did not finish within 3 s"):
+        run_process_group([sys.executable, "-c", code], env, 3)
+    sleeper = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{sleeper}") and "Z" not in status(sleeper):
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{sleeper}") or "Z" in status(sleeper)
+
+
+def status(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
