@@ -121,25 +121,29 @@ def test_a_captured_decode_step_reads_the_cache_and_lengths_of_each_replay():
         torch.testing.assert_close(out.cpu(), expected, atol=2e-3, rtol=2e-3)
 
 
-def test_flash_attention_attends_within_each_packed_sequence_with_the_mask_added():
+@pytest.mark.parametrize("variant", ["masked", "unpad", "unpad_v2", "v3"])
+def test_flash_attention_attends_within_each_packed_sequence_with_the_mask_added(variant):
+    """_npu_flash_attention adds the mask to each sequence's scores; _npu_flash_attention_unpad has none;
+    _npu_flash_attention_v3 is causal (its mask is ATB's compressed causal one)."""
     g = torch.Generator().manual_seed(1)
     lengths = [3, 5]
     query = torch.randn(8, HEADS, D, generator=g).half()
     key = torch.randn(8, KV_HEADS, D, generator=g).half()
     value = torch.randn(8, KV_HEADS, 6, generator=g).half()
-    mask = torch.triu(torch.full((5, 5), -10000.0), 1).half()
+    masks = {"masked": torch.triu(torch.full((5, 5), -10000.0), 1), "v3": torch.triu(torch.full((5, 5), float("-inf")), 1)}  # fmt: skip
+    mask = masks.get(variant, torch.zeros(5, 5)).half()
     out = torch.empty(8, HEADS, 6, dtype=torch.float16, device="npu")
-    torch_npu._npu_flash_attention(
-        query.npu(),
-        key.npu(),
-        value.npu(),
-        mask.npu(),
-        torch.tensor(lengths, dtype=torch.int32),
-        0.3,
-        HEADS,
-        KV_HEADS,
-        out,
-    )
+    packed = (query.npu(), key.npu(), value.npu())
+    seq_len = torch.tensor(lengths, dtype=torch.int32)
+    if variant == "masked":
+        torch_npu._npu_flash_attention(*packed, mask.npu(), seq_len, 0.3, HEADS, KV_HEADS, out)
+    elif variant == "unpad":
+        torch_npu._npu_flash_attention_unpad(*packed, seq_len, 0.3, HEADS, KV_HEADS, out)
+    elif variant == "unpad_v2":
+        torch_npu._npu_flash_attention_unpad_v2(*packed, seq_len, 0.3, HEADS, KV_HEADS, kernel_type=2, out=out)
+    else:
+        compressed = torch.triu(torch.ones(128, 128), 1).half().npu()
+        torch_npu._npu_flash_attention_v3(*packed, compressed, seq_len, 0.3, HEADS, KV_HEADS, out=out)
     expected, start = [], 0
     for n in lengths:
         q = query[start : start + n].float().transpose(0, 1)
@@ -270,6 +274,24 @@ def _bad_atb_calls():
             "_npu_flash_attention: seq_len sums to 4, the query has 5 tokens",
         ),
         (
+            lambda: torch_npu._npu_flash_attention_unpad(
+                _npu(4, HEADS, D), _npu(4, 1, D), _npu(4, 1, D), seq, 1.0, HEADS, KV_HEADS, _npu(4, HEADS, D)
+            ),
+            "_npu_flash_attention_unpad: key has 1 heads, not 2",
+        ),
+        (
+            lambda: torch_npu._npu_flash_attention_v3(
+                *(_npu(4, HEADS, D),) * 3, mask, seq, 1.0, HEADS, HEADS, mask_type=1, out=_npu(4, HEADS, D)
+            ),  # fmt: skip
+            "mask_type only supports MASK_TYPE_NORM_COMPRESS, but got: 1",
+        ),
+        (
+            lambda: torch_npu._npu_flash_attention_unpad_v2(
+                *(_npu(4, HEADS, D),) * 3, seq, 1.0, HEADS, HEADS, kernel_type=1, out=_npu(4, HEADS, D)
+            ),  # fmt: skip
+            "kernel_type only supports KERNELTYPE_DEFAULT(0) and KERNELTYPE_EXP_M8V2(2), but got: 1",
+        ),
+        (
             lambda: torch_npu._npu_paged_attention_splitfuse(
                 _npu(5, HEADS, D),
                 key_cache,
@@ -360,7 +382,9 @@ def test_paged_attention_splitfuse_attends_to_the_context_and_causally_to_the_ne
     torch.testing.assert_close(out.cpu(), expected, atol=2e-3, rtol=2e-3)
 
 
-def test_flash_attention_qlens_attends_causally_over_the_prefix_cache():
+@pytest.mark.parametrize("version", [1, 2])
+def test_flash_attention_qlens_attends_causally_over_the_prefix_cache(version):
+    """_npu_flash_attention_qlens and its second version torch_npu.atb._npu_flash_attention_prefix_v2."""
     g = torch.Generator().manual_seed(3)
     block_size, contexts, new = 128, [150, 131], [22, 3]
     key_cache = torch.randn(4, block_size, KV_HEADS, D, generator=g).bfloat16()
@@ -370,7 +394,13 @@ def test_flash_attention_qlens_attends_causally_over_the_prefix_cache():
     out = torch.empty(sum(new), HEADS, D, dtype=torch.bfloat16, device="npu")
     compressed = torch.triu(torch.ones(128, 128), 1).bfloat16()
     args = (query.npu(), key_cache.npu(), value_cache.npu(), block_table.npu(), compressed.npu())
-    torch_npu._npu_flash_attention_qlens(*args, torch.tensor(new), torch.tensor(contexts), KV_HEADS, HEADS, 0.3, out)
+    if version == 1:
+        torch_npu._npu_flash_attention_qlens(
+            *args, torch.tensor(new), torch.tensor(contexts), KV_HEADS, HEADS, 0.3, out
+        )
+    else:
+        options = dict(num_kv_heads=KV_HEADS, num_heads=HEADS, scale_value=0.3)
+        assert torch_npu.atb._npu_flash_attention_prefix_v2(*args, new, contexts, out=out, **options) is out
 
     def causal(c, n):
         later = torch.arange(c)[None, :] > torch.arange(c - n, c)[:, None]

@@ -186,3 +186,27 @@ def test_operators_that_stay_on_the_device_do_not_wait():
     ((x * 2).relu() + x).sum()
     x.to("cpu", non_blocking=True)
     assert torch_npu._C._runtime_api_stop() == []
+
+
+def test_aligning_the_clocks_moves_the_runtime_calls_and_collectives_with_the_kernels():
+    """The host clock (PyTorch's) and the steady clock of the device side differ; the shift that puts each kernel
+    inside its host operator applies to every steady-clock record, so a launch and the synchronisation after it
+    keep their order (msprof-analyze's advisor pairs them by order)."""
+    from torch_npu.profiler import session as session_record
+
+    host = [{"cat": "cpu_op", "name": "aten::add_", "thread": 7, "start_ns": 5_000, "end_ns": 6_000, "correlation": 42}]
+    kernel = {"thread": 7, "start_ns": 1_100, "end_ns": 1_300, "correlation": 42, "device": 0}
+    record = {
+        "host_events": host,
+        "activities": [kernel],
+        "memory": [],
+        "steps": [(0, 1_000, 1_900)],
+        "runtime_api": [("aclrtSynchronizeStream", 1_300, 1_310, 7, 0)],
+        "collectives": [{"start_ns": 1_400, "end_ns": 1_500}],
+    }
+    prepared = session_record.prepare(record, align_clocks=True)
+    shift = prepared["activities"][0]["start_ns"] - 1_100
+    assert shift == 3_900  # the smallest shift that puts the kernel inside aten::add_
+    assert prepared["runtime_api"] == [("aclrtSynchronizeStream", 1_300 + shift, 1_310 + shift, 7, 0)]
+    assert prepared["collectives"] == [{"start_ns": 1_400 + shift, "end_ns": 1_500 + shift}]
+    assert prepared["steps"] == [(0, 1_000 + shift, 1_900 + shift)]

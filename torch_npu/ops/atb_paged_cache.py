@@ -80,3 +80,79 @@ def _npu_reshape_and_cache_siso(key, key_cache, slot_indices):
     check(key.shape[0] == slot_indices.numel(), op, "key and slot_indices differ in tokens")
     check(key_cache.dim() == 4, op, f"key_cache must be 4-D, got {key_cache.dim()}-D")
     _write_slots(key, key_cache, slot_indices, op, "key")
+
+
+def _token_rows(block_table, context_lens, seq_starts, cumsum, tokens, block_size):
+    """Each output token's (block, row) in the cache, found on the device: sequence b's tokens fill output rows
+    from the sum of the lengths before it, read from blocks block_table[b, seq_starts[b] // block_size + i]."""
+    device = block_table.device
+    given = context_lens.to(device=device, dtype=torch.long).flatten()
+    ends = given if cumsum else given.cumsum(0)
+    starts = torch.nn.functional.pad(ends[:-1], (1, 0))
+    token = torch.arange(tokens, device=device)
+    sequence = torch.searchsorted(ends, token, right=True).clamp(max=given.numel() - 1)
+    position = token - starts[sequence]
+    if seq_starts is not None:
+        first_block = seq_starts.to(device=device, dtype=torch.long) // block_size
+        position = position + first_block[sequence] * block_size
+    block = block_table.long()[sequence, position // block_size]
+    return block, position % block_size
+
+
+def _load(cache, block, row, out, op, name):
+    rows_view = cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache  # [blocks, block_size, ...]
+    check(
+        out.shape[1:].numel() == rows_view.shape[2:].numel(),
+        op,
+        f"a token of {name} has {out.shape[1:].numel()} elements, a row of its cache {rows_view.shape[2:].numel()}",
+    )
+    out.copy_(rows_view[block, row].reshape(out.shape))
+
+
+def _paged_cache_load(key_cache, value_cache, block_table, context_lens, seq_starts, cumsum, key, value):
+    op = "npu_paged_cache_load"
+    for cache, name in ((key_cache, "key_cache"), (value_cache, "value_cache")):
+        check(cache.dim() == 4, op, f"{name} must be 4-D, got {cache.dim()}-D")
+    nz = _is_nz(key_cache)
+    check(not (nz and (cumsum or seq_starts is not None)), op, "cumsum and seq_starts need ND caches, not FRACTAL_NZ")
+    check(key.shape[0] == value.shape[0], op, "key and value differ in tokens")
+    block_size = key_cache.shape[2] if nz else key_cache.shape[1]
+    block, row = _token_rows(block_table, context_lens, seq_starts, cumsum, key.shape[0], block_size)
+    _load(key_cache, block, row, key, op, "key")
+    _load(value_cache, block, row, value, op, "value")
+    return key, value
+
+
+def _loaded_tokens(context_lens, cumsum):
+    if context_lens.numel() == 0:
+        return 0
+    return int(context_lens.flatten()[-1]) if cumsum else int(context_lens.sum())
+
+
+_LOAD_ARGS = "Tensor key_cache, Tensor value_cache, Tensor block_table, Tensor context_lens, *, Tensor? seq_starts=None, bool cumsum=False"  # fmt: skip
+
+
+def _load_fake(key_cache, value_cache, block_table, context_lens, *, seq_starts=None, cumsum=False):
+    tokens = torch.library.get_ctx().new_dynamic_size()
+    return key_cache.new_empty(tokens, *key_cache.shape[2:]), value_cache.new_empty(tokens, *value_cache.shape[2:])
+
+
+@npu_op(f"atb::npu_paged_cache_load({_LOAD_ARGS}) -> (Tensor, Tensor)", fake=_load_fake)
+def npu_paged_cache_load(key_cache, value_cache, block_table, context_lens, *, seq_starts=None, cumsum=False):
+    """Gathers each sequence's cached keys and values into contiguous [tokens, heads, head_size] tensors (ND
+    caches; the token count is read from context_lens on the host, as op-plugin does)."""
+    check(not _is_nz(key_cache), "npu_paged_cache_load", "FRACTAL_NZ caches need the out form (key=, value=)")
+    tokens = _loaded_tokens(context_lens, cumsum)
+    key = key_cache.new_empty(tokens, *key_cache.shape[2:])
+    value = value_cache.new_empty(tokens, *value_cache.shape[2:])
+    return _paged_cache_load(key_cache, value_cache, block_table, context_lens, seq_starts, cumsum, key, value)
+
+
+@npu_op(
+    f"atb::npu_paged_cache_load.out({_LOAD_ARGS}, Tensor(a!) key, Tensor(b!) value) -> (Tensor(a!), Tensor(b!))",
+    fake=lambda *args, key, value, **kwargs: (key, value),
+)
+def npu_paged_cache_load_out(key_cache, value_cache, block_table, context_lens, *, seq_starts=None, cumsum=False,
+                             key, value):  # fmt: skip
+    """The out form: as many tokens as key has rows, found on the device (no host read: graph-capturable)."""
+    return _paged_cache_load(key_cache, value_cache, block_table, context_lens, seq_starts, cumsum, key, value)

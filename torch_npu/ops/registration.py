@@ -215,6 +215,15 @@ EXPORTED = []
 # Namespaces besides npu whose operators torch_npu also offers as torch_npu.<name>: op-plugin's ATB operators
 # (torch.ops.atb._npu_paged_attention is torch_npu._npu_paged_attention).
 EXPORTED_NAMESPACES = ("atb",)
+# The ATB operators torch_npu offers as torch_npu.atb.<name> instead (op-plugin's list of them).
+ATB_MODULE_OPERATORS = frozenset(
+    {
+        "npu_paged_cache_load", "npu_multi_head_latent_attention", "_npu_paged_attention_v2",
+        "_npu_paged_attention_v2_get_workspace", "_npu_flash_attention_v2",
+        "_npu_flash_attention_prefix_v2", "npu_fused_add_topk_div", "npu_ring_mla", "npu_self_attention_prefix_encoder",
+        "npu_mla_preprocess",
+    }
+)  # fmt: skip
 EXPORT_LISTENERS = []
 KERNEL_DOCS = {}  # operator name -> its kernel's docstring (torch_npu._op_plugin_docs attaches them)
 
@@ -303,8 +312,13 @@ def _exported_packet(packet):
 def _export(name, namespace="npu"):
     import torch_npu
 
-    if namespace != "npu":  # torch_npu's ATB operators: torch_npu.<name> only (private names, no torch.<name>)
-        setattr(torch_npu, name, getattr(getattr(torch.ops, namespace), name))
+    if namespace != "npu":  # torch_npu's ATB operators: torch_npu.<name> or torch_npu.atb.<name>, no torch.<name>
+        import torch_npu.atb
+
+        module = torch_npu.atb if name in ATB_MODULE_OPERATORS else torch_npu
+        setattr(module, name, getattr(getattr(torch.ops, namespace), name))
+        if module is torch_npu.atb and name not in module.__all__:
+            module.__all__.append(name)
         return
     record_definition(name, sys._getframe(1).f_globals["__name__"])  # (for operators defined without npu_op)
 
@@ -370,8 +384,8 @@ def npu_op(
         if namespace == "npu" and "." not in name:
             KERNEL_DOCS[name] = kernel.__doc__
             _export(name)
-        elif namespace in EXPORTED_NAMESPACES and "." not in name:
-            _export(name, namespace)
+        elif namespace in EXPORTED_NAMESPACES:  # (some ATB operators have only an .out overload)
+            _export(name.split(".")[0], namespace)
         elif namespace == "npu" and name.split(".")[0] in EXPORTED:  # an overload: torch_npu.<name> gains it
             _export(name.split(".")[0])
         return kernel

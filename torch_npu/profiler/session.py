@@ -116,9 +116,10 @@ def _parents(session):
 
 
 def _align_clocks(session, parents):
-    """PyTorch stamps host events with its own clock (converted to UNIX time); device activity, memory events
-    and step boundaries carry the steady clock plus an offset taken at start. Shift the steady side by the
-    smallest amount that puts every kernel inside the host operator that issued it, when such a shift exists."""
+    """PyTorch stamps host events with its own clock (converted to UNIX time); device activity, memory events,
+    step boundaries, collectives and runtime calls carry the steady clock plus an offset taken at start. Shift
+    the whole steady side (so its events keep their order) by the smallest amount that puts every kernel inside
+    the host operator that issued it, when such a shift exists."""
     host = session["host_events"]
     lowest, highest = None, None
     for a, p in zip(session["activities"], parents):
@@ -134,6 +135,12 @@ def _align_clocks(session, parents):
         a["end_ns"] += shift
     session["memory"] = [m[:7] + (m[7] + shift,) + m[8:] for m in session["memory"]]
     session["steps"] = [(number, start + shift, end + shift) for number, start, end in session["steps"]]
+    for c in session.get("collectives", []):
+        c["start_ns"] += shift
+        c["end_ns"] += shift
+    session["runtime_api"] = [
+        (api, start + shift, end + shift, *rest) for api, start, end, *rest in session.get("runtime_api", [])
+    ]
 
 
 def prepare(session, align_clocks=False):
