@@ -45,7 +45,10 @@ def _graph_compiler(gm, example_inputs, *, fixed, kind):
         return run
     # parameters and buffers (inlined nn.Modules lift them to inputs) stay where they are
     static = get_static_input_idxs(fixed) if kind != "backward" else range(fixed)
-    return NpuGraphRunner(run, static, device_index=_device_index(gm), name=f"npugraphs {kind} graph")
+    from torch_npu._inductor._aclgraph_update_plan.codegen import build_aclgraph_update_plan_for_graph
+
+    plan = build_aclgraph_update_plan_for_graph(gm)
+    return NpuGraphRunner(run, static, device_index=_device_index(gm), name=f"npugraphs {kind} graph", update_plan=plan)
 
 
 def _example_value(node):

@@ -21,6 +21,7 @@ import functools
 import torch
 
 from torch_npu import _C
+from torch_npu.npu._aclgraph_update_plan import resolve_aclgraph_update_plan
 from torch_npu.npu.graphs import NPUGraph, graph, graph_pool_handle
 
 _pools = {}
@@ -39,16 +40,20 @@ def report_skip(reason):
 
 
 class _Recording:
-    def __init__(self, npu_graph, inputs, outputs):
+    def __init__(self, npu_graph, inputs, outputs, updates=None):
         self.graph = npu_graph
         self.inputs = inputs
         self.outputs = outputs
+        self.updates = updates  # the update plan's values the graph was captured or last updated with
 
 
 class NpuGraphRunner:
     """Calls `fn` (boxed: it takes a list of inputs) through NPU graph capture and replay."""
 
-    def __init__(self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None, host_kernel=False):
+    def __init__(
+        self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None, host_kernel=False,
+        update_plan=None,
+    ):  # fmt: skip
         self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
         self.fn = fn
         self.host_kernel = host_kernel
@@ -60,6 +65,9 @@ class NpuGraphRunner:
         self.recordings = {}
         self.warmed_up = set()
         self.skip_reason = None
+        # (plan, input indices): the updatable operator arguments that follow those inputs; a new value of them
+        # updates the captured graph instead of capturing another (torch_npu.npu._aclgraph_update_plan)
+        self.update_plan, self.plan_inputs = update_plan if update_plan is not None else (None, ())
 
     def __call__(self, args):
         """The boxed calling convention: takes the list of inputs and empties it."""
@@ -73,9 +81,15 @@ class NpuGraphRunner:
             return self.fn(inputs)
         if len(self.static_mask) != len(inputs):
             self.static_mask = bytes(i in self.static for i in range(len(inputs)))
-        key = _C._graph_input_key(inputs, self.static_mask)  # static inputs that moved make a new key
+        keyed = [None if i in self.plan_inputs else x for i, x in enumerate(inputs)] if self.plan_inputs else inputs
+        key = _C._graph_input_key(keyed, self.static_mask)  # static inputs that moved make a new key
         recording = self.recordings.get(key)
         if recording is not None:
+            if self.update_plan is not None:
+                updates = resolve_aclgraph_update_plan(self.update_plan, inputs)
+                if updates != recording.updates:  # the graph holds the last values it was given
+                    recording.graph.update(updates)
+                    recording.updates = updates
             recording.graph._recording.replay_with_inputs(recording.inputs, inputs, self.static_mask)
             return recording.outputs
         if key not in self.warmed_up:
@@ -95,7 +109,11 @@ class NpuGraphRunner:
         ]
         npu_graph = NPUGraph()
         try:
-            with torch.npu.device(self.device_index), graph(npu_graph, pool=_pool(self.device_index)):
+            # with an update plan, its operators are captured as updatable calls (torch.npu.graph's
+            # auto_dispatch_capture), which NPUGraph.update issues again with a replay's arguments
+            updatable = self.update_plan is not None
+            pool = _pool(self.device_index)
+            with torch.npu.device(self.device_index), graph(npu_graph, pool=pool, auto_dispatch_capture=updatable):
                 outputs = self.fn(list(buffers))
                 if self.host_kernel:
                     # the kernel must not hold the runner: the graph (owned by the runner) holds the kernel
@@ -104,7 +122,8 @@ class NpuGraphRunner:
             self.skip_reason = str(e).splitlines()[0]
             report_skip(f"{self.name} cannot be captured: {self.skip_reason}")
             return self.fn(inputs)
-        self.recordings[key] = _Recording(npu_graph, buffers, outputs)
+        captured = resolve_aclgraph_update_plan(self.update_plan, inputs) if self.update_plan is not None else None
+        self.recordings[key] = _Recording(npu_graph, buffers, outputs, captured)
         return outputs
 
 

@@ -31,3 +31,24 @@ class _AttentionHandler(NpuGraphOpHandler):
     @classmethod
     def prepare_capture(cls, func, args, kwargs):
         return _graph_dispatch.default_prepare_capture(func, args, kwargs)
+
+    @classmethod
+    def get_update_specs(cls, op_name):
+        """The sequence-length arguments of the operator, as torch_npu's (kind, position, name) triples:
+        ("arg", schema index, name) for positional arguments, ("kwarg", name, name) for keyword-only ones."""
+        return sequence_length_specs(op_name)
+
+
+def sequence_length_specs(op_name):
+    import torch
+
+    name, _, overload = op_name.partition(".")
+    packet = getattr(torch.ops.npu, name, None)
+    if packet is None:
+        return []
+    schema = getattr(packet, overload or "default")._schema
+    return [
+        ("kwarg", a.name, a.name) if a.kwarg_only else ("arg", i, a.name)
+        for i, a in enumerate(schema.arguments)
+        if a.name.startswith("actual_seq")
+    ]

@@ -35,6 +35,11 @@ class DispatchRecord:
         ]
         self.kwargs = {}
 
+    @property
+    def op_cache_entry(self):
+        """The captured overload (torch_npu's name for it on a dispatch record)."""
+        return self.func
+
     def update(self, values):
         for name, value in values.items():
             if name not in self._names:

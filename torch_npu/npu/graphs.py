@@ -315,7 +315,9 @@ class NpuGraphOpHandler:
 
     @classmethod
     def get_update_specs(cls, op_name):
-        """Names of the arguments update() may change for `op_name`."""
+        """The arguments update() may change for `op_name` ("npu_x.default"), as (kind, position, name) triples:
+        ("arg", schema index, name) or ("kwarg", name, name); compiled graphs build their update plans from them
+        (torch_npu._inductor._aclgraph_update_plan)."""
         return []
 
     @classmethod
