@@ -292,6 +292,23 @@ def _bad_atb_calls():
             "kernel_type only supports KERNELTYPE_DEFAULT(0) and KERNELTYPE_EXP_M8V2(2), but got: 1",
         ),
         (
+            lambda: torch_npu._npu_paged_attention_splitfuse_v2(
+                _npu(2, HEADS, D),
+                key_cache,
+                value_cache,
+                table[:2],
+                torch.tensor([3, 3]),
+                mask,
+                torch.tensor([1, 1]),
+                KV_HEADS,
+                HEADS,
+                1.0,
+                mask_type=1,
+                out=_npu(2, HEADS, 5),
+            ),  # fmt: skip
+            "mask_type only supports MASK_TYPE_NORM_COMPRESS(5), but got: MASK_TYPE_NORM(1)",
+        ),
+        (
             lambda: torch_npu._npu_paged_attention_splitfuse(
                 _npu(5, HEADS, D),
                 key_cache,
@@ -346,29 +363,24 @@ def _prefill_reference(query, key_cache, value_cache, block_table, contexts, new
     return torch.cat(expected)
 
 
-@pytest.mark.parametrize("mask_form", ["rows", "square"])
+@pytest.mark.parametrize("mask_form", ["rows", "square", "compressed"])
 def test_paged_attention_splitfuse_attends_to_the_context_and_causally_to_the_new_tokens(mask_form):
+    """_npu_paged_attention_splitfuse with a row or square mask; _npu_paged_attention_splitfuse_v2 with ATB's
+    compressed causal mask."""
     query_all, key_cache, value_cache, block_table = _paged_inputs()
     contexts, new = [9, 2, 5], [3, 1, 2]  # each sequence's cached rows, the last `new` of them this step's tokens
     query = query_all.repeat(3, 1, 1)[: sum(new)]
     longest = max(contexts)
     square = torch.triu(torch.full((longest, longest), -10000.0), 1)
     rows = torch.cat([square[c - n : c] for c, n in zip(contexts, new, strict=True)])
-    mask = rows if mask_form == "rows" else square
+    mask = {"rows": rows, "square": square, "compressed": torch.triu(torch.ones(128, 128), 1)}[mask_form]
     out = torch.empty(sum(new), HEADS, 5, dtype=torch.float16, device="npu")
-    torch_npu._npu_paged_attention_splitfuse(
-        query.npu(),
-        key_cache.npu(),
-        value_cache.npu(),
-        block_table.npu(),
-        torch.tensor(contexts),
-        mask.half().npu(),
-        torch.tensor(new),
-        KV_HEADS,
-        HEADS,
-        0.4,
-        out,
-    )
+    args = (query.npu(), key_cache.npu(), value_cache.npu(), block_table.npu(), torch.tensor(contexts))
+    lengths = (mask.half().npu(), torch.tensor(new), KV_HEADS, HEADS, 0.4)
+    if mask_form == "compressed":
+        torch_npu._npu_paged_attention_splitfuse_v2(*args, *lengths, out=out)
+    else:
+        torch_npu._npu_paged_attention_splitfuse(*args, *lengths, out)
     expected = _prefill_reference(
         query,
         key_cache,

@@ -281,6 +281,29 @@ def _npu_paged_attention_splitfuse(
     _prefill_over_cache(op, bias, query, cache, lengths, (num_kv_heads, num_heads), scale_value, out)
 
 
+_PAGED_MASK_TYPES = {0: "UNDEFINED(0)", 1: "MASK_TYPE_NORM(1)", 2: "MASK_TYPE_ALIBI(2)", 3: "MASK_TYPE_SPEC(3)", 4: "MASK_TYPE_MASK_FREE(4)", 5: "MASK_TYPE_NORM_COMPRESS(5)"}  # fmt: skip
+
+
+@npu_op(
+    "atb::_npu_paged_attention_splitfuse_v2(Tensor query, Tensor key_cache, Tensor value_cache, Tensor block_table, "
+    "Tensor context_lens, Tensor mask, Tensor seq_len, int num_kv_heads, int num_heads, float scale_value, *, "
+    "int? mask_type=5, Tensor(a!) out) -> ()",
+    fake=_writes_out_only,
+)
+def _npu_paged_attention_splitfuse_v2(
+    query, key_cache, value_cache, block_table, context_lens, mask, seq_len, num_kv_heads, num_heads, scale_value, *,
+    mask_type=5, out,
+):  # fmt: skip
+    """_npu_paged_attention_splitfuse with ATB's compressed causal mask (mask_type 5, the only one it takes): each
+    sequence's new tokens, the last of its context, attend to the context before them and causally to each other."""
+    mask_type = 5 if mask_type is None else mask_type
+    name = _PAGED_MASK_TYPES.get(mask_type, f"UNKNOWN({mask_type})")
+    require(mask_type == 5, f"mask_type only supports MASK_TYPE_NORM_COMPRESS(5), but got: {name}")
+    cache, lengths = (key_cache, value_cache, block_table), (seq_len, context_lens)
+    heads = (num_kv_heads, num_heads)
+    _prefill_over_cache("_npu_paged_attention_splitfuse_v2", causal_over_context(query.device), query, cache, lengths, heads, scale_value, out)  # fmt: skip
+
+
 def _prefill_over_cache(op, bias_of, query, cache, lengths, heads, scale_value, out):
     """Each sequence's seq_len[i] new tokens (packed in query) attend to its first context_lens[i] cache rows, with
     bias_of(query rows, new tokens, context) added to the scores; cache = (key_cache, value_cache, block_table),
@@ -330,14 +353,21 @@ def causal_prefix_prefill(
         op,
         f"the prefix-encoder kernel needs blockSize=128, got a key_cache of block size {key_cache.shape[1]}",
     )
-
-    def causal(rows, length, context):
-        position = torch.arange(context - length, context, device=query.device)[:, None]
-        later = torch.arange(context, device=query.device)[None, :] > position
-        return torch.zeros(later.shape, device=query.device).masked_fill(later, float("-inf"))
-
     cache, lengths = (key_cache, value_cache, block_table), (seq_len, context_lens)
-    _prefill_over_cache(op, causal, query, cache, lengths, (num_kv_heads, num_heads), scale_value, out)
+    _prefill_over_cache(
+        op, causal_over_context(query.device), query, cache, lengths, (num_kv_heads, num_heads), scale_value, out
+    )
+
+
+def causal_over_context(device):
+    """bias_of for new tokens that are the last of their sequence's context rows: each sees itself and before."""
+
+    def bias_of(rows, length, context):
+        position = torch.arange(context - length, context, device=device)[:, None]
+        later = torch.arange(context, device=device)[None, :] > position
+        return torch.zeros(later.shape, device=device).masked_fill(later, float("-inf"))
+
+    return bias_of
 
 
 @npu_op(

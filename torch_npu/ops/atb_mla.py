@@ -18,7 +18,7 @@ their log-sum-exp, so that the ring over all chunks equals attention over the wh
 import torch
 
 from torch_npu.ops._common import check, require
-from torch_npu.ops.atb_attention import decode_rows, prefill_rows, sequence_rows
+from torch_npu.ops.atb_attention import causal_over_context, decode_rows, prefill_rows, sequence_rows
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -67,12 +67,10 @@ def _attention(
     check(qseqlen is not None, _OP, "calc_type 'calc_type_spec' needs qseqlen")
     new_tokens = [int(n) for n in qseqlen]
 
-    def bias_of(rows, length, context):
-        if mask_mode == "undefined":
-            return torch.zeros(length, context, device=query.device)
-        later = torch.arange(context, device=query.device)[None, :] > torch.arange(context - length, context, device=query.device)[:, None]  # fmt: skip
-        return torch.zeros(later.shape, device=query.device).masked_fill(later, float("-inf"))
+    def unmasked(rows, length, context):
+        return torch.zeros(length, context, device=query.device)
 
+    bias_of = unmasked if mask_mode == "undefined" else causal_over_context(query.device)
     prefill_rows(_OP, bias_of, query, keys, values, new_tokens, contexts, kv_headnum, qk_scale, output)
     return None
 
