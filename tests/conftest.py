@@ -45,6 +45,12 @@ if "PYTEST_XDIST_WORKER" not in os.environ:  # once, in the process that starts 
     _compile_bytecode()
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked long start first: pytest-xdist hands tests to its workers in collection order, so a long
+    one collected late would run on after the others finished, with the rest of the machine idle."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(autouse=True)
 def _seed_and_device():
     torch.manual_seed(0)

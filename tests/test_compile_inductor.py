@@ -240,6 +240,7 @@ def test_compiled_code_running_out_of_device_memory_raises_torch_npus_oom():
     assert "OOM NPU out of memory. Tried to allocate" in proc.stdout
 
 
+@pytest.mark.long
 def test_nanogpt_style_script_with_compile_under_vnpu_run(tmp_path):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "nanogpt_train.py")
     from subprocess_helpers import VNPU, checked, client_env, run

@@ -59,6 +59,7 @@ def test_vnpu_env_prints_what_set_env_sh_sets(tmp_path):
     assert "unset ASCEND_HOME_PATH" in unset
 
 
+@pytest.mark.long
 def test_deepspeed_builds_from_source_only_with_the_cann_environment(tmp_path):
     download = subprocess.run(
         [
@@ -136,6 +137,7 @@ def same_training(a, b):
     assert a["params"] == b["params"]
 
 
+@pytest.mark.long
 def test_zero_stages_on_two_ranks_train_as_on_the_cpu(tmp_path):
     npu, cpu = launch_on_npu_and_cpu(tmp_path, 2, MATRIX)
     assert [(r["accelerator"], r["backend"], r["world_size"]) for r in npu] == [("npu", "hccl", 2)] * 2
@@ -156,6 +158,7 @@ def test_zero_stages_on_two_ranks_train_as_on_the_cpu(tmp_path):
         assert npu[0]["runs"][name]["params"] == npu[1]["runs"][name]["params"]
 
 
+@pytest.mark.long
 def test_zero_stages_on_one_rank_train_as_on_the_cpu(tmp_path):
     runs = ["zero1-fp32", "zero2-bf16", "zero3-fp16"]
     [npu], [cpu] = launch_on_npu_and_cpu(tmp_path, 1, runs)

@@ -54,6 +54,7 @@ def test_16_mixed_uses_torch_npus_grad_scaler(once):
     assert npu["losses"] == pytest.approx(cpu["losses"], rel=2e-3)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
 def test_two_npus_train_with_ddp_over_hccl_as_two_cpu_processes(once, precision):
     # One launch per backend (a process has one default process group): both precisions in each.

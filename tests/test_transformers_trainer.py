@@ -46,6 +46,7 @@ def test_transformers_sees_torch_npu_and_trainer_picks_npu():
     assert proc.stdout.split() == ["True", "npu:0"]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", CPU_RUNS)
 def test_trainer_on_npu_trains_as_on_cpu(once, name):
     [npu] = trainer(once, NPU_RUNS)[name]
@@ -72,6 +73,7 @@ def test_flash_attention_2_trains_like_eager_attention_on_cpu(once):
     assert npu["losses"] == pytest.approx(cpu["losses"], rel=1e-6)
 
 
+@pytest.mark.long
 def test_torchrun_two_ranks_is_ddp_over_hccl_with_the_cpu_losses(once):
     npu = trainer(once, launcher=TORCHRUN)["fp32"]
     cpu = trainer(once, cpu=True, launcher=TORCHRUN)["fp32"]
@@ -82,6 +84,7 @@ def test_torchrun_two_ranks_is_ddp_over_hccl_with_the_cpu_losses(once):
     assert npu[0]["params"] == npu[1]["params"]
 
 
+@pytest.mark.long
 def test_resuming_from_a_checkpoint_ends_where_an_uninterrupted_run_ends(once, tmp_path):
     [straight] = trainer(once, NPU_RUNS)["fp32"]
     out = str(tmp_path / "run")
