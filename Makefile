@@ -60,11 +60,12 @@ format: setup
 	$(BIN)/clang-format -i $(CSRC)
 
 # One pytest-xdist worker more than cores: workers spend part of their time waiting for the programs their
-# tests start (ranks, launchers, timeouts), and the extra one keeps every core busy meanwhile.
+# tests start (ranks, launchers, timeouts), and the extra one keeps every core busy meanwhile. Work stealing: a
+# worker that runs out takes tests queued on another, so no worker finishes a long queue alone.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 test: setup lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Every benchmark, then the summary (results/summary.json and .svg, the READMEs' benchmark tables).
 bench: build
