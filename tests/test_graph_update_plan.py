@@ -160,5 +160,20 @@ def test_the_resolved_plan_is_npugraph_updates_cpu_update_input():
     plan = [{"op": FIAS.__name__, "updates": {"actual_seq_lengths_kv": {"kind": "list", "items": [{"kind": "input", "index": 0}]}}}]  # fmt: skip
     assert ACLGRAPH_UPDATE_PLAN_GLOBAL == "_torch_npu_aclgraph_update_plan"
     assert build_cpu_update_input_for_graph(plan, [6], [_Record(FIAS)]) == [{"actual_seq_lengths_kv": [6]}]
+    for source, message in (
+        ({"kind": "input", "index": "0"}, "an input source needs an int index"),
+        ({"kind": "list", "items": 4}, "a list source needs items"),
+    ):
+        with pytest.raises(RuntimeError) as info:
+            validate_aclgraph_update_plan([{"op": FIAS.__name__, "updates": {"actual_seq_lengths": source}}], [_Record(FIAS)])  # fmt: skip
+        assert str(info.value).splitlines()[0] == (
+            f"aclgraph update plan: invalid source {source!r} for npu_fused_infer_attention_score.default: {message}"
+        )
+    with pytest.raises(RuntimeError) as info:
+        build_aclgraph_update_plan_entry_for_inductor(FIAS, ("q", "k", "v"), {"actual_seq_lengths": ["n"]}, [], {})
+    assert str(info.value).splitlines()[0] == (
+        "aclgraph update plan: npu_fused_infer_attention_score.default's actual_seq_lengths ('n') is neither a graph "
+        "input nor a constant"
+    )
     with pytest.raises(RuntimeError, match="input index 2 is out of range for 1 inputs"):
         resolve_aclgraph_update_plan([{"op": "x", "updates": {"a": {"kind": "input", "index": 2}}}], [1])

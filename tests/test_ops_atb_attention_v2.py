@@ -130,6 +130,12 @@ def test_bad_arguments_name_what_is_wrong():
             "_npu_flash_attention_v2: mask_type 1 needs a mask",
         ),
         (
+            lambda: torch_npu.atb._npu_flash_attention_v2(
+                packed, packed, packed, [4], mask=alibi, kernel_type=2, out=packed
+            ),  # fmt: skip
+            "_npu_flash_attention_v2: kernel_type must be 0 (default) or 1 (high precision), got 2",
+        ),
+        (
             lambda: torch_npu.atb._npu_flash_attention_prefix_v2(
                 query, key_cache, value_cache, table, alibi, [1, 1], [1, 1], mask_type=4, out=out
             ),

@@ -157,6 +157,38 @@ def test_bad_arguments_name_what_is_wrong():
             lambda: torch_npu._npu_matmul_add_fp32(x, x[:1], torch.zeros(8, 8, device="npu")),
             "_npu_matmul_add_fp32: x (2, 8) and weight (1, 8) differ in k",
         ),
+        (
+            lambda: torch_npu._npu_matmul_add_fp32(x[0], x, torch.zeros(8, 8, device="npu")),
+            "_npu_matmul_add_fp32: x and weight must be 2-D",
+        ),
+        (
+            lambda: torch_npu._npu_matmul_add_fp32(x, x, torch.zeros(8, 4, device="npu")),
+            "_npu_matmul_add_fp32: C must be [8, 8], got (8, 4)",
+        ),
+        (
+            lambda: torch_npu._npu_quant_rms_norm(x, x[0], x[0], x[0, :1], x[0, :1].char(), x[:1].char()),
+            "_npu_quant_rms_norm: output must have x's shape (2, 8), got (1, 8)",
+        ),
+        (
+            lambda: torch_npu._npu_quantize_per_tensor(x, x[0], x[0].char(), x.clone()),
+            "_npu_quantize_per_tensor: y must be int8, got torch.float16",
+        ),
+        (
+            lambda: torch_npu.atb.npu_paged_cache_load(
+                nz_key, nz_key, block_table, lengths.cumsum(0), cumsum=True, key=x, value=x
+            ),  # fmt: skip
+            "npu_paged_cache_load: cumsum and seq_starts need ND caches, not FRACTAL_NZ",
+        ),
+        (
+            lambda: torch_npu.atb.npu_paged_cache_load(
+                key_cache, value_cache, block_table, lengths, key=x, value=x[:1]
+            ),
+            "npu_paged_cache_load: key and value differ in tokens",
+        ),
+        (
+            lambda: torch_npu.atb.npu_paged_cache_load(key_cache, value_cache, block_table, lengths, key=x, value=x),
+            "npu_paged_cache_load: a token of key has 8 elements, a row of its cache 16",
+        ),
     ]
     for call, message in cases:
         raises_operator_error(call, message)

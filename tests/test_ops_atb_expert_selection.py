@@ -110,6 +110,7 @@ def test_the_atb_operators_live_where_torch_npu_puts_them():
 
 def test_bad_arguments_name_what_is_wrong():
     scores, add_num = torch.zeros(2, 12, dtype=torch.float16, device="npu"), torch.zeros(12, device="npu")
+    table = torch.zeros(12, 2, dtype=torch.int32, device="npu")
     cases = [
         (
             lambda: torch_npu._npu_group_topk(scores, k=1, group_num=5),
@@ -142,6 +143,22 @@ def test_bad_arguments_name_what_is_wrong():
         (
             lambda: torch_npu.atb.npu_fused_add_topk_div(scores, add_num, enable_expert_mapping=True),
             "npu_fused_add_topk_div: enable_expert_mapping needs mapping_num and mapping_table",
+        ),
+        (
+            lambda: torch_npu.atb.npu_fused_add_topk_div(scores[0], add_num),
+            "npu_fused_add_topk_div: x must be [tokens, experts], got 1-D",
+        ),
+        (
+            lambda: torch_npu.atb.npu_fused_add_topk_div(
+                scores, add_num, mapping_num=table[0], mapping_table=table[:3], enable_expert_mapping=True
+            ),  # fmt: skip
+            "npu_fused_add_topk_div: mapping_table must be [12, replicas], got (3, 2)",
+        ),
+        (
+            lambda: torch_npu.atb.npu_fused_add_topk_div(
+                scores, add_num, group_topk=0, mapping_num=table[:, 0], mapping_table=table, enable_expert_mapping=True
+            ),  # fmt: skip
+            "npu_fused_add_topk_div: enable_expert_mapping needs group_topk >= 1",
         ),
     ]
     for call, message in cases:

@@ -106,6 +106,10 @@ def test_bad_arguments_name_what_is_wrong():
         lambda: torch_npu.atb.npu_multi_head_latent_attention(*args[:5], [5, 20], *args[6:]),
         f"{op}: 2 context_lens for 3 query tokens",
     )
+    raises_operator_error(
+        lambda: torch_npu.atb.npu_multi_head_latent_attention(q_nope[0], *args[1:]),
+        f"{op}: q_nope must be [tokens, {HEADS}, head_size]",
+    )
 
 
 def test_fake_shapes_and_a_full_graph_compile_through_the_operator():
@@ -177,4 +181,14 @@ def test_ring_mla_refuses_what_op_plugin_refuses():
             q_nope, q_rope, k, r, v, mask, torch.tensor([4]), HEADS, 2, mask_type="mask_type_free"
         ),  # fmt: skip
         "npu_ring_mla: Unsupported mask_type value: 'mask_type_free'",
+    )
+    raises_operator_error(
+        lambda: torch_npu.atb.npu_ring_mla(
+            q_nope, q_rope, k, r, v, mask, torch.tensor([4]), HEADS, 2, input_layout="type_bnsd"
+        ),  # fmt: skip
+        "npu_ring_mla: Unsupported input_layout value: 'type_bnsd'",
+    )
+    raises_operator_error(
+        lambda: torch_npu.atb.npu_ring_mla(q_nope, q_rope, k, r, v, mask, torch.tensor([3]), HEADS, 2),
+        "npu_ring_mla: seqlen gives 3 query tokens, q_nope has 4",
     )

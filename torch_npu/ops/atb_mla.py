@@ -19,6 +19,7 @@ import torch
 
 from torch_npu.ops._common import check, require
 from torch_npu.ops.atb_attention import causal_over_context, decode_rows, prefill_rows, sequence_rows
+from torch_npu.ops.atb_paged_cache import cache_rows
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -35,11 +36,9 @@ def _mode(value, default, known, name):
     return mode
 
 
-def _rows(ctkv, k_rope, block_tables, kv_heads, nz):
+def _rows(ctkv, k_rope, block_tables, kv_heads):
     """Each sequence's cache rows: (keys ctkv ‖ k_rope, values ctkv), [batch, L, kv_heads, D] in float32."""
-    if nz:  # [blocks, D * KV / 16, block_size, 16] -> rows of [D * KV / 16, 16]
-        ctkv, k_rope = ctkv.permute(0, 2, 1, 3), k_rope.permute(0, 2, 1, 3)
-    latent, rope = sequence_rows(ctkv, k_rope, block_tables)
+    latent, rope = sequence_rows(cache_rows(ctkv), cache_rows(k_rope), block_tables)
     latent = latent.reshape(*latent.shape[:2], kv_heads, -1).float()
     rope = rope.reshape(*rope.shape[:2], kv_heads, -1).float()
     return torch.cat([latent, rope], dim=-1), latent
@@ -57,7 +56,7 @@ def _attention(
     check(mask_mode != "mask_type_free", _OP, "mask_type 'mask_type_free' is not modelled by vnpu")
     check(q_nope.dim() == 3 and q_nope.shape[1] == q_headnum, _OP, f"q_nope must be [tokens, {q_headnum}, head_size]")
     query = torch.cat([q_nope, q_rope], dim=-1).to(q_rope.dtype)
-    keys, values = _rows(ctkv, k_rope, block_tables, kv_headnum, cache == "nzcache")
+    keys, values = _rows(ctkv, k_rope, block_tables, kv_headnum)
     contexts = [int(n) for n in context_lens]
     if calc != "calc_type_spec":
         check(query.shape[0] == len(contexts), _OP, f"{len(contexts)} context_lens for {query.shape[0]} query tokens")

@@ -24,16 +24,28 @@ def _is_nz(cache):
     return torch_npu.get_npu_format(cache) == _FRACTAL_NZ
 
 
+def cache_rows(cache):
+    """A paged cache as [blocks, block_size, ...] rows, one per token: ND as it is, FRACTAL_NZ
+    ([blocks, H / c0, block_size, c0]) through a view."""
+    return cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache
+
+
+def _token_rows_of(cache, tokens, op, name):
+    """cache_rows(cache), after checking that a token of `tokens` fills one row."""
+    rows_view = cache_rows(cache)
+    check(
+        tokens.shape[1:].numel() == rows_view.shape[2:].numel(),
+        op,
+        f"a token of {name} has {tokens.shape[1:].numel()} elements, a row of its cache {rows_view.shape[2:].numel()}",
+    )
+    return rows_view
+
+
 def _write_slots(tokens, cache, slots, op, name):
     """cache[slot] = token for every non-negative slot, in one masked scatter (the rows in slot order)."""
-    rows_view = cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache  # [blocks, block_size, ...]
+    rows_view = _token_rows_of(cache, tokens, op, name)
     blocks, block_size = rows_view.shape[0], rows_view.shape[1]
     row_shape = rows_view.shape[2:]
-    check(
-        tokens.shape[1:].numel() == row_shape.numel(),
-        op,
-        f"a token of {name} has {tokens.shape[1:].numel()} elements, a row of its cache {row_shape.numel()}",
-    )
     rows = blocks * block_size
     slots = slots.to(device=cache.device, dtype=torch.long).flatten()
     keep = slots >= 0
@@ -100,13 +112,7 @@ def _token_rows(block_table, context_lens, seq_starts, cumsum, tokens, block_siz
 
 
 def _load(cache, block, row, out, op, name):
-    rows_view = cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache  # [blocks, block_size, ...]
-    check(
-        out.shape[1:].numel() == rows_view.shape[2:].numel(),
-        op,
-        f"a token of {name} has {out.shape[1:].numel()} elements, a row of its cache {rows_view.shape[2:].numel()}",
-    )
-    out.copy_(rows_view[block, row].reshape(out.shape))
+    out.copy_(_token_rows_of(cache, out, op, name)[block, row].reshape(out.shape))
 
 
 def _paged_cache_load(key_cache, value_cache, block_table, context_lens, seq_starts, cumsum, key, value):

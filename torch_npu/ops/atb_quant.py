@@ -44,4 +44,4 @@ def _npu_quantize_per_tensor(x, scale, zero_point, y):
     quotient = torch.round(x / scale.to(x.dtype))
     if zero_point.numel():
         quotient = quotient + zero_point.to(x.dtype)
-    y.copy_(quotient.float().clamp(-128, 127).to(torch.int8))
+    y.copy_(requantize(quotient.float(), torch.int8))

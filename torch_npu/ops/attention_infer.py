@@ -156,10 +156,13 @@ def _infer_attention(
     elif mask is not None and (pre_tokens < _BIG or next_tokens < _BIG) and sparse_mode in (0, 4):
         mask = mask | band_mask(s1, s2, pre_tokens, next_tokens, q.device, shift=s2 - s1)
     if actual_seq_lengths_kv is not None:
-        # one comparison per length: lengths that are symbolic in a compiled graph stay symbolic (no guard on
-        # their values), so one captured graph serves every length (its update plan gives them at replay)
-        positions = torch.arange(s2, device=q.device)
-        beyond = torch.stack([positions >= length for length in actual_seq_lengths_kv]).view(-1, 1, 1, s2)
+        positions = torch.arange(s2, device=q.device).view(1, 1, 1, s2)
+        lengths = list(actual_seq_lengths_kv)
+        if all(isinstance(length, int) for length in lengths):
+            beyond = positions >= torch.tensor(lengths, device=q.device).view(-1, 1, 1, 1)
+        else:  # symbolic in a compiled graph: compared one by one, they stay symbolic (no guard on their values),
+            # so one captured graph serves every length (its update plan gives them at replay)
+            beyond = torch.cat([positions >= length for length in lengths])
         mask = beyond if mask is None else mask | beyond
     if int8_scales is None and half_scores and q.dtype == torch.float16:
         out, lse = attend_with_half_scores(q, k, v, scale=scale, mask=mask, pse=pse_shift)
