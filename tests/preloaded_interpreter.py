@@ -110,7 +110,7 @@ def runs_as_command(argv):
     return bool(argv) and (argv[0] in ("-c", "-m") and len(argv) > 1 or not argv[0].startswith("-"))
 
 
-def _run_main(argv):
+def run_main(argv):
     """Runs `python ARGV` as the interpreter would in this process; returns the exit status."""
     if argv[0] == "-m":  # runpy sets sys.argv[0] to the module's file, as `python -m` does
         sys.argv = ["-m", *argv[2:]]
@@ -159,7 +159,7 @@ def _become_command(request, listener, connection, wakeup):
     os.dup2(null, 0)
     os.close(null)
     _TorchAtFirstImport()
-    return _run_main(request["argv"])
+    return run_main(request["argv"])
 
 
 def serve(path):

@@ -13,27 +13,25 @@ whoever started this process ends the ranks by ending its process group."""
 
 import json
 import os
-import runpy
 import sys
 
 import torch  # noqa: F401  (imported once, before the forks: the point of this launcher)
+from preloaded_interpreter import run_main
 
 import torch_npu  # noqa: F401
 
 
 def run_rank(worker, args, env, output):
-    """In the forked child: becomes `python worker args` with `env` added. The worker's exceptions and
-    SystemExit end this process as they end that command; when the worker returns, the caller returns too,
-    and the interpreter ends normally (its exit handlers run, as after the worker's last line)."""
+    """In the forked child: becomes `python worker args` with `env` added; returns its exit status (the
+    worker's SystemExit ends this process as it ends that command). The interpreter then ends normally (its
+    exit handlers run, as after the worker's last line)."""
     os.environ.update(env)
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
     sys.stdout.reconfigure(line_buffering=True)
-    sys.argv = [worker, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(worker))
-    runpy.run_path(worker, run_name="__main__")
+    return run_main([worker, *args])
 
 
 def main():
@@ -44,8 +42,7 @@ def main():
     for rank in spec["ranks"]:
         pid = os.fork()
         if pid == 0:
-            run_rank(spec["worker"], spec["args"], rank["env"], rank["output"])
-            return  # the rank's interpreter ends here
+            return run_rank(spec["worker"], spec["args"], rank["env"], rank["output"])  # the rank's interpreter ends
         children.append(pid)
     codes = {}
     while len(codes) < len(children):  # reaped as they end: a rank that died is gone, not a zombie, for the others
@@ -55,4 +52,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
