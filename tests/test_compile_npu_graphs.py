@@ -15,7 +15,9 @@ pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def runners(prefix=""):
-    """The graph runners alive (of this test: the names say which backend made them)."""
+    """The graph runners alive (of this test: the names say which backend made them). Earlier tests' runners left
+    in reference cycles are collected first, so that they are not counted as this test's."""
+    gc.collect()
     found = []
     for obj in gc.get_objects():
         try:

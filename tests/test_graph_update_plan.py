@@ -45,7 +45,8 @@ def runners(monkeypatch):
         made.append(self)
 
     monkeypatch.setattr(graph_runner.NpuGraphRunner, "__init__", recording_init)
-    return made
+    yield made
+    made.clear()  # the runners (and their graphs) go with the test
 
 
 def test_one_captured_graph_serves_every_sequence_length(runners):
