@@ -219,12 +219,12 @@ def test_npu_99_is_a_clear_error():
     with pytest.raises(RuntimeError) as info:
         torch.ones(2, device="npu:99")
     assert str(info.value).splitlines()[0] == (
-        "Invalid device npu:99: this machine has 8 NPU devices (npu:0 to npu:7); set VNPU_DEVICE_COUNT or "
-        "ASCEND_RT_VISIBLE_DEVICES to change that"
+        "Invalid NPU device ordinal. Valid device ordinal ranges from 0 - 7. (npu:99 was asked for; set "
+        "VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change the device count)"
     )
-    with pytest.raises(RuntimeError, match="Invalid device npu:8"):
+    with pytest.raises(RuntimeError, match=r"ranges from 0 - 7\. \(npu:8 was asked for"):
         torch.npu.set_device(8)
-    with pytest.raises(RuntimeError, match="Invalid device npu:12"):
+    with pytest.raises(RuntimeError, match=r"ranges from 0 - 7\. \(npu:12 was asked for"):
         torch.arange(3, device="npu:12")
 
 
@@ -411,3 +411,36 @@ def test_a_device_has_a_context_once_used_and_backward_serves_every_used_device(
         "[2.0, 2.0, 2.0] npu:1 torch.Size([0]) npu:5",
         "False False",
     ]
+
+
+_ORDINAL_ERROR = r"Invalid NPU device ordinal\. Valid device ordinal ranges from 0 - 7\."
+_FACTORIES = {
+    "tensor": lambda d: torch.tensor([1], device=d),
+    "full": lambda d: torch.full([2, 3], 2, device=d),
+    "range": lambda d: torch.range(1, 3, device=d),
+    "arange": lambda d: torch.arange(1, 3, device=d),
+    "empty_like": lambda d: torch.empty_like(torch.tensor(1, device="npu:0"), dtype=torch.int8, device=d),
+    "empty_strided": lambda d: torch.empty_strided((2, 1, 5, 4), (2, 4, 3, 7), dtype=torch.float32, device=d),
+    "eye": lambda d: torch.eye(1, device=d),
+    "hann_window": lambda d: torch.hann_window(5, device=d),
+    "linspace": lambda d: torch.linspace(3, 10, steps=5, device=d),
+    "normal": lambda d: torch.normal(mean=1.0, std=1.0, size=[5, 5], device=d),
+    "ones_like": lambda d: torch.ones_like(torch.empty(2, 3), device=d),
+    "randn": lambda d: torch.randn(3, device=d),
+    "randperm": lambda d: torch.randperm(10, dtype=torch.float, device=d),
+    "tril_indices": lambda d: torch.tril_indices(3, 3, device=d),
+    "zeros": lambda d: torch.zeros((3, 3), device=d),
+    "npu_dropout_gen_mask": lambda d: torch_npu.npu_dropout_gen_mask([1, 1], p=1.0, dtype=torch.float, device=d),
+    "set_device": lambda d: torch.npu.set_device(d),
+}
+
+
+@pytest.mark.parametrize("factory", list(_FACTORIES))
+def test_factories_refuse_ordinals_past_the_device_count_in_torch_npus_words(factory):
+    """torch_npu's test_error_interception: the string, int and torch.device forms of npu:8..npu:10 (a torch.ops
+    operator's Device argument takes no int, so npu_dropout_gen_mask is given the other two)."""
+    for index in range(8, 11):
+        forms = (f"npu:{index}", torch.device(f"npu:{index}"))
+        for device in forms if factory == "npu_dropout_gen_mask" else (*forms, index):
+            with pytest.raises(RuntimeError, match=_ORDINAL_ERROR):
+                _FACTORIES[factory](device)

@@ -77,7 +77,7 @@ class device_of(device):
 
 
 def _valid_index(device: _device_t) -> int:
-    """The index of an existing device (initialising the NPU); raises "Invalid device npu:N: ..."."""
+    """The index of an existing device (initialising the NPU); raises "Invalid NPU device ordinal. ..."."""
     torch_npu.npu._lazy_init()
     index = _get_device_index(device, optional=True)
     _C._check_device(index)

@@ -15,6 +15,7 @@ from torch_npu.ops import (  # noqa: F401
     atb_expert_selection,
     atb_linear,
     atb_mla,
+    atb_mla_preprocess,
     atb_paged_cache,
     atb_quant,
     attention_infer,

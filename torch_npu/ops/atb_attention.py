@@ -131,11 +131,16 @@ def _npu_paged_attention(*args, workspace=None):
 _OUT_DTYPES = {1: torch.float16, 27: torch.bfloat16}  # aclDataType numbers of the outputs ATB writes
 
 
-def _channel_scales(scale, kv_heads):
-    """Per-channel dequantisation scales [kv_heads, head_size]: float32, or ATB's int64 form (the float32's bits)."""
+def float_scales(scale):
+    """Dequantisation scales as float32: given so, or in ATB's int64 form (a float32's bits in the low word)."""
     if scale.dtype == torch.int64:
         scale = (scale & 0xFFFFFFFF).to(torch.int32).view(torch.float32)
-    return scale.float().reshape(kv_heads, -1)
+    return scale.float()
+
+
+def _channel_scales(scale, kv_heads):
+    """Per-channel dequantisation scales [kv_heads, head_size] (float_scales)."""
+    return float_scales(scale).reshape(kv_heads, -1)
 
 
 @npu_op(

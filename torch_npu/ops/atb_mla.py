@@ -30,9 +30,10 @@ _CALCS = ("calc_type_undefined", "calc_type_spec", "calc_type_ring")
 _CACHES = ("krope_ctkv", "int8_nzcache", "nzcache")
 
 
-def _mode(value, default, known, name):
+def op_mode(op, value, default, known, name):
+    """An ATB operator's string option: the default for None, refused when unknown (op-plugin's message)."""
     mode = default if value is None else value
-    check(mode in known, _OP, f"Unsupported {name} value: '{mode}'")
+    check(mode in known, op, f"Unsupported {name} value: '{mode}'")
     return mode
 
 
@@ -49,9 +50,9 @@ def _attention(
     qseqlen=None, qk_descale=None, pv_descale=None, mask_type=None, calc_type=None, cache_mode=None, output,
 ):  # fmt: skip
     """Writes output; returns the log-sum-exp [tokens, heads, 1] (float32) for calc_type_ring, else None."""
-    mask_mode = _mode(mask_type, "undefined", _MASKS, "mask_type")
-    calc = _mode(calc_type, "calc_type_undefined", _CALCS, "calc_type")
-    cache = _mode(cache_mode, "krope_ctkv", _CACHES, "cache_mode")
+    mask_mode = op_mode(_OP, mask_type, "undefined", _MASKS, "mask_type")
+    calc = op_mode(_OP, calc_type, "calc_type_undefined", _CALCS, "calc_type")
+    cache = op_mode(_OP, cache_mode, "krope_ctkv", _CACHES, "cache_mode")
     check(cache != "int8_nzcache", _OP, "cache_mode 'int8_nzcache' (int8 latents with per-head descales) is not modelled by vnpu")  # fmt: skip
     check(mask_mode != "mask_type_free", _OP, "mask_type 'mask_type_free' is not modelled by vnpu")
     check(q_nope.dim() == 3 and q_nope.shape[1] == q_headnum, _OP, f"q_nope must be [tokens, {q_headnum}, head_size]")

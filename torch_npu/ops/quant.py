@@ -15,6 +15,7 @@ _SCALAR_TYPE_COUNT = 46  # c10::ScalarType::NumOptions in PyTorch 2.13 (Float4_e
 __all__ = [
     "INT4_RANGE",
     "group_row_counts",
+    "int_accumulate",
     "int_matmul",
     "pack_int4",
     "packs_int4",
@@ -70,12 +71,27 @@ def _out_dtype(output_dtype, op):
     )
 
 
+_EXACT_K = 2**24 // (128 * 128) - 1  # int8 products summed over fewer terms stay below 2^24: exact in float32
+
+
+def int_accumulate(a, b):
+    """The exact product of int8 (or unpacked int4) matrices as int64, the card's int32 accumulator (before a
+    bias is added to it): float32 matmuls over slices of at most _EXACT_K terms, each exact, summed as integers
+    — fast BLAS instead of an integer matmul, and npu has no float64, as on the card."""
+    k = a.shape[-1]
+    total = None
+    for start in range(0, max(k, 1), _EXACT_K):  # (an empty k still gives the zero product)
+        terms = slice(start, start + _EXACT_K)
+        part = torch.matmul(a[..., terms].float(), b[..., terms, :].float()).to(torch.int64)
+        total = part if total is None else total + part
+    return total
+
+
 def int_matmul(a, b):
-    """The exact product of int8 (or unpacked int4) matrices: as float32 while every partial sum stays below 2^24
-    (K * 128 * 128 < 2^24, where float32 is exact and fast), as int64 beyond — npu has no float64, as on the card."""
-    if a.shape[-1] * 128 * 128 < 2**24:
+    """int_accumulate as float32 (one float32 matmul when it is exact)."""
+    if a.shape[-1] <= _EXACT_K:
         return torch.matmul(a.float(), b.float())
-    return torch.matmul(a.to(torch.int64), b.to(torch.int64)).to(torch.float32)
+    return int_accumulate(a, b).to(torch.float32)
 
 
 def int8_operands(x1, x2, op):

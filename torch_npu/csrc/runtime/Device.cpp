@@ -199,9 +199,10 @@ void check_device_index(c10::DeviceIndex index) {
     TORCH_CHECK(false, "Invalid device npu:", static_cast<int>(index), ": no NPU device is visible",
                 device_config_error().empty() ? std::string() : " (" + device_config_error() + ")");
   }
-  TORCH_CHECK(false, "Invalid device npu:", static_cast<int>(index), ": this machine has ", static_cast<int>(n),
-              " NPU device", n == 1 ? "" : "s", " (npu:0 to npu:", static_cast<int>(n - 1),
-              "); set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES to change that");
+  // torch_npu's words first (its tests match them), then which device was asked for and how to get more
+  TORCH_CHECK(false, "Invalid NPU device ordinal. Valid device ordinal ranges from 0 - ", static_cast<int>(n - 1),
+              ". (npu:", static_cast<int>(index), " was asked for; set VNPU_DEVICE_COUNT or ASCEND_RT_VISIBLE_DEVICES",
+              " to change the device count)");
 }
 
 c10::DeviceIndex current_device() {
