@@ -25,12 +25,15 @@ def _cache_reference(tokens, cache, slots, nz=False):
     return expected
 
 
-def test_reshape_and_cache_writes_each_token_into_its_slot_and_skips_negative_slots():
+@pytest.mark.parametrize(
+    "slot_list", [[9, -1, 0, 23, 4], [-1, -1, 7, -1, 2], [-1, -1, -1, -1, -1]], ids=["mixed", "skipped_first", "none"]
+)
+def test_reshape_and_cache_writes_each_token_into_its_slot_and_skips_negative_slots(slot_list):
     key = torch.randn(5, KV_HEADS, D, dtype=torch.float16)
     value = torch.randn(5, KV_HEADS, 3, dtype=torch.float16)
     key_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, D, dtype=torch.float16)
     value_cache = torch.randn(BLOCKS, BLOCK_SIZE, KV_HEADS, 3, dtype=torch.float16)
-    slots = torch.tensor([9, -1, 0, 23, 4], dtype=torch.int32)
+    slots = torch.tensor(slot_list, dtype=torch.int32)
     npu_key_cache, npu_value_cache = key_cache.npu(), value_cache.npu()
     torch_npu._npu_reshape_and_cache(key.npu(), value.npu(), npu_key_cache, npu_value_cache, slots.npu())
     assert torch.equal(npu_key_cache.cpu(), _cache_reference(key, key_cache, slots))

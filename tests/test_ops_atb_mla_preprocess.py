@@ -117,15 +117,17 @@ def test_queries_and_cache_rows_follow_the_reference(dtype, per_tensor):
     assert torch.equal(_npu(args, options)[0]["kv_cache"].cpu(), args["kv_cache"])  # the functional form copies
 
 
-def test_out_form_writes_the_given_tensors_and_equals_the_functional_form():
+@pytest.mark.parametrize("in_place", [True, False], ids=["caches_themselves", "other_tensors"])
+def test_out_form_writes_the_given_tensors_and_equals_the_functional_form(in_place):
     args, options = _inputs(torch.float16)
     a, o = _npu(args, options)
+    caches = (a["kv_cache"], a["kv_cache_rope"]) if in_place else (torch.zeros_like(a["kv_cache"]), torch.ones_like(a["kv_cache_rope"]))  # fmt: skip
     outs = {"q_out0": torch.empty(TOKENS, HEADS, LATENT, dtype=torch.float16, device="npu"),
-            "kv_cache_out0": a["kv_cache"], "q_out1": torch.empty(TOKENS, HEADS, ROPE, dtype=torch.float16, device="npu"),
-            "kv_cache_out1": a["kv_cache_rope"]}  # fmt: skip
+            "kv_cache_out0": caches[0], "q_out1": torch.empty(TOKENS, HEADS, ROPE, dtype=torch.float16, device="npu"),
+            "kv_cache_out1": caches[1]}  # fmt: skip
+    functional = _call(args, options)
     returned = torch_npu.atb.npu_mla_preprocess(*a.values(), **o, **outs)
     assert all(r is outs[name] for r, name in zip(returned, outs, strict=True))
-    functional = _call(args, options)
     for written, expected in zip(returned, functional, strict=True):
         assert torch.equal(written.cpu(), expected.cpu())
 
@@ -144,10 +146,10 @@ def test_fp16_int64_descales_and_nz_block_weights_give_the_same_result():
         assert torch.equal(got.cpu(), expected.cpu())
 
 
-def _nz(cache):
+def _nz(cache, blocks=BLOCKS):
     """[blocks, block_size, 1, width] -> FRACTAL_NZ [blocks, width / c0, block_size, c0]."""
     c0 = 32 if cache.dtype == torch.int8 else 16
-    nd = cache.reshape(BLOCKS, BLOCK_SIZE, -1, c0).permute(0, 2, 1, 3).contiguous()
+    nd = cache.reshape(blocks, BLOCK_SIZE, -1, c0).permute(0, 2, 1, 3).contiguous()
     return torch_npu.npu_format_cast(nd.npu(), 29)
 
 
@@ -165,6 +167,25 @@ def test_nzcache_writes_the_same_rows_in_fractal_nz():
     assert torch_npu.get_npu_format(kv_cache) == 29
     assert torch.equal(_nz_rows(kv_cache), nd[1].cpu().reshape(BLOCKS * BLOCK_SIZE, -1))
     assert torch.equal(_nz_rows(rope_cache), nd[3].cpu().reshape(BLOCKS * BLOCK_SIZE, -1))
+
+
+def test_nz_caches_sized_by_the_query_heads_are_addressed_as_consecutive_token_blocks():
+    """op-plugin's samples size NZ caches [blocks, heads * 512 / 32, block_size, 32]: the kernel reads them as
+    blocks of block_size * 512 values one after another, so they hold the rows of a cache of heads times more
+    blocks."""
+    args, options = _inputs(torch.float16)
+    a, o = _npu(args, options)
+    wide = {"kv_cache": torch.zeros(BLOCKS, HEADS * LATENT // 16, BLOCK_SIZE, 16, dtype=torch.float16),
+            "kv_cache_rope": torch.zeros(BLOCKS, HEADS * ROPE // 16, BLOCK_SIZE, 16, dtype=torch.float16)}  # fmt: skip
+    a |= {name: torch_npu.npu_format_cast(cache.npu(), 29) for name, cache in wide.items()}
+    _, kv_cache, _, rope_cache = torch_npu.atb.npu_mla_preprocess(*a.values(), **o, cache_mode="nzcache")
+    narrow = {name: torch.zeros(BLOCKS * HEADS, BLOCK_SIZE, 1, width, dtype=torch.float16)
+              for name, width in (("kv_cache", LATENT), ("kv_cache_rope", ROPE))}  # fmt: skip
+    a |= {name: _nz(cache, blocks=BLOCKS * HEADS) for name, cache in narrow.items()}
+    _, want_kv, _, want_rope = torch_npu.atb.npu_mla_preprocess(*a.values(), **o, cache_mode="nzcache")
+    assert kv_cache.shape == wide["kv_cache"].shape and torch.equal(kv_cache.cpu().flatten(), want_kv.cpu().flatten())
+    assert torch.equal(rope_cache.cpu().flatten(), want_rope.cpu().flatten())
+    assert want_kv.cpu().abs().sum() > 0  # (the rows were written)
 
 
 def test_int8_nzcache_quantises_the_latent_and_the_query_per_head():

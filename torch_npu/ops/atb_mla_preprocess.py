@@ -23,9 +23,11 @@ cache_mode "krope_ctkv" (the default): ND caches [blocks, block_size, 1, 512] an
 int8 by 1 / ctkv_scale (that quotient and the product rounded to float16 first, as ATB's reference does), and
 q_out0 quantised per head by q_nope_scale [heads]. A negative slot writes nothing. Weights are ND
 ([rows, hidden], wuk [heads, nope, 512]) or given in the card's NZ block order ([1, hidden / 32, rows, 32],
-wuk [heads, 512 / 16, nope, 16]). The functional form returns new caches (the inputs' rows plus the written
-ones); the out form writes the rows into kv_cache_out0 / kv_cache_out1 (on the card these are kv_cache and
-kv_cache_rope themselves)."""
+wuk [heads, 512 / 16, nope, 16]). An NZ cache whose blocks are wider than a token's row (op-plugin's samples size
+them [blocks, heads * 512 / 32, block_size, 32]) is addressed as the card's kernel does: as consecutive blocks of
+block_size * 512 (or * 64) elements. The functional form returns new caches (kv_cache and kv_cache_rope with the
+tokens' rows written); the out form gives kv_cache_out0 / kv_cache_out1 the same contents (vLLM passes the caches
+themselves, which are then written in place)."""
 
 import torch
 
@@ -33,7 +35,7 @@ import torch_npu
 from torch_npu.ops._common import check
 from torch_npu.ops.atb_attention import float_scales
 from torch_npu.ops.atb_mla import op_mode
-from torch_npu.ops.atb_paged_cache import _write_slots
+from torch_npu.ops.atb_paged_cache import write_slots
 from torch_npu.ops.norms import rms_statistics
 from torch_npu.ops.quant import int_accumulate, requantize
 from torch_npu.ops.registration import npu_op
@@ -115,11 +117,20 @@ def _check_inputs(input, wdq, wuq, wuk, gamma1, cos, sin, slotmapping):
     return heads, nope
 
 
-def _check_caches(cache_mode, caches):
+def _card_caches(cache_mode, caches):
+    """The caches as the kernel addresses them: ND as given; FRACTAL_NZ as consecutive blocks of one token row
+    (512 or 64 values) per block row, [blocks, width / c0, block_size, c0], whatever their second dim."""
     nz = cache_mode != "krope_ctkv"
-    for cache, name in caches:
+    viewed = []
+    for (cache, name), width in zip(caches, (_LATENT, _ROPE), strict=True):
         is_nz = torch_npu.get_npu_format(cache) == _FRACTAL_NZ if cache.device.type == "npu" else False
         check(is_nz == nz, _OP, f"cache_mode '{cache_mode}' takes {'FRACTAL_NZ (npu_format_cast(cache, 29))' if nz else 'ND'} caches; {name} is not")  # fmt: skip
+        if nz:
+            c0, block_size = cache.shape[-1], cache.shape[2]
+            check(cache.dim() == 4 and cache.is_contiguous() and width % c0 == 0 and cache.numel() % (width * block_size) == 0, _OP, f"{name} must be a contiguous FRACTAL_NZ [blocks, {width} / c0, block_size, c0], got {tuple(cache.shape)}")  # fmt: skip
+            cache = cache.view(-1, width // c0, block_size, c0)
+        viewed.append(cache)
+    return viewed
 
 
 def _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, descale1, gamma2, cos, sin, wuk,
@@ -129,7 +140,7 @@ def _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, desca
     per_token = op_mode(_OP, options.get("quant_mode"), "per_token_quant_symm", _QUANT_MODES, "quant_mode") == "per_token_quant_symm"  # fmt: skip
     wdq, wuq, wuk = _nd_weight(wdqkv, "wdqkv"), _nd_weight(wuq, "wuq"), _nd_wuk(wuk)
     heads, nope = _check_inputs(input, wdq, wuq, wuk, gamma1, cos, sin, slotmapping)
-    _check_caches(cache_mode, ((caches[0], "kv_cache"), (caches[1], "kv_cache_rope")))
+    caches = _card_caches(cache_mode, ((caches[0], "kv_cache"), (caches[1], "kv_cache_rope")))
     dtype, tokens = input.dtype, input.shape[0]
     x0, token_descale = _quantised(input, gamma0, beta0, options.get("quant_scale0"), options.get("quant_offset0"), per_token, 0)  # fmt: skip
     h = _dequantised(x0, wdq, descale0, options.get("bias0"), token_descale, dtype)
@@ -147,8 +158,8 @@ def _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, desca
         latent = requantize((latent.float() * inverse).half().float(), torch.int8)
         product = q_nope.float() * q_nope_scale.reshape(1, heads, 1).float()
         q_nope = requantize(product.half().float() if dtype == torch.float16 else product, torch.int8)
-    _write_slots(latent, caches[0], slotmapping, _OP, "the latent")
-    _write_slots(k_rope, caches[1], slotmapping, _OP, "the rotary key")
+    write_slots(latent, caches[0], slotmapping, _OP, "the latent")
+    write_slots(k_rope, caches[1], slotmapping, _OP, "the rotary key")
     return q_nope, q_rope
 
 
@@ -192,7 +203,11 @@ def npu_mla_preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq
 def npu_mla_preprocess_out(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, descale1, gamma2, cos, sin,
                            wuk, kv_cache, kv_cache_rope, slotmapping, *, q_out0, kv_cache_out0, q_out1,
                            kv_cache_out1, **options):  # fmt: skip
-    """Writes the queries into q_out0 / q_out1 and each token's cache rows into kv_cache_out0 / kv_cache_out1."""
+    """Writes the queries into q_out0 / q_out1, and kv_cache / kv_cache_rope with each token's rows written into
+    kv_cache_out0 / kv_cache_out1 (nothing is copied when they are the caches themselves)."""
+    for out, cache in ((kv_cache_out0, kv_cache), (kv_cache_out1, kv_cache_rope)):
+        if out.data_ptr() != cache.data_ptr():
+            out.copy_(cache)
     q_nope, q_rope = _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, descale1, gamma2, cos, sin, wuk, slotmapping, options, (kv_cache_out0, kv_cache_out1))  # fmt: skip
     for out, value, name in ((q_out0, q_nope, "q_out0"), (q_out1, q_rope, "q_out1")):
         check(out.shape == value.shape and out.dtype == value.dtype, _OP, f"{name} must be {value.dtype} {tuple(value.shape)}, got {out.dtype} {tuple(out.shape)}")  # fmt: skip

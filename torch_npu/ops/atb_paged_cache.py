@@ -41,20 +41,22 @@ def _token_rows_of(cache, tokens, op, name):
     return rows_view
 
 
-def _write_slots(tokens, cache, slots, op, name):
-    """cache[slot] = token for every non-negative slot, in one masked scatter (the rows in slot order)."""
+def write_slots(tokens, cache, slots, op, name):
+    """cache[slot] = token for every non-negative slot, touching only the tokens' rows (never the whole cache) and
+    reading nothing on the host: a skipped token (slot < 0) is sent to the first written token's row with that
+    token's values (or, when no token is written, to row 0 with its own contents), so that it changes nothing."""
     rows_view = _token_rows_of(cache, tokens, op, name)
-    blocks, block_size = rows_view.shape[0], rows_view.shape[1]
-    row_shape = rows_view.shape[2:]
-    rows = blocks * block_size
+    block_size = rows_view.shape[1]
     slots = slots.to(device=cache.device, dtype=torch.long).flatten()
+    values = tokens.reshape(tokens.shape[0], *rows_view.shape[2:]).to(cache.dtype)
     keep = slots >= 0
-    targeted = torch.zeros(rows, dtype=torch.uint8, device=cache.device)
-    targeted.scatter_reduce_(0, slots.clamp(min=0), keep.to(torch.uint8), "amax")
-    mask = targeted.view(blocks, block_size, *([1] * len(row_shape))).bool().expand(rows_view.shape)
-    order = torch.where(keep, slots, rows).argsort(stable=True)  # written tokens first, in slot order
-    source = tokens.index_select(0, order).reshape(tokens.shape[0], *row_shape).to(cache.dtype)
-    rows_view.masked_scatter_(mask, source)
+    first = keep.to(torch.uint8).argmax().view(1)  # the first written token (token 0 when none is), as an index
+    any_kept = keep[first]
+    target = torch.where(keep, slots, torch.where(any_kept, slots[first], 0))
+    block, row = target // block_size, target % block_size
+    shape = (-1, *([1] * (values.dim() - 1)))
+    fallback = torch.where(any_kept.view(shape), values[first], rows_view[block[first], row[first]])
+    rows_view[block, row] = torch.where(keep.view(shape), values, fallback)
 
 
 @npu_op(
@@ -67,8 +69,8 @@ def _npu_reshape_and_cache(key, value, key_cache, value_cache, slot_indices):
     check(key.shape[0] == value.shape[0] == slot_indices.numel(), op, "key, value and slot_indices differ in tokens")
     for cache, name in ((key_cache, "key_cache"), (value_cache, "value_cache")):
         check(cache.dim() == 4, op, f"{name} must be 4-D, got {cache.dim()}-D")
-    _write_slots(key, key_cache, slot_indices, op, "key")
-    _write_slots(value, value_cache, slot_indices, op, "value")
+    write_slots(key, key_cache, slot_indices, op, "key")
+    write_slots(value, value_cache, slot_indices, op, "value")
 
 
 @npu_op(
@@ -91,7 +93,7 @@ def _npu_reshape_and_cache_siso(key, key_cache, slot_indices):
     op = "_npu_reshape_and_cache_siso"
     check(key.shape[0] == slot_indices.numel(), op, "key and slot_indices differ in tokens")
     check(key_cache.dim() == 4, op, f"key_cache must be 4-D, got {key_cache.dim()}-D")
-    _write_slots(key, key_cache, slot_indices, op, "key")
+    write_slots(key, key_cache, slot_indices, op, "key")
 
 
 def _token_rows(block_table, context_lens, seq_starts, cumsum, tokens, block_size):
