@@ -53,6 +53,18 @@ def test_gather_sparse_index_backward():
     )
 
 
+def test_npu_index_add_adds_rows_at_a_flattened_index_in_place_or_out_of_place():
+    x, index, source = torch.randn(5, 3), torch.tensor([[4, 0], [4, 2]]), torch.randn(2, 2, 3)
+    want = x.index_add(0, index.flatten(), source.reshape(4, 3), alpha=-2)  # (row 4 twice: the rows add up)
+    npu_x = x.npu()
+    out = torch_npu._npu_index_add(npu_x, index.npu(), source.npu(), alpha=-2)
+    assert torch.equal(out.cpu(), want) and torch.equal(npu_x.cpu(), x)
+    assert torch_npu._npu_index_add_(npu_x, index.npu(), source.npu(), alpha=-2) is npu_x
+    assert torch.equal(npu_x.cpu(), want)
+    compiled = torch.compile(lambda t, i, s: torch_npu._npu_index_add_(t.clone(), i, s), backend="aot_eager", fullgraph=True)  # fmt: skip
+    assert torch.equal(compiled(x.npu(), index.npu(), source.npu()).cpu(), x.index_add(0, index.flatten(), source.reshape(4, 3)))  # fmt: skip
+
+
 @pytest.mark.parametrize("dim", [None, 0, 1])
 def test_repeat_interleave_backward(dim):
     x = torch.randn(3, 4)

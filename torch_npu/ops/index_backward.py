@@ -1,10 +1,12 @@
 """The indexing backward operators torch_npu exposes by name: npu_max_backward / npu_min_backward (the gradient
-back at the picked indices), npu_gather_backward, npu_gather_sparse_index_backward, repeat_interleave_backward_int /
-_tensor (segment sums) and npu_renorm_backward."""
+back at the picked indices), npu_gather_backward, npu_gather_sparse_index_backward (through _npu_index_add_, the
+row accumulation op-plugin builds it on), repeat_interleave_backward_int / _tensor (segment sums) and
+npu_renorm_backward."""
 
 import torch
 
 from torch_npu.ops._common import check
+from torch_npu.ops.functionalization import functionalized_by
 from torch_npu.ops.registration import npu_op
 from torch_npu.ops.vjp import vjp
 
@@ -41,8 +43,33 @@ def npu_gather_backward(grad, self_size, dim, index, sparse_grad):
 )
 def npu_gather_sparse_index_backward(grad, self_sizes, index):
     """d input of npu_gather_sparse_index: each output row added into the table row it came from."""
-    rows = grad.reshape(-1, *self_sizes[1:])
-    return grad.new_zeros(self_sizes).index_add(0, index.reshape(-1).long(), rows)
+    return _npu_index_add_(grad.new_zeros(self_sizes), index, grad)
+
+
+def _add_rows(self, index, source, alpha):
+    """self's rows index[i] (any shape, flattened) gain alpha * source's rows (source [*index.shape, *self[1:]]),
+    in order — duplicates add up."""
+    rows = source.reshape(-1, *self.shape[1:])
+    check(rows.shape[0] == index.numel(), "_npu_index_add", f"source holds {rows.shape[0]} rows of self's shape, index {index.numel()}")  # fmt: skip
+    return self.index_add_(0, index.reshape(-1).long(), rows.to(self.dtype), alpha=alpha)
+
+
+@npu_op(
+    "_npu_index_add(Tensor self, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+    fake=lambda self, index, source, alpha=1: torch.empty_like(self),
+)
+def _npu_index_add(self, index, source, *, alpha=1):
+    """self.index_add(0, index, source, alpha=alpha) over flattened index and source rows."""
+    return _add_rows(self.clone(), index, source, alpha)
+
+
+@npu_op("_npu_index_add_(Tensor(a!) self, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)")
+def _npu_index_add_(self, index, source, *, alpha=1):
+    """_npu_index_add in place."""
+    return _add_rows(self, index, source, alpha)
+
+
+functionalized_by("_npu_index_add_", "_npu_index_add")
 
 
 def _segment_sums(grad, x, dim, counts):
