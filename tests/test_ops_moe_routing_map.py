@@ -135,6 +135,62 @@ def test_unpermute_with_drop_and_pad_adds_the_kept_rows_back():
     check_op(op, (permuted.cpu(), token_ids.cpu(), probs, routing_map), ref, atol=1e-6, rtol=1e-6, grad=(0, 2))
 
 
+class _UnpermuteMaskMap(torch.autograd.Function):
+    """The pattern MoE layers (MindSpeed, torchtitan) build on the private forward: keep its maps, hand them to
+    the grad operator."""
+
+    @staticmethod
+    def forward(ctx, permuted, sorted_indices, restore_shape, probs, routing_map, drop_and_pad):
+        out, out_index, token_id, _ = torch_npu._npu_moe_token_unpermute_with_routing_map(
+            permuted, sorted_indices, restore_shape, probs=probs, routing_map=routing_map, drop_and_pad=drop_and_pad
+        )
+        ctx.save_for_backward(permuted, probs, routing_map, out_index, token_id)
+        ctx.restore_shape, ctx.drop_and_pad = restore_shape, drop_and_pad
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        permuted, probs, routing_map, out_index, token_id = ctx.saved_tensors
+        d_permuted, d_probs = torch_npu.npu_moe_token_unpermute_with_routing_map_grad(
+            grad, out_index, token_id, routing_map, permuted, probs, ctx.drop_and_pad, ctx.restore_shape
+        )
+        return d_permuted, None, None, d_probs, None, None
+
+
+@pytest.mark.parametrize("drop_and_pad", [False, True], ids=["dropless", "drop_and_pad"])
+def test_private_unpermute_returns_the_maps_its_grad_operator_reads(drop_and_pad):
+    routing_map, probs = routing()
+    tokens = torch.randn(TOKENS, HIDDEN)
+    permuted, _, indices = torch_npu.npu_moe_token_permute_with_routing_map(
+        tokens.npu(), routing_map.npu(), num_out_tokens=(3 * EXPERTS if drop_and_pad else TOKENS * TOPK),
+        drop_and_pad=drop_and_pad,
+    )  # fmt: skip
+    args = (indices, [TOKENS, HIDDEN])
+    kwargs = {"probs": probs.npu(), "routing_map": routing_map.npu(), "drop_and_pad": drop_and_pad}
+    out, out_index, token_id, permuted_probs = torch_npu._npu_moe_token_unpermute_with_routing_map(permuted, *args, **kwargs)  # fmt: skip
+    assert torch.equal(out.cpu(), torch_npu.npu_moe_token_unpermute_with_routing_map(permuted, *args, **kwargs).cpu())
+    index = indices.cpu().long()
+    if drop_and_pad:  # the pairs are sorted_indices sorted: row out_index[i] holds token token_id[i]
+        assert torch.equal(token_id.cpu().long(), index.sort(stable=True).values)
+        assert torch.equal(index[out_index.cpu().long()], token_id.cpu().long())
+        capacity = index.numel() // EXPERTS
+        assert torch.equal(permuted_probs.cpu(), probs[index, torch.arange(index.numel()) // capacity])
+    else:  # route i (token-major) is row sorted_indices[i] of token i // TOPK
+        assert torch.equal(out_index.cpu(), indices.cpu())
+        assert torch.equal(token_id.cpu().long(), torch.arange(TOKENS * TOPK) // TOPK)
+        assert torch.equal(permuted_probs.cpu(), probs.T.masked_select(routing_map.T))
+    leaves = [permuted.detach().requires_grad_(True), probs.npu().requires_grad_(True)]
+    grad = torch.randn(TOKENS, HIDDEN).npu()
+    _UnpermuteMaskMap.apply(leaves[0], indices, [TOKENS, HIDDEN], leaves[1], routing_map.npu(), drop_and_pad).backward(grad)  # fmt: skip
+    want = [leaf.detach().clone().requires_grad_(True) for leaf in leaves]
+    torch_npu.npu_moe_token_unpermute_with_routing_map(want[0], *args, probs=want[1], routing_map=routing_map.npu(), drop_and_pad=drop_and_pad).backward(grad)  # fmt: skip
+    for got, expected in zip(leaves, want, strict=True):
+        torch.testing.assert_close(got.grad.cpu(), expected.grad.cpu())
+    assert (
+        torch_npu._npu_moe_token_unpermute_with_routing_map(permuted, *args, drop_and_pad=drop_and_pad)[3].numel() == 0
+    )  # (no probs)
+
+
 MOE_ROUTING_MAP_ERRORS = [
     (
         lambda: torch_npu.npu_moe_token_permute_with_routing_map(

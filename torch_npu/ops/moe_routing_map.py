@@ -13,6 +13,10 @@ them. The two modes differ in what sorted_indices holds:
   first (ascending) then padding from the unrouted ones; sorted_indices are those token ids, expert-major.
 
 Both operators are differentiable (autograd of their composition), as torch_npu registers their grads.
+_npu_moe_token_unpermute_with_routing_map is the unpermute with the maps its grad operator reads (MoE layers call
+it from their own autograd.Function): out_index / permuted_token_id pair each route's permuted row with its
+token — drop_and_pad=False: sorted_indices and route // topK; drop_and_pad=True: the positions and values of
+sorted_indices sorted (stably) — and permuted_probs are the probs in permuted-row order (empty without probs).
 """
 
 import torch
@@ -142,3 +146,44 @@ def npu_moe_token_unpermute_with_routing_map(
         expert_major = probs.T.masked_select(routing_map.bool().T)
         rows = rows * expert_major.index_select(0, index).unsqueeze(-1).to(rows.dtype)
     return rows.view(num_tokens, routes // num_tokens, hidden).sum(1)
+
+
+@npu_op(
+    "_npu_moe_token_unpermute_with_routing_map(Tensor permuted_tokens, Tensor sorted_indices, int[] restore_shape, "
+    "*, Tensor? probs=None, Tensor? routing_map=None, bool drop_and_pad=False) -> (Tensor, Tensor, Tensor, Tensor)",
+    fake=lambda permuted_tokens, sorted_indices, restore_shape, *, probs=None, routing_map=None, drop_and_pad=False: (
+        _unpermute_fake(permuted_tokens, sorted_indices, restore_shape),
+        torch.empty_like(sorted_indices),
+        torch.empty_like(sorted_indices),
+        sorted_indices.new_empty(
+            0 if probs is None else sorted_indices.numel(),
+            dtype=permuted_tokens.dtype if probs is None else probs.dtype,
+        ),
+    ),  # fmt: skip
+    dtypes={"permuted_tokens": FLOATS, "sorted_indices": (torch.int32,), "probs": FLOATS},
+    api="aclnnMoeTokenUnpermuteWithRoutingMap",
+)
+def _npu_moe_token_unpermute_with_routing_map(
+    permuted_tokens, sorted_indices, restore_shape, *, probs=None, routing_map=None, drop_and_pad=False
+):
+    """(unpermuted tokens, out_index, permuted_token_id, permuted_probs): see the module doc."""
+    unpermuted = npu_moe_token_unpermute_with_routing_map(
+        permuted_tokens, sorted_indices, restore_shape, probs=probs, routing_map=routing_map, drop_and_pad=drop_and_pad
+    )
+    index = sorted_indices.reshape(-1)
+    if drop_and_pad:
+        token_ids, rows = torch.sort(index, stable=True)
+        out_index, permuted_token_id = rows.to(index.dtype), token_ids
+    else:
+        top_k = max(index.numel() // restore_shape[0], 1)
+        out_index = index.clone()
+        permuted_token_id = (torch.arange(index.numel(), device=index.device) // top_k).to(index.dtype)
+    if probs is None:
+        permuted_probs = permuted_tokens.new_empty(0)
+    elif drop_and_pad:
+        capacity = index.numel() // probs.shape[1]
+        expert = torch.arange(index.numel(), device=index.device) // capacity
+        permuted_probs = probs[index.long(), expert]
+    else:
+        permuted_probs = probs.T.masked_select(routing_map.bool().T)
+    return unpermuted, out_index, permuted_token_id, permuted_probs

@@ -12,7 +12,10 @@ forward is, and rounded to the inputs' dtypes).
 - npu_moe_token_permute_with_routing_map_grad: (d tokens [tokens_num, hidden], d probs [tokens_num, experts_num])
   of npu_moe_token_permute_with_routing_map's (permuted_tokens, permuted_probs).
 - npu_moe_token_unpermute_with_routing_map_grad: (d permuted_tokens, d probs) of
-  npu_moe_token_unpermute_with_routing_map's output with sorted_indices = out_index (d probs empty without probs).
+  npu_moe_token_unpermute_with_routing_map's output (d probs empty without probs), from the maps
+  _npu_moe_token_unpermute_with_routing_map returns: route i's row out_index[i] belongs to token
+  permuted_token_id[i]. Without drop_and_pad out_index is sorted_indices; with it, sorted_indices[out_index[i]] =
+  permuted_token_id[i].
 """
 
 import torch
@@ -161,12 +164,17 @@ def npu_moe_token_unpermute_with_routing_map_grad(unpermuted_tokens_grad, out_in
                                                   permuted_tokens, probs, drop_and_pad, restore_shape):  # fmt: skip
     """(d permuted_tokens [routes, hidden], d probs (empty without probs))."""
     hidden = unpermuted_tokens_grad.shape[1]
+    sorted_indices = out_index
+    if drop_and_pad:  # the token of each permuted row, from the sorted pairs
+        sorted_indices = torch.empty_like(out_index).scatter_(
+            0, out_index.long(), permuted_token_id.to(out_index.dtype)
+        )
     values = permuted_tokens.float() if permuted_tokens is not None else torch.zeros(out_index.numel(), hidden, device=out_index.device)  # fmt: skip
     leaves = [values.detach().requires_grad_(True)]
     if probs is not None:
         leaves.append(probs.detach().float().requires_grad_(True))
     with recording_gradients():
-        out = unpermute_with_routing_map(leaves[0], out_index.int(), list(restore_shape),
+        out = unpermute_with_routing_map(leaves[0], sorted_indices.int(), list(restore_shape),
                                          probs=leaves[1] if probs is not None else None, routing_map=routing_map,
                                          drop_and_pad=drop_and_pad)  # fmt: skip
         grads = _grads(out, leaves, unpermuted_tokens_grad.float())
