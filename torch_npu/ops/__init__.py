@@ -123,6 +123,7 @@ from torch_npu.ops import (  # noqa: F401
     rms_norm_quant_v2,
     rnn_backward,
     rnn_layers,
+    rnn_stacks,
     roi_align_backward,
     rope,
     rope_quant_kvcache,
