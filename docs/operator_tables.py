@@ -119,7 +119,7 @@ FAMILIES = (
     Family(
         "recurrent, linear attention, causal conv1d",
         "循环层、线性注意力、因果 conv1d",
-        "rnn_layers rnn_backward chunk_gated_delta_rule recurrent_gated_delta_rule fused_causal_conv1d "
+        "rnn_layers rnn_backward rnn_stacks chunk_gated_delta_rule recurrent_gated_delta_rule fused_causal_conv1d "
         "masked_causal_conv1d",
         (
             "one layer, one direction per call; batch_first; state pools",
