@@ -1,6 +1,6 @@
-"""_lstm_npu / _lstm_npu_backward (op-plugin's whole LSTM, which torch_npu's aten::lstm runs) against torch's
-nn.LSTM on the CPU: outputs, final states, per-step gates, gradients through the one backward operator, and the
-arguments vnpu refuses."""
+"""_lstm_npu / _gru_npu and their backwards (op-plugin's whole LSTM and GRU, which torch_npu's aten::lstm and
+aten::gru run) against torch's nn.LSTM / nn.GRU on the CPU: outputs, final states, per-step gates, gradients
+through the one backward operator, and the arguments vnpu refuses."""
 
 import pytest
 import torch
@@ -93,7 +93,7 @@ def test_lstm_npu_backward_called_directly_gives_input_state_and_weight_gradient
         ),  # fmt: skip
         (
             {"batch_sizes": "packed"},
-            "packed sequences (batch_sizes) are not modelled by vnpu; nn.LSTM runs them through ATen",
+            "packed sequences (batch_sizes) are not modelled by vnpu; nn.LSTM and nn.GRU run them through ATen",
         ),  # fmt: skip
         (
             {"params": "three"},
@@ -111,3 +111,52 @@ def test_refused_arguments_say_why(change, message):
         params = params[:3]
     call = lambda: torch_npu._lstm_npu(x.npu(), [h0.npu(), c0.npu()], params, True, 2, kwargs["dropout"], True, False, batch_sizes=kwargs.get("batch_sizes"))  # noqa: E731  # fmt: skip
     raises_operator_error(call, f"_lstm_npu: {message}")
+
+
+def _gru_case(layers, bidirectional, batch_first, bias):
+    torch.manual_seed(17 + layers * 4 + bidirectional * 2 + batch_first)
+    gru = torch.nn.GRU(INPUT, HIDDEN, num_layers=layers, bias=bias, bidirectional=bidirectional, batch_first=batch_first)  # fmt: skip
+    x = torch.randn(BATCH, STEPS, INPUT) if batch_first else torch.randn(STEPS, BATCH, INPUT)
+    return gru, x, torch.randn(layers * (2 if bidirectional else 1), BATCH, HIDDEN)
+
+
+@pytest.mark.parametrize(
+    ("layers", "bidirectional", "batch_first", "bias"),
+    [(1, False, False, True), (2, True, True, True), (2, False, False, False), (1, True, False, True)],
+)
+def test_gru_npu_equals_nn_gru_forward_and_backward(layers, bidirectional, batch_first, bias):
+    gru, x, h0 = _gru_case(layers, bidirectional, batch_first, bias)
+    x.requires_grad_(True), h0.requires_grad_(True)
+    y, h_n = gru(x, h0)
+    params = [p.detach().npu().requires_grad_(True) for p in gru._flat_weights]
+    xn, hn0 = x.detach().npu().requires_grad_(True), h0.detach().npu().requires_grad_(True)
+    out = torch_npu._gru_npu(xn, hn0, params, bias, layers, 0.0, True, bidirectional, batch_first=batch_first)
+    for got, want in zip(out[:2], (y, h_n), strict=True):
+        torch.testing.assert_close(got.cpu(), want.detach(), atol=1e-6, rtol=1e-5)
+    assert all(t.shape == (h0.shape[0], STEPS, BATCH, HIDDEN) for t in out[2:])
+    assert type(out[0].grad_fn).__name__ == "GruNpuBackward"
+    dy, dh = torch.randn(y.shape), torch.randn(h_n.shape)
+    ((y * dy).sum() + (h_n * dh).sum()).backward()
+    with _Ops() as ops:
+        ((out[0] * dy.npu()).sum() + (out[1] * dh.npu()).sum()).backward()
+    assert "npu._gru_npu_backward" in ops.names and "aten.sigmoid" not in ops.names
+    for got, want in zip([xn, hn0, *params], [x, h0, *gru._flat_weights], strict=True):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_gru_npu_keeps_npu_grus_gates_in_training_and_none_in_eval_and_its_backward_runs_directly():
+    gru, x, h0 = _gru_case(1, False, False, True)
+    w_ih, w_hh, b_ih, b_hh = (p.detach().npu() for p in gru._flat_weights)
+    out = torch_npu._gru_npu(x.npu(), h0.npu(), [w_ih, w_hh, b_ih, b_hh], True, 1, 0.0, True, False)
+    layer = torch_npu.npu_gru(x.npu(), h0.npu(), w_ih.t(), w_hh.t(), b_ih, b_hh, torch.empty(0).npu(), True, 1, 0.0, True, False, False)  # fmt: skip
+    # _gru_npu: (y, h_n, r, z, n, hn, h); npu_gru: (y, h, z, r, n, hn)
+    for got, want in zip(out[2:], (layer[3], layer[2], layer[4], layer[5], layer[1]), strict=True):
+        assert torch.equal(got[0].cpu(), want.cpu())
+    evaluated = torch_npu._gru_npu(x.npu(), h0.npu(), [w_ih, w_hh, b_ih, b_hh], True, 1, 0.0, False, False)
+    assert [t.numel() for t in evaluated[2:]] == [0] * 5 and torch.equal(evaluated[0].cpu(), out[0].cpu())
+    grads = [torch.randn(t.shape).npu() for t in out[:2]]
+    d_input, d_hx, d_params = torch_npu._gru_npu_backward(*grads, x.npu(), h0.npu(), [w_ih, w_hh, b_ih, b_hh], *out[2:], True, 1, 0.0, True, False)  # fmt: skip
+    leaves = [t.clone().requires_grad_(True) for t in (x, h0)]
+    torch.autograd.backward(list(gru(*leaves)), [g.cpu() for g in grads])
+    for got, want in zip([d_input, d_hx, *d_params], [*(leaf.grad for leaf in leaves), *(p.grad for p in gru._flat_weights)], strict=True):  # fmt: skip
+        torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
