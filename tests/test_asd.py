@@ -84,6 +84,30 @@ def _check_with_vector_val():
     return torch_npu._npu_silent_check(torch.ones(2).npu(), torch.ones(2).npu(), *_history(), step, 7, *THRESHOLDS)
 
 
+def _check_v2(value, sfda, step, npu_asd_detect=1):
+    grad = torch.ones(3).npu()
+    out = torch_npu._npu_silent_check_v2(torch.tensor(value).npu(), grad, sfda, step, 7, *THRESHOLDS, npu_asd_detect)
+    assert torch.equal(grad.cpu(), torch.ones(3)) and out.dtype == torch.int32
+    return int(out), sfda.cpu().tolist(), int(step)
+
+
+def test_v2_packs_the_history_and_counts_its_steps(silent_log):
+    sfda, step = torch.tensor([0.0, 1e10, -1e10]).npu(), torch.tensor([6]).npu()
+    assert _check_v2(5e6, sfda, step) == (0, [5e6, 5e6, 5e6], 7)  # step 6 < c_min_steps: not judged
+    assert _check_v2(1.0, sfda, step) == (0, [1.0, 1.0, 5e6], 8)
+    assert _check_v2(20000.0, sfda, step) == (2, [20000.0, 1.0, 5e6], 9)
+    assert _check_v2(float("inf"), sfda, step) == (1, [20000.0, 1.0, 5e6], 10)  # history kept
+    assert _check_v2(2.0, sfda, step, npu_asd_detect=3) == (0, [2.0, 1.0, 5e6], 11)
+    assert silent_log[-1] == "silent check val=2.0"  # level 3 logs every value
+    with pytest.raises(RuntimeError) as info:  # level 2 stops at a fault
+        _check_v2(2e6, sfda, step, npu_asd_detect=2)
+    assert str(info.value).splitlines()[0] == (
+        "_npu_silent_check_v2: silent data corruption: val=2000000.0 is a level 1 fault (npu_asd_detect=2: the card "
+        "stops here and resumes from the last checkpoint)"
+    )
+    assert (sfda.cpu().tolist(), int(step)) == ([2.0, 1.0, 5e6], 11)
+
+
 def test_loss_scale_zero_is_refused():
     raises_exactly(lambda: torch_npu.utils.set_asd_loss_scale(0), ValueError, "loss scale cannot be 0.")
     from torch_npu.utils import asd_detector

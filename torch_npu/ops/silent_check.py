@@ -12,6 +12,13 @@ The result (int32, shaped like ``val_counter``) is 0, 1 or 2; faults and alarms 
 ``torch_npu.silent`` logger (TORCH_NPU_LOGS=silent), as the card only logs them at the default level. The
 jump is ``val / pre_val`` against the previous check — CANN documents "a jump beyond the relative threshold"
 without its formula; this is vnpu's reading of it.
+
+_npu_silent_check_v2 (aclnnSilentCheck) is the same check with the history packed: ``sfda`` = [pre_val, min_val,
+max_val] (float32) and ``step`` (int64, the checks so far, raised by one per call; judged from ``c_min_steps``
+on). ``npu_asd_detect`` is the NPU_ASD_ENABLE level: 2 stops at a level-1 fault (the card triggers a resume from
+the last checkpoint; vnpu raises, keeping the history as it was), 3 also logs each normal value, 1 logs only.
+_npu_silent_check_v3 (aclnnSilentCheckV2, a Markov-inequality threshold over a running average) is not built:
+CANN does not publish how its average is updated nor what its ``max`` input holds.
 """
 
 import math
@@ -54,24 +61,51 @@ def _npu_silent_check(
 ):  # fmt: skip
     for name, t in (("val", val), ("pre_val", pre_val), ("min_val", min_val), ("max_val", max_val)):
         check(t.numel() == 1, _OP, f"{name} must hold one value, got shape {tuple(t.shape)}")
-    value, previous = float(val), float(pre_val)
-    level = _level(
-        value, previous, int(val_counter.max()), c_min_steps, (c_thresh_l1, c_coeff_l1, c_thresh_l2, c_coeff_l2)
-    )
+    value = float(val)
+    thresholds = (c_thresh_l1, c_coeff_l1, c_thresh_l2, c_coeff_l2)
+    level = _judged(value, (pre_val, min_val, max_val), int(val_counter.max()), c_min_steps, thresholds)
+    return torch.full(val_counter.shape, level, dtype=torch.int32, device=val_counter.device)
+
+
+def _judged(value, history, counter, c_min_steps, thresholds, npu_asd_detect=1, op=_OP):
+    """The level of value against history = (pre_val, min_val, max_val) tensors, logged, then the history
+    updated in place (not by inf/NaN, which it never keeps); npu_asd_detect 2 raises at a level-1 fault."""
+    pre_val, min_val, max_val = history
+    level = _level(value, float(pre_val), counter, c_min_steps, thresholds)
     if level != _NORMAL:
         get_logger("silent").warning(
             "silent check level %d %s: val=%s, pre_val=%s, min_val=%s, max_val=%s",
             level,
             "fault" if level == _LEVEL1 else "alarm",
             value,
-            previous,
+            float(pre_val),
             float(min_val),
             float(max_val),
         )
-    if not math.isfinite(value):  # the history keeps the last finite values
-        return torch.full(val_counter.shape, level, dtype=torch.int32, device=val_counter.device)
+    elif npu_asd_detect == 3:
+        get_logger("silent").warning("silent check val=%s", value)
+    check(not (level == _LEVEL1 and npu_asd_detect == 2), op, f"silent data corruption: val={value} is a level 1 fault (npu_asd_detect=2: the card stops here and resumes from the last checkpoint)")  # fmt: skip
+    if math.isfinite(value):  # the history keeps the last finite values
+        with torch.no_grad():
+            pre_val.fill_(value)
+            min_val.clamp_(max=value)
+            max_val.clamp_(min=value)
+    return level
+
+
+@npu_op(
+    "_npu_silent_check_v2(Tensor val, Tensor(a!) input_grad, Tensor(b!) sfda, Tensor(c!) step, int c_min_steps, "
+    "float c_thresh_l1, float c_coeff_l1, float c_thresh_l2, float c_coeff_l2, int npu_asd_detect) -> Tensor",
+    fake=lambda val, input_grad, sfda, step, *args: step.new_empty(step.shape, dtype=torch.int32),
+)
+def _npu_silent_check_v2(val, input_grad, sfda, step, c_min_steps, c_thresh_l1, c_coeff_l1, c_thresh_l2, c_coeff_l2,
+                         npu_asd_detect):  # fmt: skip
+    """_npu_silent_check with sfda = [pre_val, min_val, max_val] and step counting the checks (see the module doc)."""
+    op = "_npu_silent_check_v2"
+    check(val.numel() == 1, op, f"val must hold one value, got shape {tuple(val.shape)}")
+    check(sfda.numel() == 3, op, f"sfda must hold [pre_val, min_val, max_val], got shape {tuple(sfda.shape)}")
+    thresholds = (c_thresh_l1, c_coeff_l1, c_thresh_l2, c_coeff_l2)
+    level = _judged(float(val), sfda.view(-1).unbind(), int(step.max()), c_min_steps, thresholds, npu_asd_detect, op)
     with torch.no_grad():
-        pre_val.fill_(value)
-        min_val.clamp_(max=value)
-        max_val.clamp_(min=value)
-    return torch.full(val_counter.shape, level, dtype=torch.int32, device=val_counter.device)
+        step.add_(1)
+    return torch.full(step.shape, level, dtype=torch.int32, device=step.device)
