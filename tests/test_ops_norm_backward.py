@@ -31,6 +31,43 @@ def test_rms_norm_backward(dtype):
     torch.testing.assert_close(dgamma.cpu(), want[1], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("div_mode", [True, False])
+def test_rms_norm_backward_quant_quantises_the_input_gradient_statically(div_mode):
+    g = torch.Generator().manual_seed(1)
+    x, gamma, dy = torch.randn(6, 16, generator=g), torch.randn(16, generator=g), torch.randn(6, 16, generator=g)
+    scale, offset = torch.rand(16, generator=g) / 20 + 0.01, torch.randint(-3, 4, (16,), generator=g, dtype=torch.int32)
+    _, rstd = torch_npu.npu_rms_norm(x.npu(), gamma.npu())
+    dx_q, dgamma = torch_npu._npu_rms_norm_backward_quant(
+        dy.npu(), x.npu(), rstd, gamma.npu(), scale.npu(), offset_x=offset.npu(), div_mode=div_mode
+    )
+    want_dx, want_dgamma = autograd_of(rms_norm, [x, gamma], dy)
+    scaled = (want_dx / scale if div_mode else want_dx * scale) + offset
+    assert dx_q.dtype == torch.int8 and dgamma.dtype == torch.float32
+    assert (dx_q.cpu().int() - torch.round(scaled).clamp(-128, 127).int()).abs().max() <= 1  # (rounding ties)
+    torch.testing.assert_close(dgamma.cpu(), want_dgamma, rtol=1e-4, atol=1e-4)
+    exact = torch_npu.npu_rms_norm_backward(dy.npu(), x.npu(), gamma.npu(), rstd)[0].cpu()
+    expected = (exact / scale if div_mode else exact * scale) + offset
+    assert torch.equal(dx_q.cpu(), torch.round(expected).clamp(-128, 127).to(torch.int8))  # npu_rms_norm_backward's dx
+
+
+def test_rms_norm_backward_quant_to_hifloat8_and_its_refusals():
+    from torch_npu.utils import hifloat8
+
+    x, gamma, dy = torch.randn(3, 8), torch.randn(8), torch.randn(3, 8)
+    _, rstd = torch_npu.npu_rms_norm(x.npu(), gamma.npu())
+    args = (dy.npu(), x.npu(), rstd, gamma.npu(), torch.tensor([0.5]).npu())
+    codes, _ = torch_npu._npu_rms_norm_backward_quant(*args, dst_type=290)
+    exact = torch_npu.npu_rms_norm_backward(dy.npu(), x.npu(), gamma.npu(), rstd)[0].cpu()
+    assert codes.dtype == torch.uint8 and torch.equal(codes.cpu(), hifloat8.encode(exact / 0.5))
+    for kwargs, message in (
+        ({"quant_mode": "dynamic"}, "quant_mode must be 'static' (the only mode of RmsNormGradQuant), got 'dynamic'"),
+        ({"dst_type": 2}, "dst_type must be 1 (torch.int8) or 290 (torch_npu.hifloat8), got 2"),
+    ):
+        with pytest.raises(RuntimeError) as info:
+            torch_npu._npu_rms_norm_backward_quant(*args, **kwargs)
+        assert str(info.value).splitlines()[0] == f"_npu_rms_norm_backward_quant: {message}"
+
+
 def test_add_layer_norm_backward_with_and_without_dsum():
     g = torch.Generator().manual_seed(1)
     x1, x2 = torch.randn(4, 3, 8, generator=g), torch.randn(4, 3, 8, generator=g)

@@ -1,11 +1,17 @@
 """The normalisation backward operators torch_npu exposes by name, from the forward's saved statistics:
-npu_rms_norm_backward (y = x * rstd * gamma), npu_add_layer_norm_backward (y = LayerNorm(x1 + x2); the same
+npu_rms_norm_backward (y = x * rstd * gamma), _npu_rms_norm_backward_quant (the same with d x quantised
+statically: round(dx / scale_x + offset_x) with div_mode, round(dx * scale_x + offset_x) without, to int8 (the
+default dst_type 1) or torch_npu.hifloat8 (290, uint8 codes)), npu_add_layer_norm_backward (y = LayerNorm(x1 + x2); the same
 gradient for x1 and x2, plus dsum when given) and npu_deep_norm_backward (y = LayerNorm(alpha * x + gx)).
 Computed in float32 and rounded to the inputs' dtypes."""
 
 import torch
 
+from torch_npu._c_children import DTypeNumber
+from torch_npu.ops._common import check
+from torch_npu.ops.quant import requantize
 from torch_npu.ops.registration import npu_op
+from torch_npu.utils import hifloat8
 
 __all__ = []
 
@@ -30,11 +36,46 @@ def _normalised(x, gamma):
 )
 def npu_rms_norm_backward(dy, x, gamma, rstd):
     """(d self, d gamma (float32))."""
+    dx, dgamma = _rms_norm_grads(dy, x, gamma, rstd)
+    return dx.to(x.dtype), dgamma
+
+
+def _rms_norm_grads(dy, x, gamma, rstd):
+    """(d x, d gamma) of y = x * rstd * gamma, both float32."""
     dims, count, kept = _normalised(x, gamma)
     xf, g, r = x.float(), dy.float() * gamma.float(), rstd.float().reshape(kept)
     dx = r * (g - xf * r * r * (g * xf).sum(dims, keepdim=True) / count)
-    dgamma = (dy.float() * xf * r).sum(_leading(x, gamma))
-    return dx.to(x.dtype), dgamma
+    return dx, (dy.float() * xf * r).sum(_leading(x, gamma))
+
+
+_QUANT_OP = "_npu_rms_norm_backward_quant"
+
+
+def _quant_dst(dst_type):
+    hifloat = int(DTypeNumber.hifloat8)
+    check(dst_type in (None, 1, hifloat), _QUANT_OP, f"dst_type must be 1 (torch.int8) or {hifloat} (torch_npu.hifloat8), got {dst_type}")  # fmt: skip
+    return torch.uint8 if dst_type == hifloat else torch.int8
+
+
+@npu_op(
+    "_npu_rms_norm_backward_quant(Tensor dy, Tensor x, Tensor rstd, Tensor gamma, Tensor scale_x, *, "
+    'Tensor? offset_x=None, bool? div_mode=True, str quant_mode="static", int? dst_type=1) -> (Tensor, Tensor)',
+    fake=lambda dy, x, rstd, gamma, scale_x, *, offset_x=None, div_mode=True, quant_mode="static", dst_type=1: (
+        dy.new_empty(dy.shape, dtype=_quant_dst(dst_type)),
+        gamma.new_empty(gamma.shape, dtype=torch.float32),
+    ),  # fmt: skip
+)
+def _npu_rms_norm_backward_quant(dy, x, rstd, gamma, scale_x, *, offset_x=None, div_mode=True, quant_mode="static",
+                                 dst_type=1):  # fmt: skip
+    """(d x quantised, d gamma (float32)); see the module doc."""
+    check(quant_mode == "static", _QUANT_OP, f"quant_mode must be 'static' (the only mode of RmsNormGradQuant), got '{quant_mode}'")  # fmt: skip
+    dst = _quant_dst(dst_type)
+    dx, dgamma = _rms_norm_grads(dy, x, gamma, rstd)
+    scale = scale_x.float()
+    dx = dx / scale if div_mode is None or div_mode else dx * scale
+    if offset_x is not None:
+        dx = dx + offset_x.float()
+    return (hifloat8.encode(dx) if dst == torch.uint8 else requantize(dx, torch.int8)), dgamma
 
 
 def _layer_norm_backward(dy, z, gamma, mean, rstd):
