@@ -1,5 +1,6 @@
 """npu_swiglu_mx_quant: each swiglu_mode's activation written out (halves, even/odd columns, clamps, alpha and
-bias), then compared through npu_dynamic_mx_quant of that float32 activation; group_index rows; errors."""
+bias), then compared through npu_dynamic_mx_quant of that float32 activation; group_index rows; errors. The
+dual-axis backward quantises the SwiGLU gradient written out here."""
 
 import pytest
 import torch
@@ -93,3 +94,24 @@ def test_dual_axis_restarts_row_blocks_at_each_group():
     act = reference(x, 0, True)
     want = torch_npu.npu_grouped_dynamic_mx_quant(act.npu(), torch.tensor([30, 100]).npu(), dst_type=24, scale_alg=1)
     assert same(y2, want[0]) and same(s2, want[1])
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_dual_axis_backward_quantises_the_swiglu_gradient_both_ways(left):
+    g = torch.Generator().manual_seed(8)
+    x = (torch.randn(70, 64, generator=g) * 2).to(torch.bfloat16)
+    y_grad = torch.randn(70, 32, generator=g).to(torch.bfloat16)
+    xf, dy = x.float(), y_grad.float()
+    first, second = xf[:, :32], xf[:, 32:]
+    gated, linear = (first, second) if left else (second, first)
+    sig = torch.sigmoid(gated)
+    d_gated, d_linear = dy * linear * sig * (1 + gated * (1 - sig)), dy * gated * sig  # d silu(g) * l
+    dx = torch.cat([d_gated, d_linear] if left else [d_linear, d_gated], dim=1)
+    outs = torch_npu._npu_swiglu_backward_mx_quant_with_dual_axis(x.npu(), y_grad.npu(), activate_left=left)
+    for axis, y, s in ((-1, outs[0], outs[1]), (-2, outs[2], outs[3])):
+        want_y, want_s = torch_npu.npu_dynamic_mx_quant(dx.npu(), axis=axis, dst_type=24, scale_alg=1)
+        assert same(s, want_s) and same(y, want_y)
+    raises_operator_error(
+        lambda: torch_npu._npu_swiglu_backward_mx_quant_with_dual_axis(x.npu(), y_grad[:, :16].npu()),
+        "_npu_swiglu_backward_mx_quant_with_dual_axis: y_grad must be [70, 32], got (70, 16)",
+    )

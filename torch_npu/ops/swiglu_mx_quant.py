@@ -14,6 +14,8 @@ npu_swiglu_mx_quant_with_dual_axis(x [M, 2N]): swiglu_mode 0 along the last dim,
 (y1, mxscale1 [M, ceil(N / 64), 2]) and along -2 (y2, mxscale2). With group_index (cumulative row ends) the
 blocks along -2 restart at each group and mxscale2 is [M // 64 + g, N, 2], each group's block scales one after
 another (npu_grouped_dynamic_mx_quant's layout). Its default scale_alg is 1 (cuBLAS's rule, FP8 outputs).
+_npu_swiglu_backward_mx_quant_with_dual_axis(x [M, 2N], y_grad [M, N]) quantises the SwiGLU backward instead:
+d x [M, 2N] (float32, never rounded to x's dtype) along both axes the same way.
 """
 
 import math
@@ -24,6 +26,7 @@ import torch.nn.functional as F
 from torch_npu.ops._common import check
 from torch_npu.ops.mx_quant import mx_outputs_fake, mx_quantised
 from torch_npu.ops.registration import npu_op
+from torch_npu.ops.vjp import vjp
 
 __all__ = []
 
@@ -94,14 +97,45 @@ def npu_swiglu_mx_quant(x, *, group_index=None, activate_dim=-1, activate_left=F
     return mx_quantised(out, axis, round_mode, dst_type, 32, scale_alg, max_dtype_value, op=_OP)
 
 
+def _dual_outputs_fake(value, group_index, round_mode, dst_type):
+    y1, s1 = mx_outputs_fake(value, axis=-1, round_mode=round_mode, dst_type=dst_type)
+    y2, s2 = mx_outputs_fake(value, axis=-2, round_mode=round_mode, dst_type=dst_type)
+    if group_index is not None:
+        s2 = value.new_empty(value.shape[0] // 64 + group_index.shape[0], value.shape[1], 2, dtype=torch.uint8)
+    return y1, s1, y2, s2
+
+
 def _dual_fake(x, *, group_index=None, activate_left=True, round_mode="rint", scale_alg=1, dst_type=24,
                dst_type_max=0):  # fmt: skip
-    half = x.new_empty(*x.shape[:-1], x.shape[-1] // 2)
-    y1, s1 = mx_outputs_fake(half, axis=-1, round_mode=round_mode, dst_type=dst_type)
-    y2, s2 = mx_outputs_fake(half, axis=-2, round_mode=round_mode, dst_type=dst_type)
-    if group_index is not None:
-        s2 = half.new_empty(half.shape[0] // 64 + group_index.shape[0], half.shape[1], 2, dtype=torch.uint8)
-    return y1, s1, y2, s2
+    return _dual_outputs_fake(x.new_empty(*x.shape[:-1], x.shape[-1] // 2), group_index, round_mode, dst_type)
+
+
+def _check_dual(x, op):
+    check(x.dim() == 2, op, f"x must be 2-D [M, 2N], got {tuple(x.shape)}")
+    check(x.dtype in (torch.float16, torch.bfloat16), op, f"x must be float16 or bfloat16, got {x.dtype}")
+    check(x.shape[-1] % 2 == 0, op, f"x's last dim must be even, got {x.shape[-1]}")
+
+
+def _dual_axis_quantised(value, group_index, round_mode, scale_alg, dst_type, dst_type_max, op):
+    """(y1, mxscale1) along -1 and (y2, mxscale2) along -2 (per group of rows) of value [M, K] (float32)."""
+    y1, s1 = mx_quantised(value, -1, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
+    if group_index is None:
+        y2, s2 = mx_quantised(value, -2, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
+        return y1, s1, y2, s2
+    m, n = value.shape
+    ends = [int(e) for e in group_index.tolist()]
+    check(all(0 <= a <= b for a, b in zip([0, *ends], ends)) and ends and ends[-1] <= m, op,
+          f"group_index must be non-decreasing cumulative row ends within M = {m}, got {ends}")  # fmt: skip
+    parts, s2 = [], value.new_zeros(m // 64 + len(ends), n, 2, dtype=torch.uint8)
+    row = 0
+    for start, end in zip([0, *ends], ends):
+        if end > start:
+            part, scales = mx_quantised(value[start:end], 0, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
+            parts.append(part)
+            s2[row : row + math.ceil((end - start) / 64)] = scales
+            row += scales.shape[0]
+    rest, _ = mx_quantised(value.new_zeros(m - ends[-1], n), 0, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)  # fmt: skip
+    return y1, s1, torch.cat([*parts, rest]), s2
 
 
 @npu_op(
@@ -113,25 +147,31 @@ def npu_swiglu_mx_quant_with_dual_axis(x, *, group_index=None, activate_left=Tru
                                        dst_type=24, dst_type_max=0):  # fmt: skip
     """(y1, mxscale1) along -1 and (y2, mxscale2) along -2 (per group) of the SwiGLU output."""
     op = "npu_swiglu_mx_quant_with_dual_axis"
-    check(x.dim() == 2, op, f"x must be 2-D [M, 2N], got {tuple(x.shape)}")
-    check(x.dtype in (torch.float16, torch.bfloat16), op, f"x must be float16 or bfloat16, got {x.dtype}")
-    check(x.shape[-1] % 2 == 0, op, f"x's last dim must be even, got {x.shape[-1]}")
+    _check_dual(x, op)
     out = _activated(x, -1, activate_left, 0, 7.0, 1.0, 0.0)
-    y1, s1 = mx_quantised(out, -1, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
-    if group_index is None:
-        y2, s2 = mx_quantised(out, -2, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
-        return y1, s1, y2, s2
-    m, n = out.shape
-    ends = [int(e) for e in group_index.tolist()]
-    check(all(0 <= a <= b for a, b in zip([0, *ends], ends)) and ends and ends[-1] <= m, op,
-          f"group_index must be non-decreasing cumulative row ends within M = {m}, got {ends}")  # fmt: skip
-    parts, s2 = [], out.new_zeros(m // 64 + len(ends), n, 2, dtype=torch.uint8)
-    row = 0
-    for start, end in zip([0, *ends], ends):
-        if end > start:
-            part, scales = mx_quantised(out[start:end], 0, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
-            parts.append(part)
-            s2[row : row + math.ceil((end - start) / 64)] = scales
-            row += scales.shape[0]
-    rest, _ = mx_quantised(out.new_zeros(m - ends[-1], n), 0, round_mode, dst_type, 32, scale_alg, dst_type_max, op=op)
-    return y1, s1, torch.cat([*parts, rest]), s2
+    return _dual_axis_quantised(out, group_index, round_mode, scale_alg, dst_type, dst_type_max, op)
+
+
+@npu_op(
+    "_npu_swiglu_backward_mx_quant_with_dual_axis(Tensor x, Tensor y_grad, *, Tensor? group_index=None, "
+    'bool activate_left=True, str round_mode="rint", int scale_alg=1, int dst_type=24, float dst_type_max=0) '
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    fake=lambda x,
+    y_grad,
+    *,
+    group_index=None,
+    activate_left=True,
+    round_mode="rint",
+    scale_alg=1,
+    dst_type=24,
+    dst_type_max=0: _dual_outputs_fake(x, group_index, round_mode, dst_type),  # fmt: skip
+)
+def _npu_swiglu_backward_mx_quant_with_dual_axis(x, y_grad, *, group_index=None, activate_left=True,
+                                                 round_mode="rint", scale_alg=1, dst_type=24, dst_type_max=0):  # fmt: skip
+    """The SwiGLU backward d x [M, 2N] MX-quantised along both axes (see the module doc)."""
+    op = "_npu_swiglu_backward_mx_quant_with_dual_axis"
+    _check_dual(x, op)
+    check(tuple(y_grad.shape) == (x.shape[0], x.shape[1] // 2), op, f"y_grad must be [{x.shape[0]}, {x.shape[1] // 2}], got {tuple(y_grad.shape)}")  # fmt: skip
+    forward = lambda t: _activated(t, -1, activate_left, 0, 7.0, 1.0, 0.0)  # noqa: E731
+    dx = vjp(forward, [x.float()], [0], [y_grad.float()])[0]
+    return _dual_axis_quantised(dx, group_index, round_mode, scale_alg, dst_type, dst_type_max, op)
