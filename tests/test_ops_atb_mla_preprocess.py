@@ -157,14 +157,18 @@ def _nz_rows(cache):
     return cache.cpu().permute(0, 2, 1, 3).reshape(BLOCKS * BLOCK_SIZE, -1)
 
 
-def test_nzcache_writes_the_same_rows_in_fractal_nz():
+@pytest.mark.parametrize("tagged", [True, False], ids=["fractal_nz_tag", "nd_tag"])
+def test_nzcache_writes_the_same_rows_in_fractal_nz(tagged):
+    """The mode, not the format tag, says the layout (the card's kernel reads no tag either)."""
     args, options = _inputs(torch.float16)
     nd = _call(args, options)
     a, o = _npu(args, options)
     a["kv_cache"], a["kv_cache_rope"] = _nz(args["kv_cache"]), _nz(args["kv_cache_rope"])
+    if not tagged:
+        a["kv_cache"], a["kv_cache_rope"] = (torch_npu.npu_format_cast(a[name], 2) for name in ("kv_cache", "kv_cache_rope"))  # fmt: skip
     q_nope, kv_cache, q_rope, rope_cache = torch_npu.atb.npu_mla_preprocess(*a.values(), **o, cache_mode="nzcache")
     assert torch.equal(q_nope.cpu(), nd[0].cpu()) and torch.equal(q_rope.cpu(), nd[2].cpu())
-    assert torch_npu.get_npu_format(kv_cache) == 29
+    assert torch_npu.get_npu_format(kv_cache) == (29 if tagged else 2)
     assert torch.equal(_nz_rows(kv_cache), nd[1].cpu().reshape(BLOCKS * BLOCK_SIZE, -1))
     assert torch.equal(_nz_rows(rope_cache), nd[3].cpu().reshape(BLOCKS * BLOCK_SIZE, -1))
 
@@ -225,7 +229,7 @@ def test_fake_tensors_give_op_plugins_output_shapes():
         ({"quant_scale1": None}, "quant_mode 'per_tensor_quant_asymm' needs quant_scale1 and quant_offset1"),
         (
             {"cache_mode": "nzcache"},
-            "cache_mode 'nzcache' takes FRACTAL_NZ (npu_format_cast(cache, 29)) caches; kv_cache is not",
+            "kv_cache must be a contiguous [blocks, 512 / 16, block_size, 16] cache for cache_mode 'nzcache', got (3, 16, 1, 512)",  # fmt: skip
         ),  # fmt: skip
         (
             {"cache_mode": "int8_nzcache", "ctkv_scale": None, "kv_cache": "nz", "kv_cache_rope": "nz"},

@@ -19,7 +19,8 @@ exactly; norms, dequantisation, the up-projection by wuk and the rotation (rotat
 over the whole rotary width) compute in float32 and round once to the input dtype; epsilon is op-plugin's 1e-5.
 
 cache_mode "krope_ctkv" (the default): ND caches [blocks, block_size, 1, 512] and [blocks, block_size, 1, 64].
-"nzcache": the same rows in FRACTAL_NZ caches. "int8_nzcache": FRACTAL_NZ caches with the latent quantised to
+"nzcache": the same rows in FRACTAL_NZ caches (the NZ modes read a cache's layout from the mode, as the card's kernel
+does, not from its format tag). "int8_nzcache": FRACTAL_NZ caches with the latent quantised to
 int8 by 1 / ctkv_scale (that quotient and the product rounded to float16 first, as ATB's reference does), and
 q_out0 quantised per head by q_nope_scale [heads]. A negative slot writes nothing. Weights are ND
 ([rows, hidden], wuk [heads, nope, 512]) or given in the card's NZ block order ([1, hidden / 32, rows, 32],
@@ -31,11 +32,10 @@ themselves, which are then written in place)."""
 
 import torch
 
-import torch_npu
 from torch_npu.ops._common import check
 from torch_npu.ops.atb_attention import float_scales
 from torch_npu.ops.atb_mla import op_mode
-from torch_npu.ops.atb_paged_cache import write_slots
+from torch_npu.ops.atb_paged_cache import write_rows
 from torch_npu.ops.norms import rms_statistics
 from torch_npu.ops.quant import int_accumulate, requantize
 from torch_npu.ops.registration import npu_op
@@ -47,7 +47,6 @@ _CACHE_MODES = ("krope_ctkv", "int8_nzcache", "nzcache")
 _QUANT_MODES = ("per_tensor_quant_asymm", "per_token_quant_symm")
 _LATENT, _ROPE = 512, 64
 _EPS = 1e-5
-_FRACTAL_NZ = 29
 
 
 def _nd_weight(weight, name):
@@ -118,19 +117,18 @@ def _check_inputs(input, wdq, wuq, wuk, gamma1, cos, sin, slotmapping):
 
 
 def _card_caches(cache_mode, caches):
-    """The caches as the kernel addresses them: ND as given; FRACTAL_NZ as consecutive blocks of one token row
-    (512 or 64 values) per block row, [blocks, width / c0, block_size, c0], whatever their second dim."""
-    nz = cache_mode != "krope_ctkv"
-    viewed = []
+    """The caches as rows [blocks, block_size, ...] the way the kernel addresses them: ND as given; in the NZ modes
+    as consecutive blocks [width / c0, block_size, c0] of one token row (512 or 64 values) per block row, whatever
+    their second dim (and, as on the card, whatever format they are tagged with)."""
+    if cache_mode == "krope_ctkv":
+        return [cache for cache, _ in caches]
+    rows = []
     for (cache, name), width in zip(caches, (_LATENT, _ROPE), strict=True):
-        is_nz = torch_npu.get_npu_format(cache) == _FRACTAL_NZ if cache.device.type == "npu" else False
-        check(is_nz == nz, _OP, f"cache_mode '{cache_mode}' takes {'FRACTAL_NZ (npu_format_cast(cache, 29))' if nz else 'ND'} caches; {name} is not")  # fmt: skip
-        if nz:
-            c0, block_size = cache.shape[-1], cache.shape[2]
-            check(cache.dim() == 4 and cache.is_contiguous() and width % c0 == 0 and cache.numel() % (width * block_size) == 0, _OP, f"{name} must be a contiguous FRACTAL_NZ [blocks, {width} / c0, block_size, c0], got {tuple(cache.shape)}")  # fmt: skip
-            cache = cache.view(-1, width // c0, block_size, c0)
-        viewed.append(cache)
-    return viewed
+        c0 = 32 // cache.element_size()  # a fractal row is 32 bytes
+        fits = cache.dim() == 4 and cache.is_contiguous() and cache.shape[-1] == c0 and cache.numel() % (width * cache.shape[2]) == 0  # fmt: skip
+        check(fits, _OP, f"{name} must be a contiguous [blocks, {width} / {c0}, block_size, {c0}] cache for cache_mode '{cache_mode}', got {tuple(cache.shape)}")  # fmt: skip
+        rows.append(cache.view(-1, width // c0, cache.shape[2], c0).permute(0, 2, 1, 3))
+    return rows
 
 
 def _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, descale1, gamma2, cos, sin, wuk,
@@ -158,8 +156,8 @@ def _preprocess(input, gamma0, beta0, wdqkv, descale0, gamma1, beta1, wuq, desca
         latent = requantize((latent.float() * inverse).half().float(), torch.int8)
         product = q_nope.float() * q_nope_scale.reshape(1, heads, 1).float()
         q_nope = requantize(product.half().float() if dtype == torch.float16 else product, torch.int8)
-    write_slots(latent, caches[0], slotmapping, _OP, "the latent")
-    write_slots(k_rope, caches[1], slotmapping, _OP, "the rotary key")
+    write_rows(latent, caches[0], slotmapping)
+    write_rows(k_rope, caches[1], slotmapping)
     return q_nope, q_rope
 
 

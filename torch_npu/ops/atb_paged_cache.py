@@ -45,10 +45,14 @@ def write_slots(tokens, cache, slots, op, name):
     """cache[slot] = token for every non-negative slot, touching only the tokens' rows (never the whole cache) and
     reading nothing on the host: a skipped token (slot < 0) is sent to the first written token's row with that
     token's values (or, when no token is written, to row 0 with its own contents), so that it changes nothing."""
-    rows_view = _token_rows_of(cache, tokens, op, name)
+    write_rows(tokens, _token_rows_of(cache, tokens, op, name), slots)
+
+
+def write_rows(tokens, rows_view, slots):
+    """write_slots into a cache already viewed as rows [blocks, block_size, *a token's shape]."""
     block_size = rows_view.shape[1]
-    slots = slots.to(device=cache.device, dtype=torch.long).flatten()
-    values = tokens.reshape(tokens.shape[0], *rows_view.shape[2:]).to(cache.dtype)
+    slots = slots.to(device=rows_view.device, dtype=torch.long).flatten()
+    values = tokens.reshape(tokens.shape[0], *rows_view.shape[2:]).to(rows_view.dtype)
     keep = slots >= 0
     first = keep.to(torch.uint8).argmax().view(1)  # the first written token (token 0 when none is), as an index
     any_kept = keep[first]
