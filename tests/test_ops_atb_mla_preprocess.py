@@ -236,6 +236,10 @@ def test_fake_tensors_give_op_plugins_output_shapes():
             "cache_mode 'int8_nzcache' needs ctkv_scale and q_nope_scale",
         ),  # fmt: skip
         ({"wuq": "short"}, "wuq must be [2 * (16 + 64), 64], got (150, 64)"),
+        (
+            {"kv_cache_rope": "wide"},
+            "kv_cache_rope must be [blocks, block_size, 1, 64] for cache_mode 'krope_ctkv', got (3, 16, 1, 128)",
+        ),  # fmt: skip
         ({"cos": "short"}, "cos must be [3, 64], got (2, 64)"),
     ],
 )
@@ -245,6 +249,8 @@ def test_argument_errors_name_the_argument(change, message):
     for name, value in change.items():
         if value == "nz":
             a[name] = _nz(args[name])
+        elif value == "wide":
+            a[name] = torch.zeros(BLOCKS, BLOCK_SIZE, 1, 2 * ROPE, dtype=torch.float16).npu()
         elif value == "short":
             a[name] = a[name][:-10] if name == "wuq" else a[name][:-1]
         elif name in a:

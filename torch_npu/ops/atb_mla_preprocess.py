@@ -120,10 +120,12 @@ def _card_caches(cache_mode, caches):
     """The caches as rows [blocks, block_size, ...] the way the kernel addresses them: ND as given; in the NZ modes
     as consecutive blocks [width / c0, block_size, c0] of one token row (512 or 64 values) per block row, whatever
     their second dim (and, as on the card, whatever format they are tagged with)."""
-    if cache_mode == "krope_ctkv":
-        return [cache for cache, _ in caches]
     rows = []
     for (cache, name), width in zip(caches, (_LATENT, _ROPE), strict=True):
+        if cache_mode == "krope_ctkv":
+            check(cache.dim() == 4 and cache.shape[2:].numel() == width, _OP, f"{name} must be [blocks, block_size, 1, {width}] for cache_mode 'krope_ctkv', got {tuple(cache.shape)}")  # fmt: skip
+            rows.append(cache)
+            continue
         c0 = 32 // cache.element_size()  # a fractal row is 32 bytes
         fits = cache.dim() == 4 and cache.is_contiguous() and cache.shape[-1] == c0 and cache.numel() % (width * cache.shape[2]) == 0  # fmt: skip
         check(fits, _OP, f"{name} must be a contiguous [blocks, {width} / {c0}, block_size, {c0}] cache for cache_mode '{cache_mode}', got {tuple(cache.shape)}")  # fmt: skip

@@ -54,14 +54,14 @@ def _gru_direction(x, h0, group, has_biases, reverse, op):
     return y, (records["h"][0 if reverse else -1],), records
 
 
-def _stack(op, run, per_group, x, states, params, has_biases, num_layers, dropout, train, bidirectional,
-           batch_first, batch_sizes):  # fmt: skip
+def _stack(op, run, x, states, params, has_biases, num_layers, dropout, train, bidirectional, batch_first,
+           batch_sizes):  # fmt: skip
     """(y, final states stacked [layers * directions, B, H] each, {name: [per layer and direction]})."""
     check(batch_sizes is None or batch_sizes.numel() == 0, op, "packed sequences (batch_sizes) are not modelled by vnpu; nn.LSTM and nn.GRU run them through ATen")  # fmt: skip
     check(not (train and dropout > 0 and num_layers > 1), op, f"dropout={dropout} between layers while training is not modelled by vnpu (the card's backward is given no mask)")  # fmt: skip
     check(x.dim() == 3, op, f"input must be 3-D [T, B, input] (or [B, T, input] with batch_first), got {x.dim()}-D")
     directions = 2 if bidirectional else 1
-    per = per_group + 2 * has_biases
+    per = 4 if has_biases else 2  # weight_ih, weight_hh (, bias_ih, bias_hh)
     check(len(params) == per * num_layers * directions, op, f"params must hold {per} tensors per layer and direction ({per * num_layers * directions}), got {len(params)} (projections are not supported)")  # fmt: skip
     layer_input = x.transpose(0, 1) if batch_first else x
     finals, records = [[] for _ in states], {}
@@ -98,7 +98,7 @@ def _lstm_npu(input, hx, params, has_biases, num_layers, dropout, train, bidirec
     """(y, h_n, c_n, i, j, f, o, h, c, tanhc): see the module doc."""
     check(len(hx) == 2, "_lstm_npu", f"hx must be [h0, c0], got {len(hx)} tensors")
     options = _options(has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes)
-    y, (h_n, c_n), records = _stack("_lstm_npu", _lstm_direction, 2, input, hx, params, **options)
+    y, (h_n, c_n), records = _stack("_lstm_npu", _lstm_direction, input, hx, params, **options)
     kept = {name: torch.stack(values) if train or name in ("h", "c") else input.new_empty(0) for name, values in records.items()}  # fmt: skip
     return y, h_n, c_n, *(kept[name] for name in ("i", "j", "f", "o", "h", "c", "tanhc"))
 
@@ -108,7 +108,7 @@ def _gru_npu(input, hx, params, has_biases, num_layers, dropout, train, bidirect
              batch_sizes=None):  # fmt: skip
     """(y, h_n, r, z, n, hn, h): see the module doc."""
     options = _options(has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes)
-    y, (h_n,), records = _stack("_gru_npu", _gru_direction, 2, input, [hx], params, **options)
+    y, (h_n,), records = _stack("_gru_npu", _gru_direction, input, [hx], params, **options)
     kept = {name: torch.stack(values) if train else input.new_empty(0) for name, values in records.items()}
     return y, h_n, *(kept[name] for name in ("r", "z", "n", "hn", "h"))
 
@@ -118,7 +118,7 @@ def _vjp_of_stack(op, run, grads, input, states, params, options):
     count = len(states)
 
     def forward(x, *rest):
-        y, finals, _ = _stack(op, run, 2, x, list(rest[:count]), list(rest[count:]), **options)
+        y, finals, _ = _stack(op, run, x, list(rest[:count]), list(rest[count:]), **options)
         return (y, *finals)
 
     inputs = [input, *states, *params]
@@ -187,8 +187,7 @@ def _autograd(name, forward_op, backward_op, state_count, differentiable_outputs
 
     def kernel(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, *, batch_first=False,
                batch_sizes=None):  # fmt: skip
-        options = dict(has_biases=has_biases, num_layers=num_layers, dropout=dropout, train=train,
-                       bidirectional=bidirectional, batch_first=batch_first, batch_sizes=batch_sizes)  # fmt: skip
+        options = _options(has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes)
         states = list(hx) if state_count > 1 else [hx]
         return function.apply(options, input, *states, *params)
 
