@@ -118,6 +118,7 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
   c.source = source;
   c.text = text;
   Tokens t(text);
+  bool large_segment_given = false;  // large_segment_size_mb outranks the deprecated segment_size_mb
   static const std::vector<std::string> known = {"max_split_size_mb",
                                                  "max_non_split_rounding_mb",
                                                  "garbage_collection_threshold",
@@ -161,9 +162,11 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
       i = parse_roundup(t, i, c);
     } else if (key == "large_segment_size_mb") {
       c.large_segment_size = parse_size_mb(t, i, key, 11, size_t(1) << 40, "> 10");
+      large_segment_given = true;
     } else if (key == "segment_size_mb") {
       TORCH_WARN_ONCE("`segment_size_mb` is deprecated, please use `large_segment_size_mb` instead.");
-      c.large_segment_size = parse_size_mb(t, i, key, 20, 512, "[20, 512]");
+      const size_t size = parse_size_mb(t, i, key, 20, 512, "[20, 512]");
+      c.large_segment_size = large_segment_given ? c.large_segment_size : size;
     } else if (key == "per_process_memory_fraction") {
       double v = parse_double(value_at(t, i, key), key);
       TORCH_CHECK(v >= 0.0 && v <= 1.0, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]");
@@ -191,6 +194,9 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
       ++i;
     }
   }
+  TORCH_CHECK(c.max_split_size >= c.large_segment_size, "CachingAllocator option max_split_size_mb (",
+              c.max_split_size / kMB, ") must be greater than or equal to large_segment_size_mb (",
+              c.large_segment_size / kMB, ")");
   TORCH_CHECK(!c.expandable_segments ||
                   (c.max_split_size == std::numeric_limits<size_t>::max() && c.garbage_collection_threshold == 0),
               "`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with "
