@@ -172,6 +172,8 @@ PATCHES += (
             "torch.dropout_with_byte_mask",
             "torch._dropout_with_byte_mask",
             "torch._dropout_with_byte_mask_backward",
+            "torch._lstm_npu*",
+            "torch._gru_npu*",
         ),
     ),
     Patch(
