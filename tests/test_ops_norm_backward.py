@@ -50,6 +50,18 @@ def test_rms_norm_backward_quant_quantises_the_input_gradient_statically(div_mod
     assert torch.equal(dx_q.cpu(), torch.round(expected).clamp(-128, 127).to(torch.int8))  # npu_rms_norm_backward's dx
 
 
+def test_rms_norm_backward_quant_equals_op_plugins_splice_in_float16():
+    """op-plugin's reference: npu_rms_norm_backward (d x in x's dtype), then npu_quantize."""
+    g = torch.Generator().manual_seed(2)
+    dy, x = (torch.randn(2, 4, 64, generator=g).half().npu() for _ in range(2))
+    rstd, gamma = torch.rand(2, 4, generator=g).npu() + 0.5, torch.randn(64, generator=g).half().npu()
+    scale, offset = torch.tensor([0.1]).npu(), torch.tensor([0], dtype=torch.int32).npu()
+    dx, dgamma = torch_npu.npu_rms_norm_backward(dy, x, gamma, rstd)
+    q, q_dgamma = torch_npu._npu_rms_norm_backward_quant(dy, x, rstd, gamma, scale, offset_x=offset)
+    assert torch.equal(q.cpu(), torch_npu.npu_quantize(dx, scale, offset, dtype=1, div_mode=True).cpu())
+    assert torch.equal(q_dgamma.cpu(), dgamma.cpu())
+
+
 def test_rms_norm_backward_quant_to_hifloat8_and_its_refusals():
     from torch_npu.utils import hifloat8
 

@@ -1,6 +1,6 @@
 """The normalisation backward operators torch_npu exposes by name, from the forward's saved statistics:
-npu_rms_norm_backward (y = x * rstd * gamma), _npu_rms_norm_backward_quant (the same with d x quantised
-statically: round(dx / scale_x + offset_x) with div_mode, round(dx * scale_x + offset_x) without, to int8 (the
+npu_rms_norm_backward (y = x * rstd * gamma), _npu_rms_norm_backward_quant (the same with d x (in x's dtype)
+quantised statically: round(dx / scale_x + offset_x) with div_mode, round(dx * scale_x + offset_x) without, to int8 (the
 default dst_type 1) or torch_npu.hifloat8 (290, uint8 codes)), npu_add_layer_norm_backward (y = LayerNorm(x1 + x2); the same
 gradient for x1 and x2, plus dsum when given) and npu_deep_norm_backward (y = LayerNorm(alpha * x + gx)).
 Computed in float32 and rounded to the inputs' dtypes."""
@@ -71,6 +71,7 @@ def _npu_rms_norm_backward_quant(dy, x, rstd, gamma, scale_x, *, offset_x=None, 
     check(quant_mode == "static", _QUANT_OP, f"quant_mode must be 'static' (the only mode of RmsNormGradQuant), got '{quant_mode}'")  # fmt: skip
     dst = _quant_dst(dst_type)
     dx, dgamma = _rms_norm_grads(dy, x, gamma, rstd)
+    dx = dx.to(x.dtype).float()  # quantised from d x in x's dtype, as op-plugin's reference splices the two operators
     scale = scale_x.float()
     dx = dx / scale if div_mode is None or div_mode else dx * scale
     if offset_x is not None:
