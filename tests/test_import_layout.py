@@ -4,6 +4,7 @@ dtype names, os.getenv patched, Dynamo / inductor / c10d registrations — each 
 
 import json
 
+import pytest
 import torch
 from subprocess_helpers import run_python
 
@@ -96,9 +97,21 @@ def test_operator_documentation_shows_the_schema_and_the_kernels_text():
 def test_dtype_names_of_cd_are_torch_npu_attributes():
     dtype_class = torch_npu._C._cd.DType
     names = [n for n in dir(dtype_class) if not n.startswith("_")]
-    assert sorted(names) == ["float4_e1m2fn_x2", "float4_e2m1fn_x2", "float8_e8m0fnu", "hifloat8", "int4"]
+    assert len(names) == 27 and {"hifloat8", "int4", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn_x2"} <= set(
+        names
+    )
     assert all(getattr(torch_npu, n) == getattr(dtype_class, n) for n in names)
-    assert int(torch_npu.hifloat8) == 290
+    # aclDataType + 256, the numbers torch_npu's operators take in their dtype arguments
+    assert (int(torch_npu.float32), int(torch_npu.hifloat8), int(torch_npu.float8_e4m3fn)) == (256, 290, 292)
+
+
+def test_dtype_numbers_that_pytorch_has_stand_for_its_dtypes_and_the_cards_own_are_refused():
+    from torch_npu.ops._common import dtype_of
+
+    assert dtype_of(torch_npu.float8_e4m3fn, "op") is torch.float8_e4m3fn and dtype_of(256, "op") is torch.float32
+    with pytest.raises(RuntimeError) as info:
+        dtype_of(torch_npu.float6_e3m2, "op")
+    assert str(info.value).splitlines()[0] == "op: dtype=torch_npu.float6_e3m2 is a format vnpu does not compute"
 
 
 def test_os_getenv_is_torch_npus_and_reads_the_environment(monkeypatch):

@@ -16,6 +16,8 @@ import logging
 import sys
 import types
 
+import torch
+
 __all__ = ["register"]
 
 
@@ -54,13 +56,43 @@ def _mstx_members():
 
 
 class DTypeNumber(enum.IntEnum):
-    """torch_npu's dtypes outside PyTorch, by the number its operators take in their dtype arguments."""
+    """torch_npu's dtype constants (torch_npu.<name>): the number its operators take in their dtype arguments, an
+    aclDataType + 256. Those PyTorch has too stand for its dtype (TORCH_DTYPES); the rest are formats of the card."""
 
+    float32 = 256
+    float16 = 257
+    int8 = 258
+    int32 = 259
+    uint8 = 260
+    int16 = 262
+    uint16 = 263
+    uint32 = 264
+    int64 = 265
+    uint64 = 266
+    float64 = 267
+    bool = 268
+    string = 269
+    complex64 = 272
+    complex128 = 273
+    bfloat16 = 283
     int4 = 285
+    uint1 = 286
+    complex32 = 289
     hifloat8 = 290
+    float8_e5m2 = 291
+    float8_e4m3fn = 292
     float8_e8m0fnu = 293
+    float6_e3m2 = 294
+    float6_e2m3 = 295
     float4_e2m1fn_x2 = 296
     float4_e1m2fn_x2 = 297
+
+
+TORCH_DTYPES = {
+    number: getattr(torch, number.name)
+    for number in DTypeNumber
+    if number.name not in ("string", "complex32") and isinstance(getattr(torch, number.name, None), torch.dtype)
+}  # fmt: skip
 
 
 class DType:

@@ -40,8 +40,10 @@ def dtype_of(value, op, argument="dtype"):
     """The torch.dtype an `int dtype` argument names."""
     if isinstance(value, torch.dtype):
         return value
-    from torch_npu._c_children import DTypeNumber
+    from torch_npu._c_children import TORCH_DTYPES, DTypeNumber
 
+    if value in TORCH_DTYPES:  # torch_npu.float32 (256), torch_npu.float8_e4m3fn (292), ...
+        return TORCH_DTYPES[value]
     npu_only = DTypeNumber._value2member_map_.get(value)
     check(
         npu_only is None, op, f"{argument}=torch_npu.{getattr(npu_only, 'name', '')} is a format vnpu does not compute"
