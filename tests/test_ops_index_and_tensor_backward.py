@@ -61,6 +61,9 @@ def test_npu_index_add_adds_rows_at_a_flattened_index_in_place_or_out_of_place()
     assert torch.equal(out.cpu(), want) and torch.equal(npu_x.cpu(), x)
     assert torch_npu._npu_index_add_(npu_x, index.npu(), source.npu(), alpha=-2) is npu_x
     assert torch.equal(npu_x.cpu(), want)
+    with pytest.raises(RuntimeError) as info:
+        torch_npu._npu_index_add(npu_x, index.npu(), torch.randn(3, 3).npu())
+    assert str(info.value).splitlines()[0] == "_npu_index_add: source holds 3 rows of self's shape, index 4"
     compiled = torch.compile(lambda t, i, s: torch_npu._npu_index_add_(t.clone(), i, s), backend="aot_eager", fullgraph=True)  # fmt: skip
     assert torch.equal(compiled(x.npu(), index.npu(), source.npu()).cpu(), x.index_add(0, index.flatten(), source.reshape(4, 3)))  # fmt: skip
 

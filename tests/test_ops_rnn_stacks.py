@@ -113,6 +113,13 @@ def test_refused_arguments_say_why(change, message):
     raises_operator_error(call, f"_lstm_npu: {message}")
 
 
+def test_lstm_npu_takes_h0_and_c0():
+    lstm, x, h0, _ = _case(1, False, False, True)
+    params = [p.detach().npu() for p in lstm._flat_weights]
+    call = lambda: torch_npu._lstm_npu(x.npu(), [h0.npu()], params, True, 1, 0.0, True, False)  # noqa: E731
+    raises_operator_error(call, "_lstm_npu: hx must be [h0, c0], got 1 tensors")
+
+
 def _gru_case(layers, bidirectional, batch_first, bias):
     torch.manual_seed(17 + layers * 4 + bidirectional * 2 + batch_first)
     gru = torch.nn.GRU(INPUT, HIDDEN, num_layers=layers, bias=bias, bidirectional=bidirectional, batch_first=batch_first)  # fmt: skip
