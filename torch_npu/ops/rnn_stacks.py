@@ -189,7 +189,7 @@ def _autograd(name, forward_op, backward_op, state_count, differentiable_outputs
                batch_sizes=None):  # fmt: skip
         options = _options(has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes)
         if state_count > 1:  # (checked before the list is spread into separate tensors)
-            check(len(hx) == state_count, forward_op._schema.name.split("::")[-1], f"hx must be [h0, c0], got {len(hx)} tensors")  # fmt: skip
+            check(len(hx) == state_count, forward_op.__name__, f"hx must be [h0, c0], got {len(hx)} tensors")  # fmt: skip
         states = list(hx) if state_count > 1 else [hx]
         return function.apply(options, input, *states, *params)
 
