@@ -170,25 +170,19 @@ def test_ring_mla_refuses_what_op_plugin_refuses():
         RuntimeError,
         "Expected CPU tensor, please check whether the input seqlen tensor device is correct.",
     )
-    raises_operator_error(
-        lambda: torch_npu.atb.npu_ring_mla(
-            q_nope, q_rope, k, r, v, mask, torch.tensor([4]), HEADS, 2, calc_type="calc_type_default"
+    for seqlen, options, message in (
+        (
+            [4],
+            {"calc_type": "calc_type_default"},
+            "calc_type 'calc_type_default' merges into pre_out and prev_lse, which are required",
         ),  # fmt: skip
-        "npu_ring_mla: calc_type 'calc_type_default' merges into pre_out and prev_lse, which are required",
-    )
-    raises_operator_error(
-        lambda: torch_npu.atb.npu_ring_mla(
-            q_nope, q_rope, k, r, v, mask, torch.tensor([4]), HEADS, 2, mask_type="mask_type_free"
-        ),  # fmt: skip
-        "npu_ring_mla: Unsupported mask_type value: 'mask_type_free'",
-    )
-    raises_operator_error(
-        lambda: torch_npu.atb.npu_ring_mla(
-            q_nope, q_rope, k, r, v, mask, torch.tensor([4]), HEADS, 2, input_layout="type_bnsd"
-        ),  # fmt: skip
-        "npu_ring_mla: Unsupported input_layout value: 'type_bnsd'",
-    )
-    raises_operator_error(
-        lambda: torch_npu.atb.npu_ring_mla(q_nope, q_rope, k, r, v, mask, torch.tensor([3]), HEADS, 2),
-        "npu_ring_mla: seqlen gives 3 query tokens, q_nope has 4",
-    )
+        ([4], {"mask_type": "mask_type_free"}, "Unsupported mask_type value: 'mask_type_free'"),
+        ([4], {"input_layout": "type_bnsd"}, "Unsupported input_layout value: 'type_bnsd'"),
+        ([3], {}, "seqlen gives 3 query tokens, q_nope has 4"),
+    ):
+        raises_operator_error(
+            lambda seqlen=seqlen, options=options: torch_npu.atb.npu_ring_mla(
+                q_nope, q_rope, k, r, v, mask, torch.tensor(seqlen), HEADS, 2, **options
+            ),
+            f"npu_ring_mla: {message}",
+        )

@@ -20,6 +20,16 @@ def _case(layers, bidirectional, batch_first, bias):
     return lstm, x, torch.randn(states, BATCH, HIDDEN), torch.randn(states, BATCH, HIDDEN)
 
 
+def _backward_is_one_operator(want, got, operator):
+    """Backpropagates the same random cotangents through torch's outputs `want` and the npu ones `got`; the npu
+    backward must reach the dispatcher as the one operator."""
+    grads = [torch.randn(t.shape) for t in want]
+    sum((t * g).sum() for t, g in zip(want, grads, strict=True)).backward()
+    with _Ops() as ops:
+        sum((t * g.npu()).sum() for t, g in zip(got, grads, strict=True)).backward()
+    assert f"npu.{operator}" in ops.names and "aten.sigmoid" not in ops.names
+
+
 class _Ops(TorchDispatchMode):
     def __init__(self):
         super().__init__()
@@ -45,11 +55,7 @@ def test_lstm_npu_equals_nn_lstm_forward_and_backward(layers, bidirectional, bat
         torch.testing.assert_close(got.cpu(), want.detach(), atol=1e-6, rtol=1e-5)
     assert all(t.shape == (h0.shape[0], STEPS, BATCH, HIDDEN) for t in out[3:])
     assert type(out[0].grad_fn).__name__ == "LstmNpuBackward"
-    dy, dh = torch.randn(y.shape), torch.randn(h_n.shape)
-    ((y * dy).sum() + (h_n * dh).sum()).backward()
-    with _Ops() as ops:
-        ((out[0] * dy.npu()).sum() + (out[1] * dh.npu()).sum()).backward()
-    assert "npu._lstm_npu_backward" in ops.names and "aten.sigmoid" not in ops.names  # one backward operator
+    _backward_is_one_operator((y, h_n), out[:2], "_lstm_npu_backward")
     torch.testing.assert_close(xn.grad.cpu(), x.grad, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(hn0.grad.cpu(), h0.grad, atol=1e-5, rtol=1e-5)
     for got, want in zip(params, lstm._flat_weights, strict=True):
@@ -142,11 +148,7 @@ def test_gru_npu_equals_nn_gru_forward_and_backward(layers, bidirectional, batch
         torch.testing.assert_close(got.cpu(), want.detach(), atol=1e-6, rtol=1e-5)
     assert all(t.shape == (h0.shape[0], STEPS, BATCH, HIDDEN) for t in out[2:])
     assert type(out[0].grad_fn).__name__ == "GruNpuBackward"
-    dy, dh = torch.randn(y.shape), torch.randn(h_n.shape)
-    ((y * dy).sum() + (h_n * dh).sum()).backward()
-    with _Ops() as ops:
-        ((out[0] * dy.npu()).sum() + (out[1] * dh.npu()).sum()).backward()
-    assert "npu._gru_npu_backward" in ops.names and "aten.sigmoid" not in ops.names
+    _backward_is_one_operator((y, h_n), out[:2], "_gru_npu_backward")
     for got, want in zip([xn, hn0, *params], [x, h0, *gru._flat_weights], strict=True):
         torch.testing.assert_close(got.grad.cpu(), want.grad, atol=1e-5, rtol=1e-5)
 

@@ -35,7 +35,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.atb_attention import float_scales
 from torch_npu.ops.atb_mla import op_mode
-from torch_npu.ops.atb_paged_cache import write_rows
+from torch_npu.ops.atb_paged_cache import fractal_rows, write_rows
 from torch_npu.ops.norms import rms_statistics
 from torch_npu.ops.quant import int_accumulate, requantize
 from torch_npu.ops.registration import npu_op
@@ -49,10 +49,15 @@ _LATENT, _ROPE = 512, 64
 _EPS = 1e-5
 
 
+def _unblocked(blocked):
+    """[n, rows, K] from the card's NZ block order [n, K / c0, rows, c0]."""
+    return fractal_rows(blocked).reshape(blocked.shape[0], blocked.shape[2], -1)
+
+
 def _nd_weight(weight, name):
     """A weight [rows, cols] from its ND form or from the card's NZ block order [1, cols / c0, rows, c0]."""
     if weight.dim() == 4 and weight.shape[0] == 1:
-        return weight[0].permute(1, 0, 2).reshape(weight.shape[2], -1)
+        return _unblocked(weight)[0]
     check(weight.dim() == 2, _OP, f"{name} must be [rows, hidden] or [1, hidden / 32, rows, 32], got {tuple(weight.shape)}")  # fmt: skip
     return weight
 
@@ -60,7 +65,7 @@ def _nd_weight(weight, name):
 def _nd_wuk(wuk):
     """wuk [heads, nope, 512] from its ND form or from NZ block order [heads, 512 / 16, nope, 16]."""
     if wuk.dim() == 4:
-        return wuk.permute(0, 2, 1, 3).reshape(wuk.shape[0], wuk.shape[2], -1)
+        return _unblocked(wuk)
     check(wuk.dim() == 3, _OP, f"wuk must be [heads, nope, 512] or [heads, 32, nope, 16], got {tuple(wuk.shape)}")
     return wuk
 
@@ -129,7 +134,7 @@ def _card_caches(cache_mode, caches):
         c0 = 32 // cache.element_size()  # a fractal row is 32 bytes
         fits = cache.dim() == 4 and cache.is_contiguous() and cache.shape[-1] == c0 and cache.numel() % (width * cache.shape[2]) == 0  # fmt: skip
         check(fits, _OP, f"{name} must be a contiguous [blocks, {width} / {c0}, block_size, {c0}] cache for cache_mode '{cache_mode}', got {tuple(cache.shape)}")  # fmt: skip
-        rows.append(cache.view(-1, width // c0, cache.shape[2], c0).permute(0, 2, 1, 3))
+        rows.append(fractal_rows(cache.view(-1, width // c0, cache.shape[2], c0)))
     return rows
 
 

@@ -24,10 +24,15 @@ def _is_nz(cache):
     return torch_npu.get_npu_format(cache) == _FRACTAL_NZ
 
 
+def fractal_rows(blocked):
+    """A FRACTAL_NZ block order [n, K / c0, rows, c0] viewed as [n, rows, K / c0, c0]: each row's K values together."""
+    return blocked.permute(0, 2, 1, 3)
+
+
 def cache_rows(cache):
     """A paged cache as [blocks, block_size, ...] rows, one per token: ND as it is, FRACTAL_NZ
     ([blocks, H / c0, block_size, c0]) through a view."""
-    return cache.permute(0, 2, 1, 3) if _is_nz(cache) else cache
+    return fractal_rows(cache) if _is_nz(cache) else cache
 
 
 def _token_rows_of(cache, tokens, op, name):
