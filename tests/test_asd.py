@@ -106,6 +106,14 @@ def test_v2_packs_the_history_and_counts_its_steps(silent_log):
         "stops here and resumes from the last checkpoint)"
     )
     assert (sfda.cpu().tolist(), int(step)) == ([2.0, 1.0, 5e6], 11)
+    grad, val = torch.ones(3).npu(), torch.tensor(1.0).npu()
+    for args, message in (
+        ((val, grad, sfda[:2], step), "sfda must hold [pre_val, min_val, max_val], got shape (2,)"),
+        ((torch.ones(2).npu(), grad, sfda, step), "val must hold one value, got shape (2,)"),
+    ):
+        with pytest.raises(RuntimeError) as info:
+            torch_npu._npu_silent_check_v2(*args, 7, *THRESHOLDS, 1)
+        assert str(info.value).splitlines()[0] == f"_npu_silent_check_v2: {message}"
 
 
 def test_loss_scale_zero_is_refused():

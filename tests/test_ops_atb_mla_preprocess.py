@@ -241,18 +241,28 @@ def test_fake_tensors_give_op_plugins_output_shapes():
             "kv_cache_rope must be [blocks, block_size, 1, 64] for cache_mode 'krope_ctkv', got (3, 16, 1, 128)",
         ),  # fmt: skip
         ({"cos": "short"}, "cos must be [3, 64], got (2, 64)"),
+        ({"slotmapping": "short"}, "slotmapping must hold 3 slots, got 2"),
+        ({"wdqkv": "short"}, "wdqkv must be [576 + q_lora (64), 256], got (639, 256)"),
+        ({"input": torch.float32}, "input must be float16 or bfloat16 [tokens, hidden], got torch.float32 (3, 256)"),
+        ({"wuq": torch.float16}, "wuq must be int8, got torch.float16"),
+        ({"wdqkv": lambda w: w[None]}, "wdqkv must be [rows, hidden] or [1, hidden / 32, rows, 32], got (1, 640, 256)"),
+        ({"wuk": lambda w: w[0]}, "wuk must be [heads, nope, 512] or [heads, 32, nope, 16], got (16, 512)"),
     ],
 )
 def test_argument_errors_name_the_argument(change, message):
     args, options = _inputs(torch.float16)
     a, o = _npu(args, options)
     for name, value in change.items():
-        if value == "nz":
+        if isinstance(value, torch.dtype):
+            a[name] = a[name].to(value)
+        elif callable(value):
+            a[name] = value(a[name])
+        elif value == "nz":
             a[name] = _nz(args[name])
         elif value == "wide":
             a[name] = torch.zeros(BLOCKS, BLOCK_SIZE, 1, 2 * ROPE, dtype=torch.float16).npu()
         elif value == "short":
-            a[name] = a[name][:-10] if name == "wuq" else a[name][:-1]
+            a[name] = a[name][:-10] if name == "wuq" else a[name][:-1]  # (wdqkv: one row short)
         elif name in a:
             a[name] = value
         else:
