@@ -6,6 +6,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
 #include <algorithm>
@@ -75,7 +76,78 @@ void check_strided(const at::Tensor& cpu) {
                               "strided, dense tensors are)");
 }
 
+// The redirect's CPU aliases are recycled per thread. A fresh alias is two heap objects (TensorImpl,
+// StorageImpl) built and freed again around every call, about a third of the redirect's instructions for
+// a small operator; an alias that nothing references after its call (no kernel kept it, no Python object,
+// no weak reference, its storage not shared) is emptied and re-pointed at a later argument instead.
+// One thread-local object, reached once per call site (each access to thread-local storage of a shared
+// library is a function call).
+struct SpareAliases {
+  static constexpr size_t kKept = 8;
+  c10::SmallVector<at::Tensor, kKept> tensors;
+  int64_t built = 0;  // aliases made afresh
+};
+thread_local SpareAliases tl_spare_aliases;
+
+bool unreferenced(const at::Tensor& cpu) {
+  const c10::TensorImpl* impl = cpu.unsafeGetTensorImpl();
+  if (cpu.use_count() != 1 || cpu.weak_use_count() != 1 || !impl->has_storage()) {
+    return false;
+  }
+  const c10::Storage& storage = impl->unsafe_storage();
+  const c10::StorageImpl* storage_impl = storage.unsafeGetStorageImpl();
+  // weak_use_count counts the strong owners as one, and the probe itself.
+  return storage.use_count() == 1 && storage.getWeakStorageImpl().weak_use_count() == 2 && storage.resizable() &&
+         impl->pyobj_slot()->load_pyobj() == nullptr && storage_impl->pyobj_slot()->load_pyobj() == nullptr &&
+         !impl->is_conj() && !impl->is_neg() && !impl->is_wrapped_number() && impl->allow_tensor_metadata_change();
+}
+
+void keep_spare(SpareAliases& spare, at::Tensor& cpu) {
+  if (spare.tensors.size() < SpareAliases::kKept && unreferenced(cpu)) {
+    // Releases memory a kernel may have grown the alias into (sync_written moved any it kept).
+    c10::StorageImpl* storage = cpu.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+    storage->set_data_ptr_noswap(c10::DataPtr());
+    storage->set_nbytes(0);
+    spare.tensors.push_back(std::move(cpu));
+  }
+  cpu.reset();
+}
+
+// A non-owning CPU alias of `npu` (strided, with a storage): a kept one re-pointed at its memory, or a new
+// one. Aliases made inside and outside inference mode differ in their keys and version counter.
+at::Tensor recycled_alias(const at::Tensor& npu) {
+  SpareAliases& spare = tl_spare_aliases;
+  if (spare.tensors.empty() || spare.tensors.back().is_inference() != c10::InferenceMode::is_enabled()) {
+    ++spare.built;
+    return make_cpu_alias(npu, /*owning=*/false);
+  }
+  check_in_bounds(npu);
+  at::Tensor cpu = std::move(spare.tensors.back());
+  spare.tensors.pop_back();
+  const auto& npu_storage = npu.unsafeGetTensorImpl()->unsafe_storage();
+  c10::TensorImpl* impl = cpu.unsafeGetTensorImpl();
+  c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(c10::DataPtr(const_cast<void*>(npu_storage.data()), c10::Device(c10::kCPU)));
+  storage->set_nbytes(npu_storage.nbytes());
+  if (impl->dtype() != npu.dtype()) {
+    impl->set_storage_and_dtype(impl->storage(), npu.dtype());
+  }
+  if (npu.dim() == 0) {
+    // A 0-dim tensor keeps a fresh TensorImpl's first size and stride (0 and 1) in its inline storage, and
+    // kernels read them: linalg_vector_norm(dim=0) tests sizes()[0] == 1 on scalars. Not a previous size.
+    static constexpr int64_t kFreshSize[] = {0};
+    static constexpr int64_t kFreshStride[] = {1};
+    impl->set_sizes_and_strides(c10::IntArrayRef(kFreshSize), c10::IntArrayRef(kFreshStride));
+  }
+  copy_geometry(npu, cpu);
+  return cpu;
+}
+
 }  // namespace
+
+int64_t redirect_aliases_built() {
+  return tl_spare_aliases.built;
+}
 
 void copy_geometry(const at::Tensor& from, const at::Tensor& to) {
   to.unsafeGetTensorImpl()->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
@@ -201,18 +273,36 @@ at::Tensor CallMapping::alias_input(const at::Tensor& npu, int arg) {
   // PyTorch's overlap checks (copy_, in-place and out= operators) then raise as on the CPU.
   const Alias* sibling = npu_storage != nullptr && !npu._is_zerotensor() ? alias_of_storage(npu_storage) : nullptr;
   at::Tensor cpu;
-  if (sibling != nullptr && sibling->cpu_storage != nullptr) {
+  const bool own = sibling == nullptr || sibling->cpu_storage == nullptr;
+  if (!own) {
     check_in_bounds(npu);
     cpu = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(sibling->cpu.storage()), kCpuKeys, npu.dtype());
     copy_geometry(npu, cpu);
-  } else {
+  } else if (npu_storage == nullptr || npu._is_zerotensor()) {
     cpu = make_cpu_alias(npu, /*owning=*/false);
+  } else {
+    cpu = recycled_alias(npu);
   }
   c10::StorageImpl* storage = cpu.has_storage() ? cpu.storage().unsafeGetStorageImpl() : nullptr;
   aliases.push_back({borrow_inputs ? c10::MaybeOwned<at::Tensor>::borrowed(npu)
                                    : c10::MaybeOwned<at::Tensor>::owned(std::in_place, npu),
-                     cpu, storage, npu_storage, arg});
+                     cpu, storage, npu_storage, arg, own && storage != nullptr && !npu._is_zerotensor()});
   return cpu;
+}
+
+CallMapping::~CallMapping() {
+  if (aliases.empty()) {
+    return;
+  }
+  SpareAliases& spare = tl_spare_aliases;
+  // Last alias first: a sibling sharing an earlier alias's storage goes before that alias is considered.
+  for (auto it = aliases.rbegin(); it != aliases.rend(); ++it) {
+    if (it->recyclable) {
+      keep_spare(spare, it->cpu);
+    } else {
+      it->cpu.reset();
+    }
+  }
 }
 
 void CallMapping::sync_written(const std::vector<uint8_t>& written) {

@@ -17,6 +17,9 @@ namespace vnpu {
 // lives (the redirect's case); an owning alias keeps the npu storage alive.
 at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
 
+// CPU aliases the redirect built afresh on the calling thread (not recycled), for tests and reports.
+int64_t redirect_aliases_built();
+
 // Raises unless every element of the npu tensor lies inside its storage (a view whose storage was
 // resized or freed under it would otherwise send a kernel to memory it does not own).
 void check_in_bounds(const at::Tensor& npu);
@@ -45,6 +48,7 @@ struct CallMapping {
     c10::StorageImpl* cpu_storage;        // the alias storage handed to the kernel
     const c10::StorageImpl* npu_storage;  // the storage it aliases
     int arg;
+    bool recyclable;  // its own TensorImpl and StorageImpl (not a sibling's storage, not a ZeroTensor)
   };
   // Above this many arguments (tensor lists), aliases are found by storage through a hash map.
   static constexpr size_t kIndexedAliases = 16;
@@ -62,6 +66,12 @@ struct CallMapping {
   c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 2> adopted;
   std::unordered_map<const c10::StorageImpl*, size_t> by_storage;
   size_t indexed = 0;  // aliases entered in by_storage
+
+  CallMapping() = default;
+  CallMapping(const CallMapping&) = delete;
+  CallMapping& operator=(const CallMapping&) = delete;
+  // Aliases nothing else holds any more are kept for the calling thread's next arguments.
+  ~CallMapping();
 
   // The first alias over an npu storage, if an earlier argument of this call has one.
   const Alias* alias_of_storage(const c10::StorageImpl* npu_storage);

@@ -8,15 +8,16 @@
 // redispatch. Boxing also copies each tensor argument onto the stack, and the first copy of a tensor
 // only its Python object holds takes the GIL (PyObject preservation), once on the way in and once out.
 //
-// What the redirect costs, in instructions per `a + 1` on a 10-element float tensor (callgrind; the
-// CPU operator is 13.3k, the npu one 16.2k):
-//   ~0.75k  the CPU alias of each npu argument: a non-owning StorageImpl over the npu bytes, a
-//           TensorImpl with the CPU keys, the argument's geometry, the bounds check;
-//   ~0.45k  releasing the aliases and the call's bookkeeping;
-//   ~0.30k  adopting the kernel's result: its TensorImpl and pool block become the npu tensor's;
-//   ~0.45k  the call itself: device checks, the device's pool scope and busy flag, argument tuple;
-//   ~0.25k  per kernel allocation: the npu caching allocator (its statistics, split blocks and
-//           profiler events) instead of malloc, for the result and the kernel's temporaries.
+// What the redirect costs, in instructions per `a + 1` on a 10-element float tensor (callgrind, with
+// the Python call: the CPU operator is 21.0k, the npu one 23.9k):
+//   ~0.85k  the CPU alias of the npu argument: a recycled TensorImpl and StorageImpl (TensorMapping.cpp)
+//           re-pointed at the npu bytes, the argument's geometry, the bounds check, kept again after;
+//   ~1.0k   the kernel's allocation from the npu caching allocator (its statistics, split blocks and
+//           profiler events) instead of malloc, net of the malloc it replaces;
+//   ~0.3k   adopting the kernel's result: its TensorImpl and pool block become the npu tensor's;
+//   ~0.3k   thread-local state (calls, spare aliases, the device's pool scope): each access from a
+//           shared library is a function call;
+//   ~0.45k  the call itself: device checks, the device's pool scope and busy flag, argument tuple.
 #include "aten/DispatchKeys.h"
 #include "aten/HostSync.h"
 #include "aten/OpFacts.h"

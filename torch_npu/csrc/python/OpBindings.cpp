@@ -6,6 +6,7 @@
 #include "aten/HostSync.h"
 #include "aten/OpHooks.h"
 #include "aten/Redirect.h"
+#include "aten/TensorMapping.h"
 #include "compile/HostCompiledCall.h"
 #include "graphs/GraphCapture.h"
 #include "precision/PrecisionEmulation.h"
@@ -95,6 +96,7 @@ void bind_ops(py::module& m) {
     set_cpu_fallback_operators(names, std::move(call));
   });
   m.def("_redirect_calls", &redirect_calls);
+  m.def("_redirect_aliases_built", &redirect_aliases_built);
   m.def("_define_torchvision_operators", &vision::define_torchvision_operators,
         "Defines torchvision's operators with vnpu's CPU kernels (for a torchvision whose extension cannot load)");
   // The profiler's device activity (aten/ActivityRecorder.h): start, then stop -> list of dicts.
