@@ -113,22 +113,21 @@ void keep_spare(SpareAliases& spare, at::Tensor& cpu) {
   cpu.reset();
 }
 
-// A non-owning CPU alias of `npu` (strided, with a storage): a kept one re-pointed at its memory, or a new
-// one. Aliases made inside and outside inference mode differ in their keys and version counter.
-at::Tensor recycled_alias(const at::Tensor& npu) {
+// Re-points a kept alias at the memory and geometry of `npu`, or returns an undefined tensor when none is
+// kept for the current inference-mode state (aliases made inside and outside it differ in their keys and
+// version counter).
+at::Tensor reuse_spare(const at::Tensor& npu, void* data, size_t nbytes) {
   SpareAliases& spare = tl_spare_aliases;
   if (spare.tensors.empty() || spare.tensors.back().is_inference() != c10::InferenceMode::is_enabled()) {
     ++spare.built;
-    return make_cpu_alias(npu, /*owning=*/false);
+    return at::Tensor();
   }
-  check_in_bounds(npu);
   at::Tensor cpu = std::move(spare.tensors.back());
   spare.tensors.pop_back();
-  const auto& npu_storage = npu.unsafeGetTensorImpl()->unsafe_storage();
   c10::TensorImpl* impl = cpu.unsafeGetTensorImpl();
   c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
-  storage->set_data_ptr_noswap(c10::DataPtr(const_cast<void*>(npu_storage.data()), c10::Device(c10::kCPU)));
-  storage->set_nbytes(npu_storage.nbytes());
+  storage->set_data_ptr_noswap(c10::DataPtr(data, c10::Device(c10::kCPU)));
+  storage->set_nbytes(nbytes);
   if (impl->dtype() != npu.dtype()) {
     impl->set_storage_and_dtype(impl->storage(), npu.dtype());
   }
@@ -218,6 +217,12 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning) {
   check_in_bounds(npu);
   const auto& storage = npu.storage();
   void* data = const_cast<void*>(storage.data());
+  if (!owning) {
+    at::Tensor kept = reuse_spare(npu, data, storage.nbytes());
+    if (kept.defined()) {
+      return kept;
+    }
+  }
   c10::DataPtr data_ptr =
       owning ? c10::DataPtr(data, new c10::Storage(storage), &release_storage_holder, c10::Device(c10::kCPU))
              : c10::DataPtr(data, c10::Device(c10::kCPU));
@@ -278,10 +283,8 @@ at::Tensor CallMapping::alias_input(const at::Tensor& npu, int arg) {
     check_in_bounds(npu);
     cpu = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(sibling->cpu.storage()), kCpuKeys, npu.dtype());
     copy_geometry(npu, cpu);
-  } else if (npu_storage == nullptr || npu._is_zerotensor()) {
-    cpu = make_cpu_alias(npu, /*owning=*/false);
   } else {
-    cpu = recycled_alias(npu);
+    cpu = make_cpu_alias(npu, /*owning=*/false);
   }
   c10::StorageImpl* storage = cpu.has_storage() ? cpu.storage().unsafeGetStorageImpl() : nullptr;
   aliases.push_back({borrow_inputs ? c10::MaybeOwned<at::Tensor>::borrowed(npu)

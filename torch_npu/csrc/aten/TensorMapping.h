@@ -14,10 +14,11 @@
 namespace vnpu {
 
 // CPU tensor over an npu tensor's bytes. A non-owning alias is only valid while the npu tensor
-// lives (the redirect's case); an owning alias keeps the npu storage alive.
+// lives (the redirect's case), and may be one the thread kept from an earlier redirected call; an owning
+// alias keeps the npu storage alive.
 at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning);
 
-// CPU aliases the redirect built afresh on the calling thread (not recycled), for tests and reports.
+// Non-owning CPU aliases built afresh on the calling thread (none was kept to reuse), for tests and reports.
 int64_t redirect_aliases_built();
 
 // Raises unless every element of the npu tensor lies inside its storage (a view whose storage was
