@@ -322,6 +322,41 @@ def case_intra_host_link():
     same(ordered, torch.full((n,), WORLD * (WORLD + 1) / 2))
 
 
+def case_intra_host_in_place():
+    """Allreduces of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor is in its segment
+    arena: the rank-order reduction bit for bit, also on a view starting mid-page whose neighbours stay untouched,
+    and again on the same tensor (its peers' memory mapped once). One rank's tensor outside its arena (a storage
+    shared with torch.multiprocessing) sends every rank down the staged path, with the same result."""
+    backend = dist.group.WORLD._get_backend(DEV)
+    n = 300_007
+    gen = torch.Generator().manual_seed(99)
+    everyone = [torch.randn(n, generator=gen) for _ in range(WORLD)]
+    want = _rank_order(everyone, torch.add)
+    start = backend._in_place_allreduces
+    t = everyone[RANK].to(DEV)
+    dist.all_reduce(t)
+    same(t, want)
+    assert backend._in_place_allreduces == start + 1, backend._in_place_allreduces
+    buffer = torch.full((n + 37 + 11,), -7.0, device=DEV)
+    view = buffer[37 : 37 + n]
+    for _ in range(2):
+        view.copy_(everyone[RANK])
+        dist.all_reduce(view)
+        same(view, want)
+    same(buffer[:37], torch.full((37,), -7.0))
+    same(buffer[37 + n :], torch.full((11,), -7.0))
+    assert backend._in_place_allreduces == start + 3, backend._in_place_allreduces
+    small = torch.ones(1000, device=DEV)  # 4 KB: the staged walk
+    dist.all_reduce(small)
+    same(small, torch.full((1000,), float(WORLD)))
+    outside = everyone[RANK].to(DEV)
+    if RANK == 0:  # moved into a memfd of its own, as for sending it to another process
+        outside.untyped_storage()._share_npu_()
+    dist.all_reduce(outside)
+    same(outside, want)
+    assert backend._in_place_allreduces == start + 3, backend._in_place_allreduces
+
+
 def case_intra_host_mismatch():
     """Ranks passing different sizes are refused by every rank, and the group goes on working."""
     try:

@@ -182,6 +182,11 @@ def test_collectives_over_the_intra_host_link_are_the_rank_order_reduction_bit_f
     _all_ok(launch("intra_host_link", world))
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_large_allreduces_run_in_place_on_the_ranks_npu_memory(world):
+    _all_ok(launch("intra_host_in_place", world))
+
+
 def test_hccl_intra_roce_enable_keeps_one_hosts_ranks_on_the_network_transport():
     _all_ok(launch("intra_host_link", 2, extra_env={"HCCL_INTRA_ROCE_ENABLE": "1", "HCCL_INTRA_PCIE_ENABLE": "0"}))
 

@@ -1,13 +1,20 @@
-// The collectives of the intra-host link (IntraHostLink.h), each a walk over its tensors in slot-sized chunks.
+// The collectives of the intra-host link (IntraHostLink.h), each a walk over its tensors in slot-sized chunks, or,
+// for an allreduce, in place on the ranks' npu memory.
 // Chunk buffers alternate across chunks and collectives: a rank writes a buffer again only after the meeting
 // that every rank reaches once it has finished reading that buffer's previous chunk.
 #include "distributed/IntraHostLink.h"
+
+#include "runtime/SegmentArena.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace vnpu {
 namespace {
+
+constexpr int64_t kReduceBlockBytes = int64_t{256} << 10;  // reduced and copied out while in the core's cache
+// Smaller tensors take the staged walk: a peer range mapped for each of many small tensors costs more than it saves.
+constexpr int64_t kInPlaceBytes = int64_t{64} << 10;
 
 // The elements [lo, hi) of a chunk of n that `rank` reduces: equal parts, each starting on its own cache line.
 std::pair<int64_t, int64_t> part_of(int64_t n, int rank, int size, int64_t element_size) {
@@ -39,14 +46,74 @@ void IntraHostLink::walk(const char* collective, uint64_t call, int64_t total, i
   }
 }
 
+bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call,
+                                       std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  ArenaLocation where{};
+  const bool located = arena_locate(data.data_ptr(), data.nbytes(), where);
+  if (located) {
+    announce_arena(where.fd, where.inode);
+  }
+  const uint64_t parity = collectives_ & 1;
+  start_collective(call, data.nbytes(), located ? where.offset + 1 : 0);
+  meet(deadline);
+  check_same_call("allreduce");
+  for (int r = 0; r < size_; ++r) {
+    if (arena_offset(r, parity) == 0) {
+      return false;
+    }
+  }
+  if (in_place_ == 0) {
+    open_peer_memory(deadline);
+  }
+  if (in_place_ < 0) {
+    return false;
+  }
+  // Rank r reduces elements [lo, hi) of every rank's tensor, a cache-sized block at a time: the parts in group
+  // order into its own tensor, then that result into each peer's.
+  const int64_t esize = data.element_size();
+  const auto [lo, hi] = part_of(data.numel(), rank_, size_, esize);
+  try {
+    std::vector<uint8_t*> tensors(size_);
+    for (int r = 0; r < size_; ++r) {
+      tensors[r] = r == rank_ ? static_cast<uint8_t*>(data.data_ptr()) + lo * esize
+                              : peer_memory_->map(r, arena_offset(r, parity) - 1 + lo * esize,
+                                                  static_cast<size_t>((hi - lo) * esize));
+    }
+    const int64_t block = std::max<int64_t>(1, kReduceBlockBytes / esize);
+    std::vector<const uint8_t*> parts(size_);
+    for (int64_t at = 0; at < hi - lo; at += block) {
+      const int64_t n = std::min(block, hi - lo - at);
+      for (int r = 0; r < size_; ++r) {
+        parts[r] = tensors[r] + at * esize;
+      }
+      reduce_into(tensors[rank_] + at * esize, parts, n, data.scalar_type(), op);
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_) {
+          std::memcpy(tensors[r] + at * esize, tensors[rank_] + at * esize, n * esize);
+        }
+      }
+    }
+  } catch (const c10::Error& error) {
+    fail(error.what_without_backtrace());  // the peers are not left waiting at the meeting below
+  }
+  meet(deadline);
+  ++in_place_allreduces_;
+  return true;
+}
+
 void IntraHostLink::allreduce(const at::Tensor& data, LinkReduce op, std::chrono::milliseconds timeout) {
+  const uint64_t call = 1 | static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(data.scalar_type()) << 16;
+  if (static_cast<int64_t>(data.nbytes()) >= kInPlaceBytes && in_place_ >= 0 &&
+      allreduce_in_place(data, op, call, timeout)) {
+    return;
+  }
   // Per chunk, rank r stages every part but its own r, meets, reduces part r reading its own part in place and
   // the peers' from their slots, writes the result to its tensor and to its slot, meets, and copies the peers'
   // finished parts out of their slots.
   const int64_t esize = data.element_size();
   auto* bytes = static_cast<uint8_t*>(data.data_ptr());
   std::vector<const uint8_t*> parts(size_);
-  const uint64_t call = 1 | static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(data.scalar_type()) << 16;
   walk(
       "allreduce", call, data.numel(), esize, timeout,
       [&](int64_t start, int64_t n, int buffer) {

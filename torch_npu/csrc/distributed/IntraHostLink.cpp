@@ -83,9 +83,13 @@ struct IntraHostLink::Header {
   struct alignas(64) Peer {
     std::atomic<uint64_t> meetings;  // how many meetings the rank has arrived at
     int32_t pid;
-    // What the rank's last two collectives are (kind, reduction, dtype, root; bytes), by collective parity: a
-    // rank can be at most one collective ahead of the slowest while that one still reads them.
-    uint64_t call[2][2];  // kind | reduction | dtype | root, bytes
+    // What the rank's last two collectives are (kind | reduction | dtype | root; bytes; 1 + the offset of an
+    // allreduce's tensor in the rank's segment arena, or 0), by collective parity: a rank can be at most one
+    // collective ahead of the slowest while that one still reads them.
+    uint64_t call[2][3];
+    int32_t arena_fd;  // the rank's segment arena (runtime/SegmentArena.h), once it has one
+    uint64_t arena_inode;
+    std::atomic<int32_t> opened_peers;  // 1: the rank mapped every peer's arena; 2: it could not
   };
   Peer peers[1];  // size of them
 };
@@ -238,11 +242,12 @@ void IntraHostLink::meet(Clock::time_point deadline) {
   }
 }
 
-void IntraHostLink::start_collective(uint64_t call, uint64_t bytes) {
+void IntraHostLink::start_collective(uint64_t call, uint64_t bytes, uint64_t arena_offset) {
   check_usable();
   auto& mine = header()->peers[rank_].call[collectives_ & 1];
   mine[0] = call;
   mine[1] = bytes;
+  mine[2] = arena_offset;
   // By the first collective every rank has mapped the segment and written its pid. Peers in another PID
   // namespace cannot be watched: their loss is left to the timeout.
   if (!peers_checked_) {
@@ -262,6 +267,36 @@ void IntraHostLink::check_same_call(const char* collective) {
                                         " bytes (call ", mine[0], "), rank ", r, " passes ", theirs[1], " bytes (call ",
                                         theirs[0], ")"));
     }
+  }
+}
+
+void IntraHostLink::announce_arena(int fd, uint64_t inode) {
+  header()->peers[rank_].arena_fd = fd;
+  header()->peers[rank_].arena_inode = inode;
+}
+
+uint64_t IntraHostLink::arena_offset(int rank, uint64_t parity) const {
+  return header()->peers[rank].call[parity][2];
+}
+
+void IntraHostLink::open_peer_memory(Clock::time_point deadline) {
+  std::vector<PeerArena> arenas(size_);
+  for (int r = 0; r < size_; ++r) {
+    const Header::Peer& peer = header()->peers[r];
+    arenas[r] = PeerArena{peer.pid, peer.arena_fd, peer.arena_inode};
+  }
+  auto memory = std::make_unique<PeerMemory>();
+  // Peers in another PID namespace have other numbers under /proc here.
+  const bool opened = peers_visible_ && memory->open(rank_, arenas);
+  header()->peers[rank_].opened_peers.store(opened ? 1 : 2, std::memory_order_relaxed);
+  meet(deadline);
+  bool everyone = true;
+  for (int r = 0; r < size_; ++r) {
+    everyone = everyone && header()->peers[r].opened_peers.load(std::memory_order_relaxed) == 1;
+  }
+  in_place_ = everyone ? 1 : -1;
+  if (everyone) {
+    peer_memory_ = std::move(memory);
   }
 }
 

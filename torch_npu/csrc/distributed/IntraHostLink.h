@@ -3,8 +3,11 @@
 // staging slots of kSlotBytes. A collective walks its tensors in chunks of one slot, double-buffered, two
 // meetings per chunk (IntraHostCollectives.cpp); an allreduce is a reduce-scatter and an all-gather per chunk,
 // every rank reducing its own 1/size of it at once, in the order of LinkReduce.h.
-// (Reading the peers' tensors in place with process_vm_readv was measured too: slower than two memcpys through
-// shared memory, since the kernel pins every page it copies.)
+// An allreduce of at least 64 KiB, when every rank's tensor lies in its segment arena, runs in place instead:
+// each rank maps the peers' npu memory (PeerMemory.h), reduces its 1/size of all the tensors and writes the
+// result into every one of them — no staging copies, two meetings in all, the same order of reduction.
+// (Reading the peers' tensors with process_vm_readv was measured too: slower than two memcpys through shared
+// memory, since the kernel pins every page it copies.)
 //
 // Failures: a rank that waits longer than the collective's timeout, or finds a peer process gone, marks the
 // segment failed and wakes the others; every later collective on the link fails at once. Ranks passing
@@ -12,11 +15,13 @@
 #pragma once
 
 #include "distributed/LinkReduce.h"
+#include "distributed/PeerMemory.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +45,11 @@ class IntraHostLink {
   void broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout);
   void allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
 
+  // How many allreduces ran in place on the peers' memory.
+  uint64_t in_place_allreduces() const {
+    return in_place_allreduces_;
+  }
+
  private:
   struct Header;
   using Clock = std::chrono::steady_clock;
@@ -48,7 +58,15 @@ class IntraHostLink {
   // Every peer's process is visible from here (same PID namespace): only then are dead peers detected.
   bool peers_visible() const;
   // Records what this rank is about to run; after the first meeting every rank compares all the records.
-  void start_collective(uint64_t call, uint64_t bytes);
+  void start_collective(uint64_t call, uint64_t bytes, uint64_t arena_offset = 0);
+  // The in-place allreduce; false, on every rank alike, when some rank's tensor is not in its arena or some rank
+  // cannot map its peers' memory: the staged walk runs then.
+  bool allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call, std::chrono::milliseconds timeout);
+  void announce_arena(int fd, uint64_t inode);
+  // 1 + the offset in its arena of rank `rank`'s tensor in the collective of `parity`, or 0 if not in one.
+  uint64_t arena_offset(int rank, uint64_t parity) const;
+  // Once, at the first in-place candidate: every rank opens its peers' arenas, and all learn whether all could.
+  void open_peer_memory(Clock::time_point deadline);
   // Walks `total` elements of `unit` bytes a slot at a time, double-buffered: per chunk stage(start, n, buffer), a
   // meeting (the first also compares the ranks' calls), between(...), a meeting, after(...).
   template <class Stage, class Between, class After>
@@ -74,6 +92,9 @@ class IntraHostLink {
   bool unlinked_ = false;
   bool peers_checked_ = false;
   bool peers_visible_ = false;
+  int in_place_ = 0;  // 0: not tried yet; 1: every rank maps its peers' memory; -1: some rank cannot
+  std::unique_ptr<PeerMemory> peer_memory_;
+  uint64_t in_place_allreduces_ = 0;
 };
 
 }  // namespace vnpu

@@ -18,8 +18,6 @@
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
 
-#include <sys/mman.h>
-
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -190,7 +188,7 @@ void unmap_segment(DeviceState& st, Block* block) {
                            current(st.stats.reserved_bytes), current(st.stats.active_bytes), block->device,
                            current_stream(block->device).id());
   }
-  munmap(block->ptr, block->size);
+  unmap_segment_memory(block->ptr, block->size);
   g_host_mapped -= static_cast<int64_t>(block->size);
   publish_reserved(block->device, current(st.stats.reserved_bytes));
   st.records.recycle(block);

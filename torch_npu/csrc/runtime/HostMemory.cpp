@@ -1,6 +1,7 @@
 #include "runtime/HostMemory.h"
 
 #include "runtime/CachingAllocator.h"
+#include "runtime/SegmentArena.h"
 
 #include <sys/mman.h>
 
@@ -77,9 +78,20 @@ bool plan_over_capacity() {
 }
 
 void* map_segment_memory(size_t bytes) {
+  if (!plan_mode()) {
+    if (void* shared = arena_map(bytes)) {
+      return shared;
+    }
+  }
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (plan_mode() ? MAP_NORESERVE : 0);
   void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   return ptr == MAP_FAILED ? nullptr : ptr;
+}
+
+void unmap_segment_memory(void* ptr, size_t bytes) {
+  if (!arena_unmap(ptr, bytes)) {
+    munmap(ptr, bytes);
+  }
 }
 
 }  // namespace vnpu

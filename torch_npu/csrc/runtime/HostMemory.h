@@ -21,8 +21,12 @@ bool plan_mode();
 // tells both whether the job fits and by how much it does not.
 bool plan_over_capacity();
 
-// Maps `bytes` of address space for a segment: readable and writable memory, or, in planning mode,
-// address space the host does not reserve. nullptr when the host refuses.
+// Maps `bytes` of address space for a segment: readable and writable memory in the segment arena (other
+// processes of this host can map it, SegmentArena.h), private memory where the arena cannot be had, or, in
+// planning mode, address space the host does not reserve. nullptr when the host refuses.
 void* map_segment_memory(size_t bytes);
+
+// Gives a segment of map_segment_memory back to the host.
+void unmap_segment_memory(void* ptr, size_t bytes);
 
 }  // namespace vnpu
