@@ -323,20 +323,21 @@ def case_intra_host_link():
 
 
 def case_intra_host_in_place():
-    """Allreduces of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor is in its segment
-    arena: the rank-order reduction bit for bit, also on a view starting mid-page whose neighbours stay untouched,
-    and again on the same tensor (its peers' memory mapped once). One rank's tensor outside its arena (a storage
-    shared with torch.multiprocessing) sends every rank down the staged path, with the same result."""
+    """Allreduces and allgathers of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor
+    (output) is in its segment arena: the rank-order reduction bit for bit, also on a view starting mid-page whose
+    neighbours stay untouched, and again on the same tensor (its peers' memory mapped once); the gathered bytes, also
+    when the input is the rank's own part of the output. One rank's tensor outside its arena (a storage shared with
+    torch.multiprocessing) sends every rank down the staged path, with the same result."""
     backend = dist.group.WORLD._get_backend(DEV)
     n = 300_007
     gen = torch.Generator().manual_seed(99)
     everyone = [torch.randn(n, generator=gen) for _ in range(WORLD)]
     want = _rank_order(everyone, torch.add)
-    start = backend._in_place_allreduces
+    start = backend._in_place_collectives
     t = everyone[RANK].to(DEV)
     dist.all_reduce(t)
     same(t, want)
-    assert backend._in_place_allreduces == start + 1, backend._in_place_allreduces
+    assert backend._in_place_collectives == start + 1, backend._in_place_collectives
     buffer = torch.full((n + 37 + 11,), -7.0, device=DEV)
     view = buffer[37 : 37 + n]
     for _ in range(2):
@@ -345,7 +346,7 @@ def case_intra_host_in_place():
         same(view, want)
     same(buffer[:37], torch.full((37,), -7.0))
     same(buffer[37 + n :], torch.full((11,), -7.0))
-    assert backend._in_place_allreduces == start + 3, backend._in_place_allreduces
+    assert backend._in_place_collectives == start + 3, backend._in_place_collectives
     small = torch.ones(1000, device=DEV)  # 4 KB: the staged walk
     dist.all_reduce(small)
     same(small, torch.full((1000,), float(WORLD)))
@@ -354,7 +355,21 @@ def case_intra_host_in_place():
         outside.untyped_storage()._share_npu_()
     dist.all_reduce(outside)
     same(outside, want)
-    assert backend._in_place_allreduces == start + 3, backend._in_place_allreduces
+    assert backend._in_place_collectives == start + 3, backend._in_place_collectives
+    gathered = torch.full((WORLD * n + 5,), -7.0, device=DEV)
+    dist.all_gather_into_tensor(gathered[: WORLD * n], everyone[RANK].to(DEV))
+    same(gathered[: WORLD * n], torch.cat(everyone))
+    same(gathered[WORLD * n :], torch.full((5,), -7.0))
+    own = torch.zeros(WORLD * n, device=DEV)  # the input is this rank's own part of the output
+    own[RANK * n : (RANK + 1) * n] = everyone[RANK].to(DEV)
+    dist.all_gather_into_tensor(own, own[RANK * n : (RANK + 1) * n])
+    same(own, torch.cat(everyone))
+    assert backend._in_place_collectives == start + 5, backend._in_place_collectives
+    if RANK == WORLD - 1:
+        own.untyped_storage()._share_npu_()
+    dist.all_gather_into_tensor(own, (everyone[RANK] * 2).to(DEV))
+    same(own, torch.cat(everyone) * 2)
+    assert backend._in_place_collectives == start + 5, backend._in_place_collectives
 
 
 def case_intra_host_mismatch():

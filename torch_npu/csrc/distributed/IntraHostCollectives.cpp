@@ -1,5 +1,5 @@
 // The collectives of the intra-host link (IntraHostLink.h), each a walk over its tensors in slot-sized chunks, or,
-// for an allreduce, in place on the ranks' npu memory.
+// for an allreduce or allgather, in place on the ranks' npu memory.
 // Chunk buffers alternate across chunks and collectives: a rank writes a buffer again only after the meeting
 // that every rank reaches once it has finished reading that buffer's previous chunk.
 #include "distributed/IntraHostLink.h"
@@ -15,6 +15,7 @@ namespace {
 constexpr int64_t kReduceBlockBytes = int64_t{256} << 10;  // reduced and copied out while in the core's cache
 // Smaller tensors take the staged walk: a peer range mapped for each of many small tensors costs more than it saves.
 constexpr int64_t kInPlaceBytes = int64_t{64} << 10;
+constexpr uint64_t kAllgatherCall = 3;
 
 // The elements [lo, hi) of a chunk of n that `rank` reduces: equal parts, each starting on its own cache line.
 std::pair<int64_t, int64_t> part_of(int64_t n, int rank, int size, int64_t element_size) {
@@ -46,18 +47,17 @@ void IntraHostLink::walk(const char* collective, uint64_t call, int64_t total, i
   }
 }
 
-bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call,
-                                       std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+bool IntraHostLink::meet_in_place(const at::Tensor& target, const char* collective, uint64_t call, uint64_t bytes,
+                                  Clock::time_point deadline, uint64_t& parity) {
   ArenaLocation where{};
-  const bool located = arena_locate(data.data_ptr(), data.nbytes(), where);
+  const bool located = arena_locate(target.data_ptr(), target.nbytes(), where);
   if (located) {
     announce_arena(where.fd, where.inode);
   }
-  const uint64_t parity = collectives_ & 1;
-  start_collective(call, data.nbytes(), located ? where.offset + 1 : 0);
+  parity = collectives_ & 1;
+  start_collective(call, bytes, located ? where.offset + 1 : 0);
   meet(deadline);
-  check_same_call("allreduce");
+  check_same_call(collective);
   for (int r = 0; r < size_; ++r) {
     if (arena_offset(r, parity) == 0) {
       return false;
@@ -66,7 +66,14 @@ bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, ui
   if (in_place_ == 0) {
     open_peer_memory(deadline);
   }
-  if (in_place_ < 0) {
+  return in_place_ > 0;
+}
+
+bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call,
+                                       std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  uint64_t parity = 0;
+  if (!meet_in_place(data, "allreduce", call, data.nbytes(), deadline, parity)) {
     return false;
   }
   // Rank r reduces elements [lo, hi) of every rank's tensor, a cache-sized block at a time: the parts in group
@@ -98,7 +105,7 @@ bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, ui
     fail(error.what_without_backtrace());  // the peers are not left waiting at the meeting below
   }
   meet(deadline);
-  ++in_place_allreduces_;
+  ++in_place_collectives_;
   return true;
 }
 
@@ -158,12 +165,41 @@ void IntraHostLink::broadcast(const at::Tensor& data, int root, std::chrono::mil
       [](int64_t, int64_t, int) {});
 }
 
+bool IntraHostLink::allgather_in_place(const at::Tensor& output, const at::Tensor& input,
+                                       std::chrono::milliseconds timeout) {
+  // Rank r writes its input into part r of every rank's output.
+  const auto deadline = Clock::now() + timeout;
+  uint64_t parity = 0;
+  if (!meet_in_place(output, "allgather", kAllgatherCall, input.nbytes(), deadline, parity)) {
+    return false;
+  }
+  const auto* in = static_cast<const uint8_t*>(input.data_ptr());
+  const auto total = static_cast<int64_t>(input.nbytes());
+  try {
+    for (int r = 0; r < size_; ++r) {  // memmove: the input may be its own part of the output
+      uint8_t* part =
+          r == rank_ ? static_cast<uint8_t*>(output.data_ptr()) + rank_ * total
+                     : peer_memory_->map(r, arena_offset(r, parity) - 1 + rank_ * total, static_cast<size_t>(total));
+      std::memmove(part, in, total);
+    }
+  } catch (const c10::Error& error) {
+    fail(error.what_without_backtrace());
+  }
+  meet(deadline);
+  ++in_place_collectives_;
+  return true;
+}
+
 void IntraHostLink::allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout) {
+  if (static_cast<int64_t>(output.nbytes()) >= kInPlaceBytes && in_place_ >= 0 &&
+      allgather_in_place(output, input, timeout)) {
+    return;
+  }
   const auto* in = static_cast<const uint8_t*>(input.data_ptr());
   auto* out = static_cast<uint8_t*>(output.data_ptr());
   const int64_t total = input.nbytes();
   walk(
-      "allgather", 3, total, 1, timeout,
+      "allgather", kAllgatherCall, total, 1, timeout,
       [&](int64_t start, int64_t n, int buffer) { std::memcpy(slot(buffer, rank_), in + start, n); },
       [&](int64_t start, int64_t n, int buffer) {
         for (int r = 0; r < size_; ++r) {  // memmove: the input may be its own part of the output

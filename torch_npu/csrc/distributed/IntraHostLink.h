@@ -3,9 +3,10 @@
 // staging slots of kSlotBytes. A collective walks its tensors in chunks of one slot, double-buffered, two
 // meetings per chunk (IntraHostCollectives.cpp); an allreduce is a reduce-scatter and an all-gather per chunk,
 // every rank reducing its own 1/size of it at once, in the order of LinkReduce.h.
-// An allreduce of at least 64 KiB, when every rank's tensor lies in its segment arena, runs in place instead:
-// each rank maps the peers' npu memory (PeerMemory.h), reduces its 1/size of all the tensors and writes the
-// result into every one of them — no staging copies, two meetings in all, the same order of reduction.
+// An allreduce or allgather of at least 64 KiB, when every rank's tensor (output) lies in its segment arena, runs in
+// place instead: each rank maps the peers' npu memory (PeerMemory.h) and reduces its 1/size of all the tensors,
+// writing the result into every one of them, or writes its input into every output — no staging copies, two
+// meetings in all, the same order of reduction.
 // (Reading the peers' tensors with process_vm_readv was measured too: slower than two memcpys through shared
 // memory, since the kernel pins every page it copies.)
 //
@@ -45,9 +46,9 @@ class IntraHostLink {
   void broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout);
   void allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
 
-  // How many allreduces ran in place on the peers' memory.
-  uint64_t in_place_allreduces() const {
-    return in_place_allreduces_;
+  // How many allreduces and allgathers ran in place on the peers' memory.
+  uint64_t in_place_collectives() const {
+    return in_place_collectives_;
   }
 
  private:
@@ -59,9 +60,14 @@ class IntraHostLink {
   bool peers_visible() const;
   // Records what this rank is about to run; after the first meeting every rank compares all the records.
   void start_collective(uint64_t call, uint64_t bytes, uint64_t arena_offset = 0);
-  // The in-place allreduce; false, on every rank alike, when some rank's tensor is not in its arena or some rank
-  // cannot map its peers' memory: the staged walk runs then.
+  // Starts an in-place collective on `target` (the tensor the peers write): publishes where it is in this rank's
+  // arena, meets, checks that the ranks run the same call and tells whether it can run in place — false, on every
+  // rank alike, when some rank's target is not in its arena or some rank cannot map its peers' memory (the staged
+  // walk runs then). `parity` selects the records of this collective.
+  bool meet_in_place(const at::Tensor& target, const char* collective, uint64_t call, uint64_t bytes,
+                     Clock::time_point deadline, uint64_t& parity);
   bool allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call, std::chrono::milliseconds timeout);
+  bool allgather_in_place(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
   void announce_arena(int fd, uint64_t inode);
   // 1 + the offset in its arena of rank `rank`'s tensor in the collective of `parity`, or 0 if not in one.
   uint64_t arena_offset(int rank, uint64_t parity) const;
@@ -94,7 +100,7 @@ class IntraHostLink {
   bool peers_visible_ = false;
   int in_place_ = 0;  // 0: not tried yet; 1: every rank maps its peers' memory; -1: some rank cannot
   std::unique_ptr<PeerMemory> peer_memory_;
-  uint64_t in_place_allreduces_ = 0;
+  uint64_t in_place_collectives_ = 0;
 };
 
 }  // namespace vnpu

@@ -38,7 +38,7 @@ void bind_distributed(py::module& m) {
       .def("_unlink_intra_host_link", &ProcessGroupHCCL::unlink_intra_host_link)
       .def("_close_intra_host_link", &ProcessGroupHCCL::close_intra_host_link)
       .def_property_readonly("_uses_intra_host_link", &ProcessGroupHCCL::uses_intra_host_link)
-      .def_property_readonly("_in_place_allreduces", &ProcessGroupHCCL::in_place_allreduces)
+      .def_property_readonly("_in_place_collectives", &ProcessGroupHCCL::in_place_collectives)
       .def("_replace_transport", &ProcessGroupHCCL::replace_transport, py::arg("transport"),
            py::call_guard<py::gil_scoped_release>())
       .def("_set_default_timeout", &ProcessGroupHCCL::setTimeout, py::arg("timeout"))
