@@ -323,10 +323,11 @@ def case_intra_host_link():
 
 
 def case_intra_host_in_place():
-    """Allreduces and allgathers of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor
+    """Allreduces, allgathers and reduce-scatters of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor
     (output) is in its segment arena: the rank-order reduction bit for bit, also on a view starting mid-page whose
     neighbours stay untouched, and again on the same tensor (its peers' memory mapped once); the gathered bytes, also
-    when the input is the rank's own part of the output. One rank's tensor outside its arena (a storage shared with
+    when the input is the rank's own part of the output; reduce-scatters also into the rank's own part of the input
+    and into a strided output, and into another rank's part of it by the allreduce of a copy. One rank's tensor outside its arena (a storage shared with
     torch.multiprocessing) sends every rank down the staged path, with the same result."""
     backend = dist.group.WORLD._get_backend(DEV)
     n = 300_007
@@ -334,10 +335,16 @@ def case_intra_host_in_place():
     everyone = [torch.randn(n, generator=gen) for _ in range(WORLD)]
     want = _rank_order(everyone, torch.add)
     start = backend._in_place_collectives
+
+    def ran(allreduce, allgather, reduce_scatter):
+        now = backend._in_place_collectives
+        got = {kind: now[kind] - start.get(kind, 0) for kind in now}
+        assert got == {"allreduce": allreduce, "allgather": allgather, "reduce_scatter": reduce_scatter}, got
+
     t = everyone[RANK].to(DEV)
     dist.all_reduce(t)
     same(t, want)
-    assert backend._in_place_collectives == start + 1, backend._in_place_collectives
+    ran(1, 0, 0)
     buffer = torch.full((n + 37 + 11,), -7.0, device=DEV)
     view = buffer[37 : 37 + n]
     for _ in range(2):
@@ -346,7 +353,7 @@ def case_intra_host_in_place():
         same(view, want)
     same(buffer[:37], torch.full((37,), -7.0))
     same(buffer[37 + n :], torch.full((11,), -7.0))
-    assert backend._in_place_collectives == start + 3, backend._in_place_collectives
+    ran(3, 0, 0)
     small = torch.ones(1000, device=DEV)  # 4 KB: the staged walk
     dist.all_reduce(small)
     same(small, torch.full((1000,), float(WORLD)))
@@ -355,7 +362,7 @@ def case_intra_host_in_place():
         outside.untyped_storage()._share_npu_()
     dist.all_reduce(outside)
     same(outside, want)
-    assert backend._in_place_collectives == start + 3, backend._in_place_collectives
+    ran(3, 0, 0)
     gathered = torch.full((WORLD * n + 5,), -7.0, device=DEV)
     dist.all_gather_into_tensor(gathered[: WORLD * n], everyone[RANK].to(DEV))
     same(gathered[: WORLD * n], torch.cat(everyone))
@@ -364,12 +371,34 @@ def case_intra_host_in_place():
     own[RANK * n : (RANK + 1) * n] = everyone[RANK].to(DEV)
     dist.all_gather_into_tensor(own, own[RANK * n : (RANK + 1) * n])
     same(own, torch.cat(everyone))
-    assert backend._in_place_collectives == start + 5, backend._in_place_collectives
+    ran(3, 2, 0)
     if RANK == WORLD - 1:
         own.untyped_storage()._share_npu_()
     dist.all_gather_into_tensor(own, (everyone[RANK] * 2).to(DEV))
     same(own, torch.cat(everyone) * 2)
-    assert backend._in_place_collectives == start + 5, backend._in_place_collectives
+    ran(3, 2, 0)
+    whole = [torch.cat([x, x.flip(0)]) for x in everyone]  # 2n elements per rank, n per part
+    m = 2 * n // WORLD
+    parts = [w[: m * WORLD] for w in whole]
+    reduced = _rank_order(parts, torch.add).view(WORLD, m)
+    out = torch.empty(m, device=DEV)
+    dist.reduce_scatter_tensor(out, parts[RANK].to(DEV))
+    same(out, reduced[RANK])
+    inp = parts[RANK].to(DEV)  # the output is this rank's own part of the input
+    dist.reduce_scatter_tensor(inp[RANK * m : (RANK + 1) * m], inp)
+    same(inp[RANK * m : (RANK + 1) * m], reduced[RANK])
+    strided = torch.zeros(m, 2, device=DEV)[:, 0]  # not contiguous: reduced elsewhere, then copied
+    dist.reduce_scatter_tensor(strided, parts[RANK].to(DEV), op=dist.ReduceOp.AVG)
+    same(strided, reduced[RANK] / WORLD)
+    ran(3, 2, 3)
+    inp = parts[RANK].to(DEV)  # an output over another rank's part of this input: the allreduce of a copy
+    other = (RANK + 1) % WORLD
+    dist.reduce_scatter_tensor(inp[other * m : (other + 1) * m], inp)
+    same(inp[other * m : (other + 1) * m], reduced[RANK])
+    ran(3, 2, 3)  # the reduce-scatter became the staged allreduce of a host copy
+    dist.reduce_scatter_tensor(out, parts[RANK].to(DEV), op=dist._make_nccl_premul_sum(0.5))
+    same(out, _rank_order([p * 0.5 for p in parts], torch.add).view(WORLD, m)[RANK])
+    ran(3, 2, 4)
 
 
 def case_intra_host_mismatch():

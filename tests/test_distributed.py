@@ -183,7 +183,7 @@ def test_collectives_over_the_intra_host_link_are_the_rank_order_reduction_bit_f
 
 
 @pytest.mark.parametrize("world", [2, 3])
-def test_large_allreduces_and_allgathers_run_in_place_on_the_ranks_npu_memory(world):
+def test_large_allreduces_allgathers_and_reduce_scatters_run_in_place_on_the_ranks_npu_memory(world):
     _all_ok(launch("intra_host_in_place", world))
 
 

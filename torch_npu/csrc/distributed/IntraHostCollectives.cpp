@@ -1,5 +1,5 @@
 // The collectives of the intra-host link (IntraHostLink.h), each a walk over its tensors in slot-sized chunks, or,
-// for an allreduce or allgather, in place on the ranks' npu memory.
+// for an allreduce, allgather or reduce-scatter, in place on the ranks' npu memory.
 // Chunk buffers alternate across chunks and collectives: a rank writes a buffer again only after the meeting
 // that every rank reaches once it has finished reading that buffer's previous chunk.
 #include "distributed/IntraHostLink.h"
@@ -16,6 +16,7 @@ constexpr int64_t kReduceBlockBytes = int64_t{256} << 10;  // reduced and copied
 // Smaller tensors take the staged walk: a peer range mapped for each of many small tensors costs more than it saves.
 constexpr int64_t kInPlaceBytes = int64_t{64} << 10;
 constexpr uint64_t kAllgatherCall = 3;
+constexpr uint64_t kReduceScatterCall = 4;
 
 // The elements [lo, hi) of a chunk of n that `rank` reduces: equal parts, each starting on its own cache line.
 std::pair<int64_t, int64_t> part_of(int64_t n, int rank, int size, int64_t element_size) {
@@ -50,7 +51,7 @@ void IntraHostLink::walk(const char* collective, uint64_t call, int64_t total, i
 bool IntraHostLink::meet_in_place(const at::Tensor& target, const char* collective, uint64_t call, uint64_t bytes,
                                   Clock::time_point deadline, uint64_t& parity) {
   ArenaLocation where{};
-  const bool located = arena_locate(target.data_ptr(), target.nbytes(), where);
+  const bool located = target.defined() && arena_locate(target.data_ptr(), target.nbytes(), where);
   if (located) {
     announce_arena(where.fd, where.inode);
   }
@@ -105,7 +106,7 @@ bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, ui
     fail(error.what_without_backtrace());  // the peers are not left waiting at the meeting below
   }
   meet(deadline);
-  ++in_place_collectives_;
+  ++in_place_runs_[0];
   return true;
 }
 
@@ -148,6 +149,42 @@ void IntraHostLink::allreduce(const at::Tensor& data, LinkReduce op, std::chrono
       });
 }
 
+bool IntraHostLink::reduce_scatter(const at::Tensor& output, const at::Tensor& input, LinkReduce op,
+                                   std::chrono::milliseconds timeout) {
+  // Rank r reduces part r of every rank's input into its output; nothing is written to a peer.
+  if (static_cast<int64_t>(input.nbytes()) < kInPlaceBytes || in_place_ < 0) {
+    return false;
+  }
+  const auto deadline = Clock::now() + timeout;
+  const int64_t esize = input.element_size();
+  const int64_t n = output.numel();
+  const auto bytes = static_cast<size_t>(n * esize);
+  auto* mine = static_cast<uint8_t*>(input.data_ptr()) + rank_ * bytes;
+  auto* out = static_cast<uint8_t*>(output.data_ptr());
+  // An output over another part of this rank's input would be overwritten while a peer reads it: every rank takes
+  // the caller's other way then.
+  const bool apart = out == mine || out + bytes <= static_cast<uint8_t*>(input.data_ptr()) ||
+                     out >= static_cast<uint8_t*>(input.data_ptr()) + input.nbytes();
+  const uint64_t call =
+      kReduceScatterCall | static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(input.scalar_type()) << 16;
+  uint64_t parity = 0;
+  if (!meet_in_place(apart ? input : at::Tensor(), "reduce_scatter", call, input.nbytes(), deadline, parity)) {
+    return false;
+  }
+  try {
+    std::vector<const uint8_t*> parts(size_);
+    for (int r = 0; r < size_; ++r) {
+      parts[r] = r == rank_ ? mine : peer_memory_->map(r, arena_offset(r, parity) - 1 + rank_ * bytes, bytes);
+    }
+    reduce_into(out, parts, n, input.scalar_type(), op);
+  } catch (const c10::Error& error) {
+    fail(error.what_without_backtrace());
+  }
+  meet(deadline);
+  ++in_place_runs_[2];
+  return true;
+}
+
 void IntraHostLink::broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout) {
   auto* bytes = static_cast<uint8_t*>(data.data_ptr());
   walk(
@@ -186,7 +223,7 @@ bool IntraHostLink::allgather_in_place(const at::Tensor& output, const at::Tenso
     fail(error.what_without_backtrace());
   }
   meet(deadline);
-  ++in_place_collectives_;
+  ++in_place_runs_[1];
   return true;
 }
 

@@ -3,10 +3,11 @@
 // staging slots of kSlotBytes. A collective walks its tensors in chunks of one slot, double-buffered, two
 // meetings per chunk (IntraHostCollectives.cpp); an allreduce is a reduce-scatter and an all-gather per chunk,
 // every rank reducing its own 1/size of it at once, in the order of LinkReduce.h.
-// An allreduce or allgather of at least 64 KiB, when every rank's tensor (output) lies in its segment arena, runs in
-// place instead: each rank maps the peers' npu memory (PeerMemory.h) and reduces its 1/size of all the tensors,
-// writing the result into every one of them, or writes its input into every output — no staging copies, two
-// meetings in all, the same order of reduction.
+// An allreduce, allgather or reduce-scatter of at least 64 KiB, when every rank's tensor (allgather: output) lies in
+// its segment arena, runs in place instead: each rank maps the peers' npu memory (PeerMemory.h) and reduces its
+// 1/size of all the tensors, writing the result into every one of them (allreduce) or its own output
+// (reduce-scatter), or writes its input into every output (allgather) — no staging copies, two meetings in all, the
+// same order of reduction.
 // (Reading the peers' tensors with process_vm_readv was measured too: slower than two memcpys through shared
 // memory, since the kernel pins every page it copies.)
 //
@@ -20,8 +21,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +48,15 @@ class IntraHostLink {
   void allreduce(const at::Tensor& data, LinkReduce op, std::chrono::milliseconds timeout);
   void broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout);
   void allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
+  // Part `rank` of every rank's input (size parts of output's size) reduced into `output`, in place on the peers'
+  // memory; false, on every rank alike, when that cannot be done (below 64 KiB, an input outside its arena): the
+  // caller reduces another way then.
+  bool reduce_scatter(const at::Tensor& output, const at::Tensor& input, LinkReduce op,
+                      std::chrono::milliseconds timeout);
 
-  // How many allreduces and allgathers ran in place on the peers' memory.
-  uint64_t in_place_collectives() const {
-    return in_place_collectives_;
+  // How many allreduces, allgathers and reduce-scatters ran in place on the peers' memory, by collective.
+  std::map<std::string, uint64_t> in_place_collectives() const {
+    return {{"allreduce", in_place_runs_[0]}, {"allgather", in_place_runs_[1]}, {"reduce_scatter", in_place_runs_[2]}};
   }
 
  private:
@@ -100,7 +108,7 @@ class IntraHostLink {
   bool peers_visible_ = false;
   int in_place_ = 0;  // 0: not tried yet; 1: every rank maps its peers' memory; -1: some rank cannot
   std::unique_ptr<PeerMemory> peer_memory_;
-  uint64_t in_place_collectives_ = 0;
+  std::array<uint64_t, 3> in_place_runs_{};  // allreduce, allgather, reduce_scatter
 };
 
 }  // namespace vnpu

@@ -443,18 +443,46 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "reduce_scatter_tensor: input has ", input.numel(),
               " elements, expected output.numel() * world_size = ", output.numel() * getSize(),
               dist_error(kDistParam, "invalid parameter"));
-  at::Tensor whole = input.clone();
-  std::vector<at::Tensor> one{whole};
-  c10d::AllreduceOptions all;
-  all.reduceOp = opts.reduceOp;
-  all.timeout = opts.timeout;
-  auto work = allreduce(one, all);
+  check_in_step("reduce_scatter", {input}, static_cast<int64_t>(opts.reduceOp.op_));
+  const Reduction r = reduction_for(opts.reduceOp, input.scalar_type());
+  // Like HCCL's, the reduce-scatter takes no device memory beyond its output: no copy of the input is reduced whole.
+  const at::Tensor in = premultiplied(input.contiguous(), r);
+  const at::Tensor result = output.is_contiguous() ? output : at::empty(output.sizes(), output.options());
+  const at::Tensor in_host = host(in).reshape({-1});
+  const at::Tensor out_host = host(result).reshape({-1});
+  const int size = getSize();
+  const bool average = r.average;
   at::Tensor out = output;
-  const int64_t rank = getRank();
-  return scope.attach(c10::make_intrusive<HcclWork>(
-      work, describe("reduce_scatter_tensor"), std::vector<at::Tensor>{output}, [out, whole, rank] {
-        out.copy_(whole.reshape({-1}).narrow(0, rank * out.numel(), out.numel()).view(out.sizes()));
-      }));
+  std::function<void()> after = [out, in, result, average, size] {
+    if (!result.is_same(out)) {
+      out.copy_(result);
+    }
+    if (average) {
+      divide({out}, size);
+    }
+  };
+  LinkReduce op{};
+  if (intra_host_ && link_reduce(r.gloo_op, &op)) {
+    // In place on the ranks' inputs when the link can; otherwise the staged allreduce of a host copy.
+    const int64_t rank = getRank();
+    return scope.attach(on_intra_host(
+        "reduce_scatter_tensor",
+        [&](auto timeout) {
+          if (!intra_host_->reduce_scatter(out_host, in_host, op, timeout)) {
+            const at::Tensor whole = in_host.clone();
+            intra_host_->allreduce(whole, op, timeout);
+            out_host.copy_(whole.narrow(0, rank * out_host.numel(), out_host.numel()));
+          }
+        },
+        {output}, opts.timeout, std::move(after)));
+  }
+  c10d::ReduceScatterOptions gloo_opts = opts;
+  gloo_opts.reduceOp = r.gloo_op;
+  at::Tensor transport_out = out_host;
+  at::Tensor transport_in = in_host;
+  return scope.attach(named("reduce_scatter_tensor",
+                            transport()->_reduce_scatter_base(transport_out, transport_in, gloo_opts), {output},
+                            std::move(after)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter_tensor_coalesced(

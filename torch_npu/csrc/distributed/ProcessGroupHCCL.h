@@ -110,9 +110,9 @@ class ProcessGroupHCCL final : public c10d::Backend {
   bool uses_intra_host_link() const {
     return intra_host_ != nullptr;
   }
-  // How many allreduces and allgathers the intra-host link ran in place on the peers' memory.
-  uint64_t in_place_collectives() const {
-    return intra_host_ ? intra_host_->in_place_collectives() : 0;
+  // How many collectives the intra-host link ran in place on the peers' memory.
+  std::map<std::string, uint64_t> in_place_collectives() const {
+    return intra_host_ ? intra_host_->in_place_collectives() : std::map<std::string, uint64_t>{};
   }
 
   // The group's collective sequence number (torch_npu's _get_sequence_number_for_group), the transport's.

@@ -4,6 +4,7 @@
 #include "distributed/ProcessGroupHCCL.h"
 
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace py = pybind11;
