@@ -323,12 +323,13 @@ def case_intra_host_link():
 
 
 def case_intra_host_in_place():
-    """Allreduces, allgathers and reduce-scatters of 64 KiB and more run in place on the ranks' npu memory when every rank's tensor
-    (output) is in its segment arena: the rank-order reduction bit for bit, also on a view starting mid-page whose
-    neighbours stay untouched, and again on the same tensor (its peers' memory mapped once); the gathered bytes, also
-    when the input is the rank's own part of the output; reduce-scatters also into the rank's own part of the input
-    and into a strided output, and into another rank's part of it by the allreduce of a copy. One rank's tensor outside its arena (a storage shared with
-    torch.multiprocessing) sends every rank down the staged path, with the same result."""
+    """Allreduces, allgathers and reduce-scatters of 64 KiB and more run in place on the ranks' npu memory when every
+    rank's tensor (allgather: output) is in its segment arena: the rank-order reduction bit for bit, also on a view
+    starting mid-page whose neighbours stay untouched, and again on the same tensor (its peers' memory mapped once);
+    the gathered bytes, also when the input is the rank's own part of the output (another rank's part: staged);
+    reduce-scatters also into the rank's own part of the input and into a strided output (another rank's part: the
+    allreduce of a host copy). One rank's tensor outside its arena (a storage shared with torch.multiprocessing)
+    sends every rank down the staged path, with the same result."""
     backend = dist.group.WORLD._get_backend(DEV)
     n = 300_007
     gen = torch.Generator().manual_seed(99)
@@ -371,6 +372,12 @@ def case_intra_host_in_place():
     own[RANK * n : (RANK + 1) * n] = everyone[RANK].to(DEV)
     dist.all_gather_into_tensor(own, own[RANK * n : (RANK + 1) * n])
     same(own, torch.cat(everyone))
+    ran(3, 2, 0)
+    shifted = torch.zeros(WORLD * n, device=DEV)  # the input is the next rank's part of the output: staged
+    nxt = (RANK + 1) % WORLD
+    shifted[nxt * n : (nxt + 1) * n] = everyone[RANK].to(DEV)
+    dist.all_gather_into_tensor(shifted, shifted[nxt * n : (nxt + 1) * n])
+    same(shifted, torch.cat(everyone))
     ran(3, 2, 0)
     if RANK == WORLD - 1:
         own.untyped_storage()._share_npu_()

@@ -206,12 +206,16 @@ bool IntraHostLink::allgather_in_place(const at::Tensor& output, const at::Tenso
                                        std::chrono::milliseconds timeout) {
   // Rank r writes its input into part r of every rank's output.
   const auto deadline = Clock::now() + timeout;
-  uint64_t parity = 0;
-  if (!meet_in_place(output, "allgather", kAllgatherCall, input.nbytes(), deadline, parity)) {
-    return false;
-  }
   const auto* in = static_cast<const uint8_t*>(input.data_ptr());
   const auto total = static_cast<int64_t>(input.nbytes());
+  const auto* own = static_cast<const uint8_t*>(output.data_ptr());
+  // An input over another rank's part of this output would be overwritten by that rank while being read: every
+  // rank takes the staged walk then.
+  const bool apart = in == own + rank_ * total || in + total <= own || in >= own + output.nbytes();
+  uint64_t parity = 0;
+  if (!meet_in_place(apart ? output : at::Tensor(), "allgather", kAllgatherCall, input.nbytes(), deadline, parity)) {
+    return false;
+  }
   try {
     for (int r = 0; r < size_; ++r) {  // memmove: the input may be its own part of the output
       uint8_t* part =
@@ -239,8 +243,8 @@ void IntraHostLink::allgather(const at::Tensor& output, const at::Tensor& input,
       "allgather", kAllgatherCall, total, 1, timeout,
       [&](int64_t start, int64_t n, int buffer) { std::memcpy(slot(buffer, rank_), in + start, n); },
       [&](int64_t start, int64_t n, int buffer) {
-        for (int r = 0; r < size_; ++r) {  // memmove: the input may be its own part of the output
-          std::memmove(out + r * total + start, r == rank_ ? in + start : slot(buffer, r), n);
+        for (int r = 0; r < size_; ++r) {  // from the slots: the input may lie anywhere in the output
+          std::memcpy(out + r * total + start, slot(buffer, r), n);
         }
       },
       [](int64_t, int64_t, int) {});
