@@ -408,6 +408,27 @@ def case_intra_host_in_place():
     ran(3, 2, 4)
 
 
+def case_intra_host_unmappable_peer():
+    """Rank 0's address space is capped below what mapping its peer's tensor needs: its all_reduce fails naming the
+    mapping, and rank 1 is released at once by the abandoned link instead of waiting for the timeout."""
+    import resource
+
+    warm = torch.ones(2**16, device=DEV)
+    dist.all_reduce(warm)  # the link has opened its peers' memory
+    big = torch.ones(2**24, device=DEV)  # 64 MiB: rank 0 maps 32 MiB of rank 1's
+    start = time.time()
+    if RANK == 0:
+        with open("/proc/self/status") as status:
+            used = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (used + (8 << 20), resource.RLIM_INFINITY))
+    try:
+        dist.all_reduce(big)
+        raise AssertionError("the all_reduce completed")
+    except RuntimeError as err:
+        print(f"ERROR after {time.time() - start:.1f}s: {err}", flush=True)
+        sys.exit(7)
+
+
 def case_intra_host_mismatch():
     """Ranks passing different sizes are refused by every rank, and the group goes on working."""
     try:

@@ -187,6 +187,24 @@ def test_large_allreduces_allgathers_and_reduce_scatters_run_in_place_on_the_ran
     _all_ok(launch("intra_host_in_place", world))
 
 
+def test_a_peer_range_the_host_refuses_to_map_fails_the_link_for_every_rank_at_once():
+    (code0, out0), (code1, out1) = launch(
+        "intra_host_unmappable_peer", 2, timeout=60, extra_env={"HCCL_EXEC_TIMEOUT": "20"}
+    )
+    assert code0 == 7, out0[-3000:]
+    assert (
+        "hccl allreduce on group 0 (rank 0 of 2) failed: the intra-host link cannot map 33554432 bytes of rank 1's "
+        "npu memory: Cannot allocate memory" in out0
+    ), out0[-3000:]
+    assert code1 == 7, out1[-3000:]
+    assert (
+        "failed: the group's intra-host link was abandoned by rank 0 (a timeout or a lost peer); the group cannot "
+        "run collectives any more" in out1
+    ), out1[-3000:]
+    for out in (out0, out1):  # released at once, not at the 20 s timeout
+        assert float(out.split("ERROR after ")[1].split("s")[0]) < 10, out[-3000:]
+
+
 def test_hccl_intra_roce_enable_keeps_one_hosts_ranks_on_the_network_transport():
     _all_ok(launch("intra_host_link", 2, extra_env={"HCCL_INTRA_ROCE_ENABLE": "1", "HCCL_INTRA_PCIE_ENABLE": "0"}))
 

@@ -18,6 +18,13 @@ constexpr int64_t kInPlaceBytes = int64_t{64} << 10;
 constexpr uint64_t kAllgatherCall = 3;
 constexpr uint64_t kReduceScatterCall = 4;
 
+// Whether `bytes` at `p` can be read or written while the peers work on `whole`: they are this rank's own part of
+// it, or lie outside it. (Over a peer's part they would be overwritten, or read, while that peer works on them.)
+bool own_part_or_outside(const uint8_t* p, size_t bytes, const uint8_t* whole, size_t whole_bytes,
+                         const uint8_t* own_part) {
+  return p == own_part || p + bytes <= whole || p >= whole + whole_bytes;
+}
+
 // The elements [lo, hi) of a chunk of n that `rank` reduces: equal parts, each starting on its own cache line.
 std::pair<int64_t, int64_t> part_of(int64_t n, int rank, int size, int64_t element_size) {
   const int64_t align = std::max<int64_t>(1, 64 / element_size);
@@ -50,6 +57,9 @@ void IntraHostLink::walk(const char* collective, uint64_t call, int64_t total, i
 
 bool IntraHostLink::meet_in_place(const at::Tensor& target, const char* collective, uint64_t call, uint64_t bytes,
                                   Clock::time_point deadline, uint64_t& parity) {
+  if (static_cast<int64_t>(bytes) < kInPlaceBytes || in_place_ < 0) {  // the same on every rank: no meeting
+    return false;
+  }
   ArenaLocation where{};
   const bool located = target.defined() && arena_locate(target.data_ptr(), target.nbytes(), where);
   if (located) {
@@ -70,6 +80,18 @@ bool IntraHostLink::meet_in_place(const at::Tensor& target, const char* collecti
   return in_place_ > 0;
 }
 
+template <class Body>
+bool IntraHostLink::finish_in_place(int kind, Clock::time_point deadline, Body&& body) {
+  try {
+    body();
+  } catch (const c10::Error& error) {
+    fail(error.what_without_backtrace());  // the peers are not left waiting at the meeting below
+  }
+  meet(deadline);
+  ++in_place_runs_[kind];
+  return true;
+}
+
 bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call,
                                        std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
@@ -81,7 +103,7 @@ bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, ui
   // order into its own tensor, then that result into each peer's.
   const int64_t esize = data.element_size();
   const auto [lo, hi] = part_of(data.numel(), rank_, size_, esize);
-  try {
+  return finish_in_place(0, deadline, [&] {
     std::vector<uint8_t*> tensors(size_);
     for (int r = 0; r < size_; ++r) {
       tensors[r] = r == rank_ ? static_cast<uint8_t*>(data.data_ptr()) + lo * esize
@@ -102,18 +124,12 @@ bool IntraHostLink::allreduce_in_place(const at::Tensor& data, LinkReduce op, ui
         }
       }
     }
-  } catch (const c10::Error& error) {
-    fail(error.what_without_backtrace());  // the peers are not left waiting at the meeting below
-  }
-  meet(deadline);
-  ++in_place_runs_[0];
-  return true;
+  });
 }
 
 void IntraHostLink::allreduce(const at::Tensor& data, LinkReduce op, std::chrono::milliseconds timeout) {
   const uint64_t call = 1 | static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(data.scalar_type()) << 16;
-  if (static_cast<int64_t>(data.nbytes()) >= kInPlaceBytes && in_place_ >= 0 &&
-      allreduce_in_place(data, op, call, timeout)) {
+  if (allreduce_in_place(data, op, call, timeout)) {
     return;
   }
   // Per chunk, rank r stages every part but its own r, meets, reduces part r reading its own part in place and
@@ -152,37 +168,27 @@ void IntraHostLink::allreduce(const at::Tensor& data, LinkReduce op, std::chrono
 bool IntraHostLink::reduce_scatter(const at::Tensor& output, const at::Tensor& input, LinkReduce op,
                                    std::chrono::milliseconds timeout) {
   // Rank r reduces part r of every rank's input into its output; nothing is written to a peer.
-  if (static_cast<int64_t>(input.nbytes()) < kInPlaceBytes || in_place_ < 0) {
-    return false;
-  }
   const auto deadline = Clock::now() + timeout;
   const int64_t esize = input.element_size();
   const int64_t n = output.numel();
   const auto bytes = static_cast<size_t>(n * esize);
   auto* mine = static_cast<uint8_t*>(input.data_ptr()) + rank_ * bytes;
   auto* out = static_cast<uint8_t*>(output.data_ptr());
-  // An output over another part of this rank's input would be overwritten while a peer reads it: every rank takes
-  // the caller's other way then.
-  const bool apart = out == mine || out + bytes <= static_cast<uint8_t*>(input.data_ptr()) ||
-                     out >= static_cast<uint8_t*>(input.data_ptr()) + input.nbytes();
+  // An output over a peer's part of the input: every rank takes the caller's other way.
+  const bool apart = own_part_or_outside(out, bytes, static_cast<uint8_t*>(input.data_ptr()), input.nbytes(), mine);
   const uint64_t call =
       kReduceScatterCall | static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(input.scalar_type()) << 16;
   uint64_t parity = 0;
   if (!meet_in_place(apart ? input : at::Tensor(), "reduce_scatter", call, input.nbytes(), deadline, parity)) {
     return false;
   }
-  try {
+  return finish_in_place(2, deadline, [&] {
     std::vector<const uint8_t*> parts(size_);
     for (int r = 0; r < size_; ++r) {
       parts[r] = r == rank_ ? mine : peer_memory_->map(r, arena_offset(r, parity) - 1 + rank_ * bytes, bytes);
     }
     reduce_into(out, parts, n, input.scalar_type(), op);
-  } catch (const c10::Error& error) {
-    fail(error.what_without_backtrace());
-  }
-  meet(deadline);
-  ++in_place_runs_[2];
-  return true;
+  });
 }
 
 void IntraHostLink::broadcast(const at::Tensor& data, int root, std::chrono::milliseconds timeout) {
@@ -209,31 +215,24 @@ bool IntraHostLink::allgather_in_place(const at::Tensor& output, const at::Tenso
   const auto* in = static_cast<const uint8_t*>(input.data_ptr());
   const auto total = static_cast<int64_t>(input.nbytes());
   const auto* own = static_cast<const uint8_t*>(output.data_ptr());
-  // An input over another rank's part of this output would be overwritten by that rank while being read: every
-  // rank takes the staged walk then.
-  const bool apart = in == own + rank_ * total || in + total <= own || in >= own + output.nbytes();
+  // An input over a peer's part of the output: every rank takes the staged walk.
+  const bool apart = own_part_or_outside(in, total, own, output.nbytes(), own + rank_ * total);
   uint64_t parity = 0;
   if (!meet_in_place(apart ? output : at::Tensor(), "allgather", kAllgatherCall, input.nbytes(), deadline, parity)) {
     return false;
   }
-  try {
+  return finish_in_place(1, deadline, [&] {
     for (int r = 0; r < size_; ++r) {  // memmove: the input may be its own part of the output
       uint8_t* part =
           r == rank_ ? static_cast<uint8_t*>(output.data_ptr()) + rank_ * total
                      : peer_memory_->map(r, arena_offset(r, parity) - 1 + rank_ * total, static_cast<size_t>(total));
       std::memmove(part, in, total);
     }
-  } catch (const c10::Error& error) {
-    fail(error.what_without_backtrace());
-  }
-  meet(deadline);
-  ++in_place_runs_[1];
-  return true;
+  });
 }
 
 void IntraHostLink::allgather(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout) {
-  if (static_cast<int64_t>(output.nbytes()) >= kInPlaceBytes && in_place_ >= 0 &&
-      allgather_in_place(output, input, timeout)) {
+  if (allgather_in_place(output, input, timeout)) {
     return;
   }
   const auto* in = static_cast<const uint8_t*>(input.data_ptr());

@@ -74,6 +74,10 @@ class IntraHostLink {
   // walk runs then). `parity` selects the records of this collective.
   bool meet_in_place(const at::Tensor& target, const char* collective, uint64_t call, uint64_t bytes,
                      Clock::time_point deadline, uint64_t& parity);
+  // Runs the in-place work of a collective, then the meeting every rank waits at, and counts it under `kind`
+  // (0 allreduce, 1 allgather, 2 reduce_scatter); a peer range the host refuses to map fails the link.
+  template <class Body>
+  bool finish_in_place(int kind, Clock::time_point deadline, Body&& body);
   bool allreduce_in_place(const at::Tensor& data, LinkReduce op, uint64_t call, std::chrono::milliseconds timeout);
   bool allgather_in_place(const at::Tensor& output, const at::Tensor& input, std::chrono::milliseconds timeout);
   void announce_arena(int fd, uint64_t inode);

@@ -421,20 +421,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                                 const c10d::ReduceScatterOptions& opts) {
-  // One allreduce of the stacked inputs, then each rank keeps its slice: exact for every reduction.
-  CollectiveScope scope("reduce_scatter", comm_name(), getRank(), getSize(), outputs);
+  // The reduce-scatter of the stacked inputs.
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
               "reduce_scatter takes one output and world_size inputs", dist_error(kDistParam, "invalid parameter"));
   at::Tensor stacked = at::stack(inputs[0]);
-  std::vector<at::Tensor> one{stacked};
-  c10d::AllreduceOptions all;
-  all.reduceOp = opts.reduceOp;
-  all.timeout = opts.timeout;
-  auto work = allreduce(one, all);
-  at::Tensor out = outputs[0];
-  const int rank = getRank();
-  return scope.attach(c10::make_intrusive<HcclWork>(work, describe("reduce_scatter"), outputs,
-                                                    [out, stacked, rank] { out.copy_(stacked[rank]); }));
+  return _reduce_scatter_base(outputs[0], stacked, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
