@@ -289,3 +289,15 @@ def test_errors_name_the_operator(kwargs, message):
         torch_npu.npu_fused_infer_attention_score_v2(
             query, query, query, num_query_heads=N, input_layout=layout, **kwargs
         )
+
+
+def test_incre_flash_attention_output_dtype_while_tracing():
+    # torch_npu's meta rule: an int8 query gives float16, quant_scale2 gives int8, otherwise the query's dtype.
+    with torch._subclasses.FakeTensorMode():
+        q8 = torch.randint(1, 40, (1, 128), dtype=torch.int8, device="npu")
+        assert torch.ops.npu.npu_incre_flash_attention(q8, q8, q8).dtype == torch.float16
+        q = torch.randn(1, 4, 1, 8, dtype=torch.bfloat16, device="npu")
+        assert torch.ops.npu.npu_incre_flash_attention(q, q, q).dtype == torch.bfloat16
+        scale2 = torch.ones(1, device="npu")
+        out = torch.ops.npu.npu_incre_flash_attention(q, q, q, quant_scale2=scale2, input_layout="BNSD")
+        assert out.dtype == torch.int8 and out.shape == q.shape

@@ -88,6 +88,17 @@ def test_npu_add_layer_norm(additional_output):
     )
 
 
+def test_npu_add_layer_norm_mixed_dtypes_compute_in_the_wider():
+    # fp16 x1 + fp32 x2: the sum, y, mean and rstd are float32, as Ascend's golden test expects.
+    x1, x2 = torch.randn(4, 32).half(), torch.randn(4, 32)
+    g, b = torch.rand(32), torch.rand(32)
+    y, mean, rstd, x = torch_npu.npu_add_layer_norm(x1.npu(), x2.npu(), g.npu(), b.npu(), 1e-5, True)
+    ref_x = x1.float() + x2
+    assert (y.dtype, mean.dtype, rstd.dtype, x.dtype) == (torch.float32,) * 4
+    torch.testing.assert_close(x.cpu(), ref_x)
+    torch.testing.assert_close(y.cpu(), F.layer_norm(ref_x, (32,), g, b, 1e-5), atol=1e-5, rtol=1e-4)
+
+
 def test_npu_group_norm_silu():
     x, w, b = torch.randn(2, 8, 4, 4), torch.randn(8), torch.randn(8)
 
@@ -234,8 +245,23 @@ def test_npu_apply_rotary_pos_emb_writes_in_place(layout, shape, cshape):
     torch.testing.assert_close(oq.cpu(), q * cos + rotate_half(q) * sin)
     torch.testing.assert_close(ok.cpu(), k * cos + rotate_half(k) * sin)
     assert torch.equal(qn.cpu(), oq.cpu()) and torch.equal(kn.cpu(), ok.cpu())
-    with pytest.raises(RuntimeError, match="layout must be one of"):
-        torch_npu.npu_apply_rotary_pos_emb(qn, kn, cos.npu(), sin.npu(), "BHSD")
+
+
+def test_npu_apply_rotary_pos_emb_layout_names_and_quarter_mode():
+    # op-plugin maps BNSD / SBND / TND and reads every other layout string ('BSH', the older name) as BSND.
+    q, k = torch.randn(2, 5, 4, 8), torch.randn(2, 5, 4, 8)
+    cos, sin = torch.randn(2, 5, 1, 8), torch.randn(2, 5, 1, 8)
+    oq, _ = torch_npu.npu_apply_rotary_pos_emb(q.npu(), k.npu(), cos.npu(), sin.npu(), "BSH")
+    torch.testing.assert_close(oq.cpu(), q * cos + rotate_half(q) * sin)
+    # 'quarter': each half rotated on its own, [x1, x2, x3, x4] -> [-x2, x1, -x4, x3].
+    x1, x2, x3, x4 = q.chunk(4, -1)
+    quarter = torch.cat((-x2, x1, -x4, x3), -1)
+    oq, _ = torch_npu.npu_apply_rotary_pos_emb(q.npu(), k.npu(), cos.npu(), sin.npu(), rotary_mode="quarter")
+    torch.testing.assert_close(oq.cpu(), q * cos + quarter * sin)
+    raises_operator_error(
+        lambda: torch_npu.npu_apply_rotary_pos_emb(q.npu(), k.npu(), cos.npu(), sin.npu(), rotary_mode="full"),
+        "The layout should be half/quarter/interleave, but got full",
+    )
 
 
 def test_npu_interleave_rope():

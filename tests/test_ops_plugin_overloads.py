@@ -62,3 +62,22 @@ def test_grouped_matmul_takes_group_list_as_ints():
     assert torch.equal(as_ints[0].cpu(), as_tensor[0].cpu())
     expected = torch.cat([x[:2] @ ws[0], x[2:5] @ ws[1], x[5:] @ ws[2]])
     torch.testing.assert_close(as_ints[0].cpu(), expected.cpu())
+
+
+def test_grouped_matmul_list_form_traces_one_output_per_group():
+    # With group_list as ints the per-group row counts are known while tracing: split_item 0/1 give one output
+    # per group under FakeTensorMode and torch.compile(fullgraph=True), as on torch_npu.
+    x, ws = _x(7, 4), [_x(4, 3 + s, seed=s) for s in range(3)]
+    eager = torch_npu.npu_grouped_matmul([x], ws, group_list=[2, 5, 7], split_item=1)
+    assert [tuple(t.shape) for t in eager] == [(2, 3), (3, 4), (2, 5)]
+    with torch._subclasses.FakeTensorMode() as mode:
+        fake = torch_npu.npu_grouped_matmul([mode.from_tensor(x)], [mode.from_tensor(w) for w in ws],
+                                            group_list=[2, 5, 7], split_item=0)  # fmt: skip
+        assert [tuple(t.shape) for t in fake] == [(2, 3), (3, 4), (2, 5)]
+    compiled = torch.compile(
+        lambda x, *ws: torch_npu.npu_grouped_matmul([x], list(ws), group_list=[2, 5, 7], split_item=1),
+        fullgraph=True,
+        backend="eager",
+    )
+    for got, want in zip(compiled(x, *ws), eager):
+        assert torch.equal(got.cpu(), want.cpu())

@@ -75,3 +75,22 @@ def test_quant_scatter_errors(change, message):
         torch_npu.npu_quant_scatter(
             npu["data"], npu["indices"], npu["updates"], npu["quant_scales"], reduce=npu["reduce"]
         )
+
+
+def test_quant_scatter_and_scatter_update_trace_without_reading_indices():
+    # The fake kernels check shapes only: the slice positions are data, which a FakeTensor does not have, and
+    # torch.compile(fullgraph=True) must not break the graph on them.
+    data, indices, updates, scales, _ = (t.npu() if t is not None else None for t in _inputs(3))
+    with torch._subclasses.FakeTensorMode() as mode:
+        fake = [mode.from_tensor(t) for t in (data, indices, updates, scales)]
+        out = torch.ops.npu.npu_quant_scatter(*fake)
+        assert out.shape == data.shape and out.dtype == torch.int8 and out is not fake[0]
+        assert torch.ops.npu.npu_quant_scatter_(*fake) is fake[0]
+        assert torch.ops.npu.scatter_update(fake[0], fake[1], fake[0][:, :2], -2).shape == data.shape
+        assert torch.ops.npu.scatter_update_(fake[0], fake[1], fake[0][:, :2], -2) is fake[0]
+
+    compiled = torch.compile(
+        lambda d, i, u, s: torch_npu.npu_quant_scatter(d, i, u, s), fullgraph=True, backend="eager"
+    )
+    want = reference(data.cpu(), indices.cpu(), updates.cpu(), scales.cpu(), None)
+    assert torch.equal(compiled(data, indices, updates, scales).cpu(), want)

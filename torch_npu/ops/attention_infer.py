@@ -404,9 +404,10 @@ npu_op(
     "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? kv_padding_size=None, int num_heads=1, "
     'float scale_value=1.0, str input_layout="BSH", int num_key_value_heads=0, int block_size=0, '
     "int inner_precise=1) -> Tensor",
-    fake=lambda query, key, value, *, quant_scale2=None, dequant_scale1=None, **kw: torch.empty_like(
+    # torch_npu's meta rule: int8 out with quant_scale2, float16 out of an int8 query, else the query's dtype.
+    fake=lambda query, key, value, *, quant_scale2=None, **kw: torch.empty_like(
         query,
-        dtype=torch.int8 if quant_scale2 is not None else torch.float16 if dequant_scale1 is not None else query.dtype,
+        dtype=torch.int8 if quant_scale2 is not None else torch.float16 if query.dtype == torch.int8 else query.dtype,
     ),
 )(npu_incre_flash_attention)
 

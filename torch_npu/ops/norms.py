@@ -98,7 +98,8 @@ def npu_add_layer_norm(x1, x2, gamma, beta, epsilon=1e-5, additional_output=Fals
     check(x1.shape == x2.shape, "npu_add_layer_norm", f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} differ")
     x = x1 + x2
     xf, mean, rstd = _layer_norm_stats(x, gamma.dim(), epsilon, "npu_add_layer_norm")
-    y = ((xf - mean) * rstd * gamma.float() + beta.float()).to(x1.dtype)
+    # Mixed x1 / x2 dtypes (fp16 + fp32) add in the wider one, and y comes out in it, as on the card.
+    y = ((xf - mean) * rstd * gamma.float() + beta.float()).to(x.dtype)
     return y, mean, rstd, (x if additional_output else x.new_empty(0))
 
 

@@ -7,6 +7,7 @@ out= does); an accepted `workspace` is the card's scratch memory and goes unused
 import torch
 
 from torch_npu.ops import convolutions, fusion_attention_v3, quant, reduction_slicing, tensor_ops  # noqa: F401
+from torch_npu.ops.quant import grouped_matmul_fake
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -84,7 +85,7 @@ for _name, _written_names in _MULTI_OUT.items():
     "Tensor[]? per_token_scale=None, int[]? group_list=None, Tensor[]? activation_input=None, "
     "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
     "int? group_type=None, int? group_list_type=0, int? act_type=0, ScalarType? output_dtype=None) -> Tensor[]",
-    fake="composition",
+    fake=grouped_matmul_fake,
 )
 def npu_grouped_matmul_list(x, weight, *, group_list=None, output_dtype=None, **kwargs):
     """npu_grouped_matmul with group_list given as a list of ints."""

@@ -283,7 +283,8 @@ def pack_int4(values):
 
 
 def group_row_counts(group_list, group_list_type, total, op):
-    sizes = group_list.tolist()
+    """Rows of each group, from a group_list tensor or (npu_grouped_matmul.List) a list of ints."""
+    sizes = group_list.tolist() if isinstance(group_list, torch.Tensor) else list(group_list)
     if group_list_type == 0:
         sizes = [b - a for a, b in zip([0] + sizes[:-1], sizes)]
     elif group_list_type == 2:
@@ -425,16 +426,23 @@ def _grouped_matmul(
     return outs
 
 
-def _grouped_matmul_fake(x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, **kwargs):
-    dtype = _out_dtype(output_dtype, "npu_grouped_matmul") if scale else x[0].dtype
+def grouped_matmul_fake(
+    x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, group_list_type=0, **kwargs
+):
+    op = "npu_grouped_matmul"
+    dtype = _out_dtype(output_dtype, op) if scale else x[0].dtype
     if group_list is not None and len(x) == 1 and len(weight) > 1:
+        if split_item in (2, 3):
+            return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1], dtype=dtype)]
+        # One output per group: its rows are group_list's values, known only when they are a list of ints.
         check(
-            split_item in (2, 3),
-            "npu_grouped_matmul",
+            not isinstance(group_list, torch.Tensor),
+            op,
             "with group_list and split_item 0/1 the output sizes depend "
             "on group_list's values (not traceable); use split_item=3",
         )
-        return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1], dtype=dtype)]
+        sizes = group_row_counts(group_list, group_list_type, x[0].shape[0], op)
+        return [x[0].new_empty(n, wi.shape[-1], dtype=dtype) for n, wi in zip(sizes, weight)]
     outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1], dtype=dtype) for xi, wi in zip(x, weight)]
     if split_item in (2, 3):
         return [torch.cat(outs, 0)]
@@ -449,5 +457,5 @@ npu_op(
     "int? group_type=None, int? group_list_type=0, int? act_type=0, int[]? tuning_config=None, "
     "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
     "int? per_token_scale_dtype=None) -> Tensor[]",
-    fake=_grouped_matmul_fake,
+    fake=grouped_matmul_fake,
 )(_grouped_matmul)

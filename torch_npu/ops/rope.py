@@ -3,6 +3,7 @@ npu_mrope.
 
 rotate_half (rotary_mode 'half'): x = [x1, x2] halves of the last dim -> [-x2, x1].
 'interleave': pairs (x[..., 0::2], x[..., 1::2]) -> (-x[..., 1::2], x[..., 0::2]) interleaved back.
+'quarter' (npu_apply_rotary_pos_emb only): quarters [x1, x2, x3, x4] -> [-x2, x1, -x4, x3].
 """
 
 import torch
@@ -15,10 +16,13 @@ __all__ = []
 
 
 def rotate(x, mode, op):
-    check(mode in ("half", "interleave"), op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
+    check(mode in ("half", "interleave", "quarter"), op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
     if mode == "half":
         x1, x2 = x.chunk(2, -1)
         return torch.cat((-x2, x1), dim=-1)
+    if mode == "quarter":
+        x1, x2, x3, x4 = x.chunk(4, -1)
+        return torch.cat((-x2, x1, -x4, x3), dim=-1)
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
@@ -40,11 +44,14 @@ def npu_rotary_mul(x, r1, r2, rotary_mode="half", rotate_matrix=None):
     return x * r1 + rotated * r2
 
 
-_LAYOUTS = ("BSND", "SBND", "BNSD", "TND")
-
-
 def _apply_rope(query, key, cos, sin, layout, rotary_mode):
-    check(layout in _LAYOUTS, "npu_apply_rotary_pos_emb", f"layout must be one of {_LAYOUTS}, got {layout!r}")
+    # op-plugin reads 'BNSD', 'SBND' and 'TND'; any other layout string ('BSND', the older 'BSH') is BSND.
+    require(
+        rotary_mode in ("half", "quarter", "interleave"),
+        f"The layout should be half/quarter/interleave, but got {rotary_mode}",
+    )
+    if layout not in ("BNSD", "SBND", "TND"):
+        layout = "BSND"
     rank = 3 if layout == "TND" else 4
     for name, t in (("query", query), ("key", key), ("cos", cos), ("sin", sin)):
         check(

@@ -228,7 +228,8 @@ def npu_scatter(x, indices, updates, dim):
     return x.clone().scatter_(dim, indices.long().unsqueeze(dim), updates.to(x.dtype).unsqueeze(dim))
 
 
-def _scatter_update(data, indices, updates, axis, op):
+def _scatter_update_axis(data, indices, updates, axis, op):
+    """Checks what can be checked without reading indices (fake kernels too); the axis, non-negative."""
     check(
         2 <= data.dim() <= 8 and updates.dim() == data.dim(),
         op,
@@ -244,7 +245,11 @@ def _scatter_update(data, indices, updates, axis, op):
         op,
         f"axis={axis} must name a dimension after the batch dimension",
     )
-    axis %= data.dim()
+    return axis % data.dim()
+
+
+def _scatter_update(data, indices, updates, axis, op):
+    axis = _scatter_update_axis(data, indices, updates, axis, op)
     length = updates.shape[axis]
     for b, start in enumerate(indices.tolist()):
         check(
@@ -256,14 +261,27 @@ def _scatter_update(data, indices, updates, axis, op):
     return data
 
 
-@npu_op("scatter_update(Tensor self, Tensor indices, Tensor updates, int axis) -> Tensor")
+def _scatter_update_fake(data, indices, updates, axis):
+    _scatter_update_axis(data, indices, updates, axis, "scatter_update")
+    return torch.empty_like(data)
+
+
+def _scatter_update_inplace_fake(data, indices, updates, axis):
+    _scatter_update_axis(data, indices, updates, axis, "scatter_update_")
+    return data
+
+
+@npu_op("scatter_update(Tensor self, Tensor indices, Tensor updates, int axis) -> Tensor", fake=_scatter_update_fake)
 def scatter_update(data, indices, updates, axis):
     """A copy of data where, for each batch b, the slice starting at indices[b] along `axis` is replaced by
     updates[b] (as long as updates' size on that axis)."""
     return _scatter_update(data.clone(), indices, updates, axis, "scatter_update")
 
 
-@npu_op("scatter_update_(Tensor(a!) self, Tensor indices, Tensor updates, int axis) -> Tensor(a!)")
+@npu_op(
+    "scatter_update_(Tensor(a!) self, Tensor indices, Tensor updates, int axis) -> Tensor(a!)",
+    fake=_scatter_update_inplace_fake,
+)
 def scatter_update_(data, indices, updates, axis):
     """scatter_update in place."""
     return _scatter_update(data, indices, updates, axis, "scatter_update_")
@@ -272,13 +290,19 @@ def scatter_update_(data, indices, updates, axis):
 functionalized_by("scatter_update_", "scatter_update")
 
 
-@npu_op("npu_prefetch(Tensor self, Tensor? dependency, int max_size, int offset=0) -> ()", fake=lambda *a, **k: None)
+def _check_prefetch_sizes(x, dependency, max_size, offset=0):
+    """torch_npu's own checks of npu_prefetch (its meta function raises them, word for word)."""
+    torch._check(max_size > 0, lambda: f"The max_size should be greater than zero, but got {max_size}.")
+    torch._check(offset >= 0, lambda: f"The offset should be nonnegative, but got {offset}.")
+
+
+@npu_op("npu_prefetch(Tensor self, Tensor? dependency, int max_size, int offset=0) -> ()", fake=_check_prefetch_sizes)
 def npu_prefetch(x, dependency, max_size, offset=0):
     """On a card: start copying up to max_size bytes of self (from byte offset) into the L2 cache once
     `dependency` is computed, to hide the weight load of a later operator. Caching has no result to compute,
     so on vnpu it only checks its arguments."""
     op = "npu_prefetch"
-    check(max_size > 0, op, f"max_size must be positive, got {max_size}")
+    _check_prefetch_sizes(x, dependency, max_size, offset)
     check(
         0 <= offset < max(x.numel() * x.element_size(), 1),
         op,
