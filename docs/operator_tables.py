@@ -57,8 +57,8 @@ FAMILIES = (
         "rope kv_cache kv_cache_gather kv_rmsnorm_rope_cache qkv_rms_norm_rope_cache rope_quant_kvcache "
         "scatter_list advance_step",
         (
-            "half/interleave; BSND, SBND, BNSD, TND; Norm / PA / PA_NZ caches",
-            "half/interleave；BSND、SBND、BNSD、TND；Norm / PA / PA_NZ 缓存",
+            "half/interleave (apply_rotary_pos_emb also quarter); BSND (or BSH), SBND, BNSD, TND; Norm / PA / PA_NZ caches",
+            "half/interleave（apply_rotary_pos_emb 另有 quarter）；BSND（或 BSH）、SBND、BNSD、TND；Norm / PA / PA_NZ 缓存",
         ),
     ),
     Family(

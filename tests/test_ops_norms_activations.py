@@ -468,7 +468,11 @@ INVALID_ARGUMENT_ERRORS = [
     (lambda: torch_npu.npu_rotary_mul(t(1, 2, 3), t(3), t(3)), "npu_rotary_mul: the last dim (3) must be even"),
     (
         lambda: torch_npu.npu_apply_rotary_pos_emb(t(2, 2, 2), t(2, 2, 2), t(2, 2, 2), t(2, 2, 2)),
-        "npu_apply_rotary_pos_emb: query must be 4-D for layout BSND, got 3-D",
+        "npu_apply_rotary_pos_emb: query must be 4-D for layout BSND (read as BSND), got 3-D",
+    ),
+    (
+        lambda: torch_npu.npu_apply_rotary_pos_emb(t(2, 2, 2), t(2, 2, 2), t(2, 2, 2), t(2, 2, 2), "BSH"),
+        "npu_apply_rotary_pos_emb: query must be 4-D for layout BSH (read as BSND), got 3-D",
     ),
     (
         lambda: torch_npu.npu_interleave_rope(t(2, 2, 2), t(2, 2, 2), t(2, 2, 2)),

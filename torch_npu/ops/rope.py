@@ -50,12 +50,13 @@ def _apply_rope(query, key, cos, sin, layout, rotary_mode):
         rotary_mode in ("half", "quarter", "interleave"),
         f"The layout should be half/quarter/interleave, but got {rotary_mode}",
     )
-    if layout not in ("BNSD", "SBND", "TND"):
-        layout = "BSND"
-    rank = 3 if layout == "TND" else 4
+    read_as = layout if layout in ("BNSD", "SBND", "TND") else "BSND"
+    rank = 3 if read_as == "TND" else 4
     for name, t in (("query", query), ("key", key), ("cos", cos), ("sin", sin)):
         check(
-            t.dim() == rank, "npu_apply_rotary_pos_emb", f"{name} must be {rank}-D for layout {layout}, got {t.dim()}-D"
+            t.dim() == rank,
+            "npu_apply_rotary_pos_emb",
+            f"{name} must be {rank}-D for layout {layout} (read as {read_as}), got {t.dim()}-D",
         )
     q = query * cos + rotate(query, rotary_mode, "npu_apply_rotary_pos_emb") * sin
     k = key * cos + rotate(key, rotary_mode, "npu_apply_rotary_pos_emb") * sin
