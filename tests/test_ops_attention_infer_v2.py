@@ -263,6 +263,32 @@ def test_infer_output_layouts(layout, query_shape, value_shape, paged, want):
     assert out.shape == want and out.dtype == torch.int8 and lse.numel() == 0
 
 
+def test_unrequested_softmax_lse_is_op_plugins_placeholder():
+    # The first version hands back a one-element softmax_lse when softmax_lse_flag is off, the second an empty one;
+    # the out forms leave the caller's placeholder alone.
+    q = torch.randn(1, N, 1, D, device="npu")
+    k = torch.randn(1, KV_HEADS, 5, D, device="npu")
+    out, lse = torch_npu.npu_fused_infer_attention_score(q, k, k, num_heads=N, num_key_value_heads=KV_HEADS,
+                                                         input_layout="BNSD")  # fmt: skip
+    assert lse.shape == (1,) and lse.dtype == torch.float32
+    planned = torch.ops.npu._npu_fused_infer_attention_score_infer_output(q, k, input_layout="BNSD", num_heads=N)
+    assert planned[0].shape == out.shape and planned[1].shape == (1,)
+    with torch._subclasses.FakeTensorMode() as mode:
+        fq, fk = mode.from_tensor(q), mode.from_tensor(k)
+        traced = torch.ops.npu.npu_fused_infer_attention_score(fq, fk, fk, num_heads=N, num_key_value_heads=KV_HEADS,
+                                                               input_layout="BNSD")  # fmt: skip
+        assert traced[1].shape == (1,)
+    v2 = torch_npu.npu_fused_infer_attention_score_v2(q, k, k, num_query_heads=N, num_key_value_heads=KV_HEADS,
+                                                      input_layout="BNSD")  # fmt: skip
+    assert v2[1].numel() == 0
+    placeholder = torch.full((1,), 7.0, device="npu")
+    attention_out = torch.empty_like(out)
+    torch.ops.npu.npu_fused_infer_attention_score.out(q, k, k, num_heads=N, num_key_value_heads=KV_HEADS,
+                                                      input_layout="BNSD", attention_out=attention_out,
+                                                      softmax_lse=placeholder)  # fmt: skip
+    assert torch.equal(attention_out.cpu(), out.cpu()) and placeholder.item() == 7.0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -60,7 +60,7 @@ def test_gating_top_k_grouped(norm_type, mode):
             weights.append(w * routed_scaling_factor)
             idxs.append(torch.tensor(top, dtype=torch.int32))
         scores = torch.softmax(x, -1) if norm_type == 0 else torch.sigmoid(x)
-        return torch.stack(weights), torch.stack(idxs), scores if out_flag else scores.new_empty(0)
+        return torch.stack(weights), torch.stack(idxs), scores  # [T, E] float32 whatever out_flag says
 
     check_op(
         torch_npu.npu_moe_gating_top_k,
@@ -169,7 +169,7 @@ def test_gating_top_k_gradient_matches_composition():
         masked = sb.detach().masked_fill(~keep.repeat_interleave(8 // group_count, 1), float("-inf"))
         idx = masked.topk(k, -1).indices
         w = s.gather(1, idx)
-        return w / (w.sum(-1, keepdim=True) + 1e-20), idx.to(torch.int32), s.new_empty(0)
+        return w / (w.sum(-1, keepdim=True) + 1e-20), idx.to(torch.int32), s
 
     check_op(
         torch_npu.npu_moe_gating_top_k,

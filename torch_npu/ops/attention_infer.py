@@ -456,7 +456,7 @@ def npu_fused_infer_attention_score(
     softmax_lse_flag=False,
 ):
     """Prefill (query length > 1) or decode attention in one operator; returns (attention_out,
-    softmax_lse), softmax_lse float32 [B, N, S1, 1] (TND: [T, N, 1]) when softmax_lse_flag, else empty.
+    softmax_lse), softmax_lse float32 [B, N, S1, 1] (TND: [T, N, 1]) when softmax_lse_flag, else one element.
     query_rope/key_rope (MLA): their dot products are added to the scores. Quantisation (attention_quant.py):
     antiquant_scale/offset [2, ...] with antiquant_mode, or key_/value_antiquant_scale/offset with their own
     modes (0 per channel, 1 per token); int8 attention and output as npu_prompt_flash_attention."""
@@ -508,7 +508,9 @@ def npu_fused_infer_attention_score(
         int8_scales=_int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2),
     )
     out = _quantised_output(op, out, input_layout, quant_scale2, quant_offset2)
-    return out, (lse if softmax_lse_flag else out.new_empty(0, dtype=torch.float32))
+    # Not requested, softmax_lse is the one-element placeholder op-plugin's kernel allocates (unwritten on the card,
+    # zero here).
+    return out, (lse if softmax_lse_flag else out.new_zeros(1, dtype=torch.float32))
 
 
 npu_op(

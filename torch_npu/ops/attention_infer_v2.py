@@ -142,10 +142,10 @@ def npu_fused_infer_attention_score_v2(
 npu_op(f"npu_fused_infer_attention_score_v2({_V2_ARGS}) -> (Tensor, Tensor)")(npu_fused_infer_attention_score_v2)
 
 
-def _write_out(result, attention_out, softmax_lse):
+def _write_out(result, attention_out, softmax_lse, with_lse):
     """The results into the caller's tensors. Without softmax_lse requested the card's kernel leaves that tensor
     alone, so any placeholder is accepted (inference engines pass a one-element buffer)."""
-    pairs = [(attention_out, result[0])] + ([(softmax_lse, result[1])] if result[1].numel() else [])
+    pairs = [(attention_out, result[0])] + ([(softmax_lse, result[1])] if with_lse else [])
     for target, value in pairs:
         check(
             target.shape == value.shape and target.dtype == value.dtype,
@@ -157,7 +157,8 @@ def _write_out(result, attention_out, softmax_lse):
 
 
 def _v2_out(query, key, value, *, workspace=None, attention_out, softmax_lse, **kwargs):
-    return _write_out(npu_fused_infer_attention_score_v2(query, key, value, **kwargs), attention_out, softmax_lse)
+    result = npu_fused_infer_attention_score_v2(query, key, value, **kwargs)
+    return _write_out(result, attention_out, softmax_lse, kwargs.get("return_softmax_lse", False))
 
 
 npu_op(
@@ -169,7 +170,7 @@ npu_op(
 
 def _v1_out(query, key, value, *, workspace=None, attention_out, softmax_lse, **kwargs):
     result = torch.ops.npu.npu_fused_infer_attention_score(query, key, value, **kwargs)
-    return _write_out(result, attention_out, softmax_lse)
+    return _write_out(result, attention_out, softmax_lse, kwargs.get("softmax_lse_flag", False))
 
 
 def _v1_args():
@@ -237,9 +238,11 @@ def _v1_infer_output(
     softmax_lse_flag=False,
     query_rope=None,
 ):
-    return _outputs(
+    out, lse = _outputs(
         query, value, input_layout, quant_scale2, block_table, num_heads, num_key_value_heads, softmax_lse_flag
     )
+    # The first version's kernel hands back a one-element softmax_lse when it is not requested (v2: an empty one).
+    return out, (lse if softmax_lse_flag else query.new_empty(1, dtype=torch.float32))
 
 
 npu_op(

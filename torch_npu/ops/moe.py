@@ -85,7 +85,8 @@ def npu_moe_gating_top_k(
     experts split into group_count groups ranked by their best score (group_select_mode 0) or the sum of
     their two best (1) of scores + bias; the top k_group groups stay; top-k experts by scores + bias;
     weights = the unbiased scores, normalised to sum 1 for sigmoid, times routed_scaling_factor.
-    Returns (weights [T, k], expert_idx int32 [T, k], scores [T, E] if out_flag else empty)."""
+    Returns (weights [T, k], expert_idx int32 [T, k], scores float32 [T, E]): op-plugin allocates the third output
+    whatever out_flag says (the card fills it only with out_flag; here it always holds the scores)."""
     op = "npu_moe_gating_top_k"
     check(x.dim() == 2, op, f"x must be 2-D [tokens, experts], got {x.dim()}-D")
     experts = x.shape[-1]
@@ -105,8 +106,7 @@ def npu_moe_gating_top_k(
     if norm_type == 1:
         weights = weights / (weights.sum(-1, keepdim=True) + eps)
     weights = weights * routed_scaling_factor
-    out = scores if out_flag else scores.new_empty(0)
-    return weights.to(x.dtype), idx.to(torch.int32), out
+    return weights.to(x.dtype), idx.to(torch.int32), scores
 
 
 npu_op(
