@@ -251,6 +251,33 @@ def test_npu_grouped_matmul_weight_antiquant_and_activations(groups):
         torch_npu.npu_grouped_matmul([xs[0].npu()], [xs[0].t().contiguous().npu()], act_type=3)
 
 
+@pytest.mark.parametrize("split_item", [0, 3])
+def test_npu_grouped_matmul_w4a16_reads_int4_packed_weights(split_item):
+    # int32 weights hold eight int4 values along their memory: [k, n / 8] -> [k, n], as npu_weight_quant_batchmatmul.
+    g = torch.Generator().manual_seed(6)
+    xs = [torch.randn(7, 16, generator=g, dtype=torch.float16) for _ in range(2)]
+    ws = [torch.randint(-8, 8, (16, 24), generator=g, dtype=torch.int32) for _ in range(2)]
+    scales = [torch.rand(24, generator=g).half().npu() for _ in range(2)]
+    packed = [torch_npu.npu_convert_weight_to_int4pack(w.npu()) for w in ws]
+    assert packed[0].shape == (16, 3)
+    x_npu = [x.npu() for x in xs] if split_item == 0 else [xs[0].npu()]
+    kwargs = {"antiquant_scale": scales, "split_item": split_item}
+    if split_item == 3:  # one x split along M: rows 0-2 to the first weight, 3-6 to the second
+        kwargs.update(group_list=torch.tensor([3, 7]).npu(), group_type=0)
+    got = torch_npu.npu_grouped_matmul(x_npu, packed, **kwargs)
+    want = torch_npu.npu_grouped_matmul(x_npu, [w.to(torch.int8).npu() for w in ws], **kwargs)
+    assert len(got) == len(want) and all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(got, want))
+    reference = (xs[0].float() @ (ws[0].float() * scales[0].cpu().float())).half()
+    torch.testing.assert_close(got[0][:3].cpu(), reference[:3], atol=0.05, rtol=1e-3)
+    with torch._subclasses.FakeTensorMode() as mode:
+        fake = {k: [mode.from_tensor(t) for t in v] if isinstance(v, list) else v for k, v in kwargs.items()}
+        if "group_list" in fake:
+            fake["group_list"] = mode.from_tensor(fake["group_list"])
+        traced = torch_npu.npu_grouped_matmul([mode.from_tensor(t) for t in x_npu], [mode.from_tensor(p) for p in packed],
+                                              **fake)  # fmt: skip
+        assert [t.shape for t in traced] == [t.shape for t in got]
+
+
 def test_anti_quant_reads_int32_as_eight_packed_int4_values():
     values = torch.tensor([[0, 1, 2, 3, -8, -1, 7, -4], [5, -5, 6, -6, 4, -3, 2, -2]], dtype=torch.int32)
     packed = torch_npu.npu_convert_weight_to_int4pack(values.npu())

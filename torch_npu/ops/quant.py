@@ -319,9 +319,18 @@ def _dequantised_weight(w, scale, offset, dtype, op, i):
     return value * scale.to(dtype)
 
 
+def _unpacked_weight_width(w):
+    """Output channels of a grouped-matmul weight: int32 weights hold eight int4 values along their memory."""
+    if w.dtype != torch.int32 or (w.dim() >= 2 and w.stride(-1) != 1 and w.stride(-2) == 1):
+        return w.shape[-1]
+    return w.shape[-1] * 8
+
+
 def _group_product(
     xi, wi, i, *, bias, scale, offset, antiquant_scale, antiquant_offset, per_token_scale, output_dtype, op
 ):
+    if antiquant_scale and wi.dtype == torch.int32:  # W4A16: int4 weights packed eight to an int32
+        wi = _unpack_along_memory(wi)
     check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
     b = _nth(bias, i)
     if scale:
@@ -373,7 +382,8 @@ def _grouped_matmul(
     """y_i = act(x_i @ w_i + b_i) per group. Quantised (scale): int8 x and weight, y_i = (x_i @ w_i + b_i) *
     scale_i [* per_token_scale per row] [+ offset_i], output int8 (requantised) unless output_dtype says
     float16 / bfloat16 / int32, as npu_quant_matmul. Weight antiquant (antiquant_scale): w_i = (w_i +
-    antiquant_offset_i) * antiquant_scale_i in x's dtype, per channel [n] or per group [groups, n].
+    antiquant_offset_i) * antiquant_scale_i in x's dtype, per channel [n] or per group [groups, n]; int8
+    weights (W8A16) or int32 ones holding eight int4 values each along their memory (W4A16: [k, n / 8]).
     act_type: 0 none, 1 relu, 2 gelu (tanh), 4 fast gelu, 5 silu (3, gelu with erf, torch_npu refuses too).
     Forms: one x per weight, or one x split along M by group_list (group_type 0); split_item 2/3 return
     one concatenated tensor."""
@@ -433,7 +443,7 @@ def grouped_matmul_fake(
     dtype = _out_dtype(output_dtype, op) if scale else x[0].dtype
     if group_list is not None and len(x) == 1 and len(weight) > 1:
         if split_item in (2, 3):
-            return [x[0].new_empty(x[0].shape[0], weight[0].shape[-1], dtype=dtype)]
+            return [x[0].new_empty(x[0].shape[0], _unpacked_weight_width(weight[0]), dtype=dtype)]
         # One output per group: its rows are group_list's values, known only when they are a list of ints.
         check(
             not isinstance(group_list, torch.Tensor),
@@ -442,8 +452,8 @@ def grouped_matmul_fake(
             "on group_list's values (not traceable); use split_item=3",
         )
         sizes = group_row_counts(group_list, group_list_type, x[0].shape[0], op)
-        return [x[0].new_empty(n, wi.shape[-1], dtype=dtype) for n, wi in zip(sizes, weight)]
-    outs = [xi.new_empty(*xi.shape[:-1], wi.shape[-1], dtype=dtype) for xi, wi in zip(x, weight)]
+        return [x[0].new_empty(n, _unpacked_weight_width(wi), dtype=dtype) for n, wi in zip(sizes, weight)]
+    outs = [xi.new_empty(*xi.shape[:-1], _unpacked_weight_width(wi), dtype=dtype) for xi, wi in zip(x, weight)]
     if split_item in (2, 3):
         return [torch.cat(outs, 0)]
     return outs
