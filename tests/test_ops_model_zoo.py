@@ -213,6 +213,16 @@ def test_top_k_top_p_filters_like_the_apply_top_k_top_p_kernel(use_p, use_k):
         assert got[b].tolist() == pytest.approx(want), b
 
 
+def test_top_k_top_p_traces_without_reading_k():
+    # vLLM-style samplers compile this operator: its fake kernel checks shapes only (k's range is data).
+    logits, p, k = npu(4, 12, seed=18), torch.full((4,), 0.8).npu(), torch.tensor([3, 12, 1, 7]).npu()
+    with FakeTensorMode() as mode:
+        out = torch_npu.npu_top_k_top_p(mode.from_tensor(logits), mode.from_tensor(p), mode.from_tensor(k))
+        assert out.shape == logits.shape and out.dtype == logits.dtype
+    compiled = torch.compile(torch_npu.npu_top_k_top_p, fullgraph=True, backend="eager")
+    assert torch.equal(compiled(logits, p, k).cpu(), torch_npu.npu_top_k_top_p(logits, p, k).cpu())
+
+
 def test_scatter_and_scatter_update_follow_torch_npus_examples():
     x = torch.tensor([[1.6279, 0.1226], [0.9041, 1.0980]]).npu()
     out = torch_npu.npu_scatter(

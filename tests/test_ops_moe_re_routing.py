@@ -17,7 +17,7 @@ def reference(tokens, counts, *, per_token_scales=None):
             offset += int(counts[r, x])
     order = [i for x in range(e) for r in range(n) for i in blocks[r, x]]
     index = torch.tensor(order, dtype=torch.long)
-    scales = per_token_scales[index] if per_token_scales is not None else torch.empty(0)
+    scales = per_token_scales[index] if per_token_scales is not None else torch.zeros(len(order))
     return tokens[index], scales, index.to(torch.int32), counts.sum(0).to(counts.dtype)
 
 
@@ -28,7 +28,13 @@ def test_reorders_by_expert_then_rank():
     check_op(lambda t, c, s: torch_npu.npu_moe_re_routing(t, c, per_token_scales=s), (tokens, counts, scales),
              lambda t, c, s: reference(t, c, per_token_scales=s), atol=0, rtol=0)  # fmt: skip
     out = torch_npu.npu_moe_re_routing(tokens.npu(), counts.long().npu())
-    assert out[1].numel() == 0 and out[3].dtype == torch.int64 and out[3].cpu().tolist() == [3, 3, 3]
+    # without per_token_scales op-plugin still allocates permute_per_token_scales [A] float32
+    assert out[1].shape == (9,) and out[1].dtype == torch.float32
+    assert out[3].dtype == torch.int64 and out[3].cpu().tolist() == [3, 3, 3]
+    tokens_npu, counts_npu = tokens.npu(), counts.long().npu()
+    with torch._subclasses.FakeTensorMode() as mode:
+        traced = torch_npu.npu_moe_re_routing(mode.from_tensor(tokens_npu), mode.from_tensor(counts_npu))
+        assert [tuple(t.shape) for t in traced] == [tuple(t.shape) for t in out]
 
 
 def test_bad_arguments():

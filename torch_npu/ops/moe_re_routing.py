@@ -1,7 +1,8 @@
 """npu_moe_re_routing: after the MoE all-to-all, the received tokens (grouped by source rank, then by expert, as
 expert_token_num_per_rank [N, E] counts them) reordered by expert, then by source rank.
 
-Returns (permute_tokens [A, H], permute_per_token_scales [A] (empty without per_token_scales),
+Returns (permute_tokens [A, H], permute_per_token_scales [A] float32 (op-plugin allocates it without per_token_scales
+too; the card leaves it unwritten, here zeros),
 permute_token_idx [A] int32 with permute_tokens[i] = tokens[permute_token_idx[i]] (idx_type 0, gather
 indices), expert_token_num [E]: tokens per expert (expert_token_num_type 1, counts), in the counts' dtype).
 """
@@ -32,7 +33,7 @@ def _fake(tokens, expert_token_num_per_rank, *, per_token_scales=None, expert_to
           tokens_dtype=None):  # fmt: skip
     _check(tokens, expert_token_num_per_rank, per_token_scales, expert_token_num_type, idx_type)
     a = tokens.shape[0]
-    scales = tokens.new_empty(a if per_token_scales is not None else 0, dtype=torch.float32)
+    scales = tokens.new_empty(a, dtype=torch.float32)
     experts = expert_token_num_per_rank.shape[1]
     return (torch.empty_like(tokens), scales, tokens.new_empty(a, dtype=torch.int32),
             expert_token_num_per_rank.new_empty(experts))  # fmt: skip
@@ -57,7 +58,7 @@ def npu_moe_re_routing(
         torch.arange(int(starts[r, e]), int(starts[r, e] + counts[r, e]), device=tokens.device)
         for e in range(counts.shape[1]) for r in range(counts.shape[0])
     ] or [torch.empty(0, dtype=torch.long, device=tokens.device)])  # fmt: skip
-    scales = (per_token_scales.index_select(0, index) if per_token_scales is not None
-              else tokens.new_empty(0, dtype=torch.float32))  # fmt: skip
+    scales = (per_token_scales.index_select(0, index).float() if per_token_scales is not None
+              else tokens.new_zeros(tokens.shape[0], dtype=torch.float32))  # fmt: skip
     expert_counts = expert_token_num_per_rank.sum(0).to(expert_token_num_per_rank.dtype)
     return tokens.index_select(0, index), scales, index.to(torch.int32), expert_counts

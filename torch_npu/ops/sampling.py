@@ -11,10 +11,25 @@ from torch_npu.utils._error_code import ErrCode, ops_error
 __all__ = []
 
 
+def _checked_logits(logits, p, k):
+    """The checks that need no values (a traced call has none): logits [B, V], p and k [B]."""
+    op = "npu_top_k_top_p"
+    check(logits.dim() == 2, op, f"logits must be 2-D [B, V], got {logits.dim()}-D")
+    batch = logits.shape[0]
+    for name, value in (("p", p), ("k", k)):
+        check(
+            value is None or tuple(value.shape) == (batch,),
+            op,
+            f"{name} must be [B] with B={batch}, got {None if value is None else tuple(value.shape)}",
+        )
+    return logits
+
+
 @npu_op(
     "npu_top_k_top_p(Tensor logits, Tensor? p=None, Tensor? k=None) -> Tensor",
     dtypes={"logits": FLOATS},
     api="aclnnApplyTopKTopP",
+    fake=lambda logits, p=None, k=None: torch.empty_like(_checked_logits(logits, p, k)),
 )
 def npu_top_k_top_p(logits, p=None, k=None):
     """Top-k then top-p filtering of [B, V] logits, per row b (aclnnApplyTopKTopP): sort ascending (stable); drop
@@ -22,14 +37,7 @@ def npu_top_k_top_p(logits, p=None, k=None):
     the positions whose running sum is <= 1 - p[b], always keeping the largest. Dropped logits become -inf, in
     the original order."""
     op = "npu_top_k_top_p"
-    check(logits.dim() == 2, op, f"logits must be 2-D [B, V], got {logits.dim()}-D")
-    batch, vocab = logits.shape
-    for name, value in (("p", p), ("k", k)):
-        check(
-            value is None or tuple(value.shape) == (batch,),
-            op,
-            f"{name} must be [B] with B={batch}, got {None if value is None else tuple(value.shape)}",
-        )
+    batch, vocab = _checked_logits(logits, p, k).shape
     if k is not None:
         check(bool(((k >= 1) & (k <= vocab)).all()), op, f"k must be in [1, {vocab}]")
     values, order = torch.sort(logits, dim=-1, stable=True)
