@@ -113,6 +113,22 @@ def test_npu_quantize():
         torch_npu.npu_quantize(x.npu(), scales.npu(), zps.npu(), torch.float32)
 
 
+def test_npu_quantize_to_quint4x2_packs_eight_int4_per_int32():
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 16, generator=g) * 4
+    scales = torch.rand(16, generator=g) + 0.5
+    packed = torch_npu.npu_quantize(x.npu(), scales.npu(), None, torch.quint4x2, -1)
+    assert packed.shape == (3, 2) and packed.dtype == torch.int32
+    want = (x / scales).round().clamp(-8, 7).to(torch.int8)
+    # the packing npu_anti_quant and npu_convert_weight_to_int4pack read: the first value in the lowest nibble
+    assert torch.equal(torch_npu.npu_anti_quant(packed, torch.ones(16).npu()).cpu(), want.half())
+    with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True):
+        traced = torch_npu.npu_quantize(x.npu(), scales.npu(), None, torch.quint4x2, -1)
+        assert traced.shape == (3, 2) and traced.dtype == torch.int32
+    with pytest.raises(RuntimeError, match="If dtype is quint4x2, last dim must be divided by 8"):
+        torch_npu.npu_quantize(x[:, :12].npu(), scales[:12].npu(), None, torch.quint4x2, -1)
+
+
 def test_npu_convert_weight_to_int4pack():
     w = torch.tensor([[1, 2, 3, 4, 5, 6, 7, -1], [0, 0, 0, 0, 0, 0, 0, -8]], dtype=torch.int32)
     out = torch_npu.npu_convert_weight_to_int4pack(w.npu()).cpu()

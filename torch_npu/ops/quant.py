@@ -215,10 +215,15 @@ def npu_weight_quant_batchmatmul(
 )
 def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     """round(x / scales + zero_points) (div_mode) or round(x * scales + zero_points), scales broadcast
-    along `axis`, saturated to dtype (torch.qint8 / quint8 / qint32, or int8 / uint8 / int32)."""
+    along `axis`, saturated to dtype (torch.qint8 / quint8 / qint32, or int8 / uint8 / int32); torch.quint4x2
+    saturates to int4 and packs eight values into each int32 along the last dim."""
     op = "npu_quantize"
-    target = _QUANT_DTYPES.get(dtype) if dtype in _QUANT_DTYPES else dtype_of(dtype, op)
-    check(target in _INT_RANGES, op, f"dtype must be an 8- or 32-bit integer type, got {target}")
+    int4 = dtype in (_QUINT4X2, torch.quint4x2)
+    if int4:
+        check(x.shape[-1] % 8 == 0, op, "If dtype is quint4x2, last dim must be divided by 8")
+    else:
+        target = _QUANT_DTYPES.get(dtype) if dtype in _QUANT_DTYPES else dtype_of(dtype, op)
+        check(target in _INT_RANGES, op, f"dtype must be an 8- or 32-bit integer type, got {target}")
     axis = axis % x.dim()
     shape = [1] * x.dim()
     if scales.numel() > 1:
@@ -227,6 +232,8 @@ def npu_quantize(x, scales, zero_points, dtype, axis=1, div_mode=True):
     value = x.float() / s if div_mode else x.float() * s
     if zero_points is not None:
         value = value + zero_points.float().reshape(shape)
+    if int4:
+        return pack_int4(torch.round(value).clamp(*INT4_RANGE))
     return requantize(value, target)
 
 
