@@ -155,6 +155,15 @@ def test_token_permute_and_unpermute():
     truncated, rows = torch_npu.npu_moe_token_permute(tokens.npu(), indices.npu(), num_out_tokens=5)
     assert truncated.shape == (5, 3)
     check_op(torch_npu.npu_moe_token_unpermute, (truncated.cpu(), rows.cpu(), probs), unperm_ref)
+    # num_out_tokens as torch_npu counts it: more than the 8 routes keeps them all, a negative one drops that many
+    tokens_npu, indices_npu = tokens.npu(), indices.npu()
+    for num_out, kept in ((20, 8), (-3, 5), (0, 8)):
+        eager = torch_npu.npu_moe_token_permute(tokens_npu, indices_npu, num_out_tokens=num_out)[0]
+        with torch._subclasses.FakeTensorMode() as mode:
+            traced = torch_npu.npu_moe_token_permute(
+                mode.from_tensor(tokens_npu), mode.from_tensor(indices_npu), num_out_tokens=num_out
+            )[0]
+        assert eager.shape == traced.shape == (kept, 3), num_out
 
 
 def test_gating_top_k_gradient_matches_composition():

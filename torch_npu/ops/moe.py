@@ -212,12 +212,20 @@ def npu_moe_finalize_routing(
 _NO_PADDED_MODE = "padded_mode=True is not supported (CANN's MoeTokenPermute does not support it either)"
 
 
+def _permuted_rows(num_out_tokens, routes):
+    """Rows npu_moe_token_permute keeps: all routes (None or 0), the first num_out_tokens of them (positive), or
+    all but the last -num_out_tokens (negative), as torch_npu's meta function counts them."""
+    if not num_out_tokens:
+        return routes
+    return min(num_out_tokens, routes) if num_out_tokens > 0 else max(routes + num_out_tokens, 0)
+
+
 @npu_op(
     "npu_moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens=None, bool padded_mode=False) "
     "-> (Tensor, Tensor)",
     differentiable=True,
     fake=lambda tokens, indices, num_out_tokens=None, padded_mode=False: (
-        tokens.new_empty(num_out_tokens if num_out_tokens else indices.numel(), tokens.shape[-1]),
+        tokens.new_empty(_permuted_rows(num_out_tokens, indices.numel()), tokens.shape[-1]),
         indices.new_empty(indices.numel(), dtype=torch.int32),
     ),
     dtypes={"tokens": FLOATS, "indices": INDEX_TYPES},
@@ -230,7 +238,7 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
     check(not padded_mode, "npu_moe_token_permute", _NO_PADDED_MODE)
     topk = indices.shape[1] if indices.dim() > 1 else 1
     order = torch.argsort(indices.reshape(-1), stable=True)
-    count = num_out_tokens if num_out_tokens else order.numel()
+    count = _permuted_rows(num_out_tokens, order.numel())
     return tokens[order[:count] // topk], torch.argsort(order).to(torch.int32)
 
 
