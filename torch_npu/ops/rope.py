@@ -16,7 +16,11 @@ __all__ = []
 
 
 def rotate(x, mode, op):
-    check(mode in ("half", "interleave", "quarter"), op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
+    check(
+        mode in ("half", "interleave", "quarter"),
+        op,
+        f"rotary_mode must be 'half', 'interleave' or 'quarter', got {mode!r}",
+    )
     if mode == "half":
         x1, x2 = x.chunk(2, -1)
         return torch.cat((-x2, x1), dim=-1)
