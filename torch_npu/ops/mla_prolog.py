@@ -15,7 +15,7 @@ Everything is computed in float32 and rounded once to token_x's dtype.
 npu_mla_prolog returns (query, query_rope, kv_cache, kr_cache) with the caches written in place; _v2 adds
 dequant_scale_q_nope; _v3 declares the cache writes and returns (query, query_rope, dequant_scale_q_nope,
 query_norm (c_q, with query_norm_flag), dequant_scale_q_norm); _v3_functional returns the written caches after
-those. The scales of a non-quantised query are empty tensors. Not computed by vnpu (refused clearly): int8
+those. The scales of a non-quantised query are empty tensors (_v2: op-plugin's one-element placeholder). Not computed by vnpu (refused clearly): int8
 token_x / W_dq / W_dkv_kr (full quantisation), int8 caches (quant_scale_ckv / quant_scale_ckr, the
 kv_cache_quant_modes), query quantisation, and the PA_BLK_* cache modes.
 """
@@ -155,11 +155,12 @@ def npu_mla_prolog(*args, **kw):
 
 @npu_op(
     f"npu_mla_prolog_v2{_V1_SCHEMA} -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
-    fake=lambda *a, **kw: (*_v1_fake(*a, **kw), a[0].new_empty(0, dtype=torch.float32)),
+    fake=lambda *a, **kw: (*_v1_fake(*a, **kw), a[0].new_empty(1, dtype=torch.float32)),
 )
 def npu_mla_prolog_v2(*args, **kw):
-    """(query, query_rope, kv_cache, kr_cache, dequant_scale_q_nope (empty: the query is not quantised))."""
-    return (*_v1(args, kw, "npu_mla_prolog_v2"), args[0].new_empty(0, dtype=torch.float32))
+    """(query, query_rope, kv_cache, kr_cache, dequant_scale_q_nope): the query is not quantised, so the last is
+    the one-element float32 placeholder op-plugin allocates then (unwritten on the card, zero here)."""
+    return (*_v1(args, kw, "npu_mla_prolog_v2"), args[0].new_zeros(1, dtype=torch.float32))
 
 
 def _v3_refused(kw):
