@@ -460,6 +460,49 @@ ERRORS = [
 ]
 
 
+# Checks that need no tensor values run in the fake kernels too: tracing raises what eager raises.
+TRACED_ERRORS = [
+    (lambda: torch_npu.npu_top_k_top_p(npu(8), None, None), "npu_top_k_top_p: logits must be 2-D [B, V], got 1-D"),
+    (
+        lambda: torch_npu.npu_top_k_top_p(npu(2, 8), None, torch.tensor([1, 2, 3]).npu()),
+        "npu_top_k_top_p: k must be [B] with B=2, got (3,)",
+    ),
+    (
+        lambda: torch.ops.npu.scatter_update(npu(2, 4, 8), torch.tensor([0]).npu(), npu(2, 1, 8), -2),
+        "scatter_update: indices must be [batch] with batch=2 (2-D indices are not supported on vnpu), got (1,)",
+    ),
+    (
+        lambda: torch.ops.npu.scatter_update(npu(2, 4, 8), torch.tensor([0, 1]).npu(), npu(2, 1, 8), 0),
+        "scatter_update: axis=0 must name a dimension after the batch dimension",
+    ),
+    (
+        lambda: torch_npu.npu_quantize(npu(2, 12), torch.ones(12).npu(), None, torch.quint4x2, -1),
+        "npu_quantize: If dtype is quint4x2, last dim must be divided by 8",
+    ),
+]
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
+@pytest.mark.parametrize(
+    "call,message", TRACED_ERRORS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(TRACED_ERRORS)]
+)
+def test_shape_errors_are_the_same_eager_and_traced(call, message, traced):
+    with FakeTensorMode(allow_non_fake_inputs=True) if traced else contextlib.nullcontext():
+        with pytest.raises(RuntimeError) as info:
+            call()
+    assert first_line(info.value) == message and "ERR01001 OPS invalid parameter" in str(info.value)
+
+
+def test_traced_grouped_matmul_refuses_a_tensor_group_list_with_one_output_per_group():
+    x, ws, groups = npu(7, 4), [npu(4, 3) for _ in range(3)], torch.tensor([2, 5, 7]).npu()
+    with FakeTensorMode(allow_non_fake_inputs=True), pytest.raises(RuntimeError) as info:
+        torch_npu.npu_grouped_matmul([x], ws, group_list=groups, split_item=0, group_type=0)
+    assert first_line(info.value) == (
+        "npu_grouped_matmul: with group_list and split_item 0/1 the output sizes depend on group_list's values "
+        "(not traceable); use split_item=3"
+    )
+
+
 @pytest.mark.parametrize("call,message", ERRORS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(ERRORS)])
 def test_bad_arguments_name_the_argument(call, message):
     with pytest.raises(RuntimeError) as info:

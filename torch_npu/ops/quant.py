@@ -107,10 +107,14 @@ def int8_operands(x1, x2, op):
     return x1, x2
 
 
-def _unpack_along_memory(packed):
+def _packed_along_rows(packed):
     """int4 values are packed along the dimension that is contiguous in memory: the last one, or the one before
     it for a transposed view (a weight [n, k // 8] passed as .t())."""
-    if packed.dim() >= 2 and packed.stride(-1) != 1 and packed.stride(-2) == 1:
+    return packed.dim() >= 2 and packed.stride(-1) != 1 and packed.stride(-2) == 1
+
+
+def _unpack_along_memory(packed):
+    if _packed_along_rows(packed):
         return unpack_int4(packed.transpose(-1, -2)).transpose(-1, -2)
     return unpack_int4(packed)
 
@@ -328,7 +332,7 @@ def _dequantised_weight(w, scale, offset, dtype, op, i):
 
 def _unpacked_weight_width(w):
     """Output channels of a grouped-matmul weight: int32 weights hold eight int4 values along their memory."""
-    if w.dtype != torch.int32 or (w.dim() >= 2 and w.stride(-1) != 1 and w.stride(-2) == 1):
+    if w.dtype != torch.int32 or _packed_along_rows(w):
         return w.shape[-1]
     return w.shape[-1] * 8
 
