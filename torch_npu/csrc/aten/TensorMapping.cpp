@@ -1,5 +1,6 @@
 #include "aten/TensorMapping.h"
 #include "aten/DispatchKeys.h"
+#include "aten/UnsupportedLayouts.h"
 
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
@@ -69,6 +70,11 @@ c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) 
 }
 
 void check_strided(const at::Tensor& cpu) {
+  if (C10_UNLIKELY(cpu.layout() == c10::kSparse)) {
+    // torch_npu runs such an operator on the CPU and copies the sparse result to npu, which builds it
+    // with this operator on SparsePrivateUse1: the error is that operator's.
+    raise_sparse_coo_unsupported("aten::_sparse_coo_tensor_with_dims_and_tensors");
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(), "This npu operator would return a ",
                               cpu.is_quantized() ? "quantized" : "",
                               cpu.is_quantized() ? "" : layout_name(cpu.layout()),
