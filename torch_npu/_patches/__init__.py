@@ -195,6 +195,16 @@ PATCHES += (
         changes=("torch.Tensor.copy_memory_",),
     ),
     Patch(
+        target="torch.compiler.npugraph_mark_step_begin",
+        module="torch",
+        why="torch_npu's public step marker for NPU graph trees (torch.compiler.cudagraph_mark_step_begin's "
+        "counterpart): training loops call it before each model invocation so the next run may overwrite the "
+        "graphs' outputs.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.torch_namespace:npugraph_mark_step_begin",
+        changes=("torch.compiler.npugraph_mark_step_begin",),
+    ),
+    Patch(
         target="torch.distributed.is_hccl_available / torch.distributed.init_process_group",
         module="torch.distributed",
         why="torch_npu adds is_hccl_available to torch.distributed; init_process_group('hccl') without timeout= "

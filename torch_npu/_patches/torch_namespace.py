@@ -74,3 +74,16 @@ def hccl_in_torch_distributed():
     dist.is_hccl_available = is_hccl_available
     dist.init_process_group = _connect_timeout_bounds_rendezvous(dist.init_process_group)
     return True
+
+
+def npugraph_mark_step_begin():
+    """torch.compiler.npugraph_mark_step_begin(): starts a new step of the NPU graph trees
+    (torch_npu.npu._graph_tree, loaded when first called)."""
+
+    def npugraph_mark_step_begin():
+        from torch_npu.npu._graph_tree import mark_step_begin
+
+        mark_step_begin()
+
+    torch.compiler.npugraph_mark_step_begin = npugraph_mark_step_begin
+    return True

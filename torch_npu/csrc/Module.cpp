@@ -96,6 +96,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   vnpu::python::bind_memory(m);
+  vnpu::python::bind_graph_tree(m);
   vnpu::python::bind_tensors(m);
 
   // ---- streams

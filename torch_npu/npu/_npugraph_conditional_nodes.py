@@ -9,13 +9,15 @@ branch `pred` selects. Capturing runs both branches (as vnpu runs every captured
 outputs hold the false branch's values, and every replay computes the selected one. Random operators inside a
 branch are refused, as torch refuses them in conditional nodes."""
 
+import contextlib
+
 import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_npu.npu._host_func import run_when_replayed
 
-__all__ = ["NPUGraphCaptureControlFlowOpDispatchMode", "if_else_node"]
+__all__ = ["ControlFlowOpWarmupDispatchMode", "NPUGraphCaptureControlFlowOpDispatchMode", "if_else_node"]
 
 RNG_IN_BRANCH = "RNG within data-dependent conditional nodes is not supported yet"
 
@@ -38,6 +40,13 @@ class NPUGraphCaptureControlFlowOpDispatchMode(TorchDispatchMode):
             with self:  # entered again: conditions inside a branch become nodes of the branch's graph
                 return if_else_node(*args, **kwargs)
         return func(*args, **kwargs)
+
+
+class ControlFlowOpWarmupDispatchMode(contextlib.nullcontext):
+    """The warm-up of a function an NPU graph tree will record (torch's ControlFlowOpWarmupDispatchMode for
+    npu). On CUDA, both branches of each `torch.cond` run under a capture that is thrown away, so that every
+    kernel of either branch is loaded before the recording; vnpu's kernels need no loading, so the warm-up runs
+    `torch.cond` as it is."""
 
 
 class _RefuseRandomOperators(TorchDispatchMode):

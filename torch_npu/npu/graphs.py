@@ -10,6 +10,7 @@ the CPU, ``synchronize()``) are refused while capturing.
 
 import gc
 import os
+import threading
 from collections.abc import Callable
 from typing import Optional
 
@@ -63,6 +64,32 @@ def _drop_pool(pool_id):
         return
     _pool_users.pop(pool_id, None)
     _C._release_mem_pool(pool_id)
+
+
+_thread_pools = threading.local()  # per thread: (device, pool allocated from before) of each redirection
+
+
+def _begin_allocate_to_pool(device, pool):
+    """Allocations of this thread on `device` come from `pool` until _end_allocate_to_pool; the pool is held
+    until _release_pool (the allocator side of PyTorch's graph trees warming functions up in their pool)."""
+    _hold_pool(pool[1])
+    if not hasattr(_thread_pools, "stack"):
+        _thread_pools.stack = []
+    _thread_pools.stack.append((device, _C._thread_mem_pool(device)))
+    _C._set_thread_mem_pool(device, pool[1])
+
+
+def _end_allocate_to_pool(device, pool):
+    stack = getattr(_thread_pools, "stack", [])
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i][0] == device:
+            _C._set_thread_mem_pool(device, stack.pop(i)[1])
+            return
+    raise RuntimeError(f"endAllocateToPool: this thread is not allocating to pool {tuple(pool)} on npu:{device}")
+
+
+def _release_pool(device, pool):
+    _drop_pool(pool[1])
 
 
 class NPUGraph:

@@ -207,7 +207,9 @@ void check_in_bounds(const at::Tensor& npu) {
     last += (sizes[i] - 1) * strides[i];
   }
   const auto itemsize = static_cast<int64_t>(impl->itemsize());
-  const auto nbytes = static_cast<int64_t>(impl->unsafe_storage().nbytes());
+  // storage(), not unsafe_storage(): a tensor whose storage was taken away (a graph tree's dead output) raises
+  // the error it was given instead of reading a null storage
+  const auto nbytes = static_cast<int64_t>(impl->storage().nbytes());
   if (C10_UNLIKELY((last + 1) * itemsize > nbytes)) {
     TORCH_CHECK(false, "npu tensor with sizes ", sizes, ", strides ", strides, ", storage offset ",
                 impl->storage_offset(), ", and itemsize ", itemsize, " requiring a storage size of ",

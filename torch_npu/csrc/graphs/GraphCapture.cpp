@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 namespace vnpu {
 namespace {
@@ -98,9 +99,77 @@ void GraphRecording::begin(c10::Stream stream) {
   add_op_hook(shared_from_this());
 }
 
+namespace {
+
+// A tensor over the same memory whose storage owns nothing (no deleter, not resizable): what the graph keeps of
+// a tensor in its pool. Tensors over one storage get one such storage; a tensor met again gets the same alias.
+struct PoolAliases {
+  std::unordered_map<c10::StorageImpl*, c10::Storage> storages;
+  std::unordered_map<c10::TensorImpl*, at::Tensor> tensors;
+
+  at::Tensor of(const at::Tensor& t) {
+    auto& alias = tensors[t.unsafeGetTensorImpl()];
+    if (alias.defined()) {
+      return alias;
+    }
+    c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+    auto& owned = storages[storage];
+    if (!owned) {
+      void* data = const_cast<void*>(storage->data_ptr().get());
+      owned = c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
+                                                                 c10::DataPtr(data, storage->device()), nullptr,
+                                                                 /*resizable=*/false));
+    }
+    alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(owned), kNpuKeys, t.dtype());
+    alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    return alias;
+  }
+};
+
+void alias_pool_tensors(c10::IValue& value, uint64_t pool, PoolAliases& aliases) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    if (t.defined() && t.device().type() == kNpu && t.has_storage() && t.layout() == c10::kStrided &&
+        pool_of_memory(t.device().index(), t.storage().data_ptr().get()) == pool) {
+      value = aliases.of(t);
+    }
+  } else if (value.isTensorList()) {
+    auto list = value.toTensorList();
+    for (size_t i = 0; i < list.size(); ++i) {
+      c10::IValue item(list.get(i));
+      alias_pool_tensors(item, pool, aliases);
+      list.set(i, item.toTensor());
+    }
+  }
+}
+
+}  // namespace
+
+// When a capture ends, the graph refers to the memory of its pool by address, as a CUDA graph does, instead
+// of holding its tensors: what only the graph used (its intermediates) goes back to the pool, which captures
+// and warm-ups sharing it may reuse (they replay in order); the graph's outputs and their memory belong to
+// whoever holds them (memory_allocated counts what is alive; a graph tree frees, checkpoints and guards
+// them). Tensors from elsewhere (parameters, inputs) stay held: replays read them.
+void GraphRecording::refer_to_pool_by_address() {
+  const c10::DeviceIndex device = stream_.device_index();
+  const uint64_t pool = thread_mem_pool(device);
+  if (pool == 0) {
+    return;
+  }
+  PoolAliases aliases;
+  for (auto& record : records_) {
+    for (auto* values : {&record.inputs, &record.outputs}) {
+      for (c10::IValue& value : *values) {
+        alias_pool_tensors(value, pool, aliases);
+      }
+    }
+  }
+}
+
 void GraphRecording::end() {
   TORCH_CHECK(capturing_, "capture_end() called without capture_begin()");
   capturing_ = false;
+  refer_to_pool_by_address();
   capture_streams::end(stream_native_handle(stream_));
   remove_op_hook(shared_from_this());
   auto& a = active();

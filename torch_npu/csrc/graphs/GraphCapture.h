@@ -68,6 +68,7 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
     c10::DeviceIndex device = -1;
   };
   static void prepare_direct_replay(Record& record);
+  void refer_to_pool_by_address();
   bool records_here() const;
   const std::string& name_of(const Record& r) const {
     return r.issued != nullptr ? r.issued->name : r.host_name;

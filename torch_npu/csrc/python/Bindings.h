@@ -11,5 +11,6 @@ void bind_distributed(pybind11::module& m);
 void bind_tensors(pybind11::module& m);
 void bind_plan(pybind11::module& m);
 void bind_trace(pybind11::module& m);
+void bind_graph_tree(pybind11::module& m);
 
 }  // namespace vnpu::python

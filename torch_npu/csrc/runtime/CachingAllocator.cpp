@@ -220,41 +220,14 @@ bool should_split(const Block* block, size_t size, const AllocatorConfig& config
   return size < config.max_split_size && remaining > kSmallSize;
 }
 
-Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool, bool for_kernel) {
+}  // namespace
+
+Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, bool split, bool for_kernel) {
   const auto& config = allocator_config();
-  if (!for_kernel) {
-    settle_peaks(st);
-  }
-  const size_t size = round_size(requested, config);
-  const bool small = size <= kSmallSize;
-  Block* block = config.caching ? take_free_block(st, small, pool, size, config) : nullptr;
-  if (block == nullptr) {
-    if (config.garbage_collection_threshold > 0 &&
-        current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
-      release_free_segments(st);
-    }
-    std::string host_note;
-    const size_t bytes = config.caching ? segment_size_for(size, config) : size;
-    block = map_segment(st, device, bytes, small, pool, host_note);
-    if (block == nullptr) {
-      release_free_segments(st);
-      st.stats.num_alloc_retries++;
-      host_note.clear();
-      block = map_segment(st, device, bytes, small, pool, host_note);
-    }
-    if (block == nullptr && plan_over_capacity() && host_note.empty()) {
-      block = map_segment(st, device, bytes, small, pool, host_note, /*beyond_capacity=*/true);
-      if (block != nullptr) {
-        record_plan_over_capacity(device, static_cast<int64_t>(requested), allowed_bytes(st));
-      }
-    }
-    if (block == nullptr) {
-      note("oom", device, nullptr, requested);
-      throw_oom(st, device, requested, host_note);
-    }
-  }
+  const bool small = block->small;
+  const c10::DeviceIndex device = block->device;
   const bool already_split = block->is_split();
-  if (config.caching && should_split(block, size, config)) {
+  if (split) {
     Block* rest = st.records.make(block->ptr + size, block->size - size, device, small);
     rest->pool = block->pool;
     rest->prev = block;
@@ -297,6 +270,44 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
   return block;
 }
 
+namespace {
+
+Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool, bool for_kernel) {
+  const auto& config = allocator_config();
+  if (!for_kernel) {
+    settle_peaks(st);
+  }
+  const size_t size = round_size(requested, config);
+  const bool small = size <= kSmallSize;
+  Block* block = config.caching ? take_free_block(st, small, pool, size, config) : nullptr;
+  if (block == nullptr) {
+    if (config.garbage_collection_threshold > 0 &&
+        current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
+      release_free_segments(st);
+    }
+    std::string host_note;
+    const size_t bytes = config.caching ? segment_size_for(size, config) : size;
+    block = map_segment(st, device, bytes, small, pool, host_note);
+    if (block == nullptr) {
+      release_free_segments(st);
+      st.stats.num_alloc_retries++;
+      host_note.clear();
+      block = map_segment(st, device, bytes, small, pool, host_note);
+    }
+    if (block == nullptr && plan_over_capacity() && host_note.empty()) {
+      block = map_segment(st, device, bytes, small, pool, host_note, /*beyond_capacity=*/true);
+      if (block != nullptr) {
+        record_plan_over_capacity(device, static_cast<int64_t>(requested), allowed_bytes(st));
+      }
+    }
+    if (block == nullptr) {
+      note("oom", device, nullptr, requested);
+      throw_oom(st, device, requested, host_note);
+    }
+  }
+  return take_block(st, block, size, requested, config.caching && should_split(block, size, config), for_kernel);
+}
+
 void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
   if (C10_UNLIKELY(profiler_memory_on())) {
     record_profiler_memory(reinterpret_cast<int64_t>(block->ptr), delta, current(st.stats.allocated_bytes),
@@ -313,8 +324,6 @@ void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
                                      c10::Device(kNpu, block->device));
   }
 }
-
-void free_block_locked(DeviceState& st, Block* block, bool settle);
 
 }  // namespace
 
@@ -397,8 +406,6 @@ void free_kernel_block(Block* block) {
   release_block(block, /*settle=*/false);
 }
 
-namespace {
-
 void free_block_locked(DeviceState& st, Block* block, bool settle) {
   const auto& config = allocator_config();
   if (settle) {
@@ -456,8 +463,6 @@ void free_block_locked(DeviceState& st, Block* block, bool settle) {
   update(st.stats.inactive_split, small, split_blocks);
   update(st.stats.inactive_split_bytes, small, split_bytes);
 }
-
-}  // namespace
 
 Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kernel) {
   if (C10_UNLIKELY(g_in_bad_fork)) {

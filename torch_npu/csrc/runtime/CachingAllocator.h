@@ -72,6 +72,8 @@ uint64_t create_mem_pool();
 void release_mem_pool(uint64_t id);
 void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id);
 uint64_t thread_mem_pool(c10::DeviceIndex device);
+// The memory pool whose segments hold `ptr` on `device` (0 for the default pool and for memory of no segment).
+uint64_t pool_of_memory(c10::DeviceIndex device, const void* ptr);
 
 void set_memory_fraction(double fraction, c10::DeviceIndex device);
 double get_memory_fraction(c10::DeviceIndex device);

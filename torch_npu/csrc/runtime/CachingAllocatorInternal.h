@@ -1,7 +1,9 @@
-// What the CPU allocator bridge (AllocatorBridge.cpp) needs from the caching allocator.
+// What the CPU allocator bridge (AllocatorBridge.cpp) and the pool checkpoints (PoolCheckpoint.cpp) need
+// from the caching allocator.
 #pragma once
 
 #include "runtime/BlockPool.h"
+#include "runtime/DeviceMemoryState.h"
 
 namespace vnpu {
 
@@ -17,5 +19,12 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
 void free_block(void* ctx);
 // Returns a block a CPU kernel took and did not hand to an npu tensor (its peaks are not taken first).
 void free_kernel_block(Block* block);
+
+// With the device lock held: allocates the free block `block` (already out of its free list) for `size`
+// bytes, splitting the rest off as a free block when `split`, and counts the allocation.
+Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, bool split, bool for_kernel);
+// With the device lock held: returns an allocated block to its pool, merging it with free neighbours;
+// `settle` takes the peaks CPU kernels left pending first.
+void free_block_locked(DeviceState& st, Block* block, bool settle);
 
 }  // namespace vnpu

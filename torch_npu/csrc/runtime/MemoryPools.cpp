@@ -44,6 +44,24 @@ std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
                           : std::make_pair(block->npu_format, block->storage_numel);
 }
 
+uint64_t pool_of_memory(c10::DeviceIndex device, const void* ptr) {
+  if (device < 0 || device >= device_count()) {
+    return 0;
+  }
+  DeviceState& st = device_state(device);
+  Guard guard(st.lock);
+  auto segment = st.segments.upper_bound(reinterpret_cast<uintptr_t>(ptr));
+  if (segment == st.segments.begin()) {
+    return 0;
+  }
+  const Block* head = std::prev(segment)->second;
+  size_t total = 0;
+  for (const Block* b = head; b != nullptr; b = b->next) {
+    total += b->size;
+  }
+  return reinterpret_cast<const char*>(ptr) < head->ptr + total ? head->pool : 0;
+}
+
 uint64_t create_mem_pool() {
   static std::atomic<uint64_t> next{1};
   return next++;
