@@ -105,13 +105,21 @@ class _NpuGraphTree(ast.NodeTransformer):
     """Rewrites torch._inductor.cudagraph_trees into torch_npu.npu._graph_tree (see the module doc)."""
 
     def __init__(self, source, imported):
-        self.source = source
+        self.lines = [line.encode() for line in source.splitlines(keepends=True)]  # offsets are in UTF-8 bytes
         self.imported = imported  # names the module imports: they keep their names
         self.classes = []  # the classes around the code being visited
         self.node_init = False  # visiting the __init__ of a graph node (its `id` parameter is `graph_id`)
 
     def _rename(self, name):
         return name if name in self.imported else _npu_word(name)
+
+    def _source_of(self, node):
+        """The source text of `node` (ast.get_source_segment splits the whole file at each call)."""
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            return self.lines[first][node.col_offset : node.end_col_offset].decode()
+        text = self.lines[first][node.col_offset :] + b"".join(self.lines[first + 1 : last])
+        return (text + self.lines[last][: node.end_col_offset]).decode()
 
     def visit_Constant(self, node):
         # messages speak of NPU graphs (a string with a space; names such as counter keys or the "cudagraphs"
@@ -143,7 +151,7 @@ class _NpuGraphTree(ast.NodeTransformer):
         return node
 
     def visit_Assert(self, node):
-        condition = ast.get_source_segment(self.source, node.test) or ast.unparse(node.test)
+        condition = self._source_of(node.test)
         message = node.msg if node.msg is not None else ast.Constant(f"check {condition} fail")
         error = ast.Raise(ast.Call(ast.Name("RuntimeError", ast.Load()), [self.visit(message)], []), None)
         check = ast.If(ast.UnaryOp(ast.Not(), self.visit(node.test)), [error], [])
