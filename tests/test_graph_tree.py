@@ -196,3 +196,58 @@ def test_a_storage_taken_from_its_tensor_raises_its_message_on_use():
     torch_npu._C._set_storage_access_error_msg(t, "this output was overwritten")
     with pytest.raises(RuntimeError, match="this output was overwritten"):
         t + 1
+
+
+def pool_with_one_block():
+    pool = torch.npu.graph_pool_handle()
+    torch_npu.npu.graphs._begin_allocate_to_pool(0, pool)
+    try:
+        block = torch.empty(64, device="npu")
+    finally:
+        torch_npu.npu.graphs._end_allocate_to_pool(0, pool)
+    return pool, block
+
+
+def first_line(info):
+    return str(info.value).splitlines()[0]
+
+
+def test_a_checkpoint_is_refused_on_another_device_and_with_a_live_storage_that_has_a_deleter():
+    pool, block = pool_with_one_block()
+    state = torch_npu._C._npu_getCheckpointState(0, pool)
+    with pytest.raises(RuntimeError) as info:
+        torch_npu._C._npu_setCheckpointPoolState(1, state, [], [])
+    assert first_line(info) == "the checkpoint belongs to another npu device"
+    with pytest.raises(RuntimeError) as info:
+        torch_npu._C._npu_setCheckpointPoolState(0, state, [], [block.untyped_storage()._cdata])
+    assert first_line(info) == "a live storage of the npu graph tree already has a deleter"
+    # refused before the pool changed: the block is still the tensor's, and freeing it works
+    assert torch_npu._C._npu_checkPoolLiveAllocations(0, pool, {block.data_ptr()})
+    del block
+    assert torch_npu._C._npu_checkPoolLiveAllocations(0, pool, set())
+    torch_npu.npu.graphs._release_pool(0, pool)
+
+
+def test_a_checkpoint_of_a_released_pool_is_refused():
+    pool, block = pool_with_one_block()
+    state = torch_npu._C._npu_getCheckpointState(0, pool)
+    del block
+    torch_npu.npu.graphs._release_pool(0, pool)  # the last hold: its free segments go back to the host
+    with pytest.raises(RuntimeError) as info:
+        torch_npu._C._npu_setCheckpointPoolState(0, state, [], [])
+    assert first_line(info) == "a checkpointed segment of the npu memory pool no longer exists"
+
+
+def test_freeing_a_storage_without_the_pools_deleter_is_refused():
+    t = torch.ones(4, device="npu")
+    storage = torch._C._construct_storage_from_data_pointer(t.data_ptr(), torch.device("npu:0"), 16)
+    with pytest.raises(RuntimeError) as info:
+        torch_npu._C._free_And_Remove_DeleterFn(storage._cdata)
+    assert first_line(info) == "Expected the standard deleter of npu memory"
+    assert torch.equal(t.cpu(), torch.ones(4))  # t's memory was not freed
+
+
+def test_ending_a_redirection_to_a_pool_that_was_not_begun_is_refused():
+    with pytest.raises(RuntimeError) as info:
+        torch_npu.npu.graphs._end_allocate_to_pool(0, (0, 12345))
+    assert str(info.value) == "endAllocateToPool: this thread is not allocating to pool (0, 12345) on npu:0"

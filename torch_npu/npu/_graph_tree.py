@@ -52,25 +52,16 @@ _RUNTIME = {
     "_set_storage_access_error_msg": ("torch_npu._C", "_set_storage_access_error_msg"),
     "_set_storage_data_ptr_access_error_msg": ("torch_npu._C", "_set_storage_data_ptr_access_error_msg"),
     "_tensors_data_ptrs_at_indices_equal": ("torch_npu._C", "_tensors_data_ptrs_at_indices_equal"),
-    # an npu has no cuBLAS workspaces and no cuDNN benchmark cache: nothing to clear or keep
-    "_cuda_clearCublasWorkspaces": (__name__, "_nothing_to_clear"),
-    "_cuda_get_conv_benchmark_empty_cache": (__name__, "_conv_benchmark_empty_cache"),
-    "_cudnn_set_conv_benchmark_empty_cache": (__name__, "_set_conv_benchmark_empty_cache"),
+    # an npu has no cuBLAS workspaces and no cuDNN benchmark cache: nothing to clear, read or set
+    "_cuda_clearCublasWorkspaces": (__name__, "_no_cuda_library_state"),
+    "_cuda_get_conv_benchmark_empty_cache": (__name__, "_no_cuda_library_state"),
+    "_cudnn_set_conv_benchmark_empty_cache": (__name__, "_no_cuda_library_state"),
 }
-_CONV_CACHE = {"empty": True}
 _SOURCE_MODULE = "torch._inductor.cudagraph_trees"
 
 
-def _nothing_to_clear():
+def _no_cuda_library_state(*args):
     return None
-
-
-def _conv_benchmark_empty_cache():
-    return _CONV_CACHE["empty"]
-
-
-def _set_conv_benchmark_empty_cache(value):
-    _CONV_CACHE["empty"] = bool(value)
 
 
 def _npu_word(name):

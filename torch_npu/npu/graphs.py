@@ -99,7 +99,6 @@ class NPUGraph:
         self._recording = _C._GraphRecording()
         self._pool = None
         self._device = None
-        self._previous_pool = None
         self._super_kernel_options = None
         self._captured = False  # a capture ended successfully (and was not reset since)
         self._stream_key = None
@@ -122,11 +121,9 @@ class NPUGraph:
             )
         self._device = stream.device_index
         if self._pool is not None:
-            _drop_pool(self._pool[1])  # a graph captured again gives up its previous pool
+            _release_pool(self._device, self._pool)  # a graph captured again gives up its previous pool
         self._pool = tuple(pool) if pool is not None else graph_pool_handle()
-        _hold_pool(self._pool[1])
-        self._previous_pool = _C._thread_mem_pool(self._device)
-        _C._set_thread_mem_pool(self._device, self._pool[1])
+        _begin_allocate_to_pool(self._device, self._pool)  # held until the graph is deleted or captured again
         self._recording.begin(stream.stream_id, stream.device_index)
         self._stream_key = (stream.stream_id, stream.device_index)
         _capturing[self._stream_key] = self
@@ -155,7 +152,7 @@ class NPUGraph:
         finally:
             _graph_rng.release_generators(self)
             _capturing.pop(getattr(self, "_stream_key", None), None)
-            _C._set_thread_mem_pool(self._device, self._previous_pool)
+            _end_allocate_to_pool(self._device, self._pool)
 
     def register_generator_state(self, generator):
         """Treat `generator` as graph-safe, as the device's default generator is: capturing does not advance it,

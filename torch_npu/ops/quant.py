@@ -330,9 +330,14 @@ def _dequantised_weight(w, scale, offset, dtype, op, i):
     return value * scale.to(dtype)
 
 
-def _unpacked_weight_width(w):
-    """Output channels of a grouped-matmul weight: int32 weights hold eight int4 values along their memory."""
-    if w.dtype != torch.int32 or _packed_along_rows(w):
+def _holds_int4(w, antiquant_scale):
+    """A grouped-matmul weight of W4A16 (antiquant with int32 weights): eight int4 values to an int32."""
+    return bool(antiquant_scale) and w.dtype == torch.int32
+
+
+def _unpacked_weight_width(w, antiquant_scale):
+    """Output channels of a grouped-matmul weight (int4 ones are packed along their memory)."""
+    if not _holds_int4(w, antiquant_scale) or _packed_along_rows(w):
         return w.shape[-1]
     return w.shape[-1] * 8
 
@@ -340,7 +345,7 @@ def _unpacked_weight_width(w):
 def _group_product(
     xi, wi, i, *, bias, scale, offset, antiquant_scale, antiquant_offset, per_token_scale, output_dtype, op
 ):
-    if antiquant_scale and wi.dtype == torch.int32:  # W4A16: int4 weights packed eight to an int32
+    if _holds_int4(wi, antiquant_scale):
         wi = _unpack_along_memory(wi)
     check(xi.shape[-1] == wi.shape[-2], op, f"x[{i}] {tuple(xi.shape)} and weight[{i}] {tuple(wi.shape)} do not chain")
     b = _nth(bias, i)
@@ -448,13 +453,14 @@ def _grouped_matmul(
 
 
 def grouped_matmul_fake(
-    x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, group_list_type=0, **kwargs
-):
+    x, weight, *, group_list=None, split_item=0, scale=None, output_dtype=None, group_list_type=0,
+    antiquant_scale=None, **kwargs
+):  # fmt: skip
     op = "npu_grouped_matmul"
     dtype = _out_dtype(output_dtype, op) if scale else x[0].dtype
     if group_list is not None and len(x) == 1 and len(weight) > 1:
         if split_item in (2, 3):
-            return [x[0].new_empty(x[0].shape[0], _unpacked_weight_width(weight[0]), dtype=dtype)]
+            return [x[0].new_empty(x[0].shape[0], _unpacked_weight_width(weight[0], antiquant_scale), dtype=dtype)]
         # One output per group: its rows are group_list's values, known only when they are a list of ints.
         check(
             not isinstance(group_list, torch.Tensor),
@@ -463,8 +469,13 @@ def grouped_matmul_fake(
             "on group_list's values (not traceable); use split_item=3",
         )
         sizes = group_row_counts(group_list, group_list_type, x[0].shape[0], op)
-        return [x[0].new_empty(n, _unpacked_weight_width(wi), dtype=dtype) for n, wi in zip(sizes, weight)]
-    outs = [xi.new_empty(*xi.shape[:-1], _unpacked_weight_width(wi), dtype=dtype) for xi, wi in zip(x, weight)]
+        return [
+            x[0].new_empty(n, _unpacked_weight_width(wi, antiquant_scale), dtype=dtype) for n, wi in zip(sizes, weight)
+        ]
+    outs = [
+        xi.new_empty(*xi.shape[:-1], _unpacked_weight_width(wi, antiquant_scale), dtype=dtype)
+        for xi, wi in zip(x, weight)
+    ]
     if split_item in (2, 3):
         return [torch.cat(outs, 0)]
     return outs

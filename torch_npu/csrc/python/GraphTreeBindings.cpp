@@ -44,6 +44,10 @@ void set_checkpoint_pool_state(int device, const std::shared_ptr<PoolCheckpoint>
                                const std::vector<size_t>& stale, const std::vector<size_t>& live) {
   TORCH_CHECK(state != nullptr && state->device == device_index(device),
               "the checkpoint belongs to another npu device");
+  for (size_t cdata : live) {  // checked before the pool changes: a refused call changes nothing
+    TORCH_CHECK(storage_impl(cdata)->data_ptr().get_context() == nullptr,
+                "a live storage of the npu graph tree already has a deleter");
+  }
   CheckpointDelta delta = restore_pool_checkpoint(*state);
   const std::unordered_set<void*> freed(delta.ptrs_freed.begin(), delta.ptrs_freed.end());
   for (size_t cdata : stale) {
@@ -61,8 +65,6 @@ void set_checkpoint_pool_state(int device, const std::shared_ptr<PoolCheckpoint>
     if (found == live_by_ptr.end()) {
       continue;
     }
-    TORCH_CHECK(found->second->data_ptr().get_context() == nullptr,
-                "a live storage of the npu graph tree already has a deleter");
     found->second->set_data_ptr_noswap(c10::DataPtr(block->ptr, block, &free_block, c10::Device(kNpu, block->device)));
   }
 }

@@ -28,9 +28,10 @@ void restore_segment(DeviceState& st, Block* head, const std::vector<BlockState>
   Block* block = head;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const bool split = i + 1 < blocks.size();
-    TORCH_CHECK(block != nullptr && !block->allocated && reinterpret_cast<uintptr_t>(block->ptr) == blocks[i].ptr &&
-                    (split ? block->size > blocks[i].size : block->size == blocks[i].size),
-                "the npu memory pool no longer has the layout of its checkpoint");
+    // every block of the pool was freed, so the segment is one free block and the checkpoint's pieces tile it
+    TORCH_INTERNAL_ASSERT(block != nullptr && !block->allocated &&
+                          reinterpret_cast<uintptr_t>(block->ptr) == blocks[i].ptr &&
+                          (split ? block->size > blocks[i].size : block->size == blocks[i].size));
     st.erase_free(block);
     take_block(st, block, blocks[i].size, blocks[i].requested, split, /*for_kernel=*/false);
     pieces.push_back(block);
