@@ -1,7 +1,7 @@
-"""torch.compile with NPU graph replay: mode="reduce-overhead" (inductor's code replayed) and backend="npugraphs"
-(the ATen graphs captured and replayed), with CUDA graph trees' rules: warm-up, capture, replay, one graph
-per input shape, outputs overwritten by the next replay, skips reported. (npugraph_ex shares the replay;
-its options are tested in test_compile_npugraph_ex.py.)"""
+"""torch.compile with NPU graph replay by the graph backends: backend="npugraphs" (the ATen graphs captured and
+replayed) with CUDA graphs' rules: warm-up, capture, replay, one graph per input shape, outputs overwritten by
+the next replay, skips reported. (npugraph_ex shares the replay; its options are tested in
+test_compile_npugraph_ex.py; mode="reduce-overhead" runs under the NPU graph trees: test_compile_reduce_overhead.py.)"""
 
 import gc
 
@@ -29,9 +29,7 @@ def runners(prefix=""):
 
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}, {"backend": "npugraph_ex"}],
-    ids=["reduce-overhead", "npugraphs", "npugraph_ex"],
+    "kwargs", [{"backend": "npugraphs"}, {"backend": "npugraph_ex"}], ids=["npugraphs", "npugraph_ex"]
 )
 def test_inference_warms_up_captures_then_replays(kwargs):
     model, x = replay_model_and_input()
@@ -40,7 +38,7 @@ def test_inference_warms_up_captures_then_replays(kwargs):
         expected = model(x)
         first = compiled(x)  # warm-up
         second = compiled(x).clone()  # capture (the graph's output buffer: the next replay overwrites it)
-        (runner,) = [r for r in runners("inductor" if "mode" in kwargs else kwargs["backend"]) if r.recordings]
+        (runner,) = [r for r in runners(kwargs["backend"]) if r.recordings]
         recording = next(iter(runner.recordings.values()))
         new_x = torch.randn(4, 16, device="npu")
         third = compiled(new_x)  # replay
@@ -53,7 +51,7 @@ def test_inference_warms_up_captures_then_replays(kwargs):
 
 def test_replay_overwrites_the_previous_output_as_cuda_graphs_do():
     model, x = replay_model_and_input()
-    compiled = torch.compile(model, mode="reduce-overhead")
+    compiled = torch.compile(model, backend="npugraphs")
     with torch.no_grad():
         for _ in range(2):
             compiled(x)
@@ -74,17 +72,13 @@ def test_each_new_shape_is_captured_once():
     assert recorded == 2
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"mode": "reduce-overhead"}, {"backend": "npugraphs"}], ids=["reduce-overhead", "npugraphs"]
-)
-def test_training_replays_forward_and_backward(kwargs):
-    compiled = train(MLP, "npu", compile_kwargs=kwargs, steps=5)
+def test_training_replays_forward_and_backward():
+    compiled = train(MLP, "npu", compile_kwargs={"backend": "npugraphs"}, steps=5)
     eager = train(MLP, "npu", steps=5)
     assert compiled[0] == pytest.approx(eager[0], rel=1e-4, abs=1e-4)
     for a, b in zip(compiled[1], eager[1], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
-    prefix = "inductor" if "mode" in kwargs else "npugraphs"
-    kinds = sorted(r.name.split()[-2] for r in runners(prefix) if r.recordings)
+    kinds = sorted(r.name.split()[-2] for r in runners("npugraphs") if r.recordings)
     assert kinds == ["backward", "forward"]
 
 

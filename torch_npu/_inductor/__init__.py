@@ -9,7 +9,8 @@ through zero-copy CPU aliases, its buffers taken from the npu caching allocator.
 * `fallback_list.py` — NPU_INDUCTOR_FALLBACK_LIST, operators left to their ATen kernels;
 * `config.py` — `torch._inductor.config.npu_backend` (torch_npu's option, validated);
 * `device_interface.py` — Dynamo's device interface for npu (`register_interface_for_device`);
-* `graph_runner.py` — NPU graph capture and replay for mode="reduce-overhead" and the graph backends;
+* `reduce_overhead.py` — mode="reduce-overhead": inductor's code under the NPU graph trees;
+* `graph_runner.py` — NPU graph capture and replay for the graph backends;
 * `backends.py` — the Dynamo backends `npugraphs` and `npugraph_ex` (entry points).
 
 Everything that changes inductor or Dynamo is declared in torch_npu._patches.

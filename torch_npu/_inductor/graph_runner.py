@@ -1,4 +1,4 @@
-"""NPU graph replay for compiled functions: CUDA graph trees' rules on npu.
+"""NPU graph replay for the graph backends (npugraphs, npugraph_ex): CUDA graphs' rules on npu.
 
 A compiled function (inductor's output, or an FX graph) runs normally the first time for each input
 shape (warm-up), is captured into an NPU graph the second time, and is replayed afterwards:
@@ -11,12 +11,8 @@ shape (warm-up), is captured into an NPU graph the second time, and is replayed 
 * a function that cannot be captured (host synchronisation, CPU tensors, inputs it mutates) runs
   without a graph from then on, and the skip is reported the way inductor reports cudagraph skips.
 
-Code that does not go through the dispatcher (inductor's compiled host code, `host_kernel=True`)
-joins the graph as one host kernel: the replay runs it again on the graph's input buffers and writes
-its results into the graph's output buffers.
+(mode="reduce-overhead" uses the NPU graph trees instead: torch_npu._inductor.reduce_overhead.)
 """
-
-import functools
 
 import torch
 
@@ -51,12 +47,10 @@ class NpuGraphRunner:
     """Calls `fn` (boxed: it takes a list of inputs) through NPU graph capture and replay."""
 
     def __init__(
-        self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None, host_kernel=False,
-        update_plan=None,
+        self, fn, static_input_idxs, *, device_index, name="graph", max_recordings=None, update_plan=None
     ):  # fmt: skip
         self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
         self.fn = fn
-        self.host_kernel = host_kernel
         self.max_recordings = max_recordings
         self.static = frozenset(static_input_idxs)
         self.static_mask = b""
@@ -115,9 +109,6 @@ class NpuGraphRunner:
             pool = _pool(self.device_index)
             with torch.npu.device(self.device_index), graph(npu_graph, pool=pool, auto_dispatch_capture=updatable):
                 outputs = self.fn(list(buffers))
-                if self.host_kernel:
-                    # the kernel must not hold the runner: the graph (owned by the runner) holds the kernel
-                    _C._graph_record_host_kernel(self.name, functools.partial(_rerun, self.fn, buffers, outputs))
         except RuntimeError as e:
             self.skip_reason = str(e).splitlines()[0]
             report_skip(f"{self.name} cannot be captured: {self.skip_reason}")
@@ -125,10 +116,3 @@ class NpuGraphRunner:
         captured = resolve_aclgraph_update_plan(self.update_plan, inputs) if self.update_plan is not None else None
         self.recordings[key] = _Recording(npu_graph, buffers, outputs, captured)
         return outputs
-
-
-def _rerun(fn, buffers, outputs):
-    """The host kernel of a graph: the code again, on the graph's input buffers, into its output buffers."""
-    for static, fresh in zip(outputs, fn(list(buffers))):
-        if isinstance(static, torch.Tensor) and static.data_ptr() != fresh.data_ptr():
-            static.copy_(fresh)

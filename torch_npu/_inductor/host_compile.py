@@ -11,7 +11,10 @@ inductor (forward, backward, inference), `host_inner_compile`:
 2. runs the compiled code on CPU aliases of the npu inputs (no copies), with every buffer it
    allocates taken from the npu device's pools (torch.npu.memory_*, capacity, OOM and the profiler
    see them), and turns the results back into npu tensors (views of inputs stay views);
-3. with mode="reduce-overhead", replays it through an NPU graph (graph_runner.NpuGraphRunner).
+3. with mode="reduce-overhead", hands it to the NPU graph trees (torch_npu.npu._graph_tree), as
+   torch_npu's inductor does: warm-up, recording, replay, outputs overwritten by the next replay and
+   one memory pool per device shared by the forward and backward graphs. Inside a capture the code
+   joins the NPU graph as one host kernel that each replay runs again.
 
 Compiled npu code therefore computes exactly what compiled CPU code computes. What differs from the
 card: random numbers drawn inside compiled graphs come from inductor's CPU seeds (as on the CPU).
@@ -21,6 +24,7 @@ import contextlib
 import functools
 
 import torch
+from torch._inductor.utils import BoxedBool
 
 from torch_npu import _C
 
@@ -97,16 +101,39 @@ def translate_to_host(gm, example_inputs):
 class HostCompiledCall:
     """Inductor's compiled code for an npu graph, called with npu tensors (boxed: a list of inputs)."""
 
-    def __init__(self, fn, device_index, npu_results):
+    def __init__(self, fn, device_index, npu_results, name):
         self._boxed_call = True  # on the instance: wrappers copy the instance's attributes
         self.fn = fn
         self.device_index = device_index
         self.npu_results = npu_results
+        self.name = name
 
     def __call__(self, args):
         inputs = list(args)
         args.clear()
+        if _C._current_stream_capturing():
+            return self._capture(inputs)
         return _C._run_on_host(self.fn, inputs, self.device_index, self.npu_results)
+
+    def _capture(self, inputs):
+        """Runs the code and adds it to the NPU graph being captured as one host kernel. The graph keeps the
+        tensors it read and wrote as it keeps an operator's (those in the graph's pool by address); each replay
+        runs the code again on them and writes its results into the tensors this call returned."""
+        outputs = _C._run_on_host(self.fn, list(inputs), self.device_index, self.npu_results)
+        reads = [x for x in inputs if isinstance(x, torch.Tensor)]
+        writes = [x for x in outputs if isinstance(x, torch.Tensor)]
+        template = [None if isinstance(x, torch.Tensor) else x for x in inputs]
+        _C._graph_record_host_kernel(self.name, functools.partial(self._replay, template), reads, writes)
+        return outputs
+
+    def _replay(self, template, reads, writes):
+        tensors = iter(reads)
+        inputs = [next(tensors) if x is None else x for x in template]
+        fresh = [x for x in _C._run_on_host(self.fn, inputs, self.device_index, self.npu_results)
+                 if isinstance(x, torch.Tensor)]  # fmt: skip
+        for static, result in zip(writes, fresh, strict=True):
+            if static.data_ptr() != result.data_ptr():  # a view of an input is already in place
+                static.copy_(result)
 
 
 def host_inner_compile(gm, example_inputs, **kwargs):
@@ -128,21 +155,18 @@ def host_inner_compile(gm, example_inputs, **kwargs):
     check_npu_backend(getattr(config, "npu_backend", "default"))
     (device,) = devices
     npu_results = _output_devices(gm)
+    trees = config.triton.cudagraphs  # mode="reduce-overhead": the NPU graph trees below, not inductor's CUDA ones
     host_inputs = translate_to_host(gm, example_inputs)
     with eager_fallbacks(listed_operators()):
-        compiled = compile_fx_inner(gm, host_inputs, **kwargs)
-    run = HostCompiledCall(getattr(compiled, "current_callable", compiled), device, npu_results)
-    if config.triton.cudagraphs:  # mode="reduce-overhead"
-        from torch_npu._inductor.graph_runner import NpuGraphRunner
+        compiled = compile_fx_inner(gm, host_inputs, **{**kwargs, "cudagraphs": BoxedBool(False)})
+    kind = "backward" if kwargs.get("is_backward") else "forward"
+    run = HostCompiledCall(
+        getattr(compiled, "current_callable", compiled), device, npu_results, name=f"inductor {kind} graph"
+    )
+    if trees:
+        from torch_npu._inductor.reduce_overhead import npugraph_tree_call
 
-        kind = "backward" if kwargs.get("is_backward") else "forward"
-        run = NpuGraphRunner(
-            run,
-            kwargs.get("static_input_idxs") or (),
-            device_index=device,
-            name=f"inductor {kind} graph",
-            host_kernel=True,
-        )
+        run = npugraph_tree_call(run, gm, example_inputs, compiled, device, kwargs)
     if hasattr(compiled, "current_callable"):
         compiled.current_callable = run
         return compiled

@@ -17,10 +17,14 @@ torch._inductor.cudagraph_trees' source, rewrites its syntax tree and executes i
 * the device: torch.cuda -> torch.npu (CUDAGraph -> NPUGraph), `tensor.is_cuda` -> `tensor.is_npu`, and
   the runtime functions torch._C has for CUDA -> torch_npu._C's (pool checkpoints, raw delete, storage
   deleters, tensors rebuilt from metadata) or torch_npu.npu.graphs' (allocating a thread into a pool);
-* `assert` statements raise RuntimeError, as torch_npu's port does.
+* `assert` statements raise RuntimeError, as torch_npu's port does;
+* a graph node does not replay its graph right after recording it. A CUDA capture only records, so
+  CUDA graph trees replay once to compute the recording's outputs; an NPU graph capture on vnpu runs
+  the operators as it records them, so that replay would run them a second time on inputs the first
+  run may have consumed (a backward reuses the saved tensors donated to it in place).
 
-vnpu's own `torch.compile(mode="reduce-overhead")` replays through torch_npu._inductor.graph_runner; this
-module serves code that drives the trees directly.
+`torch.compile(mode="reduce-overhead")` on npu graphs records and replays through these trees
+(torch_npu._inductor.reduce_overhead), as it does with torch_npu.
 """
 
 import ast
@@ -140,6 +144,12 @@ class _NpuGraphTree(ast.NodeTransformer):
             rest = [a for a in node.names if a.name != "_cuda_CUDAAllocator_AllocatorState"]
             return [ast.copy_location(state, node), ast.copy_location(ast.ImportFrom("torch._C", rest, 0), node)]
         return node
+
+    def visit_Expr(self, node):
+        call = node.value
+        if self.node_init and isinstance(call, ast.Call) and _chain(call.func) == "self.graph.replay":
+            return None  # the capture ran the graph already (see the module doc)
+        return self.generic_visit(node)
 
     def visit_Assert(self, node):
         condition = self._source_of(node.test)

@@ -314,7 +314,7 @@ void GraphRecording::replay() {
   try {
     for (const auto& record : records_) {
       if (record.host_kernel) {
-        record.host_kernel();
+        record.host_kernel(record.inputs, record.outputs);
         continue;
       }
       if (!record.cpu_stack.empty() && still_in_place(record.inputs, record.cpu_stack)) {
@@ -410,18 +410,22 @@ void GraphRecording::replace(size_t start, size_t end, const GraphRecording& rep
                   replacement.records_.end());
 }
 
-bool GraphRecording::add_host_kernel(const std::string& name, std::function<void()> kernel) {
+bool GraphRecording::add_host_kernel(const std::string& name, HostKernel kernel, std::vector<c10::IValue> reads,
+                                     std::vector<c10::IValue> writes) {
   if (!records_here()) {
     return false;
   }
   Record record;
   record.host_name = name;
   record.host_kernel = std::move(kernel);
+  record.inputs = std::move(reads);
+  record.outputs = std::move(writes);
   records_.push_back(std::move(record));
   return true;
 }
 
-bool record_host_kernel(const std::string& name, std::function<void()> kernel) {
+bool record_host_kernel(const std::string& name, const HostKernel& kernel, const std::vector<c10::IValue>& reads,
+                        const std::vector<c10::IValue>& writes) {
   std::vector<std::shared_ptr<GraphRecording>> graphs;
   {
     auto& a = active();
@@ -433,7 +437,7 @@ bool record_host_kernel(const std::string& name, std::function<void()> kernel) {
     }
   }
   for (const auto& g : graphs) {
-    if (g->add_host_kernel(name, kernel)) {
+    if (g->add_host_kernel(name, kernel, reads, writes)) {
       return true;
     }
   }

@@ -7,7 +7,9 @@
 // are refused while capturing, as on Ascend.
 //
 // Kernels that do not go through the dispatcher (inductor's compiled C++ kernels) join the graph
-// as host kernels: record_host_kernel() appends one in issue order, and replay calls it again.
+// as host kernels: record_host_kernel() appends one in issue order, and replay calls it again. A host
+// kernel names the tensors it reads and writes; the graph keeps them as it keeps an operator's (the ones
+// in its pool by address) and hands them to the kernel at each replay.
 #pragma once
 
 #include "aten/OpHooks.h"
@@ -22,6 +24,9 @@
 #include <vector>
 
 namespace vnpu {
+
+// A kernel run on the host: called with the tensors it reads and the tensors it writes.
+using HostKernel = std::function<void(const std::vector<c10::IValue>& reads, const std::vector<c10::IValue>& writes)>;
 
 class GraphRecording final : public OpHook, public std::enable_shared_from_this<GraphRecording> {
  public:
@@ -51,7 +56,8 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
   void before(const c10::OperatorHandle& op, const OpFacts& facts, const std::vector<c10::IValue>& inputs) override;
   void after(const OpCall& call) override;
   // Appends a host kernel when this graph captures the current stream of this thread.
-  bool add_host_kernel(const std::string& name, std::function<void()> kernel);
+  bool add_host_kernel(const std::string& name, HostKernel kernel, std::vector<c10::IValue> reads,
+                       std::vector<c10::IValue> writes);
 
  private:
   struct Record {
@@ -61,7 +67,7 @@ class GraphRecording final : public OpHook, public std::enable_shared_from_this<
     std::vector<c10::IValue> inputs;
     std::vector<c10::IValue> outputs;
     std::string host_name;
-    std::function<void()> host_kernel;
+    HostKernel host_kernel;
     // The CPU kernel's arguments over the captured tensors' memory, prepared once: replay calls the
     // kernel on them directly (operators that draw random numbers go through the redirect instead).
     std::vector<c10::IValue> cpu_stack;
@@ -85,6 +91,7 @@ bool current_stream_capturing();
 
 // Adds a kernel that runs on the host (and again at each replay) to the graph capturing the current
 // stream; false when no graph captures it (the caller just runs the kernel).
-bool record_host_kernel(const std::string& name, std::function<void()> kernel);
+bool record_host_kernel(const std::string& name, const HostKernel& kernel, const std::vector<c10::IValue>& reads = {},
+                        const std::vector<c10::IValue>& writes = {});
 
 }  // namespace vnpu

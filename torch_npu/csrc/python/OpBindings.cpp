@@ -312,20 +312,39 @@ void bind_ops(py::module& m) {
   m.def("_current_stream_capturing", &current_stream_capturing);
   m.def(
       "_graph_record_host_kernel",
-      [](const std::string& name, py::object kernel) {
+      [](const std::string& name, py::object kernel, std::optional<std::vector<at::Tensor>> reads,
+         std::optional<std::vector<at::Tensor>> writes) {
         // The graph may outlive this call and is replayed without the GIL: hold the callable
         // through a deleter that takes the GIL, and take it to call.
         std::shared_ptr<py::object> held(new py::object(std::move(kernel)), [](py::object* o) {
           py::gil_scoped_acquire gil;
           delete o;
         });
-        return record_host_kernel(name, [held] {
+        const bool takes_tensors = reads.has_value() || writes.has_value();
+        auto values = [](const std::optional<std::vector<at::Tensor>>& tensors) {
+          return tensors ? std::vector<c10::IValue>(tensors->begin(), tensors->end()) : std::vector<c10::IValue>{};
+        };
+        auto call = [held, takes_tensors](const std::vector<c10::IValue>& in, const std::vector<c10::IValue>& out) {
           py::gil_scoped_acquire gil;
-          (*held)();
-        });
+          if (!takes_tensors) {
+            (*held)();
+            return;
+          }
+          py::list reads_now, writes_now;
+          for (const auto& v : in) {
+            reads_now.append(v.toTensor());
+          }
+          for (const auto& v : out) {
+            writes_now.append(v.toTensor());
+          }
+          (*held)(reads_now, writes_now);
+        };
+        return record_host_kernel(name, call, values(reads), values(writes));
       },
+      py::arg("name"), py::arg("kernel"), py::arg("reads") = py::none(), py::arg("writes") = py::none(),
       "Adds a host kernel (a Python callable) to the NPU graph capturing the current stream; False if none "
-      "captures it");
+      "captures it. With `reads` / `writes`, the graph keeps those tensors as an operator's (its pool's by "
+      "address) and calls kernel(reads, writes) with them at each replay.");
   m.def("_set_sync_debug_mode", &set_sync_debug_mode);
   m.def("_get_sync_debug_mode", &sync_debug_mode);
 
