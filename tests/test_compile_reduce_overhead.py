@@ -4,6 +4,7 @@ recorded runs without a graph and is counted as inductor counts cudagraph skips)
 same program compiled for the CPU, bit for bit."""
 
 import copy
+import gc
 
 import pytest
 import torch
@@ -112,3 +113,17 @@ def test_a_host_kernel_replays_on_the_tensors_it_named():
     graph.replay()
     assert target.tolist() == [10.0] * 3
     assert graph._recording.describe() == ["0 double()"]
+
+
+def test_without_trees_each_layout_replays_one_npu_graph():
+    from torch_npu._inductor.graph_runner import NpuGraphRunner
+
+    model, _ = replay_model_and_input()
+    on_cpu = torch.compile(copy.deepcopy(model).cpu())
+    with torch._inductor.config.patch({"triton.cudagraph_trees": False}), torch.no_grad():
+        compiled = torch.compile(model, mode="reduce-overhead")
+        for step in range(4):
+            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(step))
+            assert torch.equal(compiled(x.npu()).cpu(), on_cpu(x))
+    runners = [r for r in gc.get_objects() if type(r) is NpuGraphRunner and r.name == "inductor forward graph"]
+    assert [len(r.recordings) for r in runners] == [1] and recorded_graphs() == []

@@ -11,7 +11,9 @@ NPU graph trees (torch_npu.npu._graph_tree) in place of the CUDA ones:
   reported and counted as inductor counts cudagraph skips;
 * otherwise the first call of each input layout creates the tree function (warm-up, recording, replay),
   the forward tells the backward which device's tree it runs in, and a backward that runs without a
-  graph still tells that tree that the backward is running (inductor's "backward generation" rule).
+  graph still tells that tree that the backward is running (inductor's "backward generation" rule);
+* with config.triton.cudagraph_trees = False, one NPU graph per input layout replays without a tree
+  (torch_npu._inductor.graph_runner), as inductor's and torch_npu's plain graphify do.
 
 Lowering-time reasons inductor finds while lowering a CUDA graph (a few operators mark themselves unsafe
 there) are not seen: the graph was lowered for the CPU. Those operators are refused at capture instead.
@@ -83,6 +85,7 @@ def _running_backward(run, device_index):
 def npugraph_tree_call(run, gm, example_inputs, compiled, device_index, kwargs):
     """`run` (boxed host-compiled code of gm) under the NPU graph trees, or as it is with the skip reported."""
     from torch._dynamo import utils as dynamo_utils
+    from torch._inductor import config
     from torch._inductor.cudagraph_utils import (
         format_default_skip_message,
         get_placeholder_info,
@@ -106,6 +109,10 @@ def npugraph_tree_call(run, gm, example_inputs, compiled, device_index, kwargs):
         if is_backward and forward_device is not None and forward_device.value is not None:
             return _running_backward(run, forward_device.value)
         return run
+    if not config.triton.cudagraph_trees:
+        from torch_npu._inductor.graph_runner import NpuGraphRunner
+
+        return NpuGraphRunner(run, static_input_idxs, device_index=device_index, name=run.name)
     is_inference = bool(kwargs.get("is_inference"))
     if forward_device is not None and not is_inference and not is_backward:
         forward_device.set(device_index)
