@@ -127,3 +127,15 @@ def test_without_trees_each_layout_replays_one_npu_graph():
             assert torch.equal(compiled(x.npu()).cpu(), on_cpu(x))
     runners = [r for r in gc.get_objects() if type(r) is NpuGraphRunner and r.name == "inductor forward graph"]
     assert [len(r.recordings) for r in runners] == [1] and recorded_graphs() == []
+
+
+def test_a_graph_on_another_device_is_recorded_in_that_devices_tree():
+    model = torch.nn.Linear(8, 8).to("npu:1")
+    compiled = torch.compile(model, mode="reduce-overhead")
+    with torch.no_grad():
+        for step in range(4):
+            x = torch.randn(2, 8, generator=torch.Generator().manual_seed(step)).to("npu:1")
+            out = compiled(x)
+            assert out.device == torch.device("npu:1") and torch.equal(out, model(x))
+    assert _graph_tree.get_manager(1, create_if_none_exists=False) is not None
+    assert _graph_tree.get_manager(0, create_if_none_exists=False) is None
