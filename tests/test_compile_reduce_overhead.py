@@ -139,3 +139,20 @@ def test_a_graph_on_another_device_is_recorded_in_that_devices_tree():
             assert out.device == torch.device("npu:1") and torch.equal(out, model(x))
     assert _graph_tree.get_manager(1, create_if_none_exists=False) is not None
     assert _graph_tree.get_manager(0, create_if_none_exists=False) is None
+
+
+def test_a_graph_with_a_cpu_tensor_runs_without_a_graph_as_inductor_skips_it():
+    def scale(x, s):
+        return x * s.to(x.device) + 1
+
+    compiled = torch.compile(scale, mode="reduce-overhead")
+    before = skips()
+    with torch.no_grad():
+        for step in range(3):
+            x, s = torch.randn(4, device="npu"), torch.tensor(float(step))
+            assert torch.equal(compiled(x, s), scale(x, s))
+    assert skips() == before + 1 and recorded_graphs() == []
+    torch._dynamo.reset()
+    with torch._inductor.config.patch({"triton.cudagraph_or_error": True}), torch.no_grad():
+        with pytest.raises(Exception, match=r"skipping cudagraphs due to cpu device \(arg\d_1\)\. Found from"):
+            torch.compile(scale, mode="reduce-overhead")(torch.ones(4, device="npu"), torch.tensor(2.0))

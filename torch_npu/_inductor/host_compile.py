@@ -156,6 +156,10 @@ def host_inner_compile(gm, example_inputs, **kwargs):
     (device,) = devices
     npu_results = _output_devices(gm)
     trees = config.triton.cudagraphs  # mode="reduce-overhead": the NPU graph trees below, not inductor's CUDA ones
+    if trees:
+        from torch_npu._inductor.reduce_overhead import cpu_node_reason, npugraph_tree_call
+
+        cpu_reason = cpu_node_reason(gm)
     host_inputs = translate_to_host(gm, example_inputs)
     with eager_fallbacks(listed_operators()):
         compiled = compile_fx_inner(gm, host_inputs, **{**kwargs, "cudagraphs": BoxedBool(False)})
@@ -164,9 +168,7 @@ def host_inner_compile(gm, example_inputs, **kwargs):
         getattr(compiled, "current_callable", compiled), device, npu_results, name=f"inductor {kind} graph"
     )
     if trees:
-        from torch_npu._inductor.reduce_overhead import npugraph_tree_call
-
-        run = npugraph_tree_call(run, gm, example_inputs, compiled, device, kwargs)
+        run = npugraph_tree_call(run, gm, example_inputs, compiled, device, kwargs, cpu_reason)
     if hasattr(compiled, "current_callable"):
         compiled.current_callable = run
         return compiled

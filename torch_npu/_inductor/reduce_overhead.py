@@ -5,10 +5,10 @@ trees (torch._inductor.output_code.cudagraph_post_compile). vnpu compiles npu gr
 which inductor records nothing, so the same checks and the same wrapping happen here, with torch_npu's
 NPU graph trees (torch_npu.npu._graph_tree) in place of the CUDA ones:
 
-* a graph that cannot be recorded (an operator that needs the host to read the device, unbacked symbolic
-  sizes, inputs it mutates that are not static, an input whose storage it replaces, non-tensor inputs,
-  dynamic shapes under config.triton.cudagraph_skip_dynamic_graphs) runs without a graph, and the skip is
-  reported and counted as inductor counts cudagraph skips;
+* a graph that cannot be recorded (a tensor on the CPU, an operator that needs the host to read the device,
+  unbacked symbolic sizes, inputs it mutates that are not static, an input whose storage it replaces,
+  non-tensor inputs, dynamic shapes under config.triton.cudagraph_skip_dynamic_graphs) runs without a
+  graph, and the skip is reported and counted as inductor counts cudagraph skips;
 * otherwise the first call of each input layout creates the tree function (warm-up, recording, replay),
   the forward tells the backward which device's tree it runs in, and a backward that runs without a
   graph still tells that tree that the backward is running (inductor's "backward generation" rule);
@@ -23,6 +23,19 @@ import functools
 import threading
 
 import torch
+
+
+def cpu_node_reason(gm):
+    """ "cpu device (<node>)" when the graph has a tensor on the CPU (as inductor says it of a CUDA graph), else
+    None. Read before the graph is rewritten for the host, when its devices are still the program's."""
+    from torch._dynamo.backends.cudagraphs import get_device_node_mapping
+    from torch._inductor.cudagraph_utils import _get_use_stack_trace
+
+    node = get_device_node_mapping(gm).get(torch.device("cpu"))
+    if node is None:
+        return None
+    trace = _get_use_stack_trace(node)
+    return f"cpu device ({node.name}). Found from : \n {trace}" if trace else f"cpu device ({node.name})"
 
 
 def _skip_reason(gm, example_inputs, compiled, static_input_idxs):
@@ -82,8 +95,9 @@ def _running_backward(run, device_index):
     return backward
 
 
-def npugraph_tree_call(run, gm, example_inputs, compiled, device_index, kwargs):
-    """`run` (boxed host-compiled code of gm) under the NPU graph trees, or as it is with the skip reported."""
+def npugraph_tree_call(run, gm, example_inputs, compiled, device_index, kwargs, cpu_reason=None):
+    """`run` (boxed host-compiled code of gm) under the NPU graph trees, or as it is with the skip reported
+    (cpu_reason: cpu_node_reason of the graph as the program traced it)."""
     from torch._dynamo import utils as dynamo_utils
     from torch._inductor import config
     from torch._inductor.cudagraph_utils import (
@@ -101,7 +115,7 @@ def npugraph_tree_call(run, gm, example_inputs, compiled, device_index, kwargs):
     if enabled is not None and not enabled:  # the forward was not recorded: neither is its backward
         return run
     static_input_idxs = tuple(kwargs.get("static_input_idxs") or ())
-    reason = _skip_reason(gm, example_inputs, compiled, static_input_idxs)
+    reason = cpu_reason or _skip_reason(gm, example_inputs, compiled, static_input_idxs)
     if reason is not None:
         log_cudagraph_skip_and_bump_counter(format_default_skip_message(reason))  # inductor's words, as torch_npu
         if enabled is not None:
