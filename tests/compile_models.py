@@ -16,6 +16,14 @@ class MLP(nn.Module):
         return self.net(x)
 
 
+class DropoutMLP(MLP):
+    """MLP with dropout between its layers: compiled code draws the masks."""
+
+    def __init__(self):
+        super().__init__()
+        self.net.insert(3, nn.Dropout(0.3))
+
+
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -75,7 +83,7 @@ def batch_for(make, step):
     g = torch.Generator().manual_seed(step)
     if make is CNN:
         return torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 4, (4,), generator=g)
-    if make is MLP:
+    if issubclass(make, MLP):
         return torch.randn(8, 16, generator=g), torch.randint(0, 4, (8,), generator=g)
     return torch.randn(2, 8, 32, generator=g), torch.randn(2, 8, 32, generator=g)
 

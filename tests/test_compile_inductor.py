@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
-from compile_models import CNN, MLP, Block, train
+from compile_models import CNN, MLP, Block, DropoutMLP, train
 from subprocess_helpers import run_python
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -32,6 +32,13 @@ def test_compiled_npu_training_equals_compiled_cpu_training(make, kwargs):
     cpu = train(make, "cpu", compile_kwargs={}, **kwargs)
     assert_same(npu, cpu)
     assert_close(npu, train(make, "npu", **kwargs))  # and close to eager npu
+
+
+def test_compiled_dropout_draws_the_cpus_masks():
+    # the traced graph holds the CPU's dropout (native_dropout), not eager npu's Bernoulli noise: same masks, same bits
+    assert_same(
+        train(DropoutMLP, "npu", compile_kwargs={}, steps=4), train(DropoutMLP, "cpu", compile_kwargs={}, steps=4)
+    )
 
 
 def test_npu_operators_inside_compiled_graphs_forward_and_backward():

@@ -8,7 +8,7 @@ import gc
 
 import pytest
 import torch
-from compile_models import MLP, replay_model_and_input, train
+from compile_models import MLP, DropoutMLP, replay_model_and_input, train
 
 from torch_npu import _C
 from torch_npu.npu import _graph_tree
@@ -51,9 +51,11 @@ def test_inference_is_recorded_once_and_replays_the_cpus_compiled_results():
     assert skips() == before  # inductor's own check would have called the graph "multiple devices" and skipped it
 
 
-def test_training_records_forward_and_backward_and_matches_the_cpu_bit_for_bit():
-    losses, params = train(MLP, "npu", compile_kwargs={"mode": "reduce-overhead"}, steps=5)
-    cpu_losses, cpu_params = train(MLP, "cpu", compile_kwargs={}, steps=5)
+@pytest.mark.parametrize("make", [MLP, DropoutMLP], ids=["mlp", "mlp_dropout"])
+def test_training_records_forward_and_backward_and_matches_the_cpu_bit_for_bit(make):
+    # with dropout: the recording's random draws stay drawn, so each replay draws what the CPU's next step draws
+    losses, params = train(make, "npu", compile_kwargs={"mode": "reduce-overhead"}, steps=5)
+    cpu_losses, cpu_params = train(make, "cpu", compile_kwargs={}, steps=5)
     assert losses == cpu_losses
     for a, b in zip(params, cpu_params, strict=True):
         assert torch.equal(a, b)

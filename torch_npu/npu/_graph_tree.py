@@ -18,10 +18,12 @@ torch._inductor.cudagraph_trees' source, rewrites its syntax tree and executes i
   the runtime functions torch._C has for CUDA -> torch_npu._C's (pool checkpoints, raw delete, storage
   deleters, tensors rebuilt from metadata) or torch_npu.npu.graphs' (allocating a thread into a pool);
 * `assert` statements raise RuntimeError, as torch_npu's port does;
-* a graph node does not replay its graph right after recording it. A CUDA capture only records, so
-  CUDA graph trees replay once to compute the recording's outputs; an NPU graph capture on vnpu runs
-  the operators as it records them, so that replay would run them a second time on inputs the first
-  run may have consumed (a backward reuses the saved tensors donated to it in place).
+* a graph node does not replay its graph right after recording it, and its recording keeps the random
+  number generators' advance. A CUDA capture only records, so CUDA graph trees restore the generators
+  after it and replay once to compute the recording's outputs; an NPU graph capture on vnpu runs the
+  operators as it records them, so that replay would run them a second time on inputs the first run may
+  have consumed (a backward reuses the saved tensors donated to it in place), and restoring the
+  generators would make the next step draw the recording's random numbers again.
 
 `torch.compile(mode="reduce-overhead")` on npu graphs records and replays through these trees
 (torch_npu._inductor.reduce_overhead), as it does with torch_npu.
@@ -104,6 +106,7 @@ class _NpuGraphTree(ast.NodeTransformer):
         self.imported = imported  # names the module imports: they keep their names
         self.classes = []  # the classes around the code being visited
         self.node_init = False  # visiting the __init__ of a graph node (its `id` parameter is `graph_id`)
+        self.node_record = False  # visiting a graph node's _record (its capture)
 
     def _rename(self, name):
         return name if name in self.imported else _npu_word(name)
@@ -151,6 +154,13 @@ class _NpuGraphTree(ast.NodeTransformer):
             return None  # the capture ran the graph already (see the module doc)
         return self.generic_visit(node)
 
+    def visit_With(self, node):
+        if self.node_record:  # the capture ran the graph: its draws stay drawn (see the module doc)
+            node.items = [
+                i for i in node.items if _chain(getattr(i.context_expr, "func", None)) != "preserve_rng_state"
+            ]
+        return self.generic_visit(node)
+
     def visit_Assert(self, node):
         condition = self._source_of(node.test)
         message = node.msg if node.msg is not None else ast.Constant(f"check {condition} fail")
@@ -166,14 +176,15 @@ class _NpuGraphTree(ast.NodeTransformer):
         return node
 
     def visit_FunctionDef(self, node):
-        outer = self.node_init
+        outer = self.node_init, self.node_record
         self.node_init = node.name == "__init__" and self.classes[-1:] in (["CUDAWarmupNode"], ["CUDAGraphNode"])
+        self.node_record = node.name == "_record" and self.classes[-1:] == ["CUDAGraphNode"]
         args = node.args
         if self.node_init and [a.arg for a in args.args[-2:]] == ["mode", "compile_id"] and not args.defaults:
             args.defaults = [ast.Constant(None), ast.Constant(None)]  # a node built by hand has neither
         node.name = self._rename(node.name)
         self.generic_visit(node)
-        self.node_init = outer
+        self.node_init, self.node_record = outer
         return node
 
     def visit_arg(self, node):
