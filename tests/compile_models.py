@@ -24,6 +24,14 @@ class DropoutMLP(MLP):
         self.net.insert(3, nn.Dropout(0.3))
 
 
+class FeatureDropoutMLP(MLP):
+    """MLP with feature dropout (ATen's Bernoulli noise, not native_dropout): whole rows dropped."""
+
+    def __init__(self):
+        super().__init__()
+        self.net.insert(3, nn.Dropout1d(0.3))
+
+
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()

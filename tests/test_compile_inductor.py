@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
-from compile_models import CNN, MLP, Block, DropoutMLP, train
+from compile_models import CNN, MLP, Block, DropoutMLP, FeatureDropoutMLP, train
 from subprocess_helpers import run_python
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
@@ -34,11 +34,11 @@ def test_compiled_npu_training_equals_compiled_cpu_training(make, kwargs):
     assert_close(npu, train(make, "npu", **kwargs))  # and close to eager npu
 
 
-def test_compiled_dropout_draws_the_cpus_masks():
-    # the traced graph holds the CPU's dropout (native_dropout), not eager npu's Bernoulli noise: same masks, same bits
-    assert_same(
-        train(DropoutMLP, "npu", compile_kwargs={}, steps=4), train(DropoutMLP, "cpu", compile_kwargs={}, steps=4)
-    )
+@pytest.mark.parametrize("make", [DropoutMLP, FeatureDropoutMLP], ids=["dropout", "feature_dropout"])
+def test_compiled_dropout_draws_the_cpus_masks(make):
+    # dropout: the traced graph holds the CPU's native_dropout, not eager npu's Bernoulli noise; feature dropout: ATen's
+    # bernoulli stays in the graph as on the CPU (not rand < p): same masks, same bits
+    assert_same(train(make, "npu", compile_kwargs={}, steps=4), train(make, "cpu", compile_kwargs={}, steps=4))
 
 
 def test_npu_operators_inside_compiled_graphs_forward_and_backward():

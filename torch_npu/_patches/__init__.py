@@ -307,6 +307,16 @@ PATCHES += (
         apply="torch_npu._inductor.config:add_npu_backend_option",
     ),
     Patch(
+        target="torch._decomp.decompositions_for_rng.extra_random_decomps[bernoulli]",
+        module="torch._decomp.decompositions_for_rng",
+        why="inductor decomposes bernoulli into rand_like(x) < p on every device but the CPU, where ATen's "
+        "bernoulli stays (so compiled CPU code draws eager CPU's numbers). Decompositions are chosen while an "
+        "npu graph still holds npu tensors, before vnpu compiles it as the CPU graph it computes; npu graphs "
+        "keep bernoulli as CPU graphs do, so compiled npu code draws what compiled CPU code draws.",
+        when="on import of torch._decomp.decompositions_for_rng",
+        apply="torch_npu._inductor.random_decompositions:keep_bernoulli_on_npu",
+    ),
+    Patch(
         target="torch._inductor.compile_fx.compile_fx",
         module="torch._inductor.compile_fx",
         why="inductor compiles an npu graph as the CPU graph it computes (npu memory is host memory) and the "
