@@ -41,6 +41,26 @@ def test_compiled_dropout_draws_the_cpus_masks(make):
     assert_same(train(make, "npu", compile_kwargs={}, steps=4), train(make, "cpu", compile_kwargs={}, steps=4))
 
 
+@pytest.mark.parametrize(
+    "op,shapes",
+    [
+        (torch.addmm, [(8,), (1, 8), (8, 8)]),  # batch-1 Linear(8, 8): a sum of products on the CPU
+        (torch.addmm, [(1,), (1, 12), (12, 1)]),  # batch-1 Linear(12, 1)
+        (torch.addmm, [(64,), (1, 64), (64, 64)]),  # BLAS on both
+        (torch.mm, [(1, 40), (40, 1)]),
+        (torch.mm, [(5, 1), (1, 6)]),
+        (torch.bmm, [(3, 1, 32), (3, 32, 1)]),
+    ],
+    ids=["addmm_row_small", "addmm_row_column", "addmm_blas", "mm_row_column", "mm_outer", "bmm_row_column"],
+)
+def test_small_matmuls_compile_to_the_cpus_graph(op, shapes):
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(*s, generator=g) for s in shapes]
+    expected = torch.compile(op)(*args)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(op)(*(a.npu() for a in args)).cpu(), expected)
+
+
 def test_npu_operators_inside_compiled_graphs_forward_and_backward():
     compiled = train(Block, "npu", compile_kwargs={"fullgraph": True}, npu_ops=True)
     eager = train(Block, "npu", npu_ops=True)

@@ -317,6 +317,17 @@ PATCHES += (
         apply="torch_npu._inductor.random_decompositions:keep_bernoulli_on_npu",
     ),
     Patch(
+        target="torch._inductor.decomposition.decompositions[addmm, mm, bmm]",
+        module="torch._inductor.decomposition",
+        why="inductor turns some small matmuls into sums of products, choosing by device: the CPU's rules (a "
+        "single-row addmm / mm against one column or a <= 16 x 16 matrix, a [B, 1, K] x [B, K, 1] bmm) differ "
+        "from other devices'. The choice is made while an npu graph still holds npu tensors, before vnpu "
+        "compiles it as the CPU graph it computes; for npu tensors the rules answer as for the CPU, so a "
+        "compiled npu graph rounds as the compiled CPU graph does.",
+        when="on import of torch._inductor.decomposition",
+        apply="torch_npu._inductor.matmul_decompositions:decompose_small_matmuls_as_on_the_cpu",
+    ),
+    Patch(
         target="torch._inductor.compile_fx.compile_fx",
         module="torch._inductor.compile_fx",
         why="inductor compiles an npu graph as the CPU graph it computes (npu memory is host memory) and the "

@@ -1,0 +1,105 @@
+"""Small matmuls in npu graphs are decomposed as in CPU graphs.
+
+Inductor rewrites a few matmul shapes into element-wise products and sums, and the choice depends on the
+device: on the CPU a single-row addmm / mm against a single column or a small (<= 16 x 16) matrix, and a
+[B, 1, K] x [B, K, 1] bmm, become a sum of products; on other devices only a single-column (K = 1) operand
+does, as a broadcast multiply. The choice is made while AOT autograd traces the graph, when an npu graph's
+tensors are still npu tensors, and a sum of products rounds differently from the BLAS kernel. vnpu compiles
+npu graphs as CPU graphs, so for npu tensors these rules answer as for the CPU: a compiled npu graph holds
+the CPU's graph and computes the CPU's bits (a batch-1 Linear(12, 1), for example)."""
+
+import functools
+
+import torch
+
+__all__ = ["decompose_small_matmuls_as_on_the_cpu"]
+
+
+def _on_npu(*tensors):
+    return any(isinstance(t, torch.Tensor) and t.device.type == "npu" for t in tensors)
+
+
+def _cpu_addmm(self, mat1, mat2, beta, alpha):
+    from torch.fx.experimental.symbolic_shapes import guard_or_false, statically_known_true
+
+    if statically_known_true(mat1.size(0) == 1) and statically_known_true(mat2.size(-1) == 1):
+        out = torch.sum(mat1.squeeze(0) * mat2.squeeze(-1), dim=0, keepdim=True).unsqueeze(0)
+        return alpha * out + beta * self
+    if (
+        statically_known_true(mat1.size(0) == 1)
+        and guard_or_false(mat2.size(0) <= 16)
+        and guard_or_false(mat2.size(1) <= 16)
+    ):
+        return alpha * (mat1.T * mat2).sum(dim=0, keepdim=True) + beta * self
+    return NotImplemented
+
+
+def _cpu_mm(self, other):
+    from torch.fx.experimental.symbolic_shapes import guard_or_false, statically_known_true
+
+    if (
+        statically_known_true(self.size(-1) == 1)
+        and statically_known_true(self.size(0) != 1)
+        and statically_known_true(other.size(1) != 1)
+        and statically_known_true(self.size(0) > 0)
+        and statically_known_true(other.size(0) == 1)
+        and self.dtype == other.dtype
+        and guard_or_false((torch.numel(self) + torch.numel(other)) <= 32)
+    ):
+        return self * other
+    if statically_known_true(self.size(0) == 1) and statically_known_true(other.size(-1) == 1):
+        return torch.sum(self.squeeze(0) * other.squeeze(-1), dim=0, keepdim=True).unsqueeze(0)
+    return NotImplemented
+
+
+def _cpu_bmm(self, other):
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    if statically_known_true(self.shape[2] == 1) and statically_known_true(other.shape[1] == 1):
+        return (self * other).contiguous()
+    if statically_known_true(self.size(1) == 1) and statically_known_true(other.size(-1) == 1):
+        return torch.sum(self.squeeze(1) * other.squeeze(-1), dim=1, keepdim=True).unsqueeze(1)
+    return NotImplemented
+
+
+def _for_npu(decomposition, cpu_rule):
+    """decomposition for other devices; for npu tensors, the CPU's rule (in opmath precision, as inductor's)."""
+    from torch._inductor.decomposition import pw_cast_for_opmath
+
+    on_npu = pw_cast_for_opmath(cpu_rule)
+
+    @functools.wraps(decomposition)
+    def decompose(*args, **kwargs):
+        if _on_npu(*args):
+            return on_npu(*args, **kwargs)
+        return decomposition(*args, **kwargs)
+
+    decompose._vnpu_cpu_rule = True
+    return decompose
+
+
+def _addmm_rule(self, mat1, mat2, out_dtype=None, beta=1, alpha=1):
+    return _cpu_addmm(self, mat1, mat2, beta, alpha)
+
+
+def _mm_rule(self, other, out_dtype=None):
+    return _cpu_mm(self, other)
+
+
+def _bmm_rule(self, other, out_dtype=None):
+    return _cpu_bmm(self, other)
+
+
+def decompose_small_matmuls_as_on_the_cpu():
+    """Applied by torch_npu._patches when torch._inductor.decomposition is imported."""
+    from torch._inductor import decomposition
+
+    aten = torch.ops.aten
+    changed = False
+    for packet, rule in ((aten.addmm, _addmm_rule), (aten.mm, _mm_rule), (aten.bmm, _bmm_rule)):
+        for op in (packet.default,):  # the functional form (AOT autograd's graphs hold no out= matmuls)
+            current = decomposition.decompositions.get(op)
+            if current is not None and not getattr(current, "_vnpu_cpu_rule", False):
+                decomposition.decompositions[op] = _for_npu(current, rule)
+                changed = True
+    return changed
