@@ -19,18 +19,10 @@ def _on_npu(*tensors):
     return any(isinstance(t, torch.Tensor) and t.device.type == "npu" for t in tensors)
 
 
-def _counted(name):
-    """Counts a decomposition under inductor's counter for it, as the CPU's rule does."""
-    from torch._dynamo.utils import counters
-
-    counters["inductor"][name] += 1
-
-
 def _cpu_addmm(self, mat1, mat2, beta, alpha):
     from torch.fx.experimental.symbolic_shapes import guard_or_false, statically_known_true
 
     if statically_known_true(mat1.size(0) == 1) and statically_known_true(mat2.size(-1) == 1):
-        _counted("decompose_addmm")
         out = torch.sum(mat1.squeeze(0) * mat2.squeeze(-1), dim=0, keepdim=True).unsqueeze(0)
         return alpha * out + beta * self
     if (
@@ -38,7 +30,6 @@ def _cpu_addmm(self, mat1, mat2, beta, alpha):
         and guard_or_false(mat2.size(0) <= 16)
         and guard_or_false(mat2.size(1) <= 16)
     ):
-        _counted("decompose_addmm")
         return alpha * (mat1.T * mat2).sum(dim=0, keepdim=True) + beta * self
     return NotImplemented
 
@@ -55,10 +46,8 @@ def _cpu_mm(self, other):
         and self.dtype == other.dtype
         and guard_or_false((torch.numel(self) + torch.numel(other)) <= 32)
     ):
-        _counted("decompose_mm")
         return self * other
     if statically_known_true(self.size(0) == 1) and statically_known_true(other.size(-1) == 1):
-        _counted("decompose_mm")
         return torch.sum(self.squeeze(0) * other.squeeze(-1), dim=0, keepdim=True).unsqueeze(0)
     return NotImplemented
 
@@ -69,7 +58,6 @@ def _cpu_bmm(self, other):
     if statically_known_true(self.shape[2] == 1) and statically_known_true(other.shape[1] == 1):
         return (self * other).contiguous()
     if statically_known_true(self.size(1) == 1) and statically_known_true(other.size(-1) == 1):
-        _counted("decompose_bmm")
         return torch.sum(self.squeeze(1) * other.squeeze(-1), dim=1, keepdim=True).unsqueeze(1)
     return NotImplemented
 
