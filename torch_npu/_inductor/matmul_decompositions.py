@@ -19,7 +19,7 @@ def _on_npu(*tensors):
     return any(isinstance(t, torch.Tensor) and t.device.type == "npu" for t in tensors)
 
 
-def _cpu_addmm(self, mat1, mat2, beta, alpha):
+def _cpu_addmm(self, mat1, mat2, out_dtype=None, beta=1, alpha=1):
     from torch.fx.experimental.symbolic_shapes import guard_or_false, statically_known_true
 
     if statically_known_true(mat1.size(0) == 1) and statically_known_true(mat2.size(-1) == 1):
@@ -34,7 +34,7 @@ def _cpu_addmm(self, mat1, mat2, beta, alpha):
     return NotImplemented
 
 
-def _cpu_mm(self, other):
+def _cpu_mm(self, other, out_dtype=None):
     from torch.fx.experimental.symbolic_shapes import guard_or_false, statically_known_true
 
     if (
@@ -52,7 +52,7 @@ def _cpu_mm(self, other):
     return NotImplemented
 
 
-def _cpu_bmm(self, other):
+def _cpu_bmm(self, other, out_dtype=None):
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     if statically_known_true(self.shape[2] == 1) and statically_known_true(other.shape[1] == 1):
@@ -78,28 +78,16 @@ def _for_npu(decomposition, cpu_rule):
     return decompose
 
 
-def _addmm_rule(self, mat1, mat2, out_dtype=None, beta=1, alpha=1):
-    return _cpu_addmm(self, mat1, mat2, beta, alpha)
-
-
-def _mm_rule(self, other, out_dtype=None):
-    return _cpu_mm(self, other)
-
-
-def _bmm_rule(self, other, out_dtype=None):
-    return _cpu_bmm(self, other)
-
-
 def decompose_small_matmuls_as_on_the_cpu():
     """Applied by torch_npu._patches when torch._inductor.decomposition is imported."""
     from torch._inductor import decomposition
 
     aten = torch.ops.aten
     changed = False
-    for packet, rule in ((aten.addmm, _addmm_rule), (aten.mm, _mm_rule), (aten.bmm, _bmm_rule)):
-        for op in (packet.default,):  # the functional form (AOT autograd's graphs hold no out= matmuls)
-            current = decomposition.decompositions.get(op)
-            if current is not None and not getattr(current, "_vnpu_cpu_rule", False):
-                decomposition.decompositions[op] = _for_npu(current, rule)
-                changed = True
+    # the functional overloads: AOT autograd's graphs hold no out= matmuls
+    for op, rule in ((aten.addmm.default, _cpu_addmm), (aten.mm.default, _cpu_mm), (aten.bmm.default, _cpu_bmm)):
+        current = decomposition.decompositions.get(op)
+        if current is not None and not getattr(current, "_vnpu_cpu_rule", False):
+            decomposition.decompositions[op] = _for_npu(current, rule)
+            changed = True
     return changed
