@@ -21,7 +21,7 @@ def npu_kernel(qualified):
         "aten::native_layer_norm",
         "aten::addr",
         "aten::convolution",
-        "aten::normal_",
+        "aten::uniform_",
         "aten::silu_backward",
         "aten::zeros",
     ],

@@ -33,6 +33,15 @@ def test_int8_and_int4_groups():
              lambda *a: reference(*a, dst_dtype=torch.quint4x2), atol=0, rtol=0)  # fmt: skip
 
 
+def test_qint8_means_int8():
+    # op-plugin reads dst_dtype=torch.qint8 as int8 (its golden test passes torch.qint8)
+    g = torch.Generator().manual_seed(5)
+    x, scale, groups = torch.randn(6, 8, generator=g) * 3, torch.rand(2, 8, generator=g) * 9, torch.tensor([2, 6])
+    out = check_op(lambda *a: torch_npu.npu_group_quant(*a, dst_dtype=torch.qint8), (x, scale, groups), reference,
+                   atol=0, rtol=0)  # fmt: skip
+    assert out.dtype == torch.int8
+
+
 def test_bad_arguments():
     x, scale = torch.randn(4, 8).npu(), torch.ones(2, 8).npu()
     raises_operator_error(

@@ -4,6 +4,7 @@ import pytest
 import torch
 from error_cases import NPU, raises_operator_error, t
 from op_check import check_op
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_npu
 
@@ -496,3 +497,15 @@ def test_moe_gating_top_k_softmax_v2(renorm):
     if renorm == 1:  # the k probabilities of each row are renormalised to sum to 1
         torch.testing.assert_close(y.cpu().sum(-1), torch.ones(6))
         assert softmax.numel() == 0
+
+
+@pytest.mark.parametrize("output_softmax", [False, True])
+def test_moe_gating_top_k_softmax_v2_softmax_output_is_float32(output_softmax):
+    # op-plugin allocates the softmax output as float32, empty when not asked for, for 16-bit x too
+    x = torch.randn(4, 8).half().npu()
+    y, idx, softmax = torch_npu.npu_moe_gating_top_k_softmax_v2(x, k=2, output_softmax=output_softmax)
+    assert (y.dtype, idx.dtype, softmax.dtype) == (torch.float16, torch.int32, torch.float32)
+    assert tuple(softmax.shape) == ((4, 8) if output_softmax else (0,))
+    with FakeTensorMode() as mode:
+        fake = torch_npu.npu_moe_gating_top_k_softmax_v2(mode.from_tensor(x), k=2, output_softmax=output_softmax)
+    assert fake[2].dtype == torch.float32 and tuple(fake[2].shape) == tuple(softmax.shape)

@@ -178,7 +178,7 @@ def test_private_unpermute_returns_the_maps_its_grad_operator_reads(drop_and_pad
     else:  # route i (token-major) is row sorted_indices[i] of token i // TOPK
         assert torch.equal(out_index.cpu(), indices.cpu())
         assert torch.equal(token_id.cpu().long(), torch.arange(TOKENS * TOPK) // TOPK)
-        assert torch.equal(permuted_probs.cpu(), probs.T.masked_select(routing_map.T))
+        assert torch.equal(permuted_probs.cpu(), probs.masked_select(routing_map.bool()))  # token-major
     leaves = [permuted.detach().requires_grad_(True), probs.npu().requires_grad_(True)]
     grad = torch.randn(TOKENS, HIDDEN).npu()
     _UnpermuteMaskMap.apply(leaves[0], indices, [TOKENS, HIDDEN], leaves[1], routing_map.npu(), drop_and_pad).backward(grad)  # fmt: skip

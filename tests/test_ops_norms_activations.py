@@ -275,6 +275,17 @@ def test_npu_interleave_rope():
     check_op(torch_npu.npu_interleave_rope, (x, cos, sin), ref)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_npu_interleave_rope_16bit_rounds_once(dtype):
+    # op-plugin's reference computes 16-bit inputs in float32 and rounds the result once
+    x, cos, sin = (torch.randn(shape).to(dtype) for shape in ((4, 4, 1, 64), (4, 1, 1, 64), (4, 1, 1, 64)))
+    de = x.float().view(4, 4, 1, 32, 2).transpose(-1, -2).reshape(4, 4, 1, 64)
+    want = (de * cos.float() + rotate_half(de) * sin.float()).to(dtype)
+    got = torch_npu.npu_interleave_rope(x.npu(), cos.npu(), sin.npu())
+    assert got.dtype == dtype
+    assert torch.equal(got.cpu(), want)
+
+
 @pytest.mark.parametrize("mode", ["half", "interleave"])
 def test_npu_mrope_vllm_rotary(mode):
     t, nq, nk, hs, rot = 6, 4, 2, 16, 8

@@ -135,3 +135,29 @@ def test_seeding_before_initialisation_is_queued():
         print(a == torch.randn(3, device="npu").tolist(), torch.npu.initial_seed())
     """)
     assert last_line(proc) == "True 11"
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool])
+def test_normal_fills_integer_and_bool_tensors_as_the_card_does(dtype):
+    # the CPU's normal_ refuses integer tensors; the card's fills them (float32 draws cast into the tensor)
+    torch.manual_seed(7)
+    got = torch.randn(64, dtype=dtype, device="npu")
+    torch.manual_seed(7)
+    floats = torch.randn(64, device="npu")
+    assert got.dtype == dtype and torch.equal(got.cpu(), floats.cpu().to(dtype))
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        torch.randn(4, dtype=dtype)  # the CPU keeps its own rule
+
+
+def test_normal_with_mean_std_and_generator_on_integer_tensors():
+    g = torch.Generator(device="npu").manual_seed(3)
+    got = torch.empty(32, dtype=torch.int64, device="npu").normal_(5.0, 2.0, generator=g)
+    g.manual_seed(3)
+    want = torch.empty(32, device="npu").normal_(5.0, 2.0, generator=g).to(torch.int64)
+    assert torch.equal(got.cpu(), want.cpu())
+    # floating and complex tensors take the CPU's kernel unchanged: the same numbers as the CPU for one seed
+    for dtype in (torch.float32, torch.complex64):
+        torch.manual_seed(1)
+        npu = torch.randn(6, dtype=dtype, device="npu")
+        torch.manual_seed(1)
+        assert torch.equal(npu.cpu(), torch.randn(6, dtype=dtype))

@@ -4,7 +4,7 @@
 
 x [S, H], scale [E, H], group_index [E] (cumulative row ends), offset one value (None: 0). Rounding is half to
 even, saturated to int8, or to int4 packed eight to an int32 with dst_dtype=torch.quint4x2; rows after the last
-group are 0.
+group are 0. As in op-plugin, dst_dtype=torch.qint8 means int8.
 """
 
 import torch
@@ -18,8 +18,12 @@ __all__ = []
 _OP = "npu_group_quant"
 
 
+def _packs_int4(dst_dtype):
+    return packs_int4(torch.int8 if dst_dtype == torch.qint8 else dst_dtype, _OP, "dst_dtype")
+
+
 def _fake(x, scale, group_index, *, offset=None, dst_dtype=None):
-    packed = packs_int4(dst_dtype, _OP, "dst_dtype")
+    packed = _packs_int4(dst_dtype)
     shape = (*x.shape[:-1], x.shape[-1] // 8) if packed else x.shape
     return x.new_empty(shape, dtype=torch.int32 if packed else torch.int8)
 
@@ -31,7 +35,7 @@ def _fake(x, scale, group_index, *, offset=None, dst_dtype=None):
 )
 def npu_group_quant(x, scale, group_index, *, offset=None, dst_dtype=None):
     """Per-group quantised x (int8, or int4 packed in int32)."""
-    packed = packs_int4(dst_dtype, _OP, "dst_dtype")
+    packed = _packs_int4(dst_dtype)
     check(x.dim() == 2, _OP, f"x must be 2-D [S, H], got {tuple(x.shape)}")
     check(scale.dim() == 2 and scale.shape[1] == x.shape[1], _OP, f"scale must be [E, H={x.shape[1]}], got {tuple(scale.shape)}")  # fmt: skip
     check(group_index.dim() == 1 and group_index.shape[0] == scale.shape[0], _OP, "group_index must be [E], one end per scale row")  # fmt: skip

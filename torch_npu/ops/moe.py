@@ -31,7 +31,8 @@ def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
 
 
 def _softmax_v2_fake(x, *, k=1, finished=None, renorm=0, output_softmax=False):
-    softmax = x.new_empty(x.shape, dtype=torch.float32) if output_softmax and renorm == 0 else x.new_empty(0)
+    shape = x.shape if output_softmax and renorm == 0 else (0,)
+    softmax = x.new_empty(shape, dtype=torch.float32)
     return x.new_empty(*x.shape[:-1], k), x.new_empty(*x.shape[:-1], k, dtype=torch.int32), softmax
 
 
@@ -44,13 +45,13 @@ def _softmax_v2_fake(x, *, k=1, finished=None, renorm=0, output_softmax=False):
 )
 def npu_moe_gating_top_k_softmax_v2(x, *, k=1, finished=None, renorm=0, output_softmax=False):
     """renorm 0: softmax(x) (float32) then top-k; renorm 1: top-k of x then softmax over the k. Returns (y in
-    x's dtype, expert_idx int32, the float32 softmax when output_softmax and renorm == 0, else empty);
-    finished rows get expert_idx = the number of experts."""
+    x's dtype, expert_idx int32, the float32 softmax when output_softmax and renorm == 0, else an empty float32
+    tensor, as op-plugin allocates it); finished rows get expert_idx = the number of experts."""
     op = "npu_moe_gating_top_k_softmax_v2"
     check(x.dim() in (2, 3), op, f"x must be 2-D or 3-D, got {x.dim()}-D")
     check(1 <= k <= min(x.shape[-1], 1024), op, f"k={k} must be in [1, {min(x.shape[-1], 1024)}]")
     check(renorm in (0, 1), op, f"renorm must be 0 or 1, got {renorm}")
-    softmax = x.new_empty(0)
+    softmax = x.new_empty(0, dtype=torch.float32)
     if renorm == 0:
         probabilities = torch.softmax(x.float(), -1)
         y, idx = probabilities.topk(k, dim=-1)

@@ -16,7 +16,9 @@ Both operators are differentiable (autograd of their composition), as torch_npu 
 _npu_moe_token_unpermute_with_routing_map is the unpermute with the maps its grad operator reads (MoE layers call
 it from their own autograd.Function): out_index / permuted_token_id pair each route's permuted row with its
 token — drop_and_pad=False: sorted_indices and route // topK; drop_and_pad=True: the positions and values of
-sorted_indices sorted (stably) — and permuted_probs are the probs in permuted-row order (empty without probs).
+sorted_indices sorted (stably) — and permuted_probs are the routes' probs (empty without probs): token-major
+(each token's experts ascending) without drop_and_pad, in permuted-row order with it, as op-plugin's reference
+orders them.
 """
 
 import torch
@@ -185,5 +187,5 @@ def _npu_moe_token_unpermute_with_routing_map(
         expert = torch.arange(index.numel(), device=index.device) // capacity
         permuted_probs = probs[index.long(), expert]
     else:
-        permuted_probs = probs.T.masked_select(routing_map.bool().T)
+        permuted_probs = probs.masked_select(routing_map.bool())
     return unpermuted, out_index, permuted_token_id, permuted_probs

@@ -95,9 +95,11 @@ npu_op(
 )
 def npu_interleave_rope(x, cos, sin):
     """DeepSeek-style RoPE on x [B, N, S, D]: de-interleave the last dim (x[..., 0::2] then x[..., 1::2]),
-    then x * cos + rotate_half(x) * sin (cos, sin [B, 1, S, D])."""
+    then x * cos + rotate_half(x) * sin (cos, sin [B, 1, S, D]). 16-bit inputs are computed in float32 and
+    rounded once, as op-plugin's reference does."""
     check(x.dim() == 4, "npu_interleave_rope", f"x must be 4-D [B, N, S, D], got {x.dim()}-D")
-    deinterleaved = torch.cat((x[..., 0::2], x[..., 1::2]), dim=-1)
+    xf, cos, sin = x.float(), cos.float(), sin.float()
+    deinterleaved = torch.cat((xf[..., 0::2], xf[..., 1::2]), dim=-1)
     return (deinterleaved * cos + rotate(deinterleaved, "half", "npu_interleave_rope") * sin).to(x.dtype)
 
 
