@@ -79,8 +79,10 @@ def test_positional_out_form_of_apply_adam_w_matches_the_amsgrad_formula():
     hp = dict(beta1_power=0.9, beta2_power=0.99, lr=0.01, weight_decay=0.1, beta1=0.9, beta2=0.99, eps=1e-8)
     m_want = m * hp["beta1"] + (1 - hp["beta1"]) * grad
     v_want = v * hp["beta2"] + (1 - hp["beta2"]) * grad * grad
-    denom = torch.sqrt(torch.maximum(max_norm, v_want) / (1 - hp["beta2_power"])) + hp["eps"]
-    var_want = var * (1 - hp["lr"] * hp["weight_decay"]) - hp["lr"] * m_want / (1 - hp["beta1_power"]) / denom
+    # the powers given are beta^(t-1); the kernel multiplies them by beta (CANN's ApplyAdamW, op-plugin's reference)
+    bias2, bias1 = 1 - hp["beta2_power"] * hp["beta2"], 1 - hp["beta1_power"] * hp["beta1"]
+    denom = torch.sqrt(torch.maximum(max_norm, v_want) / bias2) + hp["eps"]
+    var_want = var * (1 - hp["lr"] * hp["weight_decay"]) - hp["lr"] * m_want / bias1 / denom
     state = [t.npu() for t in (var, m, v)]
     scalars = [torch.tensor([value]).npu() for value in hp.values()]
     out = torch_npu.npu_apply_adam_w_out(*scalars, grad.npu(), max_norm.npu(), True, False, *state)

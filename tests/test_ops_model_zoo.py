@@ -529,8 +529,8 @@ def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
         ref.grad = grad.clone()
         opt.step()
         torch_npu.npu_apply_adam_w(
-            0.9**step,
-            0.99**step,
+            0.9 ** (step - 1),  # the kernel advances beta^(t-1) to beta^t itself (as MindSpeed's AdamW passes it)
+            0.99 ** (step - 1),
             0.1,
             0.01,
             0.9,
@@ -546,7 +546,7 @@ def test_npu_apply_adam_w_matches_torch_adamw(amsgrad, maximize):
         )
     torch.testing.assert_close(var.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
     # functional form: one step from zero state
-    nv, nm, nvv = torch_npu.npu_apply_adam_w(0.9, 0.99, 0.1, 0.0, 0.9, 0.99, 1e-8, grads[0].npu(), None, False, False)
+    nv, nm, nvv = torch_npu.npu_apply_adam_w(1.0, 1.0, 0.1, 0.0, 0.9, 0.99, 1e-8, grads[0].npu(), None, False, False)
     torch.testing.assert_close(
         nv.cpu(), -0.1 * grads[0].sign() * (1 / (1 + 1e-8 / grads[0].abs())), atol=1e-6, rtol=1e-5
     )

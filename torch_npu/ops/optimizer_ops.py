@@ -12,14 +12,17 @@ With var, m, v updated in place (the .out form):
     g = -grad if maximize else grad;  var *= 1 - lr * weight_decay
     m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
     amsgrad: max_grad_norm = max(max_grad_norm, v), used instead of v below
-    var -= lr * (m / (1 - beta1_power)) / (sqrt(v / (1 - beta2_power)) + epsilon)
-beta1_power / beta2_power are beta1^t and beta2^t of the step t. The functional form starts from
-var = m = v = 0 (the NPU hands back freshly allocated outputs) and returns the three updated tensors.
+    beta1^t = beta1_power * beta1;  beta2^t = beta2_power * beta2
+    var -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+beta1_power / beta2_power are beta1^(t-1) and beta2^(t-1): the kernel advances them by one step itself, as
+CANN's ApplyAdamW formula and op-plugin's reference do (MindSpeed's AdamW passes beta ** (step - 1)). The
+functional form starts from var = m = v = 0 (the NPU hands back freshly allocated outputs) and returns the three
+updated tensors.
 """
 
 import torch
 
-from torch_npu.ops._common import check
+from torch_npu.ops._common import check, require
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -45,11 +48,11 @@ def _step(
     v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
     second = v
     if amsgrad:
-        check(max_grad_norm is not None, "npu_apply_adam_w", "amsgrad=True needs max_grad_norm")
+        require(max_grad_norm is not None, "if amsgrad is true, max_gard_norm input must be entered")  # op-plugin's
         torch.maximum(max_grad_norm, v, out=max_grad_norm)
         second = max_grad_norm
-    denom = (second / (1 - beta2_power)).sqrt().add_(epsilon)
-    var.addcdiv_(m / (1 - beta1_power), denom, value=-lr)
+    denom = (second / (1 - beta2_power * beta2)).sqrt().add_(epsilon)
+    var.addcdiv_(m / (1 - beta1_power * beta1), denom, value=-lr)
     return var, m, v
 
 
