@@ -87,3 +87,12 @@ def test_transpose_batchmatmul_refuses_mismatched_operands():
         ),
         f"npu_transpose_batchmatmul: cannot multiply ({B}, {M}, {K}) by ({B}, {K + 1}, {N})",
     )
+
+
+def test_operand_ranks_get_op_plugin_text():
+    x1, x2 = torch.randn(B, M, K, 1, device="npu"), torch.randn(B, K, N, device="npu")
+    # op-plugin's text, its missing spaces included
+    raises_operator_error(
+        lambda: torch_npu.npu_transpose_batchmatmul(x1, x2),
+        "input dim is 4but expected is 3weight dim is 3but expected is 3",
+    )
