@@ -44,6 +44,17 @@ def test_rms_norm_quant_multiplies_by_scale_and_adds_offset(dtype):
     check_op(torch_npu.npu_rms_norm_quant, (x, gamma, beta, scale, offset), ref, atol=1, rtol=0)
 
 
+@pytest.mark.parametrize("x_shape", [(16,), (1, 16), (1, 1, 1, 16), (3, 16)])
+def test_rms_norm_quant_takes_gamma_and_beta_as_one_row(x_shape):
+    # RmsNormQuant's gamma / beta are [D] or [1, D]; the [1, D] form gives the [D] form's values, in x's shape
+    x, gamma, beta = torch.randn(x_shape).half(), torch.randn(1, 16).half(), torch.randn(1, 16).half()
+    scale, offset = torch.tensor([0.7]).half(), torch.tensor([2], dtype=torch.int8)
+    rows = torch_npu.npu_rms_norm_quant(*(v.npu() for v in (x, gamma, beta, scale, offset)))
+    flat = torch_npu.npu_rms_norm_quant(*(v.npu() for v in (x, gamma[0], beta[0], scale, offset)))
+    assert rows.shape == x.shape and torch.equal(rows.cpu(), flat.cpu())
+    assert torch.equal(rows.cpu(), int8((rms_f32(x, gamma[0]) + beta[0].float()) * scale.float() + offset.float()))
+
+
 def test_rms_norm_quant_to_int4_packs_eight_values_per_int32():
     x, _, gamma, beta = inputs(torch.float16)
     scale, offset = torch.tensor([3.0]), torch.tensor([0.0])

@@ -42,8 +42,10 @@ def _added(x1, x2, op):
 )
 def npu_rms_norm_quant(x, gamma, beta, scale, offset, epsilon=1e-6, *, dst_dtype=None):
     """y = round((x / rms(x) * gamma + beta) * scale + offset), scale/offset per tensor or per last-dim
-    element."""
+    element; gamma and beta [D] or [1, D] (D: x's last dim)."""
     op = "npu_rms_norm_quant"
+    if gamma.dim() == 2 and gamma.shape[0] == 1:  # RmsNormQuant also takes gamma (and beta) as [1, D]
+        gamma, beta = gamma.reshape(-1), beta.reshape(-1) if beta.dim() == 2 and beta.shape[0] == 1 else beta
     y, _ = _rms_norm_f32(x, gamma, beta, epsilon, op)
     return quantised(y * scale.float() + offset.float(), dst_dtype, op, "dst_dtype")
 
