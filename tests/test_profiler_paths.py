@@ -71,8 +71,12 @@ def test_subdirectories_down_to_a_depth(tmp_path):
 def test_a_soft_link_or_an_empty_path_is_refused(tmp_path):
     (tmp_path / "real").mkdir()
     os.symlink(tmp_path / "real", tmp_path / "link")
-    with pytest.raises(RuntimeError, match="Invalid input path is a soft chain: .*link"):
+    with pytest.raises(RuntimeError, match="Invalid input path is a soft chain: .*link") as info:
         ProfilerPathManager.get_realpath(str(tmp_path / "link"))
-    with pytest.raises(RuntimeError, match="Input path is empty, please check."):
+    assert str(info.value).splitlines()[0] == f"Invalid input path is a soft chain: {tmp_path / 'link'}"
+    assert str(info.value).endswith("ERR04009 PROF resource unavailable")
+    with pytest.raises(RuntimeError, match="Input path is empty, please check.") as info:
         ProfilerPathManager.get_realpath("")
+    assert str(info.value).splitlines()[0] == "Input path is empty, please check."
+    assert str(info.value).endswith("ERR04009 PROF resource unavailable")
     assert ProfilerPathManager.get_realpath(str(tmp_path / "real")) == os.path.realpath(tmp_path / "real")

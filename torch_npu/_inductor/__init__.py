@@ -10,6 +10,8 @@ through zero-copy CPU aliases, its buffers taken from the npu caching allocator.
 * `config.py` — `torch._inductor.config.npu_backend` (torch_npu's option, validated);
 * `device_interface.py` — Dynamo's device interface for npu (`register_interface_for_device`);
 * `reduce_overhead.py` — mode="reduce-overhead": inductor's code under the NPU graph trees;
+* `decomposition_choice.py` — decompositions chosen by device answered for npu calls as for CPU calls, used by
+  `random_decompositions.py` (bernoulli) and `matmul_decompositions.py` (small matmuls);
 * `graph_runner.py` — NPU graph capture and replay for the graph backends;
 * `backends.py` — the Dynamo backends `npugraphs` and `npugraph_ex` (entry points).
 

@@ -8,8 +8,6 @@ tensors are still npu tensors, and a sum of products rounds differently from the
 npu graphs as CPU graphs, so for npu tensors these rules answer as for the CPU: a compiled npu graph holds
 the CPU's graph and computes the CPU's bits (a batch-1 Linear(12, 1), for example)."""
 
-import functools
-
 import torch
 
 __all__ = ["decompose_small_matmuls_as_on_the_cpu"]
@@ -62,32 +60,17 @@ def _cpu_bmm(self, other, out_dtype=None):
     return NotImplemented
 
 
-def _for_npu(decomposition, cpu_rule):
-    """decomposition for other devices; for npu tensors, the CPU's rule (in opmath precision, as inductor's)."""
-    from torch._inductor.decomposition import pw_cast_for_opmath
-
-    on_npu = pw_cast_for_opmath(cpu_rule)
-
-    @functools.wraps(decomposition)
-    def decompose(*args, **kwargs):
-        if _on_npu(*args):
-            return on_npu(*args, **kwargs)
-        return decomposition(*args, **kwargs)
-
-    decompose._vnpu_cpu_rule = True
-    return decompose
-
-
 def decompose_small_matmuls_as_on_the_cpu():
     """Applied by torch_npu._patches when torch._inductor.decomposition is imported."""
     from torch._inductor import decomposition
+    from torch._inductor.decomposition import pw_cast_for_opmath
+
+    from torch_npu._inductor.decomposition_choice import answer_npu_calls_as_on_the_cpu
 
     aten = torch.ops.aten
-    changed = False
-    # the functional overloads: AOT autograd's graphs hold no out= matmuls
-    for op, rule in ((aten.addmm.default, _cpu_addmm), (aten.mm.default, _cpu_mm), (aten.bmm.default, _cpu_bmm)):
-        current = decomposition.decompositions.get(op)
-        if current is not None and not getattr(current, "_vnpu_cpu_rule", False):
-            decomposition.decompositions[op] = _for_npu(current, rule)
-            changed = True
-    return changed
+    # the functional overloads: AOT autograd's graphs hold no out= matmuls; the CPU's rules in opmath precision,
+    # as inductor's own
+    rules = {aten.addmm.default: _cpu_addmm, aten.mm.default: _cpu_mm, aten.bmm.default: _cpu_bmm}
+    return answer_npu_calls_as_on_the_cpu(
+        decomposition.decompositions, {op: pw_cast_for_opmath(rule) for op, rule in rules.items()}, _on_npu
+    )

@@ -6,20 +6,15 @@ code draws. Decompositions are chosen while AOT autograd traces the graph, when 
 npu tensors; vnpu compiles npu graphs as CPU graphs afterwards (host_compile), so npu graphs keep bernoulli as the
 CPU's graphs do, and compiled npu code draws the CPU's numbers (AlphaDropout, Dropout1d/2d/3d, bernoulli)."""
 
-import functools
-
 __all__ = ["keep_bernoulli_on_npu"]
 
 
-def _as_on_the_cpu(decomposition):
-    @functools.wraps(decomposition)
-    def bernoulli(self, *args, **kwargs):
-        if self.device.type == "npu":
-            return NotImplemented  # as for a CPU tensor: ATen's bernoulli stays in the graph
-        return decomposition(self, *args, **kwargs)
+def _keep_aten_bernoulli(self, *args, **kwargs):
+    return NotImplemented  # as for a CPU tensor: ATen's bernoulli stays in the graph
 
-    bernoulli._vnpu_keeps_npu = True
-    return bernoulli
+
+def _is_npu_call(self, *args):
+    return self.device.type == "npu"
 
 
 def keep_bernoulli_on_npu():
@@ -27,12 +22,11 @@ def keep_bernoulli_on_npu():
     import torch
     from torch._decomp import decompositions_for_rng as rng
 
+    from torch_npu._inductor.decomposition_choice import answer_npu_calls_as_on_the_cpu
+
     aten = torch.ops.aten
+    rules = dict.fromkeys((aten.bernoulli_.float, aten.bernoulli_.Tensor, aten.bernoulli.p), _keep_aten_bernoulli)
     changed = False
     for table in (rng.extra_random_decomps, rng.rng_decompositions):
-        for op in (aten.bernoulli_.float, aten.bernoulli_.Tensor, aten.bernoulli.p):
-            decomposition = table.get(op)
-            if decomposition is not None and not getattr(decomposition, "_vnpu_keeps_npu", False):
-                table[op] = _as_on_the_cpu(decomposition)
-                changed = True
+        changed |= answer_npu_calls_as_on_the_cpu(table, rules, _is_npu_call)
     return changed

@@ -21,7 +21,8 @@ void normal_(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::j
   at::Tensor self = (*stack)[base].toTensor();
   const c10::ScalarType dtype = self.scalar_type();
   if (!c10::isIntegralType(dtype, /*includeBool=*/true)) {
-    run_redirect(op_facts_of(op.schema()), op, stack);
+    static const OpFacts& facts = op_facts_of(op.schema());  // looked up once: normal_ has one schema
+    run_redirect(facts, op, stack);
     return;
   }
   const double mean = (*stack)[base + 1].toDouble();

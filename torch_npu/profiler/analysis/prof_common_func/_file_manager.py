@@ -3,11 +3,10 @@ permissions (0o640, as torch_npu's result files) and read back as JSON."""
 
 import json
 import os
-import stat
+
+from torch_npu.utils._path_manager import PathManager
 
 __all__ = []
-
-_FILE_MODE = stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP
 
 
 class FileManager:
@@ -17,7 +16,7 @@ class FileManager:
         if not data:
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        with os.fdopen(os.open(output_path, flags, _FILE_MODE), "w", encoding="utf-8") as file:
+        with os.fdopen(os.open(output_path, flags, PathManager.DATA_FILE_AUTHORITY), "w", encoding="utf-8") as file:
             json.dump(data, file, indent=indent, ensure_ascii=False)
 
     @classmethod
