@@ -2,8 +2,10 @@
 points, so `torch.compile(backend="npugraphs")` finds them without importing anything early).
 
 * "npugraphs": AOT autograd, then the forward and backward FX graphs captured into NPU graphs and
-  replayed (no code generation) — PyTorch's "cudagraphs" backend for npu. Graphs compiled without
-  autograd are captured as Dynamo traced them when nothing needs AOT autograd's functionalization.
+  replayed (no code generation) — PyTorch's "cudagraphs" backend for npu. Which graphs are captured is
+  decided by torch_npu.utils._graph_tree.check_for_skip, read from that module at each compile so that a
+  program's replacement applies; a skipped forward's backward runs without a graph too. Graphs compiled
+  without autograd are captured as Dynamo traced them when nothing needs AOT autograd's functionalization.
 * "npugraph_ex": torch_npu's NPU graph backend with FX passes and a compile cache:
   `torch_npu.npu.npugraph_ex.compile_fx`.
 """
@@ -13,42 +15,31 @@ import functools
 import torch
 
 
-def _device_index(gm):
-    from torch._dynamo.backends.cudagraphs import get_device_node_mapping
-
-    devices = [d for d in get_device_node_mapping(gm) if d.type == "npu"]
-    return devices[0].index if devices else torch.npu.current_device()
-
-
-def _skip_reason(gm, fixed):
-    from torch._dynamo.backends.cudagraphs import find_input_mutations, get_device_node_mapping
-
-    devices = {d for d in get_device_node_mapping(gm) if d.type != "meta"}
-    if any(d.type != "npu" for d in devices):
-        return f"devices {sorted(str(d) for d in devices)} (an NPU graph holds npu work only)"
-    mutated = find_input_mutations(gm.graph) - set(range(fixed))
-    if mutated:
-        return f"mutated inputs ({len(mutated)} instances)"
-    return None
-
-
-def _graph_compiler(gm, example_inputs, *, fixed, kind):
+def _graph_compiler(gm, example_inputs, *, fixed, kind, graphed):
+    """The NPU graph runner of one AOT graph, or the graph as it is when torch_npu.utils._graph_tree's
+    check_for_skip (looked up now: programs replace it) gives a reason. `graphed` (shared by a forward and its
+    backward) is cleared by a skipped forward: its backward then runs without a graph too."""
     from torch._dynamo.backends.debugging import boxed_nop
     from torch._inductor.compile_fx import get_static_input_idxs
 
+    from torch_npu._inductor._aclgraph_update_plan.codegen import build_aclgraph_update_plan_for_graph
     from torch_npu._inductor.graph_runner import NpuGraphRunner, report_skip
+    from torch_npu.utils import _graph_tree
 
     run = boxed_nop(gm, example_inputs)
-    reason = _skip_reason(gm, fixed)
-    if reason is not None:
+    if kind == "backward" and not graphed:
+        return run
+    reason = _graph_tree.check_for_skip(gm, fixed)
+    if reason:
         report_skip(reason)
+        if kind != "backward":
+            graphed.disable(graphed)
         return run
     # parameters and buffers (inlined nn.Modules lift them to inputs) stay where they are
     static = get_static_input_idxs(fixed) if kind != "backward" else range(fixed)
-    from torch_npu._inductor._aclgraph_update_plan.codegen import build_aclgraph_update_plan_for_graph
-
     plan = build_aclgraph_update_plan_for_graph(gm)
-    return NpuGraphRunner(run, static, device_index=_device_index(gm), name=f"npugraphs {kind} graph", update_plan=plan)
+    index = _graph_tree.get_device_index(gm)
+    return NpuGraphRunner(run, static, device_index=index, name=f"npugraphs {kind} graph", update_plan=plan)
 
 
 def _example_value(node):
@@ -117,22 +108,29 @@ def npugraphs(gm, example_inputs, **kwargs):
     """torch.compile(model, backend="npugraphs")."""
     from torch._dynamo.backends.common import aot_autograd
 
-    if not torch.is_grad_enabled() and _captures_as_traced(gm):  # Dynamo guards on the grad mode
+    from torch_npu.utils import _graph_tree
+
+    # Dynamo guards on the grad mode; a program's own check_for_skip is given AOT autograd's graphs
+    own_check = _graph_tree.check_for_skip is _graph_tree.DEFINED_CHECK_FOR_SKIP
+    if own_check and not torch.is_grad_enabled() and _captures_as_traced(gm):
         return _traced_graph_runner(gm, example_inputs)
-    from torch._inductor.utils import count_tangents, num_fw_fixed_arguments
+    from torch._inductor.utils import BoxedBool, count_tangents, num_fw_fixed_arguments
+
+    graphed = BoxedBool(True)
 
     def forward(aot_gm, aot_inputs, is_inference=False):
         fixed = num_fw_fixed_arguments(len(example_inputs), len(aot_inputs))
-        return _graph_compiler(aot_gm, aot_inputs, fixed=fixed, kind="inference" if is_inference else "forward")
+        kind = "inference" if is_inference else "forward"
+        return _graph_compiler(aot_gm, aot_inputs, fixed=fixed, kind=kind, graphed=graphed)
 
     def backward(aot_gm, aot_inputs):
-        return _graph_compiler(aot_gm, aot_inputs, fixed=count_tangents(aot_gm), kind="backward")
+        return _graph_compiler(aot_gm, aot_inputs, fixed=count_tangents(aot_gm), kind="backward", graphed=graphed)
 
     compiler = aot_autograd(
         fw_compiler=forward,
         bw_compiler=backward,
         inference_compiler=functools.partial(forward, is_inference=True),
-        keep_inference_input_mutations=False,
+        keep_inference_input_mutations=torch._dynamo.config.cudagraph_backend_keep_input_mutation,
     )
     return compiler(gm, example_inputs)
 

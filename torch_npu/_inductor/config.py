@@ -4,6 +4,9 @@
   "ascendc" — as `torch._inductor.config.npu_backend`, `torch.compile(options={"npu_backend": ...})` or
   `TORCHINDUCTOR_NPU_BACKEND` (read when inductor is imported). On vnpu every choice compiles the
   same host C++ kernels; the value is validated so that programs written for Ascend run unchanged.
+* `npugraph_trees.disable_cpu_input_check`: a graph that reads CPU tensors (sequence lengths, small scalars)
+  is still captured by backend="npugraphs" (torch_npu.utils._graph_tree.check_multiple_devices_or_any_cpu_nodes
+  ignores its CPU nodes); setting it true also turns off inductor's slow-path graph asserts, as torch_npu does.
 """
 
 import os
@@ -29,3 +32,25 @@ def add_npu_backend_option():
     config._get_dict_dirty_keys_var.set(None)
     config._hash_dirty_var.set(True)
     return True
+
+
+class _NpuGraphTreesConfig:
+    """torch_npu._inductor.config.npugraph_trees."""
+
+    def __init__(self):
+        self._disable_cpu_input_check = False
+
+    @property
+    def disable_cpu_input_check(self):
+        return self._disable_cpu_input_check
+
+    @disable_cpu_input_check.setter
+    def disable_cpu_input_check(self, value):
+        self._disable_cpu_input_check = bool(value)
+        if value:
+            import torch._inductor.config
+
+            torch._inductor.config.triton.slow_path_cudagraph_asserts = False
+
+
+npugraph_trees = _NpuGraphTreesConfig()

@@ -1,0 +1,168 @@
+"""torch_npu.utils._graph_tree: the decisions of backend="npugraphs" under torch_npu's names. Programs replace
+check_for_skip there or set npugraph_trees.disable_cpu_input_check, and the backend follows; npugraphify and
+npugraphify_impl graph a boxed function themselves."""
+
+import pytest
+import torch
+from compile_models import MLP, train
+
+from torch_npu._inductor import config as npu_config
+from torch_npu._inductor.graph_runner import NpuGraphRunner
+from torch_npu.npu import _graph_tree as npu_graph_tree
+from torch_npu.utils import _graph_tree
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def skips():
+    return torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]
+
+
+@pytest.fixture
+def cpu_inputs_allowed():
+    asserts = torch._inductor.config.triton.slow_path_cudagraph_asserts
+    npu_config.npugraph_trees.disable_cpu_input_check = True
+    yield
+    npu_config.npugraph_trees.disable_cpu_input_check = False
+    torch._inductor.config.triton.slow_path_cudagraph_asserts = asserts
+
+
+def runner_wrapping(fn):
+    """The NpuGraphRunner inside an align_inputs_from_check_idxs wrapper (or the runner itself)."""
+    for cell in getattr(fn, "__closure__", None) or ():
+        if isinstance(cell.cell_contents, NpuGraphRunner):
+            return cell.cell_contents
+    assert isinstance(fn, NpuGraphRunner)
+    return fn
+
+
+def test_a_replaced_check_for_skip_decides_for_training_and_inference(monkeypatch):
+    seen = []
+
+    def skip_all(graph_module, num_fixed):
+        seen.append((len(graph_module.graph.find_nodes(op="placeholder")), num_fixed))
+        return "skipping cudagraphs due to the program's policy"
+
+    monkeypatch.setattr(_graph_tree, "check_for_skip", skip_all)
+    before = skips()
+    compiled = train(MLP, "npu", compile_kwargs={"backend": "npugraphs"}, steps=3)
+    eager = train(MLP, "npu", steps=3)
+    assert compiled[0] == eager[0]
+    for a, b in zip(compiled[1], eager[1], strict=True):
+        assert torch.equal(a, b)
+    assert len(seen) == 1  # the forward is asked; its backward runs without a graph, unasked
+    model = torch.nn.Linear(4, 4).npu()
+    with torch.no_grad():
+        out = torch.compile(model, backend="npugraphs")(torch.ones(2, 4, device="npu"))
+    assert torch.equal(out, model(torch.ones(2, 4, device="npu")))
+    assert len(seen) == 2  # inference too: through AOT autograd, as torch_npu compiles it
+    assert skips() == before + 2
+
+
+def test_the_default_check_for_skip_lets_a_pure_npu_graph_be_captured():
+    before = skips()
+    train(MLP, "npu", compile_kwargs={"backend": "npugraphs"}, steps=3)
+    assert skips() == before
+
+
+def test_a_skipped_forward_takes_its_backward_with_it(monkeypatch):
+    asked = []
+
+    def recording_check(gm, fixed):
+        reason = _graph_tree.DEFINED_CHECK_FOR_SKIP(gm, fixed)
+        asked.append(reason)
+        return reason
+
+    monkeypatch.setattr(_graph_tree, "check_for_skip", recording_check)
+    compiled = torch.compile(lambda x, n: (x * n.to("npu")).sum(), backend="npugraphs")
+    x, n = torch.ones(3, device="npu", requires_grad=True), torch.full((3,), 2.0)
+    before = skips()
+    for _ in range(3):
+        compiled(x, n).backward()
+    assert x.grad.tolist() == [6.0] * 3
+    assert len(asked) == 1 and asked[0].startswith("skipping cudagraphs due to cpu device (")
+    assert skips() == before + 1
+
+
+def test_check_for_skip_names_the_cpu_tensor_unless_cpu_inputs_are_allowed(cpu_inputs_allowed):
+    graph = torch.fx.Graph()
+    a = graph.placeholder("a")
+    graph.output(a)
+    a.meta["val"] = torch.empty(2)
+    mapping = {torch.device("cpu"): a, torch.device("npu", 0): a}
+    assert _graph_tree.check_multiple_devices_or_any_cpu_nodes(dict(mapping)) is None
+    assert torch._inductor.config.triton.slow_path_cudagraph_asserts is False
+    npu_config.npugraph_trees.disable_cpu_input_check = False
+    assert (
+        _graph_tree.check_multiple_devices_or_any_cpu_nodes(dict(mapping))
+        == "skipping cudagraphs due to cpu device (a)"
+    )
+    two = {torch.device("npu", 0): a, torch.device("npu", 1): a}
+    assert _graph_tree.check_multiple_devices_or_any_cpu_nodes(two) == (
+        "skipping cudagraphs due to multiple devices: device(type='npu', index=0), device(type='npu', index=1)"
+    )
+
+
+def test_cpu_inputs_allowed_lets_a_graph_that_reads_a_cpu_tensor_be_captured(cpu_inputs_allowed):
+    before = skips()
+    compiled = torch.compile(lambda x, n: x * n.to("npu"), backend="npugraphs")
+    x, n = torch.ones(3, device="npu", requires_grad=True), torch.full((3,), 2.0)
+    for _ in range(3):
+        out = compiled(x, n)
+    assert out.tolist() == [2.0] * 3 and skips() == before
+
+
+def test_get_device_index_refuses_a_graph_without_npu_tensors():
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    next(iter(gm.graph.nodes)).meta["val"] = torch.empty(2)
+    with pytest.raises(RuntimeError, match=r"^check device.type == npu fail$"):
+        _graph_tree.get_device_index(gm)
+    next(iter(gm.graph.nodes)).meta["val"] = torch.empty(2, device="npu:1")
+    assert _graph_tree.get_device_index(gm) == 1
+
+
+def boxed_double_plus(inputs):
+    x, y = inputs
+    inputs.clear()
+    return (x * 2 + y,)
+
+
+def test_npugraphify_impl_records_now_and_replays_into_its_output_buffer():
+    x, y = torch.randn(4, device="npu"), torch.randn(4, device="npu")
+    run = _graph_tree.npugraphify_impl(boxed_double_plus, [x, y], static_input_idxs=(1,))
+    runner = runner_wrapping(run)
+    assert len(runner.recordings) == 1
+    new_x = torch.randn(4, device="npu")
+    (first,) = run([new_x, y])
+    assert torch.equal(first, new_x * 2 + y)
+    (second,) = run([x, y])
+    assert second.data_ptr() == first.data_ptr() and torch.equal(second, x * 2 + y)
+    with pytest.raises(RuntimeError, match=r"^check isinstance\(inputs, list\) fail$"):
+        _graph_tree.npugraphify_impl(boxed_double_plus, (x, y))
+
+
+@pytest.mark.parametrize("trees", [True, False], ids=["trees", "one graph"])
+def test_npugraphify_graphs_on_first_call(trees):
+    npu_graph_tree.reset_npugraph_trees()
+    with torch._inductor.config.patch({"triton.cudagraph_trees": trees}):
+        run = _graph_tree.npugraphify(
+            boxed_double_plus, (), device_index=0, stack_traces=[None], is_backward=False, is_inference=True
+        )
+        for _ in range(3):
+            x, y = torch.randn(4, device="npu"), torch.randn(4, device="npu")
+            (out,) = run([x, y])
+            assert torch.equal(out, x * 2 + y)
+    npu_graph_tree.reset_npugraph_trees()
+
+
+def test_npugraphs_backend_object_compiles_and_resets():
+    backend = _graph_tree.NpugraphsBackend()
+    assert backend.compiler_name == "npugraphs"
+    model = torch.nn.Linear(4, 2).npu()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(3, 4, device="npu")
+    for _ in range(3):
+        assert torch.equal(compiled(x), model(x))
+    npu_graph_tree.get_container(0)
+    backend.reset()
+    assert not getattr(npu_graph_tree.local, "tree_manager_containers", {})
