@@ -10,8 +10,16 @@ import os
 import torch
 
 
-@functools.cache
 def npu_interface():
+    """The interface class (one per process). Dynamo's module is imported first: that import registers the
+    interface (patch registry), which builds it, so building here as well would make a second class."""
+    import torch._dynamo.device_interface  # noqa: F401
+
+    return _build_npu_interface()
+
+
+@functools.cache
+def _build_npu_interface():
     from torch._dynamo.device_interface import CpuDeviceProperties, DeviceInterface
 
     class NpuInterface(DeviceInterface):
