@@ -104,8 +104,29 @@ def test_allow_hf32_needs_a_bool(value):
 def test_defaults_of_the_knobs():
     assert torch.npu.matmul.allow_hf32 is False
     assert torch.npu.conv.allow_hf32 is True
-    import torch_npu
 
-    assert torch.npu.matmul.cube_math_type == torch_npu.npu.CubeMathType.KEEP_DTYPE
+    assert torch.npu.matmul.cube_math_type is None  # until set, as torch_npu reports it
     with pytest.raises(ValueError, match="cube_math_type must be one of"):
         torch.npu.matmul.cube_math_type = 9
+
+
+def test_cube_math_type_names_its_members_as_torch_npu_does():
+    out = run_python(
+        """
+        import torch, torch_npu
+        from torch_npu.npu.npu_config import _CubeMathType
+        print(torch.npu.matmul.cube_math_type)
+        torch.npu.matmul.cube_math_type = torch_npu.npu.CubeMathType.USE_HF32
+        print(repr(torch.npu.matmul.cube_math_type))
+        torch.npu.matmul.cube_math_type = _CubeMathType.KEEP_DTYPE
+        print(repr(torch.npu.matmul.cube_math_type), int(torch.npu.matmul.cube_math_type))
+        print([int(m) for m in (_CubeMathType.ALLOW_FP32_DOWN_PRECISION, _CubeMathType.USE_FP16, _CubeMathType.USE_FP32_ADD)])
+        """,
+        env={"VNPU_PRECISION_EMULATION": "1"},
+    )
+    assert out.stdout.splitlines() == [
+        "None",
+        "<_CubeMathType.USE_HF32: 3>",
+        "<_CubeMathType.KEEP_DTYPE: 0> 0",
+        "[1, 2, 4]",
+    ]

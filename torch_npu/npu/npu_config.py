@@ -242,8 +242,9 @@ def reset_stream_limit(stream: torch.Stream) -> None:
     _stream_limits.pop(_stream_key(stream), None)
 
 
-class CubeMathType(enum.IntEnum):
-    """How matmul computes float32 on the cube unit (torch.npu.matmul.cube_math_type)."""
+class _CubeMathType(enum.IntEnum):
+    """How matmul computes float32 on the cube unit (torch.npu.matmul.cube_math_type; torch_npu.npu.CubeMathType).
+    torch_npu names the class _CubeMathType, so its members print as `_CubeMathType.USE_HF32`."""
 
     KEEP_DTYPE = 0
     ALLOW_FP32_DOWN_PRECISION = 1
@@ -252,6 +253,8 @@ class CubeMathType(enum.IntEnum):
     USE_FP32_ADD = 4
     FORCE_GRP_ACC_FOR_FP32 = 4
 
+
+CubeMathType = _CubeMathType
 
 _announced = False
 
@@ -277,7 +280,7 @@ class _MatmulConfig:
 
     @property
     def allow_hf32(self):
-        return self.cube_math_type in (CubeMathType.ALLOW_FP32_DOWN_PRECISION, CubeMathType.USE_HF32)
+        return self.cube_math_type in (CubeMathType.ALLOW_FP32_DOWN_PRECISION, CubeMathType.USE_HF32)  # None: False
 
     @allow_hf32.setter
     def allow_hf32(self, value):
@@ -294,8 +297,9 @@ class _MatmulConfig:
 
     @property
     def cube_math_type(self):
+        """None until it or allow_hf32 is set (matmul then keeps float32), as torch_npu reports it."""
         value = _C._npu_getOption("MATMUL_CUBE_MATH_TYPE")
-        return CubeMathType(int(value.decode())) if value else CubeMathType.KEEP_DTYPE
+        return CubeMathType(int(value.decode())) if value else None
 
     @cube_math_type.setter
     def cube_math_type(self, value):
