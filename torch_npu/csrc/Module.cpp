@@ -32,10 +32,6 @@ py::dict soc_dict(const vnpu::SocProfile& soc) {
   return d;
 }
 
-py::tuple stream_tuple(const c10::Stream& s) {
-  return py::make_tuple(s.id(), s.device_index(), static_cast<int>(s.device_type()));
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -100,16 +96,19 @@ PYBIND11_MODULE(_C, m) {
   vnpu::python::bind_tensors(m);
 
   // ---- streams
-  m.def("_current_stream", [](int d) { return stream_tuple(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))); });
-  m.def("_default_stream", [](int d) { return stream_tuple(vnpu::default_stream(static_cast<c10::DeviceIndex>(d))); });
+  m.def("_current_stream",
+        [](int d) { return vnpu::python::stream_parts(vnpu::current_stream(static_cast<c10::DeviceIndex>(d))); });
+  m.def("_default_stream",
+        [](int d) { return vnpu::python::stream_parts(vnpu::default_stream(static_cast<c10::DeviceIndex>(d))); });
   m.def("_pool_stream", [](int d, int priority) {
-    return stream_tuple(vnpu::pool_stream(static_cast<c10::DeviceIndex>(d), priority));
+    return vnpu::python::stream_parts(vnpu::pool_stream(static_cast<c10::DeviceIndex>(d), priority));
   });
   m.def("_validate_stream", [](int64_t id, int64_t device_index, int64_t device_type) {
-    return stream_tuple(vnpu::stream_from_parts(id, device_index, device_type));
+    return vnpu::python::stream_parts(vnpu::stream_from_parts(id, device_index, device_type));
   });
   m.def("_external_stream", [](int d, uintptr_t handle) {
-    return stream_tuple(vnpu::external_stream(static_cast<c10::DeviceIndex>(d), reinterpret_cast<void*>(handle)));
+    return vnpu::python::stream_parts(
+        vnpu::external_stream(static_cast<c10::DeviceIndex>(d), reinterpret_cast<void*>(handle)));
   });
   // torch_npu.npu.npurt(): the runtime calls torch_npu exposes, returning ACL error codes (0 is success).
   auto npurt = m.def_submodule("_npurt", "NPU runtime API bindings");
@@ -139,7 +138,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_event_elapsed_ms", &vnpu::event_elapsed_ms);
   m.def("_event_recorded_ns", &vnpu::event_recorded_ns);
   m.def("_typed_stream", [](int d, int type) {
-    return stream_tuple(vnpu::typed_pool_stream(static_cast<c10::DeviceIndex>(d), static_cast<vnpu::StreamType>(type)));
+    return vnpu::python::stream_parts(
+        vnpu::typed_pool_stream(static_cast<c10::DeviceIndex>(d), static_cast<vnpu::StreamType>(type)));
   });
   m.def("_is_device_stopped", [](int d) {
     vnpu::check_device_index(static_cast<c10::DeviceIndex>(d));
@@ -154,4 +154,5 @@ PYBIND11_MODULE(_C, m) {
   vnpu::python::bind_plan(m);
   vnpu::python::bind_trace(m);
   vnpu::python::bind_distributed(m);
+  vnpu::python::bind_runtime_entry_points(m);
 }

@@ -1,0 +1,92 @@
+"""torch_npu._C's runtime entry points under torch_npu's names (_npu_getDevice, _npu_emptyCache,
+_npu_get_soc_version, ...): programs and libraries written for torch_npu call them; each answers as the
+torch.npu function built on it does."""
+
+import pytest
+import torch
+
+import torch_npu
+
+C = torch_npu._C
+
+
+@pytest.fixture
+def device_one():
+    yield
+    torch.npu.set_device(0)
+
+
+def test_devices(device_one):
+    C._npu_init()
+    assert C._npu_getDeviceCount() == torch.npu.device_count()
+    C._npu_setDevice(1)
+    assert C._npu_getDevice() == torch.npu.current_device() == 1
+    assert C._npu_getLocalDevice() == C._npu_getDeviceWithoutSet() == 1
+    assert C._npu_maybeExchangeDevice(-1) == -1
+    assert C._npu_maybeExchangeDevice(0) == 1 and torch.npu.current_device() == 0
+    assert C._npu_canDeviceAccessPeer(0, 1) is torch.npu.can_device_access_peer(0, 1)
+    assert C._npu_getDeviceUtilizationRate(0) == torch.npu.utilization(0)
+    with pytest.raises(AssertionError, match="^Invalid peer devide id"):
+        C._npu_canDeviceAccessPeer(0, -1)
+
+
+def test_soc_and_capabilities():
+    assert C._npu_get_soc_version() == torch_npu.npu.get_soc_version()
+    assert C._npu_is_bf16_supported() is torch.npu.is_bf16_supported()
+    assert C._npu_is_support_inf_nan() is torch_npu.npu.utils.is_support_inf_nan()
+    assert C._npu_is_jit_compile_false() is torch_npu.npu.is_jit_compile_false()
+    assert C._get_cann_version("CANN") == torch_npu.npu.utils.get_cann_version("CANN")
+    assert C._is_gte_cann_version("8.0.0", "CANN") is True and C._is_gte_cann_version("99.0.0", "CANN") is False
+    assert C._npu_getAllocatorBackend() == "native"
+
+
+def test_streams():
+    s = torch.npu.Stream()
+    before = torch.npu.current_stream()
+    assert C._npu_getCurrentStream(0) == (before.stream_id, before.device_index, before.device_type)
+    default = torch.npu.default_stream(0)
+    assert C._npu_getDefaultStream(0) == (default.stream_id, default.device_index, default.device_type)
+    C._npu_setStream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+    try:
+        assert torch.npu.current_stream() == s
+    finally:
+        torch.npu.set_stream(before)
+    assert C._npu_isCurrentStreamCapturing() is False
+
+
+def test_memory():
+    x = torch.ones(1 << 16, device="npu")
+    stats = C._npu_memoryStats(0)
+    assert stats == torch.npu.memory_stats_as_nested_dict(0)
+    assert stats["allocated_bytes"]["all"]["current"] >= x.numel() * 4
+    C._npu_resetPeakMemoryStats(0)
+    assert torch.npu.max_memory_allocated(0) == torch.npu.memory_allocated(0)
+    del x
+    big = torch.empty(16 << 20, dtype=torch.uint8, device="npu")  # a segment of its own
+    del big
+    reserved = torch.npu.memory_reserved(0)
+    C._npu_emptyCache()
+    assert reserved - torch.npu.memory_reserved(0) >= 16 << 20
+    snapshot = C._npu_memorySnapshot()
+    assert set(snapshot) >= {"segments", "device_traces"}
+
+
+def test_sync_debug_mode():
+    C._npu_set_sync_debug_mode(1)
+    try:
+        assert C._npu_get_sync_debug_mode() == torch.npu.get_sync_debug_mode() == 1
+    finally:
+        C._npu_set_sync_debug_mode(0)
+    assert torch.npu.get_sync_debug_mode() == 0
+
+
+def test_deterministic_level():
+    before = torch.are_deterministic_algorithms_enabled()
+    with pytest.warns(UserWarning):
+        C._npu_set_deterministic_level(1)
+    try:
+        assert C._npu_get_deterministic_level() == 1 and torch.are_deterministic_algorithms_enabled()
+    finally:
+        with pytest.warns(UserWarning):
+            C._npu_set_deterministic_level(0)
+        torch.use_deterministic_algorithms(before)
