@@ -395,6 +395,10 @@ def test_backend_registration_and_options():
     options = ProcessGroupHCCL.Options()
     options.hccl_config = {"hccl_buffer_size": 200}
     assert options.hccl_config["hccl_buffer_size"] == 200 and options.is_high_priority_stream is False
+    # torch_npu binds the fields on the class: MindSpeed-LLM probes hasattr(Options, "hccl_config") before using it
+    for field in ("hccl_config", "is_high_priority_stream", "global_ranks_in_group", "group_id", "op_timeout"):
+        assert hasattr(ProcessGroupHCCL.Options, field), field
+    assert ProcessGroupHCCL.Options().hccl_config == {} and ProcessGroupHCCL.Options(True).is_high_priority_stream
     assert dist.is_hccl_available() and torch_npu.distributed.is_hccl_available()
     from torch_npu.distributed.distributed_c10d import is_hccl_available
     from torch_npu.distributed.run import parse_args

@@ -76,13 +76,6 @@ PYBIND11_MODULE(_C, m) {
     }
     return out;
   });
-  m.def("_known_socs", [] {
-    py::list names;
-    for (const auto& soc : vnpu::known_socs()) {
-      names.append(soc.name);
-    }
-    return names;
-  });
   m.def("_device_capacity", [] { return vnpu::device_capacity(); });
 
   // ---- generators

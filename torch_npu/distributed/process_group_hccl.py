@@ -29,10 +29,30 @@ ProcessGroupHCCL = _C._distributed_c10d.ProcessGroupHCCL
 sys.modules.setdefault("torch_npu._C._distributed_c10d", _C._distributed_c10d)
 
 
+def _option(name, doc):
+    """A read-write field of Options, visible on the class as torch_npu's bound fields are (code probes
+    `hasattr(ProcessGroupHCCL.Options, "hccl_config")` before using one)."""
+
+    def get(self):
+        return self.__dict__[name]
+
+    def put(self, value):
+        self.__dict__[name] = value
+
+    return property(get, put, doc=doc)
+
+
 class Options:
     """ProcessGroupHCCL.Options: torch_npu's fields; vnpu honours _timeout / op_timeout and keeps the rest
     (hccl_config: hccl_buffer_size, group_name, qos_service_level, qos_traffic_class,
     hccl_op_expansion_mode) for code that reads them back."""
+
+    is_high_priority_stream = _option("is_high_priority_stream", "use a high-priority stream")
+    global_ranks_in_group = _option("global_ranks_in_group", "the world ranks of the group's members")
+    hccl_config = _option("hccl_config", "HCCL communicator settings (a dict)")
+    group_id = _option("group_id", "the group's identifier")
+    op_timeout = _option("op_timeout", "per-collective timeout (seconds or a timedelta)")
+    _timeout = _option("_timeout", "the group's timeout")
 
     def __init__(self, is_high_priority_stream=False):
         self.is_high_priority_stream = is_high_priority_stream
