@@ -105,11 +105,30 @@ def test_check_for_skip_names_the_cpu_tensor_unless_cpu_inputs_are_allowed(cpu_i
 
 def test_cpu_inputs_allowed_lets_a_graph_that_reads_a_cpu_tensor_be_captured(cpu_inputs_allowed):
     before = skips()
-    compiled = torch.compile(lambda x, n: x * n.to("npu"), backend="npugraphs")
-    x, n = torch.ones(3, device="npu", requires_grad=True), torch.full((3,), 2.0)
-    for _ in range(3):
-        out = compiled(x, n)
-    assert out.tolist() == [2.0] * 3 and skips() == before
+    f = lambda x, idx, n: (x[idx] * n.to("npu")).sum() + x.sum()  # noqa: E731
+    compiled = torch.compile(f, backend="npugraphs")
+    x = torch.arange(6.0, device="npu", requires_grad=True)
+    for i in range(5):  # warm-up, capture, replays: each replay reads the CPU tensors it is given
+        idx, n = torch.tensor([i, (i + 1) % 6]), torch.full((2,), float(i + 2))
+        assert compiled(x, idx, n).item() == f(x, idx, n).item()
+    assert skips() == before
+
+
+def test_a_cpu_scalar_input_is_never_frozen_into_a_replay(cpu_inputs_allowed):
+    f = lambda x, scale: x * scale  # noqa: E731 - a Python float reaches the graph as a 0-dim CPU tensor
+    compiled = torch.compile(f, backend="npugraphs")
+    x = torch.ones(3, device="npu", requires_grad=True)
+    before = skips()
+    for scale in (2.0, 3.0, 4.0, 5.0):
+        assert compiled(x, scale).tolist() == [scale] * 3
+    assert skips() == before + 1
+    gm = torch.fx.symbolic_trace(lambda x, s: x * s)  # the reason check_for_skip gives
+    x_node, s_node = gm.graph.find_nodes(op="placeholder")
+    x_node.meta["val"], s_node.meta["val"] = torch.empty(3, device="npu"), torch.empty(())
+    assert _graph_tree.check_for_skip(gm, 0) == (
+        "skipping cudagraphs due to cpu scalar input (s): its value is read when the graph is captured, so a replay "
+        "would keep the first value"
+    )
 
 
 def test_get_device_index_refuses_a_graph_without_npu_tensors():
