@@ -185,3 +185,19 @@ def test_npugraphs_backend_object_compiles_and_resets():
     npu_graph_tree.get_container(0)
     backend.reset()
     assert not getattr(npu_graph_tree.local, "tree_manager_containers", {})
+
+
+def test_reduce_overhead_honours_cpu_inputs_allowed(cpu_inputs_allowed):
+    npu_graph_tree.reset_npugraph_trees()
+    before = skips()
+    f = lambda x, idx, n: (x[idx] * n.to("npu")).sum() + x.sum()  # noqa: E731
+    compiled = torch.compile(f, mode="reduce-overhead")
+    x = torch.arange(6.0, device="npu")
+    for i in range(5):
+        idx, n = torch.tensor([i, (i + 1) % 6]), torch.full((2,), float(i + 2))
+        assert compiled(x, idx, n).item() == f(x, idx, n).item()
+    assert skips() == before and npu_graph_tree.get_manager(0, create_if_none_exists=False) is not None  # recorded
+    scaled = torch.compile(lambda x, s: x * s, mode="reduce-overhead")
+    for s in (2.0, 3.0, 4.0, 5.0):
+        assert scaled(x, s).tolist() == (x * s).tolist()
+    assert skips() == before + 1

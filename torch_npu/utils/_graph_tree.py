@@ -71,27 +71,27 @@ def check_for_skip(aot_model, num_fixed):
     devices = check_multiple_devices_or_any_cpu_nodes(get_device_node_mapping(aot_model))
     if devices:
         return devices
-    scalar = _cpu_scalar_input(aot_model)
+    scalar = cpu_scalar_reason(aot_model)
     if scalar is not None:
-        return format_default_skip_message(
-            f"cpu scalar input ({scalar.name}): its value is read when the graph is captured, so a replay would "
-            "keep the first value"
-        )
+        return format_default_skip_message(scalar)
     node = get_first_incompatible_cudagraph_node(aot_model)
     if node is not None:
         return format_default_skip_message(f"incompatible op ({node.name})")
     return None
 
 
-def _cpu_scalar_input(aot_model):
-    """The first input that is a 0-dim CPU tensor (a Python number Dynamo passes as a tensor, a host scalar),
-    or None. Allowed CPU inputs (npugraph_trees.disable_cpu_input_check) are read again by each replay where an
-    operator reads them as tensors; a scalar is taken by value at capture. The card's graph would keep that first
-    value too; vnpu runs such a graph without one instead of replaying a stale number."""
-    for node in aot_model.graph.find_nodes(op="placeholder"):
+def cpu_scalar_reason(gm):
+    """Why a graph with a CPU scalar input (a 0-dim CPU tensor: a Python number Dynamo passes as a tensor, a host
+    scalar) is not captured, or None. Allowed CPU inputs (npugraph_trees.disable_cpu_input_check) are read again by
+    each replay where an operator reads them as tensors; a scalar is taken by value at capture. The card's graph
+    would keep that first value; vnpu runs such a graph without one instead of replaying a stale number."""
+    for node in gm.graph.find_nodes(op="placeholder"):
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dim() == 0:
-            return node
+            return (
+                f"cpu scalar input ({node.name}): its value is read when the graph is captured, so a replay would "
+                "keep the first value"
+            )
     return None
 
 
