@@ -121,6 +121,9 @@ def test_assertions_raise_runtime_errors_and_messages_keep_inductors_option_name
 
 
 def test_npugraph_mark_step_begin_is_torch_compilers():
+    from torch_npu.utils import _graph_tree
+
+    assert torch.compiler.npugraph_mark_step_begin is _graph_tree.npugraph_mark_step_begin
     before = gt.MarkStepBox.mark_step_counter
     torch.compiler.npugraph_mark_step_begin()
     assert gt.MarkStepBox.mark_step_counter == before - 1

@@ -30,17 +30,17 @@ def get_compiler(compiler_config: CompilerConfig = None):
         run = boxed_nop(gm, example_inputs)
         if config.mode.value != "reduce-overhead" or config.debug.run_eagerly:
             return run
-        from torch_npu._inductor.backends import _device_index, _skip_reason
         from torch_npu._inductor.graph_runner import NpuGraphRunner, report_skip
+        from torch_npu.utils import _graph_tree
 
-        reason = _skip_reason(gm, fixed)
-        if reason is not None:
+        reason = _graph_tree.check_for_skip(gm, fixed)  # the npugraphs backend's rules
+        if reason:
             report_skip(reason)
             return run
         return NpuGraphRunner(
             run,
             range(fixed) if static is None else static,
-            device_index=_device_index(gm),
+            device_index=_graph_tree.get_device_index(gm),
             name=f"torchair {kind} graph",
         )
 

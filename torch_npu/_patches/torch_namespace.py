@@ -77,13 +77,9 @@ def hccl_in_torch_distributed():
 
 
 def npugraph_mark_step_begin():
-    """torch.compiler.npugraph_mark_step_begin(): starts a new step of the NPU graph trees
-    (torch_npu.npu._graph_tree, loaded when first called)."""
+    """torch.compiler.npugraph_mark_step_begin(): starts a new step of the NPU graph trees; the function is
+    torch_npu.utils._graph_tree's, as with torch_npu (the trees load when it is first called)."""
+    from torch_npu.utils._graph_tree import npugraph_mark_step_begin as mark
 
-    def npugraph_mark_step_begin():
-        from torch_npu.npu._graph_tree import mark_step_begin
-
-        mark_step_begin()
-
-    torch.compiler.npugraph_mark_step_begin = npugraph_mark_step_begin
+    torch.compiler.npugraph_mark_step_begin = mark
     return True
