@@ -1,12 +1,16 @@
 """Importing this module guarantees every npu operator has its meta kernel, as torch_npu's does: vnpu registers
 each operator's fake kernel with the operator (torch_npu.ops), so this imports the operator library.
-`missing_meta_kernels()` lists the operators of the npu namespace that FakeTensor and torch.compile cannot trace."""
+`missing_meta_kernels()` lists the operators of the npu namespace that FakeTensor and torch.compile cannot trace.
+`m` is torch_npu's Meta library of the npu namespace: extensions that add npu operators register their meta
+kernels through it (`@torch.library.impl(m, "my_op", "Meta")`)."""
 
 import torch
 
 import torch_npu.ops  # noqa: F401  (defines the operators with their fake kernels)
 
 __all__ = []
+
+m = torch.library.Library("npu", "IMPL", "Meta")
 
 
 def missing_meta_kernels():
