@@ -90,3 +90,14 @@ def test_deterministic_level():
         with pytest.warns(UserWarning):
             C._npu_set_deterministic_level(0)
         torch.use_deterministic_algorithms(before)
+
+
+def test_reliability_and_housekeeping():
+    assert C._npu_stress_detect() == torch_npu.npu.stress_detect()
+    C._npu_ipc_collect()
+    C._npu_set_op_timeout_ms(1000)
+    with pytest.raises(Exception) as ours:
+        C._npu_set_op_timeout_ms(-1)
+    with pytest.raises(Exception) as theirs:
+        torch_npu.npu.set_op_timeout_ms(-1)
+    assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)

@@ -50,8 +50,6 @@ constexpr Delegate kDelegates[] = {
     {"_npu_finalizeDump", "torch_npu.npu", "finalize_dump"},
     {"_npu_is_bf16_supported", "torch_npu.npu", "is_bf16_supported"},
     {"_npu_is_support_inf_nan", "torch_npu.npu._overflow", "is_support_inf_nan"},
-    {"_check_overflow_npu", "torch_npu.npu._overflow", "get_npu_overflow_flag"},
-    {"_clear_overflow_npu", "torch_npu.npu._overflow", "clear_npu_overflow_flag"},
     {"_npu_is_jit_compile_false", "torch_npu.npu", "is_jit_compile_false"},
     {"_get_cann_version", "torch_npu.npu.utils", "get_cann_version"},
     {"_is_gte_cann_version", "torch_npu.npu.utils", "_is_gte_cann_version"},
