@@ -2,17 +2,11 @@
 inductor registry (register / disable / enable / is-initialized), each checked in a fresh interpreter: what they
 report depends on what the process imported before."""
 
-import subprocess
-import sys
-import textwrap
+from subprocess_helpers import run_python
 
 
 def run_fresh(code):
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.split()
+    return run_python(code).stdout.split()
 
 
 def test_the_interface_torch_npu_names_is_the_one_dynamo_uses_whatever_is_imported_first():

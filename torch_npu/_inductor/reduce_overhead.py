@@ -29,20 +29,15 @@ def cpu_node_reason(gm):
     """ "cpu device (<node>)" when the graph has a tensor on the CPU (as inductor says it of a CUDA graph), else
     None. Read before the graph is rewritten for the host, when its devices are still the program's. With
     torch_npu._inductor.config.npugraph_trees.disable_cpu_input_check, CPU tensors are allowed, except a CPU scalar
-    input (torch_npu.utils._graph_tree.cpu_scalar_reason: a replay would keep its first value)."""
+    input (a replay would keep its first value). The reasons are backend="npugraphs"' own (utils._graph_tree)."""
     from torch._dynamo.backends.cudagraphs import get_device_node_mapping
-    from torch._inductor.cudagraph_utils import _get_use_stack_trace
 
     from torch_npu._inductor import config as npu_config
-    from torch_npu.utils._graph_tree import cpu_scalar_reason
+    from torch_npu.utils import _graph_tree
 
     if npu_config.npugraph_trees.disable_cpu_input_check:
-        return cpu_scalar_reason(gm)
-    node = get_device_node_mapping(gm).get(torch.device("cpu"))
-    if node is None:
-        return None
-    trace = _get_use_stack_trace(node)
-    return f"cpu device ({node.name}). Found from : \n {trace}" if trace else f"cpu device ({node.name})"
+        return _graph_tree.cpu_scalar_reason(gm)
+    return _graph_tree.cpu_node_reason(get_device_node_mapping(gm).get(torch.device("cpu")))
 
 
 def _skip_reason(gm, example_inputs, compiled, static_input_idxs):

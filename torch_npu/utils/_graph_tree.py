@@ -32,23 +32,31 @@ def npugraph_mark_step_begin():
     mark_step_begin()
 
 
+def cpu_node_reason(cpu_node):
+    """ "cpu device (<node>)" with the stack trace of its use, as inductor says it of a CUDA graph; None for no node."""
+    from torch._inductor.cudagraph_utils import _get_use_stack_trace
+
+    if cpu_node is None:
+        return None
+    trace = _get_use_stack_trace(cpu_node)
+    return f"cpu device ({cpu_node.name}). Found from : \n {trace}" if trace else f"cpu device ({cpu_node.name})"
+
+
 def check_multiple_devices_or_any_cpu_nodes(device_node_mapping):
     """A skip message when the graph has a tensor on the CPU (unless npugraph_trees.disable_cpu_input_check)
     or is not on exactly one npu device; None otherwise. Drops the CPU entry from the mapping when CPU
     tensors are allowed, as torch_npu does."""
-    from torch._inductor.cudagraph_utils import _get_use_stack_trace, format_default_skip_message
+    from torch._inductor.cudagraph_utils import format_default_skip_message
 
     from torch_npu._inductor import config as npu_config
 
     cpu = torch.device("cpu")
     if npu_config.npugraph_trees.disable_cpu_input_check:
         device_node_mapping.pop(cpu, None)
-    cpu_node = device_node_mapping.get(cpu)
-    if cpu_node is not None:
-        message = f"cpu device ({cpu_node.name})"
-        trace = _get_use_stack_trace(cpu_node)
-        log.info("skip with cpu node, msg is %s, stack_trace is %s", message, trace)
-        return format_default_skip_message(f"{message}. Found from : \n {trace}" if trace else message)
+    reason = cpu_node_reason(device_node_mapping.get(cpu))
+    if reason is not None:
+        log.info("skip with cpu node: %s", reason)
+        return format_default_skip_message(reason)
     if len(device_node_mapping) == 1 and next(iter(device_node_mapping)).type == "npu":
         return None
     devices = ", ".join(repr(device) for device in device_node_mapping)

@@ -27,8 +27,9 @@ def _atb_operator_names():
 
 
 # ATB operators offered as torch_npu.<name> / as torch_npu.atb.<name>
-API_LIST = [name for name in _atb_operator_names() if name not in ATB_MODULE_OPERATORS]
-ATB_API_LIST = [name for name in _atb_operator_names() if name in ATB_MODULE_OPERATORS]
+_NAMES = _atb_operator_names()
+API_LIST = [name for name in _NAMES if name not in ATB_MODULE_OPERATORS]
+ATB_API_LIST = [name for name in _NAMES if name in ATB_MODULE_OPERATORS]
 
 
 @lru_cache(None)
