@@ -59,10 +59,18 @@ def test_a_replaced_check_for_skip_decides_for_training_and_inference(monkeypatc
     assert skips() == before + 2
 
 
-def test_the_default_check_for_skip_lets_a_pure_npu_graph_be_captured():
+def test_the_default_check_for_skip_lets_a_pure_npu_graph_be_captured(monkeypatch):
+    made = []
+
+    def recording_runner(*args, **kwargs):
+        made.append(NpuGraphRunner(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr("torch_npu._inductor.graph_runner.NpuGraphRunner", recording_runner)
     before = skips()
     train(MLP, "npu", compile_kwargs={"backend": "npugraphs"}, steps=3)
     assert skips() == before
+    assert sorted(r.name for r in made if r.recordings) == ["npugraphs backward graph", "npugraphs forward graph"]
 
 
 def test_a_skipped_forward_takes_its_backward_with_it(monkeypatch):
