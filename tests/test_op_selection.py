@@ -47,9 +47,17 @@ def test_backend_owned_operators_are_native(op):
     assert "NativeKernels.cpp" in npu_kernel(op)
 
 
-@pytest.mark.parametrize("op", ["aten::add.Tensor", "aten::mm", "aten::copy_", "aten::addcdiv_"])
-def test_hot_operators_have_unboxed_kernels(op):
-    assert "UnboxedRedirect.cpp" in npu_kernel(op)
+@pytest.mark.parametrize(
+    ("op", "source"),
+    [
+        ("aten::mm", "UnboxedRedirect.cpp"),
+        ("aten::copy_", "UnboxedRedirect.cpp"),
+        ("aten::add.Tensor", "StructuredKernels.cpp"),
+        ("aten::addcdiv_", "StructuredKernels.cpp"),
+    ],
+)
+def test_hot_operators_have_typed_kernels(op, source):
+    assert source in npu_kernel(op)
 
 
 @pytest.mark.parametrize("op", ["aten::transpose.int", "aten::select.int", "aten::expand", "aten::permute"])

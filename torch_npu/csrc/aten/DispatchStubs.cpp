@@ -1,12 +1,7 @@
 // DispatchStubs that composite operators consult by device type. Unregistered for npu they make
 // a composite take another path than on the CPU (scaled_dot_product_attention would always pick
 // the math backend); registered, npu decides exactly as the CPU does, on aliases of its tensors.
-// libtorch_cpu (x86-64) is built with AVX2 and AVX512 kernels; DispatchStub's declarations must
-// match that build or its inline members reference functions libtorch does not export.
-#if defined(__x86_64__) && !defined(HAVE_AVX2_CPU_DEFINITION)
-#define HAVE_AVX2_CPU_DEFINITION
-#define HAVE_AVX512_CPU_DEFINITION
-#endif
+#include "aten/DispatchStubBuild.h"
 #include "aten/TensorMapping.h"
 
 #include <ATen/EmptyTensor.h>

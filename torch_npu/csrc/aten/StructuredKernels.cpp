@@ -1,0 +1,283 @@
+// Element-wise operators that run on the npu tensors themselves, without CPU aliases.
+//
+// The redirect (Redirect.cpp, UnboxedRedirect.h) runs an operator's CPU kernel on CPU aliases of its
+// npu arguments and adopts what the kernel allocated. The structured element-wise operators of ATen
+// (a meta function that builds a TensorIterator, an impl that calls a DispatchStub) have a shorter
+// way, the one CUDA's generated kernels take: their structured class is built on the npu tensors,
+// the output comes straight from the npu pool, and the npu entry of the DispatchStub is the CPU's
+// kernel (npu memory is host memory). No alias is built and no result adopted.
+//
+// The CPU and the npu build the same TensorIterator and run the same kernel: results are
+// bit-identical. What differs is TensorIterator's CPU-only step: on the CPU it converts operands of
+// another dtype through temporaries, on other devices it leaves that to the kernel. So this path takes
+// only calls whose tensors all have one dtype, the operator's (a Python number beside them is
+// converted first, as the CPU does). Every other call -- mixed dtypes or devices, CPU tensors,
+// observed operators (hooks, precision emulation), a stopped device, a forked child -- and every call
+// that fails takes the redirect, which runs it or raises the error with torch_npu's text.
+#include "aten/DispatchStubBuild.h"
+#include "aten/TensorMapping.h"
+#include "aten/UnboxedRedirect.h"
+#include "runtime/Device.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Activation.h>
+#include <ATen/native/BinaryOps.h>
+#include <ATen/native/Lerp.h>
+#include <ATen/native/PointwiseOps.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/native/UnaryOps.h>
+#include <ATen/ops/add_native.h>
+#include <ATen/ops/addcdiv_native.h>
+#include <ATen/ops/addcmul_native.h>
+#include <ATen/ops/div_native.h>
+#include <ATen/ops/exp_native.h>
+#include <ATen/ops/lerp_native.h>
+#include <ATen/ops/mul_native.h>
+#include <ATen/ops/neg_native.h>
+#include <ATen/ops/rsqrt_native.h>
+#include <ATen/ops/sigmoid_native.h>
+#include <ATen/ops/sqrt_native.h>
+#include <ATen/ops/sub_native.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/threshold_backward_native.h>
+#include <torch/library.h>
+
+#include <array>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace vnpu {
+namespace {
+
+// The npu entry of a DispatchStub: the CPU's kernel.
+template <auto& Stub, class Fn = typename std::remove_reference_t<decltype(Stub)>::FnPtr>
+struct HostKernel;
+template <auto& Stub, class R, class... A>
+struct HostKernel<Stub, R (*)(A...)> {
+  static R run(A... args) {
+    return Stub(c10::DeviceType::CPU, std::forward<A>(args)...);
+  }
+};
+
+// An operator's structured class, built on npu tensors.
+template <class Structured>
+struct NpuStructured : Structured {
+  // TensorIterator's CPU-only step, which it skips on other devices: a CPU scalar of another dtype
+  // becomes a temporary of the common dtype, the original kept (the reduced-float kernels of mul and div
+  // read the number from it at full precision). Then true when every operand has the call's dtype, so
+  // the CPU kernel converts nothing.
+  bool settle_operands(at::ScalarType dtype) {
+    if (this->maybe_common_dtype() != dtype) {
+      return false;
+    }
+    for (auto& op : this->operands_) {
+      if (op.current_dtype == dtype) {
+        continue;
+      }
+      if (op.is_output || !op.tensor_base().is_cpu()) {
+        return false;
+      }
+      op.exchange_tensor(c10::MaybeOwned<at::TensorBase>::owned(op.tensor().to(dtype)));
+      op.current_dtype = op.target_dtype = dtype;
+      op.data = op.tensor_base().mutable_data_ptr();
+    }
+    return true;
+  }
+};
+
+// The structured class of an operator with its output allocated from the npu pool.
+template <class Structured>
+struct NpuFunctional final : NpuStructured<Structured> {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    const auto dtype = options.dtype().toScalarType();
+    output = strides.empty()
+                 ? at::detail::empty_generic(sizes, npu_allocator(), kNpuKeys, dtype, options.memory_format_opt())
+                 : at::detail::empty_strided_generic(sizes, strides, npu_allocator(), kNpuKeys, dtype);
+    Structured::set_output_raw_strided(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*i*/) override {
+    return output;
+  }
+  at::Tensor output;
+};
+
+// The structured class of an in-place operator: its output is its first argument.
+template <class Structured>
+struct NpuInPlace final : NpuStructured<Structured> {
+  explicit NpuInPlace(at::Tensor& self) : self(self) {}
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    // TensorIterator has checked both; a failure here sends the call to the redirect, which raises.
+    TORCH_CHECK(options.dtype() == self.dtype() && sizes == self.sizes(), "in-place output differs from self");
+    Structured::set_output_raw_strided(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*i*/) override {
+    return self;
+  }
+  at::Tensor& self;
+};
+
+// Whether a call may run on its npu tensors: they share one device (the current one) and one dtype;
+// CPU 0-dim tensors (Python numbers) may sit beside them.
+class Admission {
+ public:
+  template <class T>
+  void argument(const T& value) {
+    if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+      tensor(value);
+    }
+  }
+
+  // After every argument: true when the call runs here.
+  bool settle() const {
+    return ok_ && first_ != nullptr && first_->device().index() == current_device() && !g_in_bad_fork &&
+           g_stopped_devices.load(std::memory_order_relaxed) == 0;
+  }
+
+  c10::DeviceIndex device() const {
+    return first_->device().index();
+  }
+  at::ScalarType dtype() const {
+    return first_->scalar_type();
+  }
+
+ private:
+  void tensor(const at::Tensor& t) {
+    if (!ok_) {
+      return;
+    }
+    if (!t.defined() || C10_UNLIKELY(t._is_zerotensor())) {
+      ok_ = false;
+    } else if (t.device().type() == kNpu) {
+      check_in_bounds(t);  // the redirect's check and error: a storage resized or freed under the tensor
+      if (first_ == nullptr) {
+        first_ = &t;
+      } else if (t.device() != first_->device() || t.scalar_type() != first_->scalar_type()) {
+        ok_ = false;
+      }
+    } else if (!(t.dim() == 0 && t.device().is_cpu() && t.layout() == c10::kStrided)) {
+      ok_ = false;
+    }
+  }
+
+  bool ok_ = true;
+  const at::Tensor* first_ = nullptr;
+};
+
+bool runs_on_npu_tensors(const OpFacts& facts) {
+  return !slow_path_active() && !facts.cpu_fallback;
+}
+
+template <class Op, class Structured, class Sig = typename Op::schema>
+struct Direct;
+
+template <class Op, class Structured, class... Args>
+struct Direct<Op, Structured, at::Tensor(Args...)> {
+  static at::Tensor call(Args... args) {
+    if (runs_on_npu_tensors(Unboxed<Op>::facts())) {
+      Admission admission;
+      (admission.argument(args), ...);
+      if (admission.settle()) {
+        try {
+          DevicePoolScope scope(admission.device());
+          NpuFunctional<Structured> op;
+          op.meta(args...);
+          if (op.settle_operands(admission.dtype())) {
+            op.impl(args..., op.output);
+            return std::move(op.output);
+          }
+        } catch (const c10::OutOfMemoryError&) {
+          throw;
+        } catch (const c10::Error&) {
+          // The redirect below raises it with torch_npu's text.
+        }
+      }
+    }
+    return Unboxed<Op>::call(args...);
+  }
+};
+
+template <class Op, class Structured, class... Args>
+struct Direct<Op, Structured, at::Tensor&(at::Tensor&, Args...)> {
+  static at::Tensor& call(at::Tensor& self, Args... args) {
+    if (runs_on_npu_tensors(Unboxed<Op>::facts())) {
+      Admission admission;
+      admission.argument(self);
+      (admission.argument(args), ...);
+      if (admission.settle()) {
+        try {
+          DevicePoolScope scope(admission.device());
+          NpuInPlace<Structured> op(self);
+          op.meta(self, args...);
+          if (op.settle_operands(admission.dtype())) {
+            op.impl(self, args..., self);
+            return self;
+          }
+        } catch (const c10::OutOfMemoryError&) {
+          throw;
+        } catch (const c10::Error&) {
+          // The redirect below raises it with torch_npu's text.
+        }
+      }
+    }
+    return Unboxed<Op>::call(self, args...);
+  }
+};
+
+}  // namespace
+}  // namespace vnpu
+
+// The element-wise operators of the training steps the benchmarks measure (bench/bench_overhead.py):
+// (operator, its aten::_ops struct, the structured CPU class).
+#define VNPU_STRUCTURED_OPS(_)                            \
+  _("add.Tensor", add_Tensor, structured_ufunc_add_CPU)   \
+  _("add_.Tensor", add__Tensor, structured_ufunc_add_CPU) \
+  _("sub.Tensor", sub_Tensor, structured_sub_out)         \
+  _("sub_.Tensor", sub__Tensor, structured_sub_out)       \
+  _("mul.Tensor", mul_Tensor, structured_mul_out)         \
+  _("mul_.Tensor", mul__Tensor, structured_mul_out)       \
+  _("div.Tensor", div_Tensor, structured_div_out)         \
+  _("div_.Tensor", div__Tensor, structured_div_out)       \
+  _("neg", neg, structured_neg_out)                       \
+  _("exp", exp, structured_exp_out)                       \
+  _("sqrt", sqrt, structured_sqrt_out)                    \
+  _("rsqrt", rsqrt, structured_rsqrt_out)                 \
+  _("sigmoid", sigmoid, structured_sigmoid_out)           \
+  _("tanh", tanh, structured_tanh_out)                    \
+  _("lerp_.Scalar", lerp__Scalar, structured_lerp_Scalar) \
+  _("addcmul_", addcmul_, structured_addcmul_out)         \
+  _("addcdiv_", addcdiv_, structured_addcdiv_out)         \
+  _("threshold_backward", threshold_backward, structured_threshold_backward_out)
+
+// The DispatchStubs those operators' impls call, with the CPU's kernels as their npu entries.
+// clang-format off
+#define VNPU_HOST_STUBS(_) \
+  _(add_stub)          \
+  _(mul_stub)          \
+  _(div_true_stub)     \
+  _(neg_stub)          \
+  _(exp_stub)          \
+  _(sqrt_stub)         \
+  _(rsqrt_stub)        \
+  _(sigmoid_stub)      \
+  _(tanh_stub)         \
+  _(lerp_kernel_scalar_weight) \
+  _(addcmul_stub)      \
+  _(addcdiv_stub)      \
+  _(threshold_stub)
+// clang-format on
+
+namespace at::native {
+#define VNPU_REGISTER_HOST_STUB(stub) REGISTER_PRIVATEUSE1_DISPATCH(stub, &vnpu::HostKernel<stub>::run)
+VNPU_HOST_STUBS(VNPU_REGISTER_HOST_STUB)
+#undef VNPU_REGISTER_HOST_STUB
+}  // namespace at::native
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define VNPU_REGISTER_STRUCTURED(name, op, structured) \
+  m.impl(name, TORCH_FN((&vnpu::Direct<at::_ops::op, at::native::structured>::call)));
+  VNPU_STRUCTURED_OPS(VNPU_REGISTER_STRUCTURED)
+#undef VNPU_REGISTER_STRUCTURED
+}
