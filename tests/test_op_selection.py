@@ -50,7 +50,8 @@ def test_backend_owned_operators_are_native(op):
 @pytest.mark.parametrize(
     ("op", "source"),
     [
-        ("aten::mm", "UnboxedRedirect.cpp"),
+        ("aten::bmm", "UnboxedRedirect.cpp"),
+        ("aten::mm", "StructuredKernels.cpp"),
         ("aten::copy_", "UnboxedRedirect.cpp"),
         ("aten::add.Tensor", "StructuredKernels.cpp"),
         ("aten::addcdiv_", "StructuredKernels.cpp"),

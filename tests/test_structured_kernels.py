@@ -39,6 +39,14 @@ FUNCTIONAL = {
     "sigmoid": lambda a, b: a.sigmoid(),
     "tanh": lambda a, b: a.tanh(),
     "threshold_backward": lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.1),
+    "clamp_min": lambda a, b: a.clamp_min(-0.2),
+    "relu": lambda a, b: torch.relu(a),
+}
+# Where the CPU branches on the device for 16-bit floats, only float32 and float64 run here.
+FULL_PRECISION = {
+    "mm": lambda a, b: a @ b.t(),
+    "sum": lambda a, b: a.sum(0),
+    "sum keepdim": lambda a, b: a.sum((0, 1), keepdim=True),
 }
 IN_PLACE = {
     "add_": lambda a, b: a.add_(b, alpha=-1.5),
@@ -50,6 +58,11 @@ IN_PLACE = {
     "lerp_": lambda a, b: a.lerp_(b, 0.1),
     "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.001),
     "addcdiv_": lambda a, b: a.addcdiv_(b, b * b + 1, value=-0.01),
+    "clamp_min_": lambda a, b: a.clamp_min_(0.3),
+    "relu_": lambda a, b: a.relu_(),
+    "fill_": lambda a, b: a.fill_(-2.5),
+    "zero_": lambda a, b: a.zero_(),
+    "fill_ one element": lambda a, b: (a[3:4, 5:6].fill_(7), a)[1],
 }
 
 
@@ -69,6 +82,23 @@ def run_without_the_redirect(fn, dtype):
 def test_functional_operators_match_the_cpu_and_skip_the_redirect(name, dtype):
     a, b, _, result, _ = run_without_the_redirect(FUNCTIONAL[name], dtype)
     same(result, FUNCTIONAL[name](a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", FULL_PRECISION)
+def test_matmuls_and_reductions_in_full_precision_match_the_cpu(name, dtype):
+    a, b, _, result, _ = run_without_the_redirect(FULL_PRECISION[name], dtype)
+    same(result, FULL_PRECISION[name](a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", FULL_PRECISION)
+def test_matmuls_and_reductions_of_16_bit_floats_take_the_redirect(name, dtype):
+    a, b = (torch.randn(7, 33).to(dtype) for _ in range(2))
+    an, bn = a.npu(), b.npu()
+    result = []
+    assert redirected(lambda: result.append(FULL_PRECISION[name](an, bn))) == 1
+    same(result[0], FULL_PRECISION[name](a, b))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -202,6 +232,14 @@ class observed:
         return False
 
 
+def test_observed_relu_is_seen_as_relu_not_as_the_operator_it_calls():
+    a = torch.randn(5, device=NPU)
+    with observed() as hook:
+        torch.relu(a)
+    assert hook.seen == ["aten::relu"]
+    assert redirected(lambda: torch.relu(a)) == 0
+
+
 def test_observed_operators_take_the_redirect_and_hooks_see_them():
     a = torch.randn(5, device=NPU)
     result = []
@@ -210,3 +248,12 @@ def test_observed_operators_take_the_redirect_and_hooks_see_them():
     assert hook.seen == ["aten::mul.Tensor"]
     same(result[0], a.cpu() * 2)
     assert redirected(lambda: a * 2) == 0
+
+
+def test_a_matmul_whose_operand_the_cpu_would_copy_takes_the_redirect():
+    whole, b = torch.randn(8, 12), torch.randn(4, 5)
+    a, an, bn = whole[::2, ::3], whole.npu()[::2, ::3], b.npu()  # a is neither row- nor column-major
+    result = []
+    assert redirected(lambda: result.append(an @ bn)) == 1
+    same(result[0], a @ b)
+    assert redirected(lambda: an.contiguous() @ bn) == 1  # the copy only

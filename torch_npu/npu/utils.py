@@ -1,5 +1,6 @@
 """Device selection and device facts: set_device, device contexts, names and properties."""
 
+import functools
 import uuid
 import warnings
 from typing import Any
@@ -193,8 +194,14 @@ def can_device_access_peer(device_id: int, peer_device_id: int) -> bool:
     return index != peer
 
 
-def is_bf16_supported(including_emulation: bool = False) -> bool:
+@functools.cache
+def _soc_supports_bf16() -> bool:
+    # The SoC is chosen once per process (csrc/runtime/SocProfile.cpp); torch.autocast asks on every entry.
     return bool(_C._soc_profile()["bf16_supported"])
+
+
+def is_bf16_supported(including_emulation: bool = False) -> bool:
+    return _soc_supports_bf16()
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

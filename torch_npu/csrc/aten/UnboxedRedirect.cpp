@@ -39,8 +39,6 @@
   _(triu, "triu")                                                                                                 \
   _(tril, "tril")                                                                                                 \
   /* activations and their backwards */                                                                           \
-  _(relu, "relu")                                                                                                 \
-  _(relu_, "relu_")                                                                                               \
   _(gelu, "gelu")                                                                                                 \
   _(silu, "silu")                                                                                                 \
   _(gelu_backward, "gelu_backward")                                                                               \
@@ -49,7 +47,6 @@
   _(tanh_backward, "tanh_backward")                                                                               \
   /* reductions, softmax, losses */                                                                               \
   _(sum, "sum")                                                                                                   \
-  _(sum_dim_IntList, "sum.dim_IntList")                                                                           \
   _(mean, "mean")                                                                                                 \
   _(mean_dim, "mean.dim")                                                                                         \
   _(argmax, "argmax")                                                                                             \
@@ -61,7 +58,6 @@
   _(nll_loss_forward, "nll_loss_forward")                                                                         \
   _(nll_loss_backward, "nll_loss_backward")                                                                       \
   /* matmuls, convolutions, normalisation, pooling, attention */                                                  \
-  _(mm, "mm")                                                                                                     \
   _(addmm, "addmm")                                                                                               \
   _(bmm, "bmm")                                                                                                   \
   _(convolution, "convolution")                                                                                   \
@@ -86,8 +82,6 @@
   _(arange_start_step, "arange.start_step")                                                                       \
   _(ones_like, "ones_like")                                                                                       \
   _(zeros_like, "zeros_like")                                                                                     \
-  _(fill__Scalar, "fill_.Scalar")                                                                                 \
-  _(zero_, "zero_")                                                                                               \
   /* optimizer steps (Adam, AdamW, SGD with momentum), gradient clipping and zero_grad on lists */                \
   _(_foreach_add__Scalar, "_foreach_add_.Scalar")                                                                 \
   _(_foreach_add__List, "_foreach_add_.List")                                                                     \
