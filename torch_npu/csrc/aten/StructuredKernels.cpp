@@ -1,19 +1,22 @@
-// Element-wise operators that run on the npu tensors themselves, without CPU aliases.
+// Operators that run on the npu tensors themselves, without CPU aliases.
 //
 // The redirect (Redirect.cpp, UnboxedRedirect.h) runs an operator's CPU kernel on CPU aliases of its
-// npu arguments and adopts what the kernel allocated. The structured element-wise operators of ATen
-// (a meta function that builds a TensorIterator, an impl that calls a DispatchStub) have a shorter
-// way, the one CUDA's generated kernels take: their structured class is built on the npu tensors,
-// the output comes straight from the npu pool, and the npu entry of the DispatchStub is the CPU's
-// kernel (npu memory is host memory). No alias is built and no result adopted.
+// npu arguments and adopts what the kernel allocated. ATen's structured operators (a meta function that
+// sizes the output -- the element-wise ones by building a TensorIterator -- and an impl that calls a
+// DispatchStub or BLAS) have a shorter way, the one CUDA's generated kernels take: their structured class
+// is built on the npu tensors, the output comes straight from the npu pool, and the npu entry of each
+// DispatchStub is the CPU's kernel (npu memory is host memory). No alias is built and no result adopted.
+// Operators whose CPU code is device-generic code around other operators (relu, fill_, zero_) run it.
 //
-// The CPU and the npu build the same TensorIterator and run the same kernel: results are
-// bit-identical. What differs is TensorIterator's CPU-only step: on the CPU it converts operands of
-// another dtype through temporaries, on other devices it leaves that to the kernel. So this path takes
-// only calls whose tensors all have one dtype, the operator's (a Python number beside them is
-// converted first, as the CPU does). Every other call -- mixed dtypes or devices, CPU tensors,
-// observed operators (hooks, precision emulation), a stopped device, a forked child -- and every call
-// that fails takes the redirect, which runs it or raises the error with torch_npu's text.
+// The CPU and the npu run the same code and the same kernels: results are bit-identical. What differs
+// is where that code branches on the device, so this path takes only calls where it does not:
+// TensorIterator converts operands of another dtype through temporaries only on the CPU (the npu tensors
+// of a call must share one dtype; a CPU scalar beside them is converted as the CPU does); the CPU's
+// matmul and reductions take oneDNN or float32-buffer paths for 16-bit floats (mm and sum run here in
+// float32 / float64 only) and its matmul copies operands BLAS cannot read as they are (a copy that would
+// be an npu tensor counted in the pool's peaks). Every other call -- mixed dtypes or devices, CPU
+// tensors, observed operators (hooks, precision emulation), a stopped device, a forked child -- and every
+// call that fails takes the redirect, which runs it or raises the error with torch_npu's text.
 #include "aten/DispatchStubBuild.h"
 #include "aten/TensorMapping.h"
 #include "aten/UnboxedRedirect.h"
@@ -27,7 +30,6 @@
 #include <ATen/native/PointwiseOps.h>
 #include <ATen/native/ReduceOps.h>
 #include <ATen/native/TensorCompare.h>
-#include <ATen/native/TypeProperties.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/addcdiv_native.h>
@@ -52,7 +54,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <type_traits>
 #include <utility>
