@@ -226,29 +226,37 @@ struct FullPrecisionMatmul {
   }
 };
 
+// True when the call runs on its npu tensors: nothing observes the operator, the admission takes its
+// arguments and the operator's own rule (`Admits`) its dtype and operands.
+template <class Op, class Admits, class... Args>
+bool admitted(Admission& admission, const Args&... args) {
+  if (!runs_on_npu_tensors(Unboxed<Op>::facts())) {
+    return false;
+  }
+  (admission.argument(args), ...);
+  return admission.settle() && Admits::admits(admission.dtype(), args...);
+}
+
 template <class Op, class Structured, class Admits = AnyDtype, class Sig = typename Op::schema>
 struct Direct;
 
 template <class Op, class Structured, class Admits, class... Args>
 struct Direct<Op, Structured, Admits, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
-    if (runs_on_npu_tensors(Unboxed<Op>::facts())) {
-      Admission admission;
-      (admission.argument(args), ...);
-      if (admission.settle() && Admits::admits(admission.dtype(), args...)) {
-        try {
-          NpuFunctional<Structured> op;
-          op.meta(args...);
-          if (op.settle_operands(admission.dtype())) {
-            DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-            op.impl(args..., op.output);
-            return std::move(op.output);
-          }
-        } catch (const c10::OutOfMemoryError&) {
-          throw;
-        } catch (const c10::Error&) {
-          // The redirect below raises it with torch_npu's text.
+    Admission admission;
+    if (admitted<Op, Admits>(admission, args...)) {
+      try {
+        NpuFunctional<Structured> op;
+        op.meta(args...);
+        if (op.settle_operands(admission.dtype())) {
+          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+          op.impl(args..., op.output);
+          return std::move(op.output);
         }
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text.
       }
     }
     return Unboxed<Op>::call(args...);
@@ -258,24 +266,20 @@ struct Direct<Op, Structured, Admits, at::Tensor(Args...)> {
 template <class Op, class Structured, class Admits, class... Args>
 struct Direct<Op, Structured, Admits, at::Tensor&(at::Tensor&, Args...)> {
   static at::Tensor& call(at::Tensor& self, Args... args) {
-    if (runs_on_npu_tensors(Unboxed<Op>::facts())) {
-      Admission admission;
-      admission.argument(self);
-      (admission.argument(args), ...);
-      if (admission.settle() && Admits::admits(admission.dtype(), self, args...)) {
-        try {
-          NpuInPlace<Structured> op(self);
-          op.meta(self, args...);
-          if (op.settle_operands(admission.dtype())) {
-            DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-            op.impl(self, args..., self);
-            return self;
-          }
-        } catch (const c10::OutOfMemoryError&) {
-          throw;
-        } catch (const c10::Error&) {
-          // The redirect below raises it with torch_npu's text.
+    Admission admission;
+    if (admitted<Op, Admits>(admission, self, args...)) {
+      try {
+        NpuInPlace<Structured> op(self);
+        op.meta(self, args...);
+        if (op.settle_operands(admission.dtype())) {
+          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+          op.impl(self, args..., self);
+          return self;
         }
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text.
       }
     }
     return Unboxed<Op>::call(self, args...);
@@ -290,12 +294,9 @@ struct Composite;
 template <class Op, auto Implementation, class Ret, class... Args>
 struct Composite<Op, Implementation, Ret(Args...)> {
   static Ret call(Args... args) {
-    if (runs_on_npu_tensors(Unboxed<Op>::facts())) {
-      Admission admission;
-      (admission.argument(args), ...);
-      if (admission.settle()) {
-        return Implementation(args...);
-      }
+    Admission admission;
+    if (admitted<Op, AnyDtype>(admission, args...)) {
+      return Implementation(args...);
     }
     return Unboxed<Op>::call(args...);
   }
