@@ -18,7 +18,7 @@ def npu_kernel(qualified):
     [
         "aten::mse_loss",
         "aten::_to_copy",
-        "aten::native_layer_norm",
+        "aten::native_batch_norm",
         "aten::addr",
         "aten::convolution",
         "aten::uniform_",
@@ -55,6 +55,10 @@ def test_backend_owned_operators_are_native(op):
         ("aten::copy_", "UnboxedRedirect.cpp"),
         ("aten::add.Tensor", "StructuredKernels.cpp"),
         ("aten::addcdiv_", "StructuredKernels.cpp"),
+        ("aten::addmm", "StructuredKernels.cpp"),
+        ("aten::nll_loss_forward", "StructuredKernels.cpp"),
+        ("aten::ones_like", "StructuredKernels.cpp"),
+        ("aten::native_layer_norm", "StructuredKernels.cpp"),
     ],
 )
 def test_hot_operators_have_typed_kernels(op, source):

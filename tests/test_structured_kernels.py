@@ -1,6 +1,8 @@
 """Element-wise operators that run on the npu tensors themselves (csrc/aten/StructuredKernels.cpp):
 bit-identical to the CPU, and every call they cannot take goes through the redirect unchanged."""
 
+import functools
+
 import pytest
 import torch
 
@@ -41,12 +43,75 @@ FUNCTIONAL = {
     "threshold_backward": lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.1),
     "clamp_min": lambda a, b: a.clamp_min(-0.2),
     "relu": lambda a, b: torch.relu(a),
+    "pow 2": lambda a, b: a.pow(2),
+    "pow 3": lambda a, b: a**3,
+    "add.Scalar": lambda a, b: torch.ops.aten.add.Scalar(a, 2, alpha=3),
+    "sub.Scalar": lambda a, b: torch.ops.aten.sub.Scalar(a, 0.25),
+    "mul.Scalar": lambda a, b: torch.ops.aten.mul.Scalar(a, 0.1),
+    "div.Scalar": lambda a, b: torch.ops.aten.div.Scalar(a, 3),
+    "clone": lambda a, b: a.transpose(0, -1).clone(),
+    "clone contiguous": lambda a, b: a.transpose(0, -1).clone(memory_format=torch.contiguous_format),
+    "_unsafe_view": lambda a, b: torch.ops.aten._unsafe_view(a.contiguous(), (a.numel(),)),
 }
 # Where the CPU branches on the device for 16-bit floats, only float32 and float64 run here.
 FULL_PRECISION = {
     "mm": lambda a, b: a @ b.t(),
+    "addmm": lambda a, b: torch.addmm(b[:, 0], a, b.t(), beta=0.5, alpha=2),
+    "linear": lambda a, b: torch.nn.functional.linear(a, b, a[:, 1]),
     "sum": lambda a, b: a.sum(0),
     "sum keepdim": lambda a, b: a.sum((0, 1), keepdim=True),
+    "sum of all": lambda a, b: a.sum(),
+}
+
+
+@functools.cache
+def indices_on(device):
+    """Class indices for the 7 rows of the tests' (7, 33) tensors, one of them ignored: contiguous, and the
+    same values as every other element of a longer tensor."""
+    values = torch.tensor([3, 0, 32, -100, 7, 7, 20])
+    return values.to(device), torch.stack([values, values], 1).flatten().to(device)[::2]
+
+
+def class_indices(like, strided=False):
+    return indices_on(like.device)[strided]
+
+
+def nll_loss_backward(a, b, reduction, weighted):
+    log_probs, weight = a.log_softmax(1), (b[0] * b[0] if weighted else None)
+    _, total_weight = torch.ops.aten.nll_loss_forward(log_probs, class_indices(a), weight, reduction, -100)
+    grad = b[0, :7] if reduction == 0 else b[0, 0]
+    return torch.ops.aten.nll_loss_backward(grad, log_probs, class_indices(a), weight, reduction, -100, total_weight)
+
+
+# Normalisation, softmax and the loss on contiguous operands (any other takes the redirect).
+LOSSES = {
+    "log_softmax": lambda a, b: a.log_softmax(1),
+    "log_softmax dim 0": lambda a, b: a.log_softmax(0),
+    "log_softmax backward": lambda a, b: torch.ops.aten._log_softmax_backward_data(b, a.log_softmax(1), 1, a.dtype),
+    "layer_norm": lambda a, b: torch.nn.functional.layer_norm(a, (33,), b[0], b[1], eps=1e-3),
+    "layer_norm without affine": lambda a, b: torch.nn.functional.layer_norm(a, (33,)),
+    "nll_loss mean": lambda a, b: torch.nn.functional.nll_loss(a.log_softmax(1), class_indices(a)),
+    "nll_loss sum weighted": lambda a, b: torch.nn.functional.nll_loss(
+        a, class_indices(a), b[0] * b[0], reduction="sum"
+    ),
+    "nll_loss none": lambda a, b: torch.nn.functional.nll_loss(a, class_indices(a), reduction="none"),
+    "nll_loss backward mean": lambda a, b: nll_loss_backward(a, b, 1, False),
+    "nll_loss backward sum weighted": lambda a, b: nll_loss_backward(a, b, 2, True),
+    "nll_loss backward none": lambda a, b: nll_loss_backward(a, b, 0, False),
+}
+# New tensors on the argument's device, and conversions and copies that stay there.
+ON_DEVICE = {
+    "ones_like": lambda a, b: torch.ones_like(a),
+    "zeros_like": lambda a, b: torch.zeros_like(a, dtype=torch.int16),
+    "empty_like's geometry": lambda a, b: torch.empty_like(a.t()).zero_(),
+    "to bfloat16": lambda a, b: a.to(torch.bfloat16),
+    "to float32": lambda a, b: a[:, ::2].to(torch.float32),
+    "to int32": lambda a, b: (a * 10).to(torch.int32),
+    "to channels_last": lambda a, b: a.view(7, 1, 3, 11).to(memory_format=torch.channels_last),
+    "copy_": lambda a, b: a.copy_(b),
+    "copy_ converting": lambda a, b: a.copy_(b.to(torch.int64)),
+    "copy_ broadcast": lambda a, b: a.copy_(b[0]),
+    "copy_ transposed": lambda a, b: a[:, :7].copy_(b[:, :7].t()),
 }
 IN_PLACE = {
     "add_": lambda a, b: a.add_(b, alpha=-1.5),
@@ -54,6 +119,7 @@ IN_PLACE = {
     "sub_": lambda a, b: a.sub_(b),
     "mul_": lambda a, b: a.mul_(b),
     "mul_ number": lambda a, b: a.mul_(0.999),
+    "div_.Scalar": lambda a, b: torch.ops.aten.div_.Scalar(a, 0.7),
     "div_": lambda a, b: a.div_(b),
     "lerp_": lambda a, b: a.lerp_(b, 0.1),
     "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.001),
@@ -89,6 +155,51 @@ def test_functional_operators_match_the_cpu_and_skip_the_redirect(name, dtype):
 def test_matmuls_and_reductions_in_full_precision_match_the_cpu(name, dtype):
     a, b, _, result, _ = run_without_the_redirect(FULL_PRECISION[name], dtype)
     same(result, FULL_PRECISION[name](a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", LOSSES)
+def test_softmax_and_loss_match_the_cpu(name, dtype):
+    indices_on(torch.device(NPU, 0))  # made before the calls counted
+    a, b, _, result, _ = run_without_the_redirect(LOSSES[name], dtype)
+    expected = LOSSES[name](a, b)
+    for got, want in zip(result, expected) if isinstance(expected, tuple) else [(result, expected)]:
+        same(got, want)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", ON_DEVICE)
+def test_new_tensors_and_copies_on_the_device_match_the_cpu(name, dtype):
+    a, b, _, result, _ = run_without_the_redirect(ON_DEVICE[name], dtype)
+    expected = ON_DEVICE[name](a, b)
+    if name == "empty_like's geometry":
+        assert result.stride() == expected.stride()
+    same(result, expected)
+
+
+# Calls for which the CPU's code takes another way than its kernel on the npu tensors would.
+REDIRECTED = {
+    "log_softmax of a transposed tensor": lambda a: a.t().log_softmax(1),
+    "layer_norm of a transposed tensor": lambda a: torch.nn.functional.layer_norm(a.t(), (7,)),
+    "nll_loss with a strided target": lambda a: torch.nn.functional.nll_loss(a, class_indices(a, strided=True)),
+    "float to half (FBGEMM on the CPU)": lambda a: a.half(),
+    "to another device": lambda a: a.to("cpu"),
+    "ones_like on another device": lambda a: torch.ones_like(a, device="cpu"),
+    "complex into real": lambda a: a.copy_(a.to(torch.complex64)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@pytest.mark.parametrize("name", REDIRECTED)
+def test_calls_the_cpu_runs_another_way_take_the_redirect(name):
+    indices_on(torch.device(NPU, 0))  # made before the calls counted
+    a = torch.randn(7, 33, generator=torch.Generator().manual_seed(2))
+    an = a.npu()
+    result = []
+    assert redirected(lambda: result.append(REDIRECTED[name](an))) == 1
+    expected = REDIRECTED[name](a)
+    assert result[0].dtype == expected.dtype and result[0].stride() == expected.stride()
+    torch.testing.assert_close(result[0].cpu(), expected, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -201,14 +312,36 @@ FREED = (
             "\"addcmul__npu\" not implemented for 'Bool'",
             id="addcmul_ bool",
         ),
+        pytest.param(
+            lambda d: torch.nn.functional.nll_loss(torch.randn(2, 3, device=d), torch.tensor([0, 5], device=d)),
+            "Target 5 is out of bounds.",
+            id="nll_loss target out of bounds",
+        ),
+        pytest.param(
+            lambda d: torch.addmm(torch.ones(2, device=d), torch.ones(2, 3, device=d), torch.ones(4, 2, device=d)),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x2)",
+            id="addmm shapes",
+        ),
+        pytest.param(
+            lambda d: torch.ones(1, device=d).expand(3).copy_(torch.ones(3, device=d)),
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.",
+            id="copy_ into overlapping memory",
+        ),
+        pytest.param(
+            lambda d: torch.ones(2, 3, device=d).log_softmax(2),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+            id="log_softmax dim",
+        ),
         pytest.param(lambda d: storage_resized_away(d) * 2, FREED, id="storage resized to nothing"),
+        pytest.param(lambda d: torch.ones(4, device=d).copy_(storage_resized_away(d)), FREED, id="copy_ from freed"),
         pytest.param(
             lambda d: torch.ones(4, device=d).add_(storage_resized_away(d)), FREED, id="in-place, freed other"
         ),
     ],
 )
 def test_refused_calls_raise_the_redirects_error(case, message):
-    with pytest.raises((RuntimeError, NotImplementedError)) as direct:
+    with pytest.raises((RuntimeError, NotImplementedError, IndexError)) as direct:
         case(NPU)
     with observed(), pytest.raises(direct.type) as boxed:
         case(NPU)
@@ -224,16 +357,30 @@ def test_a_tensor_on_the_cpu_beside_an_npu_tensor_raises_torch_npus_device_error
     )
 
 
-def test_results_are_counted_in_the_npu_pool_as_the_redirects_are():
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda a: a * 2, id="mul"),
+        pytest.param(lambda a: a.to(torch.bfloat16), id="to bfloat16"),
+        pytest.param(lambda a: torch.ones_like(a), id="ones_like"),
+        pytest.param(lambda a: a.view(32, 32).log_softmax(1), id="log_softmax"),
+    ],
+)
+def test_results_are_counted_in_the_npu_pool_as_the_redirects_are(make):
     a = torch.ones(1024, device=NPU)
     before = torch.npu.memory_allocated()
-    direct = a * 2
+    torch.npu.reset_peak_memory_stats()
+    direct = make(a)
     by_direct = torch.npu.memory_allocated() - before
+    direct_peak = torch.npu.max_memory_allocated()
+    del direct
+    torch.npu.reset_peak_memory_stats()
     with observed():
-        redirected_result = a * 2
-    by_redirect = torch.npu.memory_allocated() - before - by_direct
-    assert by_direct == by_redirect >= 4096
-    del direct, redirected_result
+        redirected_result = make(a)
+    by_redirect = torch.npu.memory_allocated() - before
+    assert by_direct == by_redirect >= 2048
+    assert direct_peak == torch.npu.max_memory_allocated()
+    del redirected_result
     assert torch.npu.memory_allocated() == before
 
 
@@ -285,4 +432,4 @@ def test_a_matmul_whose_operand_the_cpu_would_copy_takes_the_redirect():
     result = []
     assert redirected(lambda: result.append(an @ bn)) == 1
     same(result[0], a @ b)
-    assert redirected(lambda: an.contiguous() @ bn) == 1  # the copy only
+    assert redirected(lambda: an.contiguous() @ bn) == 0  # a copy first, then both run on the npu tensors

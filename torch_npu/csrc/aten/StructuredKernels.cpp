@@ -6,21 +6,23 @@
 // DispatchStub or BLAS) have a shorter way, the one CUDA's generated kernels take: their structured class
 // is built on the npu tensors, the output comes straight from the npu pool, and the npu entry of each
 // DispatchStub is the CPU's kernel (npu memory is host memory). No alias is built and no result adopted.
-// Operators whose CPU code is device-generic code around other operators (relu, fill_, zero_) run it.
+// Operators whose CPU code is device-generic code around other operators (relu, fill_, zero_, the *_like
+// factories) run it. Copies and conversions between npu tensors are in DirectCopy.cpp.
 //
 // The CPU and the npu run the same code and the same kernels: results are bit-identical. What differs
 // is where that code branches on the device, so this path takes only calls where it does not:
 // TensorIterator converts operands of another dtype through temporaries only on the CPU (the npu tensors
 // of a call must share one dtype; a CPU scalar beside them is converted as the CPU does); the CPU's
-// matmul and reductions take oneDNN or float32-buffer paths for 16-bit floats (mm and sum run here in
-// float32 / float64 only) and its matmul copies operands BLAS cannot read as they are (a copy that would
-// be an npu tensor counted in the pool's peaks). Every other call -- mixed dtypes or devices, CPU
-// tensors, observed operators (hooks, precision emulation), a stopped device, a forked child -- and every
+// matmul and reductions take oneDNN or float32-buffer paths for 16-bit floats (mm, addmm and sum run here
+// in float32 / float64 only); its matmul copies operands BLAS cannot read as they are, its softmax and
+// nll_loss non-contiguous operands (copies that would be npu tensors counted in the pool's peaks); nll_loss's
+// class indices are the one operand of another dtype taken (int64 or uint8). Operators whose CPU kernel makes
+// scratch tensors on its input's device (layer_norm's backward sums per thread) stay on the redirect, where such
+// scratch is the kernel's memory and counts as the card's workspace does. Every other call -- mixed dtypes or
+// devices, CPU tensors, observed operators (hooks, precision emulation), a stopped device, a forked child -- and every
 // call that fails takes the redirect, which runs it or raises the error with torch_npu's text.
+#include "aten/DirectAdmission.h"
 #include "aten/DispatchStubBuild.h"
-#include "aten/TensorMapping.h"
-#include "aten/UnboxedRedirect.h"
-#include "runtime/Device.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Activation.h>
@@ -28,20 +30,31 @@
 #include <ATen/native/Fill.h>
 #include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
+#include <ATen/native/Pow.h>
 #include <ATen/native/ReduceOps.h>
 #include <ATen/native/TensorCompare.h>
 #include <ATen/native/UnaryOps.h>
+#include <ATen/ops/_log_softmax_backward_data_native.h>
+#include <ATen/ops/_log_softmax_native.h>
+#include <ATen/ops/_unsafe_view_native.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/addcdiv_native.h>
 #include <ATen/ops/addcmul_native.h>
+#include <ATen/ops/addmm_native.h>
 #include <ATen/ops/clamp_min_native.h>
 #include <ATen/ops/div_native.h>
+#include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/exp_native.h>
 #include <ATen/ops/fill_native.h>
 #include <ATen/ops/lerp_native.h>
 #include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
+#include <ATen/ops/native_layer_norm_native.h>
 #include <ATen/ops/neg_native.h>
+#include <ATen/ops/nll_loss_backward_native.h>
+#include <ATen/ops/nll_loss_forward_native.h>
+#include <ATen/ops/ones_like_native.h>
+#include <ATen/ops/pow_native.h>
 #include <ATen/ops/relu_native.h>
 #include <ATen/ops/rsqrt_native.h>
 #include <ATen/ops/sigmoid_native.h>
@@ -51,9 +64,11 @@
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
 #include <ATen/ops/zero_native.h>
+#include <ATen/ops/zeros_like_native.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -110,21 +125,21 @@ struct NpuStructured : Structured {
   }
 };
 
-// The structured class of an operator with its output allocated from the npu pool.
-template <class Structured>
+// The structured class of an operator with its outputs allocated from the npu pool.
+template <class Structured, size_t Outputs = 1>
 struct NpuFunctional final : NpuStructured<Structured> {
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
                               at::TensorOptions options) override {
     const auto dtype = options.dtype().toScalarType();
-    output = strides.empty()
-                 ? at::detail::empty_generic(sizes, npu_allocator(), kNpuKeys, dtype, options.memory_format_opt())
-                 : at::detail::empty_strided_generic(sizes, strides, npu_allocator(), kNpuKeys, dtype);
+    outputs[i] = strides.empty()
+                     ? at::detail::empty_generic(sizes, npu_allocator(), kNpuKeys, dtype, options.memory_format_opt())
+                     : at::detail::empty_strided_generic(sizes, strides, npu_allocator(), kNpuKeys, dtype);
     this->record_output(i, sizes, strides, options);
   }
-  const at::Tensor& maybe_get_output(int64_t /*i*/) override {
-    return output;
+  const at::Tensor& maybe_get_output(int64_t i) override {
+    return outputs[i];
   }
-  at::Tensor output;
+  std::array<at::Tensor, Outputs> outputs;
 };
 
 // The structured class of an in-place operator: its output is its first argument.
@@ -143,66 +158,9 @@ struct NpuInPlace final : NpuStructured<Structured> {
   at::Tensor& self;
 };
 
-// Whether a call may run on its npu tensors: they share one device (the current one) and one dtype;
-// CPU 0-dim tensors (Python numbers) may sit beside them.
-class Admission {
- public:
-  template <class T>
-  void argument(const T& value) {
-    if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
-      tensor(value);
-    }
-  }
-
-  // After every argument: true when the call runs here.
-  bool settle() const {
-    return ok_ && first_ != nullptr && first_->device().index() == current_device() && !g_in_bad_fork &&
-           g_stopped_devices.load(std::memory_order_relaxed) == 0;
-  }
-
-  c10::DeviceIndex device() const {
-    return first_->device().index();
-  }
-  at::ScalarType dtype() const {
-    return first_->scalar_type();
-  }
-
- private:
-  void tensor(const at::Tensor& t) {
-    if (!ok_) {
-      return;
-    }
-    if (!t.defined() || C10_UNLIKELY(t._is_zerotensor())) {
-      ok_ = false;
-    } else if (t.device().type() == kNpu) {
-      check_in_bounds(t);  // the redirect's check and error: a storage resized or freed under the tensor
-      if (first_ == nullptr) {
-        first_ = &t;
-      } else if (t.device() != first_->device() || t.scalar_type() != first_->scalar_type()) {
-        ok_ = false;
-      }
-    } else if (!(t.dim() == 0 && t.device().is_cpu() && t.layout() == c10::kStrided)) {
-      ok_ = false;
-    }
-  }
-
-  bool ok_ = true;
-  const at::Tensor* first_ = nullptr;
-};
-
-bool runs_on_npu_tensors(const OpFacts& facts) {
-  return !slow_path_active() && !facts.cpu_fallback;
-}
-
-// The calls an operator takes this path with, beyond the admission: any dtype, or only float32 / float64
-// where the CPU's implementation branches on the device for the others (oneDNN bf16 / fp16 matmuls read
-// CPU tensors only; CPU reductions of bf16 / fp16 accumulate in a float32 buffer).
-struct AnyDtype {
-  template <class... Args>
-  static bool admits(at::ScalarType /*dtype*/, const Args&... /*args*/) {
-    return true;
-  }
-};
+// The calls an operator takes this path with, beyond the admission (DirectAdmission.h): any dtype, or only
+// float32 / float64 where the CPU's implementation branches on the device for the others (oneDNN bf16 / fp16
+// matmuls read CPU tensors only; CPU reductions of bf16 / fp16 accumulate in a float32 buffer).
 struct FullPrecisionFloat {
   template <class... Args>
   static bool admits(at::ScalarType dtype, const Args&... /*args*/) {
@@ -219,23 +177,40 @@ bool blas_reads_as_is(const at::Tensor& m) {
   return (strides[1] == 1 && strides[0] >= std::max<int64_t>(1, sizes[1])) ||
          (strides[0] == 1 && strides[1] >= std::max<int64_t>(1, sizes[0]));
 }
+bool blas_reads_both(const at::Tensor& mat1, const at::Tensor& mat2) {
+  return mat1.dim() == 2 && mat2.dim() == 2 && blas_reads_as_is(mat1) && blas_reads_as_is(mat2);
+}
 struct FullPrecisionMatmul {
   static bool admits(at::ScalarType dtype, const at::Tensor& self, const at::Tensor& mat2) {
-    return FullPrecisionFloat::admits(dtype) && self.dim() == 2 && mat2.dim() == 2 && blas_reads_as_is(self) &&
-           blas_reads_as_is(mat2);
+    return FullPrecisionFloat::admits(dtype) && blas_reads_both(self, mat2);
+  }
+};
+struct FullPrecisionAddmm {
+  template <class... Rest>
+  static bool admits(at::ScalarType dtype, const at::Tensor& /*self*/, const at::Tensor& mat1, const at::Tensor& mat2,
+                     const Rest&... /*scalars*/) {
+    return FullPrecisionFloat::admits(dtype) && blas_reads_both(mat1, mat2);
   }
 };
 
-// True when the call runs on its npu tensors: nothing observes the operator, the admission takes its
-// arguments and the operator's own rule (`Admits`) its dtype and operands.
-template <class Op, class Admits, class... Args>
-bool admitted(Admission& admission, const Args&... args) {
-  if (!runs_on_npu_tensors(Unboxed<Op>::facts())) {
-    return false;
+// Softmax and loss kernels read contiguous operands: the CPU's impl makes a contiguous copy of any other, which here
+// would be an npu tensor counted in the pool's peaks; those calls take the redirect.
+struct ContiguousOperands {
+  template <class... Args>
+  static bool admits(at::ScalarType /*dtype*/, const Args&... args) {
+    return (contiguous_if_tensor(args) && ...);
   }
-  (admission.argument(args), ...);
-  return admission.settle() && Admits::admits(admission.dtype(), args...);
-}
+  template <class T>
+  static bool contiguous_if_tensor(const T& value) {
+    if constexpr (std::is_same_v<T, at::Tensor>) {
+      return value.is_contiguous();
+    } else if constexpr (std::is_same_v<T, std::optional<at::Tensor>>) {
+      return !value.has_value() || !value->defined() || value->is_contiguous();
+    } else {
+      return true;
+    }
+  }
+};
 
 template <class Op, class Structured, class Admits = AnyDtype, class Sig = typename Op::schema>
 struct Direct;
@@ -250,8 +225,8 @@ struct Direct<Op, Structured, Admits, at::Tensor(Args...)> {
         op.meta(args...);
         if (op.settle_operands(admission.dtype())) {
           DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-          op.impl(args..., op.output);
-          return std::move(op.output);
+          op.impl(args..., op.outputs[0]);
+          return std::move(op.outputs[0]);
         }
       } catch (const c10::OutOfMemoryError&) {
         throw;
@@ -289,16 +264,102 @@ struct Direct<Op, Structured, Admits, at::Tensor&(at::Tensor&, Args...)> {
 // An operator whose CPU implementation is device-generic code around other operators or DispatchStubs
 // (relu is clamp_min, zero_ is fill_, fill_ a TensorIterator): it runs as on the CPU, its callees take their
 // own npu path. Observed, it takes the redirect and is seen as itself.
-template <class Op, auto Implementation, class Sig = typename Op::schema>
+template <class Op, auto Implementation, class Admits = AnyDtype, class Sig = typename Op::schema>
 struct Composite;
-template <class Op, auto Implementation, class Ret, class... Args>
-struct Composite<Op, Implementation, Ret(Args...)> {
+template <class Op, auto Implementation, class Admits, class Ret, class... Args>
+struct Composite<Op, Implementation, Admits, Ret(Args...)> {
   static Ret call(Args... args) {
     Admission admission;
-    if (admitted<Op, AnyDtype>(admission, args...)) {
-      return Implementation(args...);
+    if (admitted<Op, Admits>(admission, args...)) {
+      try {
+        return Implementation(args...);
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text (the CPU's checks come before any write).
+      }
     }
     return Unboxed<Op>::call(args...);
+  }
+};
+
+// CPU implementations taking concrete sizes where the operator's schema has symbolic ones (eager npu
+// tensors always have concrete sizes).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& input, c10::SymIntArrayRef shape,
+                                                          const std::optional<at::Tensor>& weight,
+                                                          const std::optional<at::Tensor>& bias, double eps) {
+  return at::native::layer_norm_cpu(input, C10_AS_INTARRAYREF_SLOW(shape), weight, bias, eps);
+}
+at::Tensor unsafe_view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  return at::native::_unsafe_view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+// nll_loss: its target holds class indices (int64, or uint8 as the CPU also takes) beside the call's
+// floating-point tensors, which the admission takes as for any operator.
+bool class_indices(const at::Tensor& target, const Admission& admission) {
+  if (!target.defined() || target.device().type() != kNpu || target.device().index() != admission.device() ||
+      (target.scalar_type() != at::kLong && target.scalar_type() != at::kByte) || !target.is_contiguous() ||
+      target._is_zerotensor()) {
+    return false;
+  }
+  check_in_bounds(target);
+  return true;
+}
+
+at::OptionalTensorRef optional_ref(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? at::OptionalTensorRef(*t) : at::OptionalTensorRef();
+}
+
+struct NllLossForward {
+  static std::tuple<at::Tensor, at::Tensor> call(const at::Tensor& self, const at::Tensor& target,
+                                                 const std::optional<at::Tensor>& weight, int64_t reduction,
+                                                 c10::SymInt ignore_index) {
+    Admission admission;
+    if (admitted<at::_ops::nll_loss_forward, ContiguousOperands>(admission, self, weight) &&
+        class_indices(target, admission)) {
+      try {
+        const int64_t ignored = ignore_index.expect_int();
+        NpuFunctional<at::native::structured_nll_loss_forward_out_cpu, 2> op;
+        op.meta(self, target, optional_ref(weight), reduction, ignored);
+        if (op.settle_operands(admission.dtype())) {
+          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+          op.impl(self, target, optional_ref(weight), reduction, ignored, op.outputs[0], op.outputs[1]);
+          return {std::move(op.outputs[0]), std::move(op.outputs[1])};
+        }
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text.
+      }
+    }
+    return Unboxed<at::_ops::nll_loss_forward>::call(self, target, weight, reduction, std::move(ignore_index));
+  }
+};
+
+struct NllLossBackward {
+  static at::Tensor call(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                         const std::optional<at::Tensor>& weight, int64_t reduction, c10::SymInt ignore_index,
+                         const at::Tensor& total_weight) {
+    Admission admission;
+    if (admitted<at::_ops::nll_loss_backward, ContiguousOperands>(admission, grad_output, self, weight, total_weight) &&
+        class_indices(target, admission)) {
+      try {
+        const int64_t ignored = ignore_index.expect_int();
+        NpuFunctional<at::native::structured_nll_loss_backward_out_cpu> op;
+        op.meta(grad_output, self, target, optional_ref(weight), reduction, ignored, total_weight);
+        if (op.settle_operands(admission.dtype())) {
+          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+          op.impl(grad_output, self, target, optional_ref(weight), reduction, ignored, total_weight, op.outputs[0]);
+          return std::move(op.outputs[0]);
+        }
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text.
+      }
+    }
+    return Unboxed<at::_ops::nll_loss_backward>::call(grad_output, self, target, weight, reduction,
+                                                      std::move(ignore_index), total_weight);
   }
 };
 
@@ -327,11 +388,17 @@ struct Composite<Op, Implementation, Ret(Args...)> {
   _("addcdiv_", addcdiv_, structured_addcdiv_out)                                \
   _("threshold_backward", threshold_backward, structured_threshold_backward_out) \
   _("clamp_min", clamp_min, structured_clamp_min_out)                            \
-  _("clamp_min_", clamp_min_, structured_clamp_min_out)
+  _("clamp_min_", clamp_min_, structured_clamp_min_out)                          \
+  _("pow.Tensor_Scalar", pow_Tensor_Scalar, structured_pow_Tensor_Scalar_out)
 // Matmuls and reductions of those steps, in float32 and float64.
 #define VNPU_FULL_PRECISION_OPS(_)                                              \
   _("sum.dim_IntList", sum_dim_IntList, structured_sum_out, FullPrecisionFloat) \
-  _("mm", mm, structured_mm_out_cpu, FullPrecisionMatmul)
+  _("mm", mm, structured_mm_out_cpu, FullPrecisionMatmul)                       \
+  _("addmm", addmm, structured_addmm_out_cpu, FullPrecisionAddmm)
+// Softmax of those steps' losses, on contiguous operands.
+#define VNPU_CONTIGUOUS_OPS(_)                                    \
+  _("_log_softmax", _log_softmax, structured_log_softmax_cpu_out) \
+  _("_log_softmax_backward_data", _log_softmax_backward_data, structured_log_softmax_backward_cpu_out)
 
 // The DispatchStubs those operators' impls call, with the CPU's kernels as their npu entries.
 // clang-format off
@@ -351,6 +418,7 @@ struct Composite<Op, Implementation, Ret(Args...)> {
   _(threshold_stub)    \
   _(clamp_min_scalar_stub) \
   _(sum_stub)          \
+  _(pow_tensor_scalar_stub) \
   _(fill_stub)
 // clang-format on
 
@@ -369,9 +437,37 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(name, TORCH_FN((&vnpu::Direct<at::_ops::op, at::native::structured, vnpu::admits>::call)));
   VNPU_FULL_PRECISION_OPS(VNPU_REGISTER_FULL_PRECISION)
 #undef VNPU_REGISTER_FULL_PRECISION
+#define VNPU_REGISTER_CONTIGUOUS(name, op, structured) \
+  m.impl(name, TORCH_FN((&vnpu::Direct<at::_ops::op, at::native::structured, vnpu::ContiguousOperands>::call)));
+  VNPU_CONTIGUOUS_OPS(VNPU_REGISTER_CONTIGUOUS)
+#undef VNPU_REGISTER_CONTIGUOUS
   m.impl("relu", TORCH_FN((&vnpu::Composite<at::_ops::relu, &at::native::relu>::call)));
   m.impl("relu_", TORCH_FN((&vnpu::Composite<at::_ops::relu_, &at::native::relu_>::call)));
   m.impl("zero_", TORCH_FN((&vnpu::Composite<at::_ops::zero_, &at::native::zero_>::call)));
+  m.impl("native_layer_norm",
+         TORCH_FN((&vnpu::Composite<at::_ops::native_layer_norm, &vnpu::layer_norm, vnpu::ContiguousOperands>::call)));
+  m.impl("_unsafe_view", TORCH_FN((&vnpu::Composite<at::_ops::_unsafe_view, &vnpu::unsafe_view>::call)));
+  m.impl("sum", TORCH_FN((&vnpu::Composite<at::_ops::sum, &at::native::sum>::call)));
+  // Operators with a Python number: the tensor operator with the number as a CPU scalar, as on the CPU.
+  using Binary = at::Tensor (*)(const at::Tensor&, const at::Scalar&);
+  using InPlace = at::Tensor& (*)(at::Tensor&, const at::Scalar&);
+  using WithAlpha = at::Tensor (*)(const at::Tensor&, const at::Scalar&, const at::Scalar&);
+  m.impl("add.Scalar",
+         TORCH_FN((&vnpu::Composite<at::_ops::add_Scalar, static_cast<WithAlpha>(&at::native::add)>::call)));
+  m.impl("sub.Scalar",
+         TORCH_FN((&vnpu::Composite<at::_ops::sub_Scalar, static_cast<WithAlpha>(&at::native::sub)>::call)));
+  m.impl("mul.Scalar", TORCH_FN((&vnpu::Composite<at::_ops::mul_Scalar, static_cast<Binary>(&at::native::mul)>::call)));
+  m.impl("div.Scalar", TORCH_FN((&vnpu::Composite<at::_ops::div_Scalar, static_cast<Binary>(&at::native::div)>::call)));
+  m.impl("div_.Scalar",
+         TORCH_FN((&vnpu::Composite<at::_ops::div__Scalar, static_cast<InPlace>(&at::native::div_)>::call)));
+  m.impl("nll_loss_forward", TORCH_FN(vnpu::NllLossForward::call));
+  m.impl("nll_loss_backward", TORCH_FN(vnpu::NllLossBackward::call));
+#define VNPU_REGISTER_LIKE(op) \
+  m.impl(#op, TORCH_FN((&vnpu::Composite<at::_ops::op, &at::native::op, vnpu::StaysOnItsDevice>::call)));
+  VNPU_REGISTER_LIKE(empty_like)
+  VNPU_REGISTER_LIKE(zeros_like)
+  VNPU_REGISTER_LIKE(ones_like)
+#undef VNPU_REGISTER_LIKE
   m.impl(
       "fill_.Scalar",
       TORCH_FN((&vnpu::Composite<at::_ops::fill__Scalar, static_cast<at::Tensor& (*)(at::Tensor&, const at::Scalar&)>(

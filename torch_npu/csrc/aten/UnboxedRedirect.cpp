@@ -2,6 +2,8 @@
 // operators need around the redirect.
 #include "aten/UnboxedRedirect.h"
 
+#include "aten/DirectCopy.h"
+
 #include <torch/library.h>
 
 // The operators that dominate training and inference steps, measured by counting the operators an
@@ -10,13 +12,8 @@
 // ones of those steps run on the npu tensors themselves and come here when they cannot (StructuredKernels.cpp).
 #define VNPU_UNBOXED_OPS(_)                                                                                       \
   /* element-wise arithmetic, comparisons, selection */                                                           \
-  _(add_Scalar, "add.Scalar")                                                                                     \
-  _(sub_Scalar, "sub.Scalar")                                                                                     \
   _(rsub_Scalar, "rsub.Scalar")                                                                                   \
-  _(mul_Scalar, "mul.Scalar")                                                                                     \
   _(mul__Scalar, "mul_.Scalar")                                                                                   \
-  _(div_Scalar, "div.Scalar")                                                                                     \
-  _(div__Scalar, "div_.Scalar")                                                                                   \
   _(maximum, "maximum")                                                                                           \
   _(minimum, "minimum")                                                                                           \
   _(reciprocal, "reciprocal")                                                                                     \
@@ -25,7 +22,6 @@
   _(abs, "abs")                                                                                                   \
   _(cos, "cos")                                                                                                   \
   _(sin, "sin")                                                                                                   \
-  _(pow_Tensor_Scalar, "pow.Tensor_Scalar")                                                                       \
   _(pow_Scalar, "pow.Scalar")                                                                                     \
   _(eq_Scalar, "eq.Scalar")                                                                                       \
   _(eq_Tensor, "eq.Tensor")                                                                                       \
@@ -46,23 +42,16 @@
   _(sigmoid_backward, "sigmoid_backward")                                                                         \
   _(tanh_backward, "tanh_backward")                                                                               \
   /* reductions, softmax, losses */                                                                               \
-  _(sum, "sum")                                                                                                   \
   _(mean, "mean")                                                                                                 \
   _(mean_dim, "mean.dim")                                                                                         \
   _(argmax, "argmax")                                                                                             \
   _(topk, "topk")                                                                                                 \
   _(_softmax, "_softmax")                                                                                         \
-  _(_log_softmax, "_log_softmax")                                                                                 \
   _(_softmax_backward_data, "_softmax_backward_data")                                                             \
-  _(_log_softmax_backward_data, "_log_softmax_backward_data")                                                     \
-  _(nll_loss_forward, "nll_loss_forward")                                                                         \
-  _(nll_loss_backward, "nll_loss_backward")                                                                       \
   /* matmuls, convolutions, normalisation, pooling, attention */                                                  \
-  _(addmm, "addmm")                                                                                               \
   _(bmm, "bmm")                                                                                                   \
   _(convolution, "convolution")                                                                                   \
   _(convolution_backward, "convolution_backward")                                                                 \
-  _(native_layer_norm, "native_layer_norm")                                                                       \
   _(native_layer_norm_backward, "native_layer_norm_backward")                                                     \
   _(native_batch_norm, "native_batch_norm")                                                                       \
   _(native_batch_norm_backward, "native_batch_norm_backward")                                                     \
@@ -76,12 +65,9 @@
   _(index_select, "index_select")                                                                                 \
   _(gather, "gather")                                                                                             \
   _(slice_backward, "slice_backward")                                                                             \
-  _(_unsafe_view, "_unsafe_view")                                                                                 \
   /* creation, filling, copies, host reads */                                                                     \
   _(full, "full")                                                                                                 \
   _(arange_start_step, "arange.start_step")                                                                       \
-  _(ones_like, "ones_like")                                                                                       \
-  _(zeros_like, "zeros_like")                                                                                     \
   /* optimizer steps (Adam, AdamW, SGD with momentum), gradient clipping and zero_grad on lists */                \
   _(_foreach_add__Scalar, "_foreach_add_.Scalar")                                                                 \
   _(_foreach_add__List, "_foreach_add_.List")                                                                     \
@@ -110,6 +96,9 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
     TORCH_WARN_ONCE("Device do not support double dtype now, dtype cast replace with float.");
     dtype = at::ScalarType::Float;
   }
+  if (auto on_device = to_copy_on_its_device(self, dtype, layout, device, pin_memory, non_blocking, memory_format)) {
+    return std::move(*on_device);
+  }
   at::Tensor result =
       Unboxed<at::_ops::_to_copy>::call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
   if (!non_blocking && device.has_value() && device->type() != self.device().type()) {
@@ -126,6 +115,9 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
 // A blocking copy between host and npu memory and reading a scalar back make the host wait for the stream,
 // as torch_npu does after the DMA (aten/HostSync.h); one comparison when a copy stays on one side.
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  if (copy_between_npu_tensors(self, src, non_blocking)) {
+    return self;
+  }
   at::Tensor& result = Unboxed<at::_ops::copy_>::call(self, src, non_blocking);
   if (!non_blocking && self.device().type() != src.device().type()) {
     host_waits_for_stream(self.device().type() == c10::DeviceType::PrivateUse1 ? self.device().index()
@@ -155,6 +147,9 @@ at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_
       set_storage_format(result.storage().data_ptr(), format, storage_numel);
       return result;
     }
+  }
+  if (auto on_device = clone_on_its_device(self, memory_format)) {
+    return std::move(*on_device);
   }
   return Unboxed<at::_ops::clone>::call(self, memory_format);
 }

@@ -1,0 +1,106 @@
+// Which calls of an operator may run on their npu tensors themselves, without the redirect's CPU aliases
+// (StructuredKernels.cpp, DirectCopy.cpp). The rest take the redirect, which runs them or raises the
+// error with torch_npu's text.
+#pragma once
+
+#include "aten/OpFacts.h"
+#include "aten/OpHooks.h"
+#include "aten/TensorMapping.h"
+#include "aten/UnboxedRedirect.h"
+#include "runtime/Device.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <type_traits>
+
+namespace vnpu {
+
+// Whether a call may run on its npu tensors: they share one device (the current one) and one dtype;
+// CPU 0-dim tensors (Python numbers) may sit beside them.
+class Admission {
+ public:
+  template <class T>
+  void argument(const T& value) {
+    if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+      tensor(value);
+    } else if constexpr (std::is_same_v<std::decay_t<T>, std::optional<at::Tensor>>) {
+      if (value.has_value() && value->defined()) {
+        tensor(*value);
+      }
+    }
+  }
+
+  // After every argument: true when the call runs here.
+  bool settle() const {
+    return ok_ && first_ != nullptr && first_->device().index() == current_device() && !g_in_bad_fork &&
+           g_stopped_devices.load(std::memory_order_relaxed) == 0;
+  }
+
+  c10::DeviceIndex device() const {
+    return first_->device().index();
+  }
+  at::ScalarType dtype() const {
+    return first_->scalar_type();
+  }
+
+ private:
+  void tensor(const at::Tensor& t) {
+    if (!ok_) {
+      return;
+    }
+    if (!t.defined() || C10_UNLIKELY(t._is_zerotensor())) {
+      ok_ = false;
+    } else if (t.device().type() == kNpu) {
+      check_in_bounds(t);  // the redirect's check and error: a storage resized or freed under the tensor
+      if (first_ == nullptr) {
+        first_ = &t;
+      } else if (t.device() != first_->device() || t.scalar_type() != first_->scalar_type()) {
+        ok_ = false;
+      }
+    } else if (!(t.dim() == 0 && t.device().is_cpu() && t.layout() == c10::kStrided)) {
+      ok_ = false;
+    }
+  }
+
+  bool ok_ = true;
+  const at::Tensor* first_ = nullptr;
+};
+
+// Nothing observes the operator (hooks, precision emulation, dumps) and it is not a CPU fallback.
+inline bool runs_on_npu_tensors(const OpFacts& facts) {
+  return !slow_path_active() && !facts.cpu_fallback;
+}
+
+// The calls an operator takes this path with, beyond the admission.
+struct AnyDtype {
+  template <class... Args>
+  static bool admits(at::ScalarType /*dtype*/, const Args&... /*args*/) {
+    return true;
+  }
+};
+
+// Operators that make a new tensor from one (ones_like, _to_copy), when the result stays on the argument's
+// device as a strided tensor in pageable memory; a result for another device or layout takes the redirect.
+struct StaysOnItsDevice {
+  template <class... Rest>
+  static bool admits(at::ScalarType /*dtype*/, const at::Tensor& self, std::optional<at::ScalarType> /*dtype*/,
+                     std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory,
+                     const Rest&... /*rest*/) {
+    return self.layout() == c10::kStrided && (!layout.has_value() || *layout == c10::kStrided) &&
+           (!device.has_value() || *device == self.device()) && !pin_memory.value_or(false);
+  }
+};
+
+// True when the call runs on its npu tensors: nothing observes the operator, the admission takes its
+// arguments and the operator's own rule (`Admits`) its dtype and operands.
+template <class Op, class Admits, class... Args>
+bool admitted(Admission& admission, const Args&... args) {
+  if (!runs_on_npu_tensors(Unboxed<Op>::facts())) {
+    return false;
+  }
+  (admission.argument(args), ...);
+  return admission.settle() && Admits::admits(admission.dtype(), args...);
+}
+
+}  // namespace vnpu
