@@ -1,6 +1,6 @@
 // Which calls of an operator may run on their npu tensors themselves, without the redirect's CPU aliases
-// (StructuredKernels.cpp, DirectCopy.cpp). The rest take the redirect, which runs them or raises the
-// error with torch_npu's text.
+// (StructuredKernels.cpp, DirectCopy.cpp, UnboxedRedirect.cpp), and the kernel of operators whose CPU code is
+// device-generic. The rest take the redirect, which runs them or raises the error with torch_npu's text.
 #pragma once
 
 #include "aten/OpFacts.h"
@@ -102,5 +102,27 @@ bool admitted(Admission& admission, const Args&... args) {
   (admission.argument(args), ...);
   return admission.settle() && Admits::admits(admission.dtype(), args...);
 }
+
+// An operator whose CPU implementation is device-generic code around other operators or DispatchStubs
+// (relu is clamp_min, zero_ is fill_, fill_ a TensorIterator, _to_copy and clone an empty tensor and copy_): it
+// runs as on the CPU, its callees take their own npu path. Observed, it takes the redirect and is seen as itself.
+template <class Op, auto Implementation, class Admits = AnyDtype, class Sig = typename Op::schema>
+struct Composite;
+template <class Op, auto Implementation, class Admits, class Ret, class... Args>
+struct Composite<Op, Implementation, Admits, Ret(Args...)> {
+  static Ret call(Args... args) {
+    Admission admission;
+    if (admitted<Op, Admits>(admission, args...)) {
+      try {
+        return Implementation(args...);
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text (the CPU's checks come before any write).
+      }
+    }
+    return Unboxed<Op>::call(args...);
+  }
+};
 
 }  // namespace vnpu

@@ -6,8 +6,8 @@
 // takes the redirect here, so the CPU kernel writes exactly what it writes on the CPU; the second copies
 // element-wise, without the scratch tensor. Casts from complex to real (the CPU warns once), quantized,
 // conjugate or negative-bit tensors and every call that fails take the redirect, which runs or raises it with
-// torch_npu's text. Conversions (_to_copy) that stay on the device and clones run the composites the CPU
-// runs: an empty npu tensor and this copy.
+// torch_npu's text. Conversions (_to_copy) that stay on the device and clones run the composites the CPU runs
+// (UnboxedRedirect.cpp): an empty npu tensor and this copy.
 #include "aten/DirectCopy.h"
 
 #include "aten/DirectAdmission.h"
@@ -15,8 +15,6 @@
 
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Copy.h>
-#include <ATen/ops/_to_copy_native.h>
-#include <ATen/ops/clone_native.h>
 
 namespace vnpu {
 namespace {
@@ -31,9 +29,9 @@ bool fbgemm_converts(const at::Tensor& self, const at::Tensor& src) {
          self.sizes() == src.sizes();
 }
 
+// A strided tensor without lazy conjugate / negative bits (the redirect resolves those).
 bool plain(const at::Tensor& t) {
-  return t.defined() && t.device().type() == kNpu && t.layout() == c10::kStrided && !t._is_zerotensor() &&
-         !t.is_conj() && !t.is_neg() && !t.is_quantized();
+  return t.layout() == c10::kStrided && !t.is_conj() && !t.is_neg() && !t.is_quantized();
 }
 
 bool same_data(const at::Tensor& self, const at::Tensor& src) {
@@ -44,14 +42,14 @@ bool same_data(const at::Tensor& self, const at::Tensor& src) {
 }  // namespace
 
 bool copy_between_npu_tensors(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
-  if (!runs_on_npu_tensors(Unboxed<at::_ops::copy_>::facts()) || !plain(self) || !plain(src) ||
-      self.device() != src.device() || self.device().index() != current_device() || g_in_bad_fork ||
-      g_stopped_devices.load(std::memory_order_relaxed) != 0 || fbgemm_converts(self, src) ||
+  // The admission takes self (its device, bounds, zero tensors); src may have another dtype, not another device.
+  Admission admission;
+  if (!admitted<at::_ops::copy_, AnyDtype>(admission, self) || !src.defined() || src._is_zerotensor() ||
+      src.device() != self.device() || !plain(self) || !plain(src) || fbgemm_converts(self, src) ||
       (src.is_complex() && !self.is_complex() && self.scalar_type() != at::kBool)) {
     return false;
   }
-  check_in_bounds(self);  // the redirect's check and error
-  check_in_bounds(src);
+  check_in_bounds(src);  // the redirect's check and error
   if (self.is_same(src) || same_data(self, src)) {
     return true;
   }
@@ -72,38 +70,6 @@ bool copy_between_npu_tensors(at::Tensor& self, const at::Tensor& src, bool non_
     throw;
   } catch (const c10::Error&) {
     return false;  // nothing was written: the redirect raises the error with torch_npu's text
-  }
-}
-
-std::optional<at::Tensor> to_copy_on_its_device(const at::Tensor& self, std::optional<at::ScalarType> dtype,
-                                                std::optional<at::Layout> layout, std::optional<at::Device> device,
-                                                std::optional<bool> pin_memory, bool non_blocking,
-                                                std::optional<at::MemoryFormat> memory_format) {
-  Admission admission;
-  if (!admitted<at::_ops::_to_copy, StaysOnItsDevice>(admission, self, dtype, layout, device, pin_memory, non_blocking,
-                                                      memory_format)) {
-    return std::nullopt;
-  }
-  try {
-    return at::native::_to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
-  } catch (const c10::OutOfMemoryError&) {
-    throw;
-  } catch (const c10::Error&) {
-    return std::nullopt;  // the redirect raises it with torch_npu's text
-  }
-}
-
-std::optional<at::Tensor> clone_on_its_device(const at::Tensor& self, std::optional<at::MemoryFormat> memory_format) {
-  Admission admission;
-  if (!admitted<at::_ops::clone, AnyDtype>(admission, self, memory_format)) {
-    return std::nullopt;
-  }
-  try {
-    return at::native::clone(self, memory_format);
-  } catch (const c10::OutOfMemoryError&) {
-    throw;
-  } catch (const c10::Error&) {
-    return std::nullopt;  // the redirect raises it with torch_npu's text
   }
 }
 

@@ -261,28 +261,6 @@ struct Direct<Op, Structured, Admits, at::Tensor&(at::Tensor&, Args...)> {
   }
 };
 
-// An operator whose CPU implementation is device-generic code around other operators or DispatchStubs
-// (relu is clamp_min, zero_ is fill_, fill_ a TensorIterator): it runs as on the CPU, its callees take their
-// own npu path. Observed, it takes the redirect and is seen as itself.
-template <class Op, auto Implementation, class Admits = AnyDtype, class Sig = typename Op::schema>
-struct Composite;
-template <class Op, auto Implementation, class Admits, class Ret, class... Args>
-struct Composite<Op, Implementation, Admits, Ret(Args...)> {
-  static Ret call(Args... args) {
-    Admission admission;
-    if (admitted<Op, Admits>(admission, args...)) {
-      try {
-        return Implementation(args...);
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text (the CPU's checks come before any write).
-      }
-    }
-    return Unboxed<Op>::call(args...);
-  }
-};
-
 // CPU implementations taking concrete sizes where the operator's schema has symbolic ones (eager npu
 // tensors always have concrete sizes).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& input, c10::SymIntArrayRef shape,

@@ -2,7 +2,11 @@
 // operators need around the redirect.
 #include "aten/UnboxedRedirect.h"
 
+#include "aten/DirectAdmission.h"
 #include "aten/DirectCopy.h"
+
+#include <ATen/ops/_to_copy_native.h>
+#include <ATen/ops/clone_native.h>
 
 #include <torch/library.h>
 
@@ -96,11 +100,9 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
     TORCH_WARN_ONCE("Device do not support double dtype now, dtype cast replace with float.");
     dtype = at::ScalarType::Float;
   }
-  if (auto on_device = to_copy_on_its_device(self, dtype, layout, device, pin_memory, non_blocking, memory_format)) {
-    return std::move(*on_device);
-  }
-  at::Tensor result =
-      Unboxed<at::_ops::_to_copy>::call(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+  // Staying on the device, it is the CPU's composite on the npu tensors (an empty tensor and copy_).
+  at::Tensor result = Composite<at::_ops::_to_copy, &at::native::_to_copy, StaysOnItsDevice>::call(
+      self, dtype, layout, device, pin_memory, non_blocking, memory_format);
   if (!non_blocking && device.has_value() && device->type() != self.device().type()) {
     host_waits_for_stream(from_npu ? self.device().index() : result.device().index());
   }
@@ -148,10 +150,7 @@ at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_
       return result;
     }
   }
-  if (auto on_device = clone_on_its_device(self, memory_format)) {
-    return std::move(*on_device);
-  }
-  return Unboxed<at::_ops::clone>::call(self, memory_format);
+  return Composite<at::_ops::clone, &at::native::clone>::call(self, memory_format);
 }
 
 }  // namespace
