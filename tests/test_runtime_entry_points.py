@@ -101,3 +101,95 @@ def test_reliability_and_housekeeping():
     with pytest.raises(Exception) as theirs:
         torch_npu.npu.set_op_timeout_ms(-1)
     assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+@pytest.fixture
+def core_limits():
+    from torch_npu.npu import npu_config
+
+    saved = dict(npu_config._device_limits), dict(npu_config._stream_limits)
+    yield
+    for live, kept in zip((npu_config._device_limits, npu_config._stream_limits), saved):
+        live.clear()
+        live.update(kept)
+
+
+def test_device_res_limits(core_limits):
+    # type 0 is cube cores, 1 vector cores (aclrtDevResLimitType); one kind per call
+    default = torch.npu.get_device_limit(0)
+    assert C._npu_get_device_res_limit(0, 0) == default["cube_core_num"]
+    assert C._npu_get_device_res_limit(0, 1) == default["vector_core_num"]
+    C._npu_set_device_res_limit(0, 0, 4)
+    assert torch.npu.get_device_limit(0) == {"cube_core_num": 4, "vector_core_num": default["vector_core_num"]}
+    C._npu_set_device_res_limit(0, 1, 6)
+    assert (C._npu_get_device_res_limit(0, 0), C._npu_get_device_res_limit(0, 1)) == (4, 6)
+    C._npu_reset_device_res_limit(0)
+    assert torch.npu.get_device_limit(0) == default
+
+
+def test_stream_res_limits(core_limits):
+    s = torch.npu.Stream()
+    parts = {"stream_id": s.stream_id, "device_index": s.device_index, "device_type": s.device_type}
+    C._npu_set_stream_res_limit(**parts, type=1, value=3)
+    assert torch.npu.get_stream_limit(s)["vector_core_num"] == 3 == C._npu_get_stream_res_limit(**parts, type=1)
+    assert C._npu_get_stream_res_limit(**parts, type=0) == torch.npu.get_device_limit(0)["cube_core_num"]
+    C._npu_reset_stream_res_limit(**parts)
+    assert torch.npu.get_stream_limit(s) == torch.npu.get_device_limit(0)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        ((0, 2, 1), ValueError, "resource limit type must be 0 (cube cores) or 1 (vector cores), but got 2"),
+        ((0, 0, 0), ValueError, "cube_num must be in [1, {cube_core_num}], but got 0"),
+        ((0, 1, 49), ValueError, "vector_num must be in [1, {vector_core_num}], but got 49"),
+        (("0", 0, 1), TypeError, "device must be an int, but got <class 'str'>"),
+    ],
+)
+def test_device_res_limit_refused(core_limits, args, error, message):
+    before = torch.npu.get_device_limit(0)
+    with pytest.raises(error) as raised:
+        C._npu_set_device_res_limit(*args)
+    assert str(raised.value).splitlines()[0] == message.format(**before)
+    assert torch.npu.get_device_limit(0) == before
+
+
+def test_raw_alloc_is_pool_memory():
+    torch.npu.synchronize()
+    before = torch.npu.memory_allocated(0)
+    ptr = C._npu_npuCachingAllocator_raw_alloc(1 << 20, C._npu_getCurrentRawStream(0))
+    assert ptr != 0 and torch.npu.memory_allocated(0) - before >= 1 << 20
+    assert ptr in {
+        b["address"] for seg in torch.npu.memory_snapshot() for b in seg["blocks"] if b["state"] == "active_allocated"
+    }
+    C._npu_npuCachingAllocator_raw_delete(ptr)
+    assert torch.npu.memory_allocated(0) == before
+    assert C._npu_npuCachingAllocator_raw_alloc(0, 0) == 0
+
+
+def test_overflow_flag():
+    C._enable_overflow_npu()
+    C._clear_overflow_npu()
+    assert C._check_overflow_npu() is False
+    torch.tensor([3e38], device="npu") * 10
+    assert C._check_overflow_npu() is True is torch_npu.npu._overflow.float_status()
+    C._clear_overflow_npu()
+    assert C._check_overflow_npu() is False
+
+
+def test_thread_affinity(monkeypatch):
+    import os
+
+    monkeypatch.setenv("CPU_AFFINITY_CONF", "1")
+    initial = os.sched_getaffinity(0)
+    core = min(initial)
+    try:
+        C._npu_set_thread_affinity(core, core)
+        assert os.sched_getaffinity(0) == {core}
+        C._npu_set_thread_affinity(-1, -1)  # the other threads' binding: the process's cores
+        assert os.sched_getaffinity(0) == initial
+        C._npu_set_thread_affinity(core, core)
+        C._npu_reset_thread_affinity()
+        assert os.sched_getaffinity(0) == initial
+    finally:
+        os.sched_setaffinity(0, initial)

@@ -207,6 +207,62 @@ def get_device_limit(device: int) -> dict:
     return {"cube_core_num": cube, "vector_core_num": vector}
 
 
+# The runtime's resource-limit entry points (torch_npu._C._npu_{set,get,reset}_{device,stream}_res_limit) name
+# the kind of core by aclrtDevResLimitType: 0 cube cores, 1 vector cores, one kind per call.
+_RES_LIMIT_KINDS = ("cube_num", "vector_num")
+
+
+def _res_limit_kind(kind):
+    if kind not in (0, 1) or isinstance(kind, bool):
+        raise ValueError(
+            f"resource limit type must be 0 (cube cores) or 1 (vector cores), but got {kind!r}"
+            + pta_error(ErrCode.VALUE)
+        )
+    return kind
+
+
+def _with_res_limit(limits, maxima, kind, value):
+    name, limit = _RES_LIMIT_KINDS[_res_limit_kind(kind)], maxima[kind]
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        raise ValueError(f"{name} must be in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE))
+    return tuple(value if i == kind else v for i, v in enumerate(limits))
+
+
+def _set_device_res_limit(device, kind, value) -> None:
+    index = torch_npu.npu.utils._valid_index(_int_device(device))
+    maxima = _core_counts()
+    _device_limits[index] = _with_res_limit(_device_limits.get(index, maxima), maxima, kind, value)
+
+
+def _get_device_res_limit(device, kind) -> int:
+    index = torch_npu.npu.utils._valid_index(_int_device(device))
+    return _device_limits.get(index, _core_counts())[_res_limit_kind(kind)]
+
+
+def _reset_device_res_limit(device) -> None:
+    _device_limits.pop(torch_npu.npu.utils._valid_index(_int_device(device)), None)
+
+
+def _stream_of(stream_id, device_index, device_type):
+    return torch_npu.npu.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+
+
+def _set_stream_res_limit(stream_id, device_index, device_type, type, value) -> None:
+    stream = _stream_of(stream_id, device_index, device_type)
+    maxima = tuple(get_device_limit(stream.device_index).values())
+    current = tuple(get_stream_limit(stream).values())
+    _stream_limits[_stream_key(stream)] = _with_res_limit(current, maxima, type, value)
+
+
+def _get_stream_res_limit(stream_id, device_index, device_type, type) -> int:
+    limits = get_stream_limit(_stream_of(stream_id, device_index, device_type))
+    return limits[("cube_core_num", "vector_core_num")[_res_limit_kind(type)]]
+
+
+def _reset_stream_res_limit(stream_id, device_index, device_type) -> None:
+    reset_stream_limit(_stream_of(stream_id, device_index, device_type))
+
+
 def _stream_key(stream):
     if not isinstance(stream, torch.Stream):
         raise TypeError(f"expected a torch_npu.npu.Stream, got {type(stream).__name__}" + pta_error(ErrCode.TYPE))

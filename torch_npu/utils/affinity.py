@@ -60,3 +60,9 @@ def reset_thread_affinity():
     """Give this thread back the cores the process started with."""
     if _initial is not None and _affinity_mode() != 0:
         os.sched_setaffinity(0, _initial)
+
+
+def _bind_core_range(core_start, core_end):
+    """torch_npu._C._npu_set_thread_affinity(core_start, core_end): cores [core_start, core_end], or with
+    core_start -1 the binding of the process's other threads (the cores it started with)."""
+    set_thread_affinity(None if core_start == -1 else [core_start, core_end])

@@ -102,6 +102,10 @@ void bind_graph_tree(py::module& m) {
         [](int device, const PoolHandle& pool, const std::unordered_set<uintptr_t>& ptrs) {
           return pool_allocations_are(device_index(device), std::get<1>(pool), ptrs);
         });
+  // Memory from the current device's pool outside any tensor, until raw_delete gives it back (the stream
+  // argument is the raw stream the caller will use it on; vnpu's pool does not keep blocks per stream).
+  m.def("_npu_npuCachingAllocator_raw_alloc",
+        [](size_t size, uintptr_t /*stream*/) { return reinterpret_cast<uintptr_t>(allocate_raw_block(size)); });
   m.def("_npu_npuCachingAllocator_raw_delete", [](uintptr_t ptr) { free_block_at(reinterpret_cast<void*>(ptr)); });
   m.def("_npu_isHistoryEnabled", &memory_history_enabled);
   m.def("_construct_NPU_Tensor_From_Storage_And_Metadata", &tensor_from_storage_and_metadata);

@@ -55,6 +55,17 @@ constexpr Delegate kDelegates[] = {
     {"_is_gte_cann_version", "torch_npu.npu.utils", "_is_gte_cann_version"},
     {"_npu_set_deterministic_level", "torch_npu.npu.deterministic", "set_deterministic_level"},
     {"_npu_get_deterministic_level", "torch_npu.npu.deterministic", "get_deterministic_level"},
+    {"_npu_set_device_res_limit", "torch_npu.npu.npu_config", "_set_device_res_limit"},
+    {"_npu_get_device_res_limit", "torch_npu.npu.npu_config", "_get_device_res_limit"},
+    {"_npu_reset_device_res_limit", "torch_npu.npu.npu_config", "_reset_device_res_limit"},
+    {"_npu_set_stream_res_limit", "torch_npu.npu.npu_config", "_set_stream_res_limit"},
+    {"_npu_get_stream_res_limit", "torch_npu.npu.npu_config", "_get_stream_res_limit"},
+    {"_npu_reset_stream_res_limit", "torch_npu.npu.npu_config", "_reset_stream_res_limit"},
+    {"_enable_overflow_npu", "torch_npu.npu._overflow", "_arm"},
+    {"_check_overflow_npu", "torch_npu.npu._overflow", "float_status"},
+    {"_clear_overflow_npu", "torch_npu.npu._overflow", "clear_float_status"},
+    {"_npu_set_thread_affinity", "torch_npu.utils.affinity", "_bind_core_range"},
+    {"_npu_reset_thread_affinity", "torch_npu.utils.affinity", "reset_thread_affinity"},
 };
 
 }  // namespace

@@ -112,6 +112,12 @@ bool pool_allocations_are(c10::DeviceIndex device, uint64_t pool, const std::uno
   return allocated == ptrs.size();
 }
 
+void* allocate_raw_block(size_t bytes) {
+  const auto device = current_device();
+  note_device_context(device);
+  return bytes == 0 ? nullptr : pool_allocate_block(bytes, device)->ptr;
+}
+
 void free_block_at(void* ptr) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   for (c10::DeviceIndex d = 0; d < device_count(); ++d) {

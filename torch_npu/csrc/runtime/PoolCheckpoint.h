@@ -42,6 +42,8 @@ std::shared_ptr<PoolCheckpoint> pool_checkpoint(c10::DeviceIndex device, uint64_
 CheckpointDelta restore_pool_checkpoint(const PoolCheckpoint& checkpoint);
 // True when the pool's allocated blocks are exactly those at `ptrs`.
 bool pool_allocations_are(c10::DeviceIndex device, uint64_t pool, const std::unordered_set<uintptr_t>& ptrs);
+// A block of the current device's pool held by no tensor (nullptr for 0 bytes); free_block_at returns it.
+void* allocate_raw_block(size_t bytes);
 // Frees the allocated block that starts at `ptr`, on whatever device (raises if there is none).
 void free_block_at(void* ptr);
 
