@@ -193,3 +193,47 @@ def test_thread_affinity(monkeypatch):
         assert os.sched_getaffinity(0) == initial
     finally:
         os.sched_setaffinity(0, initial)
+
+
+def test_out_of_memory_observer():
+    # observers stay attached for the life of the process: a fresh interpreter keeps this worker's OOMs plain
+    from subprocess_helpers import run_python
+
+    proc = run_python("""
+        import json, torch, torch_npu
+
+        calls = []
+
+        def observer(device, alloc, device_total, device_free):
+            snapshot = torch.npu.memory._snapshot()  # what programs do here: the allocator must not be locked
+            calls.append([device, alloc, device_total, device_free, torch.npu.memory_reserved(device),
+                          len(snapshot["segments"])])
+
+        torch_npu._C._npu_attach_out_of_memory_observer(observer)
+        keep = torch.empty(1 << 20, device="npu")
+        assert calls == []
+        try:
+            torch.empty(1 << 45, dtype=torch.uint8, device="npu")
+        except torch.OutOfMemoryError as e:
+            message = str(e).splitlines()[0]
+
+        def failing(*args):
+            raise ValueError("observer failed")
+
+        torch_npu._C._npu_attach_out_of_memory_observer(failing)
+        try:
+            torch.empty(1 << 45, dtype=torch.uint8, device="npu")
+        except ValueError as e:
+            replaced = str(e)
+        capacity = torch.npu.get_device_properties(0).total_memory
+        print(json.dumps([calls, message, replaced, capacity, torch.npu.memory_stats()["num_ooms"]]))
+    """)
+    import json
+
+    calls, message, replaced, capacity, ooms = json.loads(proc.stdout.splitlines()[-1])
+    (device, alloc, total, free, reserved, segments), second = calls
+    assert (device, alloc, total) == (0, 1 << 45, capacity)
+    assert free == total - reserved and segments >= 1
+    assert second[:3] == [0, 1 << 45, capacity]
+    assert message.startswith("NPU out of memory. Tried to allocate 32768.00 GiB (NPU 0; ")
+    assert replaced == "observer failed" and ooms == 2

@@ -5,6 +5,7 @@
 #include "runtime/AllocatorConfig.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/MemoryHistory.h"
+#include "runtime/OomObservers.h"
 #include "runtime/PinnedHostAllocator.h"
 #include "runtime/PluggableAllocator.h"
 #include "runtime/ProfilerMemory.h"
@@ -164,6 +165,15 @@ void bind_memory(py::module& m) {
   m.def("_empty_pinned_cache", &empty_pinned_cache);
   // torch_npu's name for it (torch._C._host_emptyCache on CUDA)
   m.def("_npu_hostEmptyCache", &empty_pinned_cache);
+  m.def("_npu_attach_out_of_memory_observer", [](py::object observer) {
+    // kept for the life of the process, as torch_npu keeps it (the interpreter may be gone at exit)
+    PyObject* fn = observer.release().ptr();
+    attach_oom_observer([fn](int64_t device, int64_t alloc, int64_t device_total, int64_t device_free) {
+      py::gil_scoped_acquire gil;
+      py::handle observer_fn(fn);
+      observer_fn(device, alloc, device_total, device_free);
+    });
+  });
   m.def("_reset_pinned_host_peaks", &reset_pinned_host_peaks);
   m.def("_reset_pinned_host_accumulated", &reset_pinned_host_accumulated);
 }

@@ -9,6 +9,7 @@
 #include "runtime/DeviceTrace.h"
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
+#include "runtime/OomObservers.h"
 #include "runtime/PluggableAllocator.h"
 #include "runtime/ProcessRegistry.h"
 #include "runtime/ProfilerMemory.h"
@@ -493,6 +494,13 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
     std::unique_lock<SpinLock> guard(st.lock);
     try {
       block = allocate_block(st, device, bytes, current_thread_pool(device), for_kernel);
+    } catch (const c10::OutOfMemoryError&) {
+      const int64_t total = allowed_bytes(st);
+      const int64_t free = std::max<int64_t>(total - current(st.stats.reserved_bytes), 0);
+      guard.unlock();
+      flush_events();
+      notify_oom_observers(device, static_cast<int64_t>(bytes), total, free);
+      throw;
     } catch (...) {
       guard.unlock();
       flush_events();
