@@ -1,6 +1,8 @@
 """PYTORCH_NPU_ALLOC_CONF: the settings the caching allocator honours (read in a fresh interpreter, as the
 allocator reads them once) and the clear error each invalid one gives, in torch_npu's words."""
 
+import json
+
 import pytest
 from subprocess_helpers import run_python
 
@@ -79,3 +81,49 @@ def test_invalid_alloc_conf_is_a_clear_error(conf, error, message):
         env={"PYTORCH_NPU_ALLOC_CONF": conf},
     )
     assert proc.stdout.strip().splitlines() == [f"{error} {message}"] * 2
+
+
+def test_settings_changed_at_run_time():
+    # torch.npu.memory._set_allocator_settings: the keys given replace theirs, the others stay, allocations from then
+    # on follow them; invalid settings raise and change nothing (a fresh interpreter: the settings are per process)
+    proc = run_python(
+        """
+        import json, torch, torch_npu
+        from torch_npu import _C
+        out = {}
+        def large():  # 1.3 MiB, large pool: reserves one segment of large_segment_size
+            x = torch.empty(1363148, dtype=torch.uint8, device="npu")
+            reserved = torch.npu.memory_reserved()
+            del x
+            torch.npu.empty_cache()
+            return reserved
+        out["before"] = large()
+        torch.npu.memory._set_allocator_settings("large_segment_size_mb:40")
+        out["after"] = large()
+        torch.npu.memory._set_allocator_settings("max_split_size_mb:100")
+        config = _C._allocator_config()
+        out["kept"] = [config["large_segment_size"], config["max_split_size"], config["source"]]
+        for bad in ("foo:1", "expandable_segments:True"):  # the second conflicts with max_split_size_mb
+            try:
+                torch.npu.memory._set_allocator_settings(bad)
+            except (ValueError, RuntimeError) as e:
+                out[bad] = [type(e).__name__, str(e).splitlines()[0]]
+        out["unchanged"] = _C._allocator_config() == config
+        torch.npu.memory._set_allocator_settings("per_process_memory_fraction:0.001")
+        try:
+            torch.empty(1 << 30, dtype=torch.uint8, device="npu")
+        except torch.OutOfMemoryError as e:
+            out["fraction"] = "allowed" in str(e)
+        print(json.dumps(out))
+        """
+    )
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert (out["before"], out["after"]) == (20 << 20, 40 << 20)
+    assert out["kept"] == [40 << 20, 100 << 20, "torch_npu.npu.memory._set_allocator_settings"]
+    assert out["foo:1"] == ["ValueError", "Unrecognized key 'foo' in NPU allocator config."]
+    assert out["expandable_segments:True"] == [
+        "RuntimeError",
+        "`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with `expandable_segments`, "
+        "please set `expandable_segments` to `False`.",
+    ]
+    assert out["unchanged"] is True and out["fraction"] is True

@@ -190,6 +190,13 @@ def memory_snapshot() -> list[dict]:
 _backend = "native"
 
 
+def _set_allocator_settings(env: str) -> None:
+    """Change allocator settings at run time, in PYTORCH_NPU_ALLOC_CONF's syntax ("expandable_segments:True",
+    "garbage_collection_threshold:0.8,max_split_size_mb:64"): the keys given replace theirs, the others stay;
+    allocations from then on follow them."""
+    _C._npu_npuCachingAllocator_set_allocator_settings(env)
+
+
 def get_allocator_backend() -> str:
     """The allocator in use: "native" (the caching allocator) or "pluggable" after
     change_current_allocator()."""

@@ -5,8 +5,11 @@
 #include <c10/util/llvmMathExtras.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 
 namespace vnpu {
 namespace {
@@ -92,6 +95,13 @@ size_t parse_roundup(const Tokens& t, size_t i, AllocatorConfig& c) {
   return i;
 }
 
+void note_without_effect(AllocatorConfig& c, const std::string& key) {
+  auto& keys = c.accepted_without_effect;
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    keys.push_back(key);
+  }
+}
+
 AllocatorConfig from_environment() {
   const char* npu = std::getenv("PYTORCH_NPU_ALLOC_CONF");
   const char* generic = std::getenv("PYTORCH_ALLOC_CONF");
@@ -114,7 +124,10 @@ AllocatorConfig from_environment() {
 }  // namespace
 
 AllocatorConfig parse_allocator_config(const std::string& text, const std::string& source) {
-  AllocatorConfig c;
+  return apply_allocator_settings(AllocatorConfig(), text, source);
+}
+
+AllocatorConfig apply_allocator_settings(AllocatorConfig c, const std::string& text, const std::string& source) {
   c.source = source;
   c.text = text;
   Tokens t(text);
@@ -178,16 +191,16 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
       c.base_addr_aligned_size = std::stoull(v) * 1024;
     } else if (key == "page_size") {
       TORCH_CHECK(value_at(t, i, key) == "1g", "Unsupported page_size value: ", t[i]);
-      c.accepted_without_effect.push_back(key);
+      note_without_effect(c, key);
     } else if (key == "multi_stream_lazy_reclaim" || key == "pinned_use_background_threads" ||
                key == "pin_memory_expandable_segments" || key == "pinned_mem_register" ||
                key == "release_lock_on_npumalloc" || key == "throw_on_npumalloc_oom") {
       parse_bool(t, i, key);
-      c.accepted_without_effect.push_back(key);
+      note_without_effect(c, key);
     } else if (key == "pinned_max_round_threshold_mb" || key == "pinned_max_cached_size_mb" ||
                key == "pinned_reserve_segment_size_mb") {
       TORCH_CHECK(is_digits(value_at(t, i, key)), "CachingAllocator option ", key, " is invalid: '", t[i], "'");
-      c.accepted_without_effect.push_back(key);
+      note_without_effect(c, key);
     }
     if (i + 1 < t.size()) {
       TORCH_CHECK(t[i + 1] == ",", "Error parsing NPU allocator config, expected ',' after the value of ", key);
@@ -204,9 +217,29 @@ AllocatorConfig parse_allocator_config(const std::string& text, const std::strin
   return c;
 }
 
+namespace {
+
+std::mutex g_settings_mutex;
+std::atomic<const AllocatorConfig*> g_settings{nullptr};
+
+const AllocatorConfig* environment_settings() {
+  static const AllocatorConfig* from_env = new AllocatorConfig(from_environment());
+  return from_env;
+}
+
+}  // namespace
+
 const AllocatorConfig& allocator_config() {
-  static const AllocatorConfig config = from_environment();
-  return config;
+  const AllocatorConfig* settings = g_settings.load(std::memory_order_acquire);
+  return settings != nullptr ? *settings : *environment_settings();
+}
+
+void set_allocator_settings(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_settings_mutex);
+  auto next = std::make_unique<AllocatorConfig>(
+      apply_allocator_settings(allocator_config(), text, "torch_npu.npu.memory._set_allocator_settings"));
+  // The settings replaced stay allocated: an allocation in progress may still read them.
+  g_settings.store(next.release(), std::memory_order_release);
 }
 
 size_t roundup_power2_divisions(const AllocatorConfig& config, size_t size) {

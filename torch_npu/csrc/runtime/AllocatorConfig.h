@@ -26,11 +26,18 @@ struct AllocatorConfig {
   std::string text;    // its value
 };
 
-// Parsed once from the environment; throws (RuntimeError/ValueError) on invalid settings.
+// The settings in force: parsed from the environment on first use (throws RuntimeError/ValueError on invalid
+// settings), then as changed by set_allocator_settings.
 const AllocatorConfig& allocator_config();
 
-// Parses a settings string (for tests and torch_npu.npu.memory._set_allocator_settings).
+// torch_npu.npu.memory._set_allocator_settings: the keys given replace theirs in the settings in force, with the
+// environment's syntax and checks; allocations from then on follow them (segments already mapped stay as they
+// are). Invalid settings raise and change nothing.
+void set_allocator_settings(const std::string& text);
+
+// Parses a settings string onto the defaults, or onto `base`.
 AllocatorConfig parse_allocator_config(const std::string& text, const std::string& source);
+AllocatorConfig apply_allocator_settings(AllocatorConfig base, const std::string& text, const std::string& source);
 
 size_t roundup_power2_divisions(const AllocatorConfig& config, size_t size);
 
