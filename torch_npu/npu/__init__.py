@@ -97,7 +97,7 @@ def init() -> None:
     _lazy_init()
 
 
-from torch_npu.npu import aclnn, amp, npugraph_ex  # noqa: E402,F401
+from torch_npu.npu import aclnn, amp, backends, npugraph_ex  # noqa: E402,F401
 from torch_npu.npu._host_func import (  # noqa: E402, F401 (torch_npu.npu's private host-function API)
     _launch_host_func,
     _subscribe_report,

@@ -4,6 +4,7 @@
 // that function; the few with a direct counterpart in the C++ core call the core.
 #include "python/Bindings.h"
 
+#include "aten/FftPlans.h"
 #include "aten/HostSync.h"
 #include "runtime/Device.h"
 #include "runtime/SocProfile.h"
@@ -81,6 +82,10 @@ void bind_runtime_entry_points(py::module& m) {
     });
   }
   m.def("_npu_get_soc_version", [] { return vnpu::soc_profile().version; });
+  m.def("_npu_set_fft_plan_cache_max_size", &vnpu::set_fft_plan_cache_max_size);
+  m.def("_npu_get_fft_plan_cache_max_size", &vnpu::fft_plan_cache_max_size);
+  m.def("_npu_get_fft_plan_cache_size", &vnpu::fft_plan_cache_size);
+  m.def("_npu_clear_fft_plan_cache", &vnpu::clear_fft_plan_cache);
   // the current device without initialising the runtime (torch_npu: aclrtGetDevice's answer)
   m.def("_npu_getLocalDevice", [] { return static_cast<int>(vnpu::current_device()); });
   m.def("_npu_getDeviceWithoutSet", [] { return static_cast<int>(vnpu::current_device()); });
