@@ -94,6 +94,7 @@ def test_deterministic_level():
 
 def test_reliability_and_housekeeping():
     assert C._npu_stress_detect() == torch_npu.npu.stress_detect()
+    assert C._npu_check_uce_in_memory(0) == 0 and C._npu_get_uce_addr() == []  # vnpu memory has no UCE
     C._npu_ipc_collect()
     C._npu_set_op_timeout_ms(1000)
     with pytest.raises(Exception) as ours:

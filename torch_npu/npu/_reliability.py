@@ -23,6 +23,12 @@ def check_uce_in_memory(device_id: int) -> int:
     return 0
 
 
+def _uce_addresses() -> list:
+    """The memory regions ({"ptr", "size"}) with uncorrectable errors the last check_uce_in_memory found
+    (torch_npu._C._npu_get_uce_addr): none on vnpu."""
+    return []
+
+
 def stop_device(device_id: int) -> None:
     """Stop a device: every operation on it raises until restart_device(). Returns 0 on success."""
     _C._set_device_stopped(torch_npu.npu.utils._valid_index(device_id), True)

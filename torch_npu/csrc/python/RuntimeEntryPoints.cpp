@@ -34,6 +34,7 @@ constexpr Delegate kDelegates[] = {
     {"_npu_stopDevice", "torch_npu.npu._reliability", "stop_device"},
     {"_npu_restart_device", "torch_npu.npu._reliability", "restart_device"},
     {"_npu_check_uce_in_memory", "torch_npu.npu._reliability", "check_uce_in_memory"},
+    {"_npu_get_uce_addr", "torch_npu.npu._reliability", "_uce_addresses"},
     {"_npu_stress_detect", "torch_npu.npu._reliability", "stress_detect"},
     {"_npu_set_op_timeout_ms", "torch_npu.npu._reliability", "set_op_timeout_ms"},
     {"_npu_isCurrentStreamCapturing", "torch_npu.npu", "is_current_stream_capturing"},
