@@ -203,13 +203,21 @@ def test_out_of_memory_observer():
     proc = run_python("""
         import json, torch, torch_npu
 
+        import os, pickle, tempfile
+
         calls = []
+        dump = os.path.join(tempfile.mkdtemp(), "oom.pickle")
 
         def observer(device, alloc, device_total, device_free):
-            snapshot = torch.npu.memory._snapshot()  # what programs do here: the allocator must not be locked
+            # what memory profilers do here (the allocator must not be locked): dump the history
+            torch.npu.memory._dump_snapshot(dump)
+            with open(dump, "rb") as f:
+                snapshot = pickle.load(f)
+            actions = [e["action"] for e in snapshot["device_traces"][device]]
             calls.append([device, alloc, device_total, device_free, torch.npu.memory_reserved(device),
-                          len(snapshot["segments"])])
+                          len(snapshot["segments"]), actions[-1]])
 
+        torch.npu.memory._record_memory_history(max_entries=1000)
         torch_npu._C._npu_attach_out_of_memory_observer(observer)
         keep = torch.empty(1 << 20, device="npu")
         assert calls == []
@@ -232,9 +240,9 @@ def test_out_of_memory_observer():
     import json
 
     calls, message, replaced, capacity, ooms = json.loads(proc.stdout.splitlines()[-1])
-    (device, alloc, total, free, reserved, segments), second = calls
+    (device, alloc, total, free, reserved, segments, last_action), second = calls
     assert (device, alloc, total) == (0, 1 << 45, capacity)
-    assert free == total - reserved and segments >= 1
+    assert free == total - reserved and segments >= 1 and last_action == "oom"
     assert second[:3] == [0, 1 << 45, capacity]
     assert message.startswith("NPU out of memory. Tried to allocate 32768.00 GiB (NPU 0; ")
     assert replaced == "observer failed" and ooms == 2
