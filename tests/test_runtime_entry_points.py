@@ -169,13 +169,22 @@ def test_raw_alloc_is_pool_memory():
 
 
 def test_overflow_flag():
-    C._enable_overflow_npu()
-    C._clear_overflow_npu()
-    assert C._check_overflow_npu() is False
-    torch.tensor([3e38], device="npu") * 10
-    assert C._check_overflow_npu() is True is torch_npu.npu._overflow.float_status()
-    C._clear_overflow_npu()
-    assert C._check_overflow_npu() is False
+    # a fresh interpreter: watching for the flag observes every operator from then on
+    from subprocess_helpers import run_python
+
+    proc = run_python("""
+        import torch, torch_npu
+        C = torch_npu._C
+        C._enable_overflow_npu()
+        C._clear_overflow_npu()
+        flags = [C._check_overflow_npu()]
+        torch.tensor([3e38], device="npu") * 10
+        flags += [C._check_overflow_npu(), torch_npu.npu._overflow.float_status()]
+        C._clear_overflow_npu()
+        flags.append(C._check_overflow_npu())
+        print(flags)
+    """)
+    assert proc.stdout.splitlines()[-1] == "[False, True, True, False]"
 
 
 def test_thread_affinity(monkeypatch):
