@@ -127,3 +127,33 @@ def test_settings_changed_at_run_time():
         "please set `expandable_segments` to `False`.",
     ]
     assert out["unchanged"] is True and out["fraction"] is True
+
+
+def test_pytorchs_device_generic_entry_reaches_the_npu_settings():
+    # torch._C._accelerator_setAllocatorSettings (what torch.cuda.memory._set_allocator_settings calls, so code
+    # migrated from CUDA) hands the string to the device's parser, as it does to torch_npu's
+    proc = run_python(
+        """
+        import json, warnings, torch, torch_npu
+        from torch_npu import _C
+        out = {}
+        torch._C._accelerator_setAllocatorSettings("large_segment_size_mb:40")  # a key only NPU settings have
+        x = torch.empty(1363148, dtype=torch.uint8, device="npu")
+        out["reserved"] = torch.npu.memory_reserved()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+        config = _C._allocator_config()
+        out["config"] = [config["large_segment_size"], config["expandable_segments"], config["source"]]
+        try:
+            torch._C._accelerator_setAllocatorSettings("foo:1")
+        except ValueError as e:
+            out["error"] = str(e).splitlines()[0]
+        out["unchanged"] = _C._allocator_config() == config
+        print(json.dumps(out))
+        """
+    )
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["reserved"] == 40 << 20
+    assert out["config"] == [40 << 20, True, "torch._C._accelerator_setAllocatorSettings"]
+    assert out["error"] == "Unrecognized key 'foo' in Accelerator allocator config." and out["unchanged"] is True

@@ -165,7 +165,7 @@ void bind_memory(py::module& m) {
   m.def("_empty_pinned_cache", &empty_pinned_cache);
   // torch_npu's name for it (torch._C._host_emptyCache on CUDA)
   m.def("_npu_hostEmptyCache", &empty_pinned_cache);
-  m.def("_npu_npuCachingAllocator_set_allocator_settings", &set_allocator_settings);
+  m.def("_npu_npuCachingAllocator_set_allocator_settings", [](const std::string& env) { set_allocator_settings(env); });
   m.def("_npu_attach_out_of_memory_observer", [](py::object observer) {
     // kept for the life of the process, as torch_npu keeps it (the interpreter may be gone at exit)
     PyObject* fn = observer.release().ptr();

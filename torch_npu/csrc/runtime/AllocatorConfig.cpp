@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
+#include <vector>
 
 namespace vnpu {
 namespace {
@@ -95,6 +97,29 @@ size_t parse_roundup(const Tokens& t, size_t i, AllocatorConfig& c) {
   return i;
 }
 
+const std::vector<std::string>& known_keys() {
+  static const std::vector<std::string> keys = {"max_split_size_mb",
+                                                "max_non_split_rounding_mb",
+                                                "garbage_collection_threshold",
+                                                "expandable_segments",
+                                                "roundup_power2_divisions",
+                                                "large_segment_size_mb",
+                                                "segment_size_mb",
+                                                "per_process_memory_fraction",
+                                                "base_addr_aligned_kb",
+                                                "page_size",
+                                                "multi_stream_lazy_reclaim",
+                                                "pinned_use_background_threads",
+                                                "pin_memory_expandable_segments",
+                                                "pinned_mem_register",
+                                                "release_lock_on_npumalloc",
+                                                "throw_on_npumalloc_oom",
+                                                "pinned_max_round_threshold_mb",
+                                                "pinned_max_cached_size_mb",
+                                                "pinned_reserve_segment_size_mb"};
+  return keys;
+}
+
 void note_without_effect(AllocatorConfig& c, const std::string& key) {
   auto& keys = c.accepted_without_effect;
   if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -132,25 +157,7 @@ AllocatorConfig apply_allocator_settings(AllocatorConfig c, const std::string& t
   c.text = text;
   Tokens t(text);
   bool large_segment_given = false;  // large_segment_size_mb outranks the deprecated segment_size_mb
-  static const std::vector<std::string> known = {"max_split_size_mb",
-                                                 "max_non_split_rounding_mb",
-                                                 "garbage_collection_threshold",
-                                                 "expandable_segments",
-                                                 "roundup_power2_divisions",
-                                                 "large_segment_size_mb",
-                                                 "segment_size_mb",
-                                                 "per_process_memory_fraction",
-                                                 "base_addr_aligned_kb",
-                                                 "page_size",
-                                                 "multi_stream_lazy_reclaim",
-                                                 "pinned_use_background_threads",
-                                                 "pin_memory_expandable_segments",
-                                                 "pinned_mem_register",
-                                                 "release_lock_on_npumalloc",
-                                                 "throw_on_npumalloc_oom",
-                                                 "pinned_max_round_threshold_mb",
-                                                 "pinned_max_cached_size_mb",
-                                                 "pinned_reserve_segment_size_mb"};
+  const auto& known = known_keys();
   for (size_t i = 0; i < t.size(); ++i) {
     const std::string key = t[i];
     TORCH_CHECK_VALUE(std::find(known.begin(), known.end(), key) != known.end(), "Unrecognized key '", key,
@@ -234,13 +241,35 @@ const AllocatorConfig& allocator_config() {
   return settings != nullptr ? *settings : *environment_settings();
 }
 
-void set_allocator_settings(const std::string& text) {
+void set_allocator_settings(const std::string& text, const std::string& source) {
   std::lock_guard<std::mutex> lock(g_settings_mutex);
-  auto next = std::make_unique<AllocatorConfig>(
-      apply_allocator_settings(allocator_config(), text, "torch_npu.npu.memory._set_allocator_settings"));
+  auto next = std::make_unique<AllocatorConfig>(apply_allocator_settings(allocator_config(), text, source));
   // The settings replaced stay allocated: an allocation in progress may still read them.
   g_settings.store(next.release(), std::memory_order_release);
 }
+
+namespace {
+
+// PyTorch's device-generic entry, torch._C._accelerator_setAllocatorSettings (which
+// torch.cuda.memory._set_allocator_settings calls, so migrated CUDA code too), parses the keys every
+// accelerator shares and hands the whole string to the device's parser hook, as it does torch_npu's; the
+// keys only NPU settings have are registered with it so that it accepts them.
+const bool kAcceleratorHookRegistered = [] {
+  using c10::CachingAllocator::AcceleratorAllocatorConfig;
+  std::unordered_set<std::string> npu_only;
+  const auto& shared = AcceleratorAllocatorConfig::getKeys();
+  for (const auto& key : known_keys()) {
+    if (shared.count(key) == 0) {
+      npu_only.insert(key);
+    }
+  }
+  AcceleratorAllocatorConfig::registerDeviceConfigParserHook(
+      [](const std::string& env) { set_allocator_settings(env, "torch._C._accelerator_setAllocatorSettings"); },
+      npu_only);
+  return true;
+}();
+
+}  // namespace
 
 size_t roundup_power2_divisions(const AllocatorConfig& config, size_t size) {
   const size_t log_size = 63 - c10::llvm::countLeadingZeros(static_cast<uint64_t>(size));

@@ -32,8 +32,9 @@ const AllocatorConfig& allocator_config();
 
 // torch_npu.npu.memory._set_allocator_settings: the keys given replace theirs in the settings in force, with the
 // environment's syntax and checks; allocations from then on follow them (segments already mapped stay as they
-// are). Invalid settings raise and change nothing.
-void set_allocator_settings(const std::string& text);
+// are). Invalid settings raise and change nothing. torch._C._accelerator_setAllocatorSettings reaches it too.
+void set_allocator_settings(const std::string& text,
+                            const std::string& source = "torch_npu.npu.memory._set_allocator_settings");
 
 // Parses a settings string onto the defaults, or onto `base`.
 AllocatorConfig parse_allocator_config(const std::string& text, const std::string& source);
