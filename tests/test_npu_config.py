@@ -267,6 +267,11 @@ CONFIG_ERRORS = [
         ValueError,
         "cube_num must be -1 (no limit) or in [1, 24], but got 0",
     ),
+    (
+        lambda: torch.npu.set_device_limit(0, vector_num=49),  # refused before anything is stored
+        ValueError,
+        "vector_num must be -1 (no limit) or in [1, 48], but got 49",
+    ),
     (lambda: torch.npu.get_stream_limit(3), TypeError, "expected a torch_npu.npu.Stream, got int"),
     (lambda: torch.npu.use_compatible_impl(1), TypeError, "is_enable must be a bool, but got <class 'int'>"),
     (

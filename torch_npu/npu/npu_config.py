@@ -186,13 +186,20 @@ def set_device_limit(*args, **kwargs) -> None:
     if index in _device_limits:
         raise RuntimeError(f"set_device_limit can only be called once for npu:{index}" + pta_error(ErrCode.PARAM))
     cube_max, vector_max = _core_counts()
-    cube, vector = values.get("cube_num", -1), values.get("vector_num", -1)
-    for name, value, limit in (("cube_num", cube, cube_max), ("vector_num", vector, vector_max)):
-        if not isinstance(value, int) or value == 0 or value < -1 or value > limit:
-            raise ValueError(
-                f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE)
-            )
-    _device_limits[index] = (cube_max if cube == -1 else cube, vector_max if vector == -1 else vector)
+    _device_limits[index] = (
+        _core_count("cube_num", values.get("cube_num", -1), cube_max),
+        _core_count("vector_num", values.get("vector_num", -1), vector_max),
+    )
+
+
+def _core_count(name, value, limit, unlimited_ok=True):
+    """The cores a limit grants: `value` checked against the hardware's `limit` (-1: all of them, where allowed)."""
+    if unlimited_ok and value == -1 and not isinstance(value, bool):
+        return limit
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        allowed = f"-1 (no limit) or in [1, {limit}]" if unlimited_ok else f"in [1, {limit}]"
+        raise ValueError(f"{name} must be {allowed}, but got {value}" + pta_error(ErrCode.VALUE))
+    return value
 
 
 def _int_device(device):
@@ -222,10 +229,8 @@ def _res_limit_kind(kind):
 
 
 def _with_res_limit(limits, maxima, kind, value):
-    name, limit = _RES_LIMIT_KINDS[_res_limit_kind(kind)], maxima[kind]
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
-        raise ValueError(f"{name} must be in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE))
-    return tuple(value if i == kind else v for i, v in enumerate(limits))
+    count = _core_count(_RES_LIMIT_KINDS[_res_limit_kind(kind)], value, maxima[kind], unlimited_ok=False)
+    return tuple(count if i == kind else v for i, v in enumerate(limits))
 
 
 def _set_device_res_limit(device, kind, value) -> None:
@@ -255,8 +260,7 @@ def _set_stream_res_limit(stream_id, device_index, device_type, type, value) -> 
 
 
 def _get_stream_res_limit(stream_id, device_index, device_type, type) -> int:
-    limits = get_stream_limit(_stream_of(stream_id, device_index, device_type))
-    return limits[("cube_core_num", "vector_core_num")[_res_limit_kind(type)]]
+    return tuple(get_stream_limit(_stream_of(stream_id, device_index, device_type)).values())[_res_limit_kind(type)]
 
 
 def _reset_stream_res_limit(stream_id, device_index, device_type) -> None:
@@ -272,17 +276,9 @@ def _stream_key(stream):
 def set_stream_limit(stream: torch.Stream, cube_num: int = -1, vector_num: int = -1) -> None:
     key = _stream_key(stream)
     limits = get_device_limit(stream.device_index)
-    for name, value, limit in (
-        ("cube_num", cube_num, limits["cube_core_num"]),
-        ("vector_num", vector_num, limits["vector_core_num"]),
-    ):
-        if not isinstance(value, int) or value == 0 or value < -1 or value > limit:
-            raise ValueError(
-                f"{name} must be -1 (no limit) or in [1, {limit}], but got {value}" + pta_error(ErrCode.VALUE)
-            )
     _stream_limits[key] = (
-        limits["cube_core_num"] if cube_num == -1 else cube_num,
-        limits["vector_core_num"] if vector_num == -1 else vector_num,
+        _core_count("cube_num", cube_num, limits["cube_core_num"]),
+        _core_count("vector_num", vector_num, limits["vector_core_num"]),
     )
 
 
