@@ -4,31 +4,21 @@ A hook on a tensor's gradient takes the gradient's norm and runs `_npu_silent_ch
 (previous, smallest and largest norm). The first checks only build the history: a gradient is judged once the
 detector has seen `_MIN_STEPS` rounds of checks. float16 gradients are judged only after set_asd_loss_scale()
 (they are unscaled by it first). NPU_ASD_UPPER_THRESH / NPU_ASD_SIGMA_THRESH ("<level 1>,<level 2>", each at
-least 3, level 1 above level 2) set the absolute and relative thresholds; unusable values fall back to the
-defaults. With NPU_ASD_ENABLE=1, layer_norm inputs and embedding weights get the hook at every call (the patch
-registry installs that).
+least 3, level 1 above level 2, read once) set the absolute and relative thresholds; unusable values fall back
+to the defaults (1000000,10000 and 100000,5000). With NPU_ASD_ENABLE=1, layer_norm inputs and embedding weights
+get the hook at every call (the patch registry installs that).
 """
 
 import os
 
 import torch
 
+import torch_npu
 from torch_npu.utils._error_code import ErrCode, pta_error
 
 __all__ = []
 
 _MIN_STEPS = 7
-_UPPER_DEFAULT, _SIGMA_DEFAULT = "1000000,10000", "100000,5000"
-
-
-def _thresholds(variable, default, minimum=3):
-    parts = [part.strip() for part in os.environ.get(variable, default).split(",")]
-    if len(parts) != 2 or not all(part.isdigit() for part in parts):
-        parts = default.split(",")
-    values = [max(int(part), minimum) for part in parts]
-    if values[0] <= values[1]:
-        values = [int(part) for part in default.split(",")]
-    return values
 
 
 class _History:
@@ -38,8 +28,7 @@ class _History:
         self.pre_val = torch.tensor(0.0, device=device)
         self.min_val = torch.tensor(1e10, device=device)
         self.max_val = torch.tensor(-1e10, device=device)
-        self.upper = _thresholds("NPU_ASD_UPPER_THRESH", _UPPER_DEFAULT)
-        self.sigma = _thresholds("NPU_ASD_SIGMA_THRESH", _SIGMA_DEFAULT)
+        self.upper, self.sigma = torch_npu._C._silent_check_thresholds()
 
 
 class SilentFaultDetector:

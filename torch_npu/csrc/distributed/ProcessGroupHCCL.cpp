@@ -247,6 +247,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::broadcast(std::vector<at::Tenso
                                                            const c10d::BroadcastOptions& opts) {
   CollectiveScope scope("broadcast", comm_name(), getRank(), getSize(), tensors, static_cast<int>(opts.rootRank));
   check_in_step("broadcast", tensors, -1);
+  silent_check_.before("broadcast", tensors);
   auto h = hosts(tensors);
   if (intra_host_ && h.size() == 1) {
     const at::Tensor data = h[0];
@@ -261,6 +262,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allreduce(std::vector<at::Tenso
                                                            const c10d::AllreduceOptions& opts) {
   CollectiveScope scope("allreduce", comm_name(), getRank(), getSize(), tensors);
   check_in_step("allreduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
+  silent_check_.before("allreduce", tensors);
   TORCH_CHECK(!tensors.empty(), "allreduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
   for (auto& t : tensors) {
@@ -306,6 +308,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::reduce(std::vector<at::Tensor>&
                                                         const c10d::ReduceOptions& opts) {
   CollectiveScope scope("reduce", comm_name(), getRank(), getSize(), tensors, static_cast<int>(opts.rootRank));
   check_in_step("reduce", tensors, static_cast<int64_t>(opts.reduceOp.op_));
+  silent_check_.before("reduce", tensors);
   TORCH_CHECK(!tensors.empty(), "reduce needs a tensor");
   const Reduction r = reduction_for(opts.reduceOp, tensors[0].scalar_type());
   for (auto& t : tensors) {
@@ -338,6 +341,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
                                                            const c10d::AllgatherOptions& opts) {
   CollectiveScope scope("allgather", comm_name(), getRank(), getSize(), inputs);
   check_in_step("allgather", inputs, -1);
+  silent_check_.before("allgather", inputs);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   if (intra_host_ && hi.size() == 1 && ho.size() == 1 && static_cast<int>(ho[0].size()) == getSize() &&
@@ -365,6 +369,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
                                                                  const c10d::AllgatherOptions& opts) {
   CollectiveScope scope("allgather", comm_name(), getRank(), getSize(), {input});
   check_in_step("allgather_into_tensor", {input}, -1);
+  silent_check_.before("allgather_into_tensor", {input});
   // gloo's allgather into world_size views of the output ([world * n] or [world, ...] alike).
   TORCH_CHECK(output.is_contiguous() && output.numel() == input.numel() * getSize(),
               "allgather_into_tensor: the output must be contiguous with world_size * ", input.numel(),
@@ -403,6 +408,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<
                                                         const c10d::GatherOptions& opts) {
   CollectiveScope scope("gather", comm_name(), getRank(), getSize(), inputs, static_cast<int>(opts.rootRank));
   check_in_step("gather", inputs, -1);
+  silent_check_.before("gather", inputs);
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   return scope.attach(named("gather", transport()->gather(ho, hi, opts), flat(outputs)));
@@ -413,6 +419,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>
                                                          const c10d::ScatterOptions& opts) {
   CollectiveScope scope("scatter", comm_name(), getRank(), getSize(), outputs, static_cast<int>(opts.rootRank));
   check_in_step("scatter", outputs, -1);
+  silent_check_.before("scatter", flat(inputs));
   auto ho = hosts(outputs);
   auto hi = hosts(inputs);
   return scope.attach(named("scatter", transport()->scatter(ho, hi, opts), outputs));
@@ -435,6 +442,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
               " elements, expected output.numel() * world_size = ", output.numel() * getSize(),
               dist_error(kDistParam, "invalid parameter"));
   check_in_step("reduce_scatter", {input}, static_cast<int64_t>(opts.reduceOp.op_));
+  silent_check_.before("reduce_scatter", {input});
   const Reduction r = reduction_for(opts.reduceOp, input.scalar_type());
   // Like HCCL's, the reduce-scatter takes no device memory beyond its output: no copy of the input is reduced whole.
   const at::Tensor in = premultiplied(input.contiguous(), r);
@@ -494,6 +502,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
                                                                const c10d::AllToAllOptions& opts) {
   CollectiveScope scope("all_to_all", comm_name(), getRank(), getSize(), {input});
   check_in_step("all_to_all_single", {input}, -1);
+  silent_check_.before("all_to_all_single", {input});
   check_contiguous({output, input});
   at::Tensor ho = host(output);
   at::Tensor hi = host(input);
@@ -533,6 +542,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   CollectiveScope scope("send", comm_name(), getRank(), getSize(), tensors, dst);
+  silent_check_.before("send", tensors);
   auto h = hosts(tensors);
   return scope.attach(point_to_point("send", transport()->send(h, dst, tag), tensors));
 }

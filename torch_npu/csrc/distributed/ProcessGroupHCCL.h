@@ -14,6 +14,7 @@
 
 #include "distributed/EphemeralTimeout.h"
 #include "distributed/IntraHostLink.h"
+#include "distributed/SilentCheck.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
@@ -154,6 +155,7 @@ class ProcessGroupHCCL final : public c10d::Backend {
   Link link_;
   std::unique_ptr<IntraHostLink> intra_host_;
   EphemeralTimeout ephemeral_;
+  CollectiveSilentCheck silent_check_;
   // Weak: a transport work nobody holds any more is finished, and its tensors are not kept alive here.
   std::optional<c10::weak_intrusive_ptr<c10d::Work>> last_transport_work_;
 };

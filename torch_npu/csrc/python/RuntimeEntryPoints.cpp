@@ -6,7 +6,9 @@
 
 #include "aten/FftPlans.h"
 #include "aten/HostSync.h"
+#include "distributed/SilentCheck.h"
 #include "runtime/Device.h"
+#include "runtime/ErrorCode.h"
 #include "runtime/SocProfile.h"
 #include "runtime/Stream.h"
 
@@ -104,6 +106,20 @@ void bind_runtime_entry_points(py::module& m) {
       py::arg("stream_id") = 0, py::arg("device_index") = 0, py::arg("device_type") = 0);
   m.def("_npu_set_sync_debug_mode", &vnpu::set_sync_debug_mode);
   m.def("_npu_get_sync_debug_mode", &vnpu::sync_debug_mode);
+  // the model state the hccl backend's silent check reads (distributed/SilentCheck.h)
+  m.def("_npu_set_module_train_state", [](const py::object& state) {
+    TORCH_CHECK(py::isinstance<py::str>(state), "invalid value of train_state, train_state must string",
+                vnpu::error_suffix(vnpu::SubModule::kPta, vnpu::kErrParam, "invalid parameter"));
+    vnpu::set_module_train_state(state.cast<std::string>());
+  });
+  m.def("_npu_set_call_state", [](const py::object& state) {
+    TORCH_CHECK(py::isinstance<py::str>(state), "invalid value of call_state, call_state must string",
+                vnpu::error_suffix(vnpu::SubModule::kPta, vnpu::kErrParam, "invalid parameter"));
+    vnpu::set_call_state(state.cast<std::string>());
+  });
+  // NPU_ASD_UPPER_THRESH and NPU_ASD_SIGMA_THRESH as the silent checks use them: ((l1, l2), (l1, l2))
+  m.def("_silent_check_thresholds",
+        [] { return py::make_tuple(vnpu::silent_check_upper_thresholds(), vnpu::silent_check_sigma_thresholds()); });
   // vnpu's caching allocator is the only backend (PYTORCH_NPU_ALLOC_CONF selects no other)
   m.def("_npu_getAllocatorBackend", [] { return std::string("native"); });
 }
