@@ -55,6 +55,10 @@ PYBIND11_MODULE(_C, m) {
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
   });
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  // torch_npu's name for "the next npu tensor a factory makes initialises the device again" (torch.npu._lazy_init,
+  // which refuses in a forked child): PyTorch keeps that first-use flag per device type
+  m.def("_npu_set_run_yet_variable_to_false",
+        [] { torch::utils::set_requires_device_init(at::kPrivateUse1, /*value=*/true); });
   m.def("_device_count", [] { return static_cast<int>(vnpu::device_count()); });
   // torch_npu's name: the count re-reads ASCEND_RT_VISIBLE_DEVICES until the runtime is initialised
   m.def("_npu_getDeviceCount", [] { return static_cast<int>(vnpu::device_count()); });

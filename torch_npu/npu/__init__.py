@@ -74,6 +74,9 @@ def _lazy_init():
         check_acl_init_config()
         acl_op_init_mode()
         _C._init()
+        from torch_npu.npu._oom_snapshot import enable_from_environment
+
+        enable_from_environment()
         default_generators = tuple(_C._default_generator(i) for i in range(device_count()))
         _tls.is_initializing = True
         queued = [c for c in _lazy_seed_tracker.get_calls() if c] + _queued_calls

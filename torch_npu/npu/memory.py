@@ -326,23 +326,23 @@ def change_current_allocator(allocator: _NPUAllocator) -> None:
 
 
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):
-    """Start (enabled="all" or "state") or stop (enabled=None) recording allocator events, with the
-    Python stack of each (stacks="python" or "all"), for _snapshot()."""
+    """Start (enabled="all": every event and the stack of each allocated block; "state": the stacks only) or
+    stop (enabled=None) recording allocator events, with the Python stack of each (stacks="python" or "all"),
+    for _snapshot()."""
     if enabled not in (None, "state", "all", True, False):
         raise ValueError(f"enabled must be None, 'state' or 'all', but got {enabled!r}")
     if stacks not in ("python", "all", None):
         raise ValueError(f"stacks must be 'python' or 'all', but got {stacks!r}")
     on = enabled not in (None, False)
-    _C._record_memory_history(on, on and context is not None and stacks is not None, min(int(max_entries), 2**62))
+    stacks_on = on and context is not None and stacks is not None
+    _C._record_memory_history(on, enabled != "state", stacks_on, min(int(max_entries), 2**62))
 
 
 def _snapshot(device=None):
-    """The allocator state and history in PyTorch's memory-snapshot format (memory_viz reads it)."""
+    """The allocator state and history in PyTorch's memory-snapshot format (memory_viz reads it); after
+    _record_memory_history(enabled="state") the blocks' stacks only, with no history."""
     history = _C._memory_history()
-    frames_by_address = {}
-    for entry in history:
-        if entry["action"] == "alloc":
-            frames_by_address[entry["addr"]] = entry["frames"]
+    frames_by_address = {entry["addr"]: entry["frames"] for entry in _C._memory_live_allocations()}
     segments = memory_snapshot()
     for segment in segments:
         for block in segment["blocks"]:

@@ -85,9 +85,10 @@ VARIABLES = {
     ),
     "OOM_SNAPSHOT_ENABLE": (
         _choice("0", "1", "2"),
-        "on hardware an OOM writes a memory snapshot; on vnpu use " "torch.npu.memory._dump_snapshot()",
+        "honoured: 1 records every allocator event, 2 the allocator state; an OOM first writes "
+        "oom_snapshot_<pid>_<time>.pickle",
     ),
-    "OOM_SNAPSHOT_PATH": (_ANY, "directory of OOM snapshots on hardware"),
+    "OOM_SNAPSHOT_PATH": (_ANY, "honoured: directory of OOM snapshots and device memory usage files"),
     "MULTI_STREAM_MEMORY_REUSE": (
         _choice("0", "1", "2", "3"),
         "on hardware this selects how record_stream delays memory reuse; vnpu streams "

@@ -80,8 +80,7 @@ std::shared_ptr<c10::GatheredContext> gather_python_stack() {
 }
 
 // History entries in the shape of torch.cuda.memory._snapshot()["device_traces"] items.
-py::list history_list() {
-  const auto entries = memory_history();
+py::list history_list(const std::vector<HistoryEntry>& entries) {
   std::vector<torch::CapturedTraceback*> stacks;
   for (const auto& e : entries) {
     stacks.push_back(dynamic_cast<torch::CapturedTraceback*>(e.context.get()));
@@ -121,13 +120,14 @@ void bind_memory(py::module& m) {
   m.def("_mem_get_info", [](int d) { return device_memory_info(static_cast<c10::DeviceIndex>(d)); });
   m.def("_memory_snapshot", &snapshot_list);
 
-  m.def("_record_memory_history", [](bool enabled, bool stacks, size_t max_entries) {
+  m.def("_record_memory_history", [](bool enabled, bool trace, bool stacks, size_t max_entries) {
     if (enabled && stacks) {
       torch::installCapturedTracebackPython();
     }
-    set_memory_history(enabled, stacks ? &gather_python_stack : nullptr, max_entries);
+    set_memory_history(enabled, trace, stacks ? &gather_python_stack : nullptr, max_entries);
   });
-  m.def("_memory_history", &history_list);
+  m.def("_memory_history", [] { return history_list(memory_history()); });
+  m.def("_memory_live_allocations", [] { return history_list(live_allocation_events()); });
   // torch_npu.profiler's profile_memory: allocator events as tuples
   // (ptr, bytes, allocated, reserved, active, device, stream, time_ns, thread, correlation).
   m.def("_profiler_memory_start", &start_profiler_memory);

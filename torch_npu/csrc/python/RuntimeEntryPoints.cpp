@@ -46,6 +46,7 @@ constexpr Delegate kDelegates[] = {
     {"_npu_resetAccumulatedMemoryStats", "torch_npu.npu", "reset_accumulated_memory_stats"},
     {"_npu_resetPeakMemoryStats", "torch_npu.npu", "reset_peak_memory_stats"},
     {"_npu_memorySnapshot", "torch_npu.npu.memory", "_snapshot"},
+    {"_npu_saveDevMemUsageInfo", "torch_npu.npu._oom_snapshot", "save_device_memory_usage"},
     {"_npu_setMemoryFraction", "torch_npu.npu", "set_per_process_memory_fraction"},
     {"_npu_ipc_collect", "torch_npu.npu", "ipc_collect"},
     {"_npu_emptyVirtAddrCache", "torch_npu.npu.memory", "empty_virt_addr_cache"},

@@ -1,6 +1,7 @@
 // torch.npu.memory._record_memory_history: a bounded log of allocator events (allocations, frees,
-// segment maps and unmaps, OOMs) with the Python stack that caused each, for PyTorch's
-// memory-snapshot format (torch.npu.memory._snapshot / _dump_snapshot, memory_viz).
+// segment maps and unmaps, OOMs) with the Python stack that caused each, and the allocation event of each block
+// still allocated (its stack), for PyTorch's memory-snapshot format (torch.npu.memory._snapshot / _dump_snapshot,
+// memory_viz). enabled="state" keeps only the latter, as PyTorch's does.
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -23,10 +24,13 @@ struct HistoryEntry {
 
 using ContextFn = std::shared_ptr<c10::GatheredContext> (*)();
 
-// enabled: record entries; context: how to capture stacks (nullptr: none); max_entries: ring size.
-void set_memory_history(bool enabled, ContextFn context, size_t max_entries);
+// enabled: record; trace: keep the log of events too; context: how to capture stacks (nullptr: none);
+// max_entries: the log's ring size.
+void set_memory_history(bool enabled, bool trace, ContextFn context, size_t max_entries);
 bool memory_history_enabled();
 void record_memory_event(const char* action, c10::DeviceIndex device, uintptr_t address, size_t size);
 std::vector<HistoryEntry> memory_history();
+// The allocation events of the blocks allocated now (recorded while enabled), by address.
+std::vector<HistoryEntry> live_allocation_events();
 
 }  // namespace vnpu
