@@ -1,8 +1,11 @@
-"""The _foreach_ operators on npu tensor lists (typed kernels for those optimizers, gradient clipping and
-zero_grad call) give the CPU's results bit for bit, in place through the lists and as new npu tensors."""
+"""The _foreach_ operators on npu tensor lists (those optimizers, gradient clipping and zero_grad call) give the
+CPU's results bit for bit, in place through the lists and as new npu tensors; lists of one shape per position
+run on the npu tensors themselves, the others through the redirect."""
 
 import pytest
 import torch
+
+import torch_npu
 
 SHAPES = [(16, 8), (16,), (3, 4, 5), (1,)]
 
@@ -16,11 +19,14 @@ CASES = {
     "add_.Scalar": lambda a, b, c: torch._foreach_add_(a, 0.25),
     "add_.List": lambda a, b, c: torch._foreach_add_(a, b, alpha=-0.5),
     "add_.Tensor": lambda a, b, c: torch._foreach_add_(a, torch.tensor(1.5), alpha=2),
+    "sub_.Scalar": lambda a, b, c: torch._foreach_sub_(a, 0.75),
     "mul_.Scalar": lambda a, b, c: torch._foreach_mul_(a, 0.999),
     "mul_.Tensor": lambda a, b, c: torch._foreach_mul_(a, torch.tensor(0.5)),
+    "div_.Scalar": lambda a, b, c: torch._foreach_div_(a, 3.0),
     "div_.ScalarList": lambda a, b, c: torch._foreach_div_(a, [0.5, 2.0, 3.0, 7.0]),
     "lerp_.Scalar": lambda a, b, c: torch._foreach_lerp_(a, b, 0.1),
     "addcmul_.Scalar": lambda a, b, c: torch._foreach_addcmul_(a, b, c, 0.001),
+    "addcdiv_.Scalar": lambda a, b, c: torch._foreach_addcdiv_(a, b, c, value=-0.01),
     "addcdiv_.ScalarList": lambda a, b, c: torch._foreach_addcdiv_(a, b, c, [-0.1, -0.2, -0.3, -0.4]),
     "sqrt": lambda a, b, c: torch._foreach_sqrt(c),
     "norm.Scalar": lambda a, b, c: torch._foreach_norm(b, 2),
@@ -65,3 +71,40 @@ def test_foreach_optimizer_steps_and_clipping_match_the_cpu(make):
 
     for got, want in zip(train("npu"), train("cpu")):
         assert torch.equal(got, want)
+
+
+_REDIRECTED = {"norm.Scalar", "mul_.Scalar"}  # the redirect's typed kernels (see ForeachKernels.cpp)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - _REDIRECTED))
+def test_lists_of_one_shape_per_position_run_on_the_npu_tensors(name):
+    npu = [[t.npu() for t in lst] for lst in _lists("cpu", offset=0.5)]
+    before = torch_npu._C._redirect_calls()
+    CASES[name](*npu)
+    assert torch_npu._C._redirect_calls() == before
+
+
+def test_lists_whose_shapes_differ_take_the_redirect_and_still_match_the_cpu():
+    a, b = ([torch.rand(16, 8), torch.rand(16)] for _ in range(2))
+    b[1] = torch.rand(1)  # broadcast into a[1]
+    na, nb = [t.npu() for t in a], [t.npu() for t in b]
+    before = torch_npu._C._redirect_calls()
+    torch._foreach_add_(na, nb, alpha=0.5)
+    assert torch_npu._C._redirect_calls() == before + 1
+    torch._foreach_add_(a, b, alpha=0.5)
+    for got, want in zip(na, a):
+        assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda a, b: torch._foreach_lerp_(a, b, 0.5), NotImplementedError, '"lerp_kernel_scalar" not implemented'),
+        (lambda a, b: torch._foreach_div_(a, 2.0), RuntimeError, "result type Float can't be cast"),
+    ],
+)
+def test_integer_lists_raise_the_cpus_error_and_keep_their_values(call, error, message):
+    npu = [[torch.arange(4).npu(), torch.arange(3).npu()] for _ in range(2)]
+    with pytest.raises(error, match=message):
+        call(*npu)
+    assert [t.cpu().tolist() for t in npu[0]] == [[0, 1, 2, 3], [0, 1, 2]]

@@ -119,6 +119,8 @@ IN_PLACE = {
     "sub_": lambda a, b: a.sub_(b),
     "mul_": lambda a, b: a.mul_(b),
     "mul_ number": lambda a, b: a.mul_(0.999),
+    "add_.Scalar": lambda a, b: torch.ops.aten.add_.Scalar(a, 0.3, alpha=2),
+    "sub_.Scalar": lambda a, b: torch.ops.aten.sub_.Scalar(a, 0.3),
     "div_.Scalar": lambda a, b: torch.ops.aten.div_.Scalar(a, 0.7),
     "div_": lambda a, b: a.div_(b),
     "lerp_": lambda a, b: a.lerp_(b, 0.1),

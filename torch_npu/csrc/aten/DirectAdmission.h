@@ -24,6 +24,10 @@ class Admission {
   void argument(const T& value) {
     if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
       tensor(value);
+    } else if constexpr (std::is_same_v<std::decay_t<T>, at::TensorList>) {
+      for (const at::Tensor& t : value) {
+        tensor(t);
+      }
     } else if constexpr (std::is_same_v<std::decay_t<T>, std::optional<at::Tensor>>) {
       if (value.has_value() && value->defined()) {
         tensor(*value);
@@ -106,10 +110,13 @@ bool admitted(Admission& admission, const Args&... args) {
 // An operator whose CPU implementation is device-generic code around other operators or DispatchStubs
 // (relu is clamp_min, zero_ is fill_, fill_ a TensorIterator, _to_copy and clone an empty tensor and copy_): it
 // runs as on the CPU, its callees take their own npu path. Observed, it takes the redirect and is seen as itself.
-template <class Op, auto Implementation, class Admits = AnyDtype, class Sig = typename Op::schema>
+// An error of kind `Retried` is raised again by the redirect with torch_npu's text (operators whose CPU checks all
+// come before any write); other errors propagate as the CPU raised them.
+template <class Op, auto Implementation, class Admits = AnyDtype, class Retried = c10::Error,
+          class Sig = typename Op::schema>
 struct Composite;
-template <class Op, auto Implementation, class Admits, class Ret, class... Args>
-struct Composite<Op, Implementation, Admits, Ret(Args...)> {
+template <class Op, auto Implementation, class Admits, class Retried, class Ret, class... Args>
+struct Composite<Op, Implementation, Admits, Retried, Ret(Args...)> {
   static Ret call(Args... args) {
     Admission admission;
     if (admitted<Op, Admits>(admission, args...)) {
@@ -117,8 +124,7 @@ struct Composite<Op, Implementation, Admits, Ret(Args...)> {
         return Implementation(args...);
       } catch (const c10::OutOfMemoryError&) {
         throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text (the CPU's checks come before any write).
+      } catch (const Retried&) {
       }
     }
     return Unboxed<Op>::call(args...);

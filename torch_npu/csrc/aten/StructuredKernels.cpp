@@ -436,6 +436,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          TORCH_FN((&vnpu::Composite<at::_ops::sub_Scalar, static_cast<WithAlpha>(&at::native::sub)>::call)));
   m.impl("mul.Scalar", TORCH_FN((&vnpu::Composite<at::_ops::mul_Scalar, static_cast<Binary>(&at::native::mul)>::call)));
   m.impl("div.Scalar", TORCH_FN((&vnpu::Composite<at::_ops::div_Scalar, static_cast<Binary>(&at::native::div)>::call)));
+  using InPlaceWithAlpha = at::Tensor& (*)(at::Tensor&, const at::Scalar&, const at::Scalar&);
+  m.impl("add_.Scalar",
+         TORCH_FN((&vnpu::Composite<at::_ops::add__Scalar, static_cast<InPlaceWithAlpha>(&at::native::add_)>::call)));
+  m.impl("sub_.Scalar",
+         TORCH_FN((&vnpu::Composite<at::_ops::sub__Scalar, static_cast<InPlaceWithAlpha>(&at::native::sub_)>::call)));
   m.impl("div_.Scalar",
          TORCH_FN((&vnpu::Composite<at::_ops::div__Scalar, static_cast<InPlace>(&at::native::div_)>::call)));
   m.impl("nll_loss_forward", TORCH_FN(vnpu::NllLossForward::call));

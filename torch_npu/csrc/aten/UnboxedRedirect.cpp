@@ -12,79 +12,70 @@
 
 // The operators that dominate training and inference steps, measured by counting the operators an
 // MLP/Adam, ConvNet/SGD, transformer/AdamW, AMP bf16 and Llama-style train + decode step reach the
-// npu kernel with (the rest take the boxed redirect; tensor-list operators always do). The element-wise
-// ones of those steps run on the npu tensors themselves and come here when they cannot (StructuredKernels.cpp).
-#define VNPU_UNBOXED_OPS(_)                                                                                       \
-  /* element-wise arithmetic, comparisons, selection */                                                           \
-  _(rsub_Scalar, "rsub.Scalar")                                                                                   \
-  _(mul__Scalar, "mul_.Scalar")                                                                                   \
-  _(maximum, "maximum")                                                                                           \
-  _(minimum, "minimum")                                                                                           \
-  _(reciprocal, "reciprocal")                                                                                     \
-  _(exp_, "exp_")                                                                                                 \
-  _(log, "log")                                                                                                   \
-  _(abs, "abs")                                                                                                   \
-  _(cos, "cos")                                                                                                   \
-  _(sin, "sin")                                                                                                   \
-  _(pow_Scalar, "pow.Scalar")                                                                                     \
-  _(eq_Scalar, "eq.Scalar")                                                                                       \
-  _(eq_Tensor, "eq.Tensor")                                                                                       \
-  _(ne_Scalar, "ne.Scalar")                                                                                       \
-  _(gt_Scalar, "gt.Scalar")                                                                                       \
-  _(lt_Scalar, "lt.Scalar")                                                                                       \
-  _(where_self, "where.self")                                                                                     \
-  _(masked_fill_Scalar, "masked_fill.Scalar")                                                                     \
-  _(masked_fill__Scalar, "masked_fill_.Scalar")                                                                   \
-  _(clamp, "clamp")                                                                                               \
-  _(triu, "triu")                                                                                                 \
-  _(tril, "tril")                                                                                                 \
-  /* activations and their backwards */                                                                           \
-  _(gelu, "gelu")                                                                                                 \
-  _(silu, "silu")                                                                                                 \
-  _(gelu_backward, "gelu_backward")                                                                               \
-  _(silu_backward, "silu_backward")                                                                               \
-  _(sigmoid_backward, "sigmoid_backward")                                                                         \
-  _(tanh_backward, "tanh_backward")                                                                               \
-  /* reductions, softmax, losses */                                                                               \
-  _(mean, "mean")                                                                                                 \
-  _(mean_dim, "mean.dim")                                                                                         \
-  _(argmax, "argmax")                                                                                             \
-  _(topk, "topk")                                                                                                 \
-  _(_softmax, "_softmax")                                                                                         \
-  _(_softmax_backward_data, "_softmax_backward_data")                                                             \
-  /* matmuls, convolutions, normalisation, pooling, attention */                                                  \
-  _(bmm, "bmm")                                                                                                   \
-  _(convolution, "convolution")                                                                                   \
-  _(convolution_backward, "convolution_backward")                                                                 \
-  _(native_layer_norm_backward, "native_layer_norm_backward")                                                     \
-  _(native_batch_norm, "native_batch_norm")                                                                       \
-  _(native_batch_norm_backward, "native_batch_norm_backward")                                                     \
-  _(max_pool2d_with_indices, "max_pool2d_with_indices")                                                           \
-  _(max_pool2d_with_indices_backward, "max_pool2d_with_indices_backward")                                         \
-  _(_scaled_dot_product_flash_attention_for_cpu, "_scaled_dot_product_flash_attention_for_cpu")                   \
-  _(_scaled_dot_product_flash_attention_for_cpu_backward, "_scaled_dot_product_flash_attention_for_cpu_backward") \
-  /* indexing, embedding, reshapes that copy */                                                                   \
-  _(embedding, "embedding")                                                                                       \
-  _(embedding_dense_backward, "embedding_dense_backward")                                                         \
-  _(index_select, "index_select")                                                                                 \
-  _(gather, "gather")                                                                                             \
-  _(slice_backward, "slice_backward")                                                                             \
-  /* creation, filling, copies, host reads */                                                                     \
-  _(full, "full")                                                                                                 \
-  _(arange_start_step, "arange.start_step")                                                                       \
-  /* optimizer steps (Adam, AdamW, SGD with momentum), gradient clipping and zero_grad on lists */                \
-  _(_foreach_add__Scalar, "_foreach_add_.Scalar")                                                                 \
-  _(_foreach_add__List, "_foreach_add_.List")                                                                     \
-  _(_foreach_add__Tensor, "_foreach_add_.Tensor")                                                                 \
-  _(_foreach_mul__Scalar, "_foreach_mul_.Scalar")                                                                 \
-  _(_foreach_mul__Tensor, "_foreach_mul_.Tensor")                                                                 \
-  _(_foreach_div__ScalarList, "_foreach_div_.ScalarList")                                                         \
-  _(_foreach_lerp__Scalar, "_foreach_lerp_.Scalar")                                                               \
-  _(_foreach_addcmul__Scalar, "_foreach_addcmul_.Scalar")                                                         \
-  _(_foreach_addcdiv__ScalarList, "_foreach_addcdiv_.ScalarList")                                                 \
-  _(_foreach_sqrt, "_foreach_sqrt")                                                                               \
-  _(_foreach_norm_Scalar, "_foreach_norm.Scalar")                                                                 \
-  _(_foreach_zero_, "_foreach_zero_")
+// npu kernel with (the rest take the boxed redirect). The element-wise ones of those steps run on the npu tensors
+// themselves and come here when they cannot (StructuredKernels.cpp), as the optimizers' tensor-list operators do
+// (ForeachKernels.cpp).
+#define VNPU_UNBOXED_OPS(_)                                                                                         \
+  /* element-wise arithmetic, comparisons, selection */                                                             \
+  _(rsub_Scalar, "rsub.Scalar")                                                                                     \
+  _(mul__Scalar, "mul_.Scalar")                                                                                     \
+  _(maximum, "maximum")                                                                                             \
+  _(minimum, "minimum")                                                                                             \
+  _(reciprocal, "reciprocal")                                                                                       \
+  _(exp_, "exp_")                                                                                                   \
+  _(log, "log")                                                                                                     \
+  _(abs, "abs")                                                                                                     \
+  _(cos, "cos")                                                                                                     \
+  _(sin, "sin")                                                                                                     \
+  _(pow_Scalar, "pow.Scalar")                                                                                       \
+  _(eq_Scalar, "eq.Scalar")                                                                                         \
+  _(eq_Tensor, "eq.Tensor")                                                                                         \
+  _(ne_Scalar, "ne.Scalar")                                                                                         \
+  _(gt_Scalar, "gt.Scalar")                                                                                         \
+  _(lt_Scalar, "lt.Scalar")                                                                                         \
+  _(where_self, "where.self")                                                                                       \
+  _(masked_fill_Scalar, "masked_fill.Scalar")                                                                       \
+  _(masked_fill__Scalar, "masked_fill_.Scalar")                                                                     \
+  _(clamp, "clamp")                                                                                                 \
+  _(triu, "triu")                                                                                                   \
+  _(tril, "tril")                                                                                                   \
+  /* activations and their backwards */                                                                             \
+  _(gelu, "gelu")                                                                                                   \
+  _(silu, "silu")                                                                                                   \
+  _(gelu_backward, "gelu_backward")                                                                                 \
+  _(silu_backward, "silu_backward")                                                                                 \
+  _(sigmoid_backward, "sigmoid_backward")                                                                           \
+  _(tanh_backward, "tanh_backward")                                                                                 \
+  /* reductions, softmax, losses */                                                                                 \
+  _(mean, "mean")                                                                                                   \
+  _(mean_dim, "mean.dim")                                                                                           \
+  _(argmax, "argmax")                                                                                               \
+  _(topk, "topk")                                                                                                   \
+  _(_softmax, "_softmax")                                                                                           \
+  _(_softmax_backward_data, "_softmax_backward_data")                                                               \
+  /* matmuls, convolutions, normalisation, pooling, attention */                                                    \
+  _(bmm, "bmm")                                                                                                     \
+  _(convolution, "convolution")                                                                                     \
+  _(convolution_backward, "convolution_backward")                                                                   \
+  _(native_layer_norm_backward, "native_layer_norm_backward")                                                       \
+  _(native_batch_norm, "native_batch_norm")                                                                         \
+  _(native_batch_norm_backward, "native_batch_norm_backward")                                                       \
+  _(max_pool2d_with_indices, "max_pool2d_with_indices")                                                             \
+  _(max_pool2d_with_indices_backward, "max_pool2d_with_indices_backward")                                           \
+  _(_scaled_dot_product_flash_attention_for_cpu, "_scaled_dot_product_flash_attention_for_cpu")                     \
+  _(_scaled_dot_product_flash_attention_for_cpu_backward, "_scaled_dot_product_flash_attention_for_cpu_backward")   \
+  /* indexing, embedding, reshapes that copy */                                                                     \
+  _(embedding, "embedding")                                                                                         \
+  _(embedding_dense_backward, "embedding_dense_backward")                                                           \
+  _(index_select, "index_select")                                                                                   \
+  _(gather, "gather")                                                                                               \
+  _(slice_backward, "slice_backward")                                                                               \
+  /* creation, filling, copies, host reads */                                                                       \
+  _(full, "full")                                                                                                   \
+  _(arange_start_step, "arange.start_step")                                                                         \
+  /* tensor lists: gradient clipping's norms, scaling (the optimizers' other list operators: ForeachKernels.cpp) */ \
+  _(_foreach_norm_Scalar, "_foreach_norm.Scalar")                                                                   \
+  _(_foreach_mul__Scalar, "_foreach_mul_.Scalar")
 
 namespace vnpu {
 namespace {
