@@ -283,6 +283,16 @@ def test_host_that_cannot_back_the_request_raises_the_npu_oom():
     assert out.strip().endswith("still working: 3.0")
 
 
+def test_a_copy_to_the_host_that_the_host_cannot_hold_raises_the_cpu_allocators_error_with_a_note():
+    x = torch.zeros(1, device="npu").expand(2**42)  # 16 TiB to copy from one element
+    with pytest.raises(RuntimeError) as err:
+        x.cpu()
+    message = str(err.value)
+    assert message.startswith(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate {2**44} bytes.")
+    assert "[vnpu] This host cannot hold the copy: npu memory lives in host memory" in message
+    assert torch.ones(3, device="npu").sum().item() == 3.0
+
+
 def test_per_process_memory_fraction():
     proc = run_python(
         """

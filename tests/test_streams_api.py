@@ -71,6 +71,44 @@ def test_event_ipc_handle_needs_interprocess_and_round_trips():
         torch.npu.Event.from_ipc_handle(0, b"garbage")
 
 
+@pytest.mark.parametrize(("device", "index"), [(0, 0), ("npu:1", 1), (torch.device("npu", 1), 1), (None, 0)])
+def test_an_event_opened_from_a_handle_is_on_the_device_given(device, index):
+    e = torch.npu.Event(interprocess=True)
+    opened = torch.npu.Event.from_ipc_handle(device, e.ipc_handle())
+    assert opened.device == torch.device("npu", index) and opened.query() is True
+    opened.synchronize()
+
+
+def test_an_event_sent_to_a_spawned_process_arrives_on_its_device(tmp_path):
+    script = tmp_path / "send_event.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch, torch_npu
+            import torch.multiprocessing as mp
+
+            def child(q):
+                ev = q.get()
+                print("child", ev.device, ev.query(), flush=True)
+
+            if __name__ == "__main__":
+                ctx = mp.get_context("spawn")
+                q = ctx.Queue()
+                p = ctx.Process(target=child, args=(q,))
+                p.start()
+                torch.npu.set_device(1)
+                ev = torch.npu.Event(interprocess=True)
+                ev.record(torch.npu.Stream())
+                q.put(ev)
+                p.join(60)
+                print("exit", p.exitcode, flush=True)
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["child", "npu:1", "True", "exit", "0"], out.stderr[-2000:]
+
+
 def test_stream_context_accepts_none():
     before = torch.npu.current_stream()
     with torch.npu.StreamContext(None):

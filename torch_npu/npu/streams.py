@@ -142,11 +142,13 @@ class Event(torch.Event):
 
     @classmethod
     def from_ipc_handle(cls, device, handle):
-        """The event another process shared. vnpu devices finish work when it is issued, so the
-        event is complete: query() is True and waiting returns at once."""
+        """The event another process shared, on `device` (an index, "npu:N" or a torch.device; without an index,
+        the current device). vnpu devices finish work when it is issued, so the event is complete: it is recorded
+        on that device's default stream, query() is True and waiting returns at once."""
         if not isinstance(handle, (bytes, bytearray)) or not bytes(handle).startswith(b"vnpu-event:"):
             raise RuntimeError("from_ipc_handle expects a handle made by Event.ipc_handle()")
         event = cls(interprocess=True)
+        event.record(default_stream(_get_device_index(device, optional=True)))
         return event
 
     def __repr__(self):

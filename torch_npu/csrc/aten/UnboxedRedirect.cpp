@@ -4,6 +4,7 @@
 
 #include "aten/DirectAdmission.h"
 #include "aten/DirectCopy.h"
+#include "runtime/HostMemory.h"
 
 #include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/clone_native.h>
@@ -90,6 +91,12 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
   if (from_npu && !device.has_value() && dtype == at::ScalarType::Double && self.scalar_type() != at::kDouble) {
     TORCH_WARN_ONCE("Device do not support double dtype now, dtype cast replace with float.");
     dtype = at::ScalarType::Float;
+  }
+  if (from_npu && device.has_value() && device->is_cpu() && !plan_mode()) {
+    const size_t bytes = static_cast<size_t>(self.numel()) * c10::elementSize(dtype.value_or(self.scalar_type()));
+    std::string note;
+    TORCH_CHECK(host_can_hold_copy(bytes, note), "DefaultCPUAllocator: can't allocate memory: you tried to allocate ",
+                bytes, " bytes.", note);
   }
   // Staying on the device, it is the CPU's composite on the npu tensors (an empty tensor and copy_).
   at::Tensor result = Composite<at::_ops::_to_copy, &at::native::_to_copy, StaysOnItsDevice>::call(

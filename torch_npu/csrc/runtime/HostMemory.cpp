@@ -61,6 +61,20 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
   return true;
 }
 
+bool host_can_hold_copy(size_t bytes, std::string& note) {
+  if (bytes < kCheckAvailable) {
+    return true;
+  }
+  const size_t available = meminfo_bytes("MemAvailable");
+  if (available == 0 || bytes + kHeadroom <= available) {
+    return true;
+  }
+  note = " [vnpu] This host cannot hold the copy: npu memory lives in host memory and only " + format_size(available) +
+         " of host memory is available now (on a card the npu tensors would not take any). Free host memory or "
+         "lower VNPU_DEVICE_MEMORY.";
+  return false;
+}
+
 bool plan_mode() {
   static const bool on = [] {
     const char* env = std::getenv("VNPU_PLAN");

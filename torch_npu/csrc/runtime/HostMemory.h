@@ -11,6 +11,11 @@ namespace vnpu {
 // `mapped` is what the npu pools already hold. On refusal `note` explains it for the OOM error.
 bool host_can_back(size_t bytes, size_t mapped, std::string& note);
 
+// Whether the host can hold `bytes` more of its own memory for a copy of npu memory to the CPU. A copy that fits
+// beside a card's memory may not fit beside vnpu's, which is host memory too; the copy then raises the CPU
+// allocator's error with `note` instead of waking the OS OOM killer.
+bool host_can_hold_copy(size_t bytes, std::string& note);
+
 // Planning mode (VNPU_PLAN=1, read once): npu segments are address space only, never backed by host
 // pages, and operators compute shapes and dtypes only (plan/PlanMode.h).
 bool plan_mode();
