@@ -554,3 +554,24 @@ MEMORY_ERRORS = [
 @pytest.mark.parametrize("call,kind,message", MEMORY_ERRORS, ids=[c[2][:48] for c in MEMORY_ERRORS])
 def test_memory_error_message(call, kind, message):
     raises_exactly(call, kind, message)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        torch.npu.memory_allocated,
+        torch.npu.max_memory_allocated,
+        torch.npu.memory_reserved,
+        torch.npu.max_memory_reserved,
+        torch.npu.memory_stats,
+        torch.npu.reset_peak_memory_stats,
+        torch.npu.reset_max_memory_allocated,
+        torch.npu.reset_accumulated_memory_stats,
+    ],
+)
+def test_memory_statistics_of_a_device_past_the_count_raise_the_allocators_error(call):
+    torch.ones(1, device="npu")  # initialised
+    with pytest.raises(RuntimeError) as err:
+        call(device="npu:8")
+    assert str(err.value).splitlines()[0] == "Invalid device argument."
+    assert "ERR00001 PTA invalid parameter" in str(err.value)

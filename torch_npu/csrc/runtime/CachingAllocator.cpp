@@ -7,6 +7,7 @@
 #include "runtime/Device.h"
 #include "runtime/DeviceMemoryState.h"
 #include "runtime/DeviceTrace.h"
+#include "runtime/ErrorCode.h"
 #include "runtime/HostMemory.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/OomObservers.h"
@@ -516,6 +517,12 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
 
 namespace {
 
+// The statistics calls check their device as torch_npu's caching allocator does (its text, not the runtime's).
+void check_stats_device(c10::DeviceIndex device) {
+  TORCH_CHECK(device >= 0 && device < device_count(), "Invalid device argument.",
+              error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
+}
+
 // Memory a CPU kernel obtained outside the pools (for example from a library buffer).
 struct ForeignMemory {
   c10::Storage storage;
@@ -589,7 +596,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     trace::fire(trace::Point::RecordStream, ptr.get(), stream_native_handle(stream));
   }
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
-    check_device_index(device);
+    check_stats_device(device);
     DeviceState& st = device_state(device);
     Guard guard(st.lock);
     settle_peaks(st);
@@ -599,7 +606,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     return stats;
   }
   void resetAccumulatedStats(c10::DeviceIndex device) override {
-    check_device_index(device);
+    check_stats_device(device);
     DeviceState& st = device_state(device);
     Guard guard(st.lock);
     for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
@@ -608,7 +615,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     s.num_device_alloc = s.num_device_free = s.num_oom_rejections = 0;
   }
   void resetPeakStats(c10::DeviceIndex device) override {
-    check_device_index(device);
+    check_stats_device(device);
     DeviceState& st = device_state(device);
     Guard guard(st.lock);
     for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
