@@ -30,9 +30,10 @@ _OP_PLUGIN_DOCS = "torch_npu/_op_plugin_docs.py"  # op-plugin's documented custo
 _BASE_YAML = "torch_npu/csrc/aten/npu_native_functions.yaml"
 _OFF = ("none", "off", "0", "")
 
+# The warning as torch_npu's log line shows it (its message and, from c10's warning handler, the function).
 WARNING = (
     "CAUTION: The operator '{op}' is not currently supported on the NPU backend and will fall back to "
-    "run on the CPU. This may have performance implications."
+    "run on the CPU. This may have performance implications. (function npu_cpu_fallback)"
 )
 REFUSAL = (
     "The operator '{op}' would execute its main computation on CPU through dispatcher backend fallback "
@@ -279,6 +280,24 @@ def fallback_operators(profile):
     return sorted(short for short in kernels if classify("aten::" + short, npu_kernels, kernels) == "cpu_fallback")
 
 
+def fallback_reports(profile):
+    """{operator: the name torch_npu's fallback warns under} for the profile's fallback operators. A structured
+    operator without an NPU kernel runs on the card through its CompositeExplicitAutogradNonFunctional kernel,
+    which calls its structured delegate: when that delegate falls back, the warning names the delegate
+    ('fmax' -> 'fmax.out')."""
+    from torch_npu import _op_selection as selection
+
+    falling = set(fallback_operators(profile))
+    kernels = selection.aten_kernels()
+    delegates = structured_delegates()
+    reports = {}
+    for op in falling:
+        delegate = delegates.get(op)
+        through_delegate = delegate in falling and kernels.get(op, 0) & selection.EXPLICIT_NON_FUNCTIONAL
+        reports[op] = delegate if through_delegate else op
+    return reports
+
+
 class FallbackLedger:
     """What the fallback handler saw: calls per operator and per issuing Python line."""
 
@@ -342,5 +361,5 @@ def activate_from_environment(c_module):
         return None
     refuse = os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE") == "1"  # read once, as torch_npu does
     _ledger = FallbackLedger(profile, refuse)
-    c_module._set_cpu_fallback_operators(fallback_operators(profile), _ledger)
+    c_module._set_cpu_fallback_operators(fallback_reports(profile), _ledger)
     return _ledger

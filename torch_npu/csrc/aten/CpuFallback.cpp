@@ -4,14 +4,18 @@
 
 #include <c10/util/Exception.h>
 
-#include <unordered_set>
+#include <unordered_map>
 
 namespace vnpu {
 namespace {
 
-std::unordered_set<std::string>& fallback_names() {
-  static auto* names = new std::unordered_set<std::string>();
+std::unordered_map<std::string, std::string>& fallback_names() {
+  static auto* names = new std::unordered_map<std::string, std::string>();
   return *names;
+}
+
+std::string qualified(const std::string& name) {
+  return name.rfind("aten::", 0) == 0 ? name : "aten::" + name;
 }
 
 CpuFallbackHandler& fallback_handler() {
@@ -21,18 +25,24 @@ CpuFallbackHandler& fallback_handler() {
 
 }  // namespace
 
-void set_cpu_fallback_operators(const std::vector<std::string>& names, CpuFallbackHandler handler) {
-  auto& set = fallback_names();
-  set.clear();
-  for (const auto& name : names) {
-    set.insert(name.rfind("aten::", 0) == 0 ? name : "aten::" + name);
+void set_cpu_fallback_operators(const std::map<std::string, std::string>& reports, CpuFallbackHandler handler) {
+  auto& names = fallback_names();
+  names.clear();
+  for (const auto& [name, reported] : reports) {
+    names.emplace(qualified(name), qualified(reported));
   }
   fallback_handler() = std::move(handler);
 }
 
 bool is_cpu_fallback_operator(const std::string& name) {
-  const auto& set = fallback_names();
-  return !set.empty() && set.count(name) > 0;
+  const auto& names = fallback_names();
+  return !names.empty() && names.count(name) > 0;
+}
+
+const std::string& cpu_fallback_report_name(const std::string& name) {
+  const auto& names = fallback_names();
+  const auto found = names.find(name);
+  return found == names.end() ? name : found->second;
 }
 
 void report_cpu_fallback(const OpFacts& facts) {
@@ -40,7 +50,7 @@ void report_cpu_fallback(const OpFacts& facts) {
   if (!handler) {
     return;
   }
-  const std::string refusal = handler(facts.name);
+  const std::string refusal = handler(facts.fallback_name);
   TORCH_CHECK(refusal.empty(), refusal);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@ struct OpFacts;
 // the error to raise instead (TORCH_NPU_FALLBACK_CPU_DISABLE=1).
 using CpuFallbackHandler = std::function<std::string(const std::string&)>;
 
-void set_cpu_fallback_operators(const std::vector<std::string>& names, CpuFallbackHandler handler);
+// reports: {operator: the name the fallback reports it under}. On the card a structured operator without an NPU
+// kernel runs through its out= variant, and it is that variant that falls back ("aten::fmax" -> "aten::fmax.out").
+void set_cpu_fallback_operators(const std::map<std::string, std::string>& reports, CpuFallbackHandler handler);
 bool is_cpu_fallback_operator(const std::string& name);
+const std::string& cpu_fallback_report_name(const std::string& name);
 void report_cpu_fallback(const OpFacts& facts);
 
 }  // namespace vnpu

@@ -46,6 +46,9 @@ OpFacts make_op_facts(const c10::FunctionSchema& schema) {
   OpFacts f;
   f.name = schema.name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
   f.cpu_fallback = is_cpu_fallback_operator(f.name);
+  if (f.cpu_fallback) {
+    f.fallback_name = cpu_fallback_report_name(f.name);
+  }
   const auto& args = schema.arguments();
   f.num_args = args.size();
   f.num_returns = schema.returns().size();

@@ -31,6 +31,7 @@ struct OpFacts {
   bool reads_device_memory_on_host = false;
   // On the active operator-support profile's torch_npu, this operator runs through the CPU fallback.
   bool cpu_fallback = false;
+  std::string fallback_name;  // the name torch_npu's CPU fallback reports it under (CpuFallback.h)
   CubeClass cube_class = CubeClass::None;
   std::vector<int> cube_args;  // the operands the cube multiplies
 };

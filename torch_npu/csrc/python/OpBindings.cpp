@@ -81,7 +81,7 @@ void bind_ops(py::module& m) {
   m.def("_register_redirects", &register_redirects);
   m.def("_aten_operator_kernels", &aten_operator_kernels);
   // handler(name) -> "" or an error message; called (with the GIL) on each CPU-fallback operator call.
-  m.def("_set_cpu_fallback_operators", [](const std::vector<std::string>& names, py::object handler) {
+  m.def("_set_cpu_fallback_operators", [](const std::map<std::string, std::string>& reports, py::object handler) {
     CpuFallbackHandler call;
     if (!handler.is_none()) {
       auto shared = std::shared_ptr<py::object>(new py::object(std::move(handler)), [](py::object* h) {
@@ -93,7 +93,7 @@ void bind_ops(py::module& m) {
         return (*shared)(name).cast<std::string>();
       };
     }
-    set_cpu_fallback_operators(names, std::move(call));
+    set_cpu_fallback_operators(reports, std::move(call));
   });
   m.def("_redirect_calls", &redirect_calls);
   m.def("_redirect_aliases_built", &redirect_aliases_built);
