@@ -2,7 +2,7 @@
 
 import torch
 
-from torch_npu import _C, _op_selection, _op_support
+from torch_npu import _C, _device_checks, _op_selection, _op_support
 
 
 def register_npu_device(unsupported_dtype):
@@ -16,4 +16,5 @@ def register_npu_device(unsupported_dtype):
     # Before operators are registered or run: an operator-support profile decides, per operator, what
     # real hardware would run through torch_npu's CPU fallback.
     _op_support.activate_from_environment(_C)
+    _C._set_cpu_operand_message(_device_checks.cpu_operand_message)
     _C._register_redirects(_op_selection.redirected_operators())

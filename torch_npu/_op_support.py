@@ -86,16 +86,21 @@ def custom_operators_from_docs(text):
     return sorted(set(re.findall(r'_add_torch_npu_docstr\(\s*"([A-Za-z0-9_]+)"', text)))
 
 
+def native_functions_text():
+    """torch's own native_functions.yaml (packaged with torchgen)."""
+    import torchgen
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
+    with open(path) as f:
+        return f.read()
+
+
 def structured_delegates():
     """{operator: its structured delegate} from torch's own native_functions.yaml ('gelu' -> 'gelu.out'): a
     backend that implements the delegate runs the functional and in-place variants through it."""
     import re
 
-    import torchgen
-
-    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
-    with open(path) as f:
-        text = f.read()
+    text = native_functions_text()
     pattern = r"^- func: ([\w.]+)\(.*?\n(?:(?!- func:).*\n)*?\s+structured_delegate: ([\w.]+)"
     return dict(re.findall(pattern, text, flags=re.MULTILINE))
 
@@ -271,12 +276,13 @@ def classify(qualified, npu_kernels, kernels):
     return "none"
 
 
-def fallback_operators(profile):
-    """aten operators ('fmax.out') the profile's torch_npu would run through the CPU fallback."""
+def fallback_operators(profile, kernels=None):
+    """aten operators ('fmax.out') the profile's torch_npu would run through the CPU fallback (`kernels`:
+    _op_selection.aten_kernels(), when the caller has it)."""
     from torch_npu import _op_selection as selection
 
     npu_kernels = npu_work(profile)
-    kernels = selection.aten_kernels()
+    kernels = selection.aten_kernels() if kernels is None else kernels
     return sorted(short for short in kernels if classify("aten::" + short, npu_kernels, kernels) == "cpu_fallback")
 
 
@@ -287,8 +293,8 @@ def fallback_reports(profile):
     ('fmax' -> 'fmax.out')."""
     from torch_npu import _op_selection as selection
 
-    falling = set(fallback_operators(profile))
     kernels = selection.aten_kernels()
+    falling = set(fallback_operators(profile, kernels))
     delegates = structured_delegates()
     reports = {}
     for op in falling:

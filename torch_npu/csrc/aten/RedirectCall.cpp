@@ -1,5 +1,7 @@
 #include "aten/RedirectCall.h"
 
+#include "aten/CpuOperandError.h"
+
 #include "runtime/Device.h"
 #include "runtime/ErrorCode.h"
 #include "runtime/Generator.h"
@@ -124,6 +126,8 @@ void RedirectCall::settle() {
     check_device_running(map.device);
   }
   if (stray_cpu_arg_ >= 0 && npu_arg_ >= 0 && !map.keep_cpu) {
+    const std::string message = cpu_operand_message(facts_.name);
+    TORCH_CHECK(message.empty(), message);
     device_mismatch(facts_, stray_cpu_arg_, stray_cpu_device_, c10::Device(kNpu, map.device));
   }
 }

@@ -3,6 +3,7 @@
 #include "python/Bindings.h"
 
 #include "aten/CpuFallback.h"
+#include "aten/CpuOperandError.h"
 #include "aten/HostSync.h"
 #include "aten/OpHooks.h"
 #include "aten/Redirect.h"
@@ -94,6 +95,17 @@ void bind_ops(py::module& m) {
       };
     }
     set_cpu_fallback_operators(reports, std::move(call));
+  });
+  // message(op) -> torch_npu's text for a CPU operand of `op`, or "" (aten/CpuOperandError.h); error path only.
+  m.def("_set_cpu_operand_message", [](py::object message) {
+    auto shared = std::shared_ptr<py::object>(new py::object(std::move(message)), [](py::object* m) {
+      py::gil_scoped_acquire gil;
+      delete m;
+    });
+    set_cpu_operand_message([shared](const std::string& op) {
+      py::gil_scoped_acquire gil;
+      return (*shared)(op).cast<std::string>();
+    });
   });
   m.def("_redirect_calls", &redirect_calls);
   m.def("_redirect_aliases_built", &redirect_aliases_built);
