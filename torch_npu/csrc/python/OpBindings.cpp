@@ -78,35 +78,32 @@ class PythonOpHook final : public OpHook {
 
 }  // namespace
 
+namespace {
+
+// A Python callable name -> str as a C++ function, called with the GIL (and released with it).
+std::function<std::string(const std::string&)> text_of_name(py::object callable) {
+  auto shared = std::shared_ptr<py::object>(new py::object(std::move(callable)), [](py::object* held) {
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
+  return [shared](const std::string& name) {
+    py::gil_scoped_acquire gil;
+    return (*shared)(name).cast<std::string>();
+  };
+}
+
+}  // namespace
+
 void bind_ops(py::module& m) {
   m.def("_register_redirects", &register_redirects);
   m.def("_aten_operator_kernels", &aten_operator_kernels);
   // handler(name) -> "" or an error message; called (with the GIL) on each CPU-fallback operator call.
   m.def("_set_cpu_fallback_operators", [](const std::map<std::string, std::string>& reports, py::object handler) {
-    CpuFallbackHandler call;
-    if (!handler.is_none()) {
-      auto shared = std::shared_ptr<py::object>(new py::object(std::move(handler)), [](py::object* h) {
-        py::gil_scoped_acquire gil;
-        delete h;
-      });
-      call = [shared](const std::string& name) {
-        py::gil_scoped_acquire gil;
-        return (*shared)(name).cast<std::string>();
-      };
-    }
-    set_cpu_fallback_operators(reports, std::move(call));
+    set_cpu_fallback_operators(reports, handler.is_none() ? CpuFallbackHandler() : text_of_name(std::move(handler)));
   });
   // message(op) -> torch_npu's text for a CPU operand of `op`, or "" (aten/CpuOperandError.h); error path only.
-  m.def("_set_cpu_operand_message", [](py::object message) {
-    auto shared = std::shared_ptr<py::object>(new py::object(std::move(message)), [](py::object* m) {
-      py::gil_scoped_acquire gil;
-      delete m;
-    });
-    set_cpu_operand_message([shared](const std::string& op) {
-      py::gil_scoped_acquire gil;
-      return (*shared)(op).cast<std::string>();
-    });
-  });
+  m.def("_set_cpu_operand_message",
+        [](py::object message) { set_cpu_operand_message(text_of_name(std::move(message))); });
   m.def("_redirect_calls", &redirect_calls);
   m.def("_redirect_aliases_built", &redirect_aliases_built);
   m.def("_define_torchvision_operators", &vision::define_torchvision_operators,

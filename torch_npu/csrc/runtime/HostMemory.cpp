@@ -37,6 +37,16 @@ size_t meminfo_bytes(const char* key) {
   return value;
 }
 
+// The host memory available now when it is too little for `bytes` more (with the headroom), else 0. Only large
+// requests look: reading /proc/meminfo costs more than a small allocation.
+size_t available_when_short(size_t bytes) {
+  if (bytes < kCheckAvailable) {
+    return 0;
+  }
+  const size_t available = meminfo_bytes("MemAvailable");
+  return available != 0 && bytes + kHeadroom > available ? available : 0;
+}
+
 }  // namespace
 
 bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
@@ -50,23 +60,17 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note) {
            " in total. Lower VNPU_DEVICE_MEMORY (or use a smaller VNPU_SOC) to model a card that fits.";
     return false;
   }
-  if (bytes >= kCheckAvailable) {
-    const size_t available = meminfo_bytes("MemAvailable");
-    if (available != 0 && bytes + kHeadroom > available) {
-      note = " [vnpu] This host cannot back it: npu memory lives in host memory and only " + format_size(available) +
-             " of host memory is available now. Free host memory or lower VNPU_DEVICE_MEMORY.";
-      return false;
-    }
+  if (const size_t available = available_when_short(bytes)) {
+    note = " [vnpu] This host cannot back it: npu memory lives in host memory and only " + format_size(available) +
+           " of host memory is available now. Free host memory or lower VNPU_DEVICE_MEMORY.";
+    return false;
   }
   return true;
 }
 
 bool host_can_hold_copy(size_t bytes, std::string& note) {
-  if (bytes < kCheckAvailable) {
-    return true;
-  }
-  const size_t available = meminfo_bytes("MemAvailable");
-  if (available == 0 || bytes + kHeadroom <= available) {
+  const size_t available = available_when_short(bytes);
+  if (available == 0) {
     return true;
   }
   note = " [vnpu] This host cannot hold the copy: npu memory lives in host memory and only " + format_size(available) +
