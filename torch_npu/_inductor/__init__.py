@@ -13,7 +13,9 @@ through zero-copy CPU aliases, its buffers taken from the npu caching allocator.
 * `decomposition_choice.py` — decompositions chosen by device answered for npu calls as for CPU calls, used by
   `random_decompositions.py` (bernoulli) and `matmul_decompositions.py` (small matmuls);
 * `graph_runner.py` — NPU graph capture and replay for the graph backends;
-* `backends.py` — the Dynamo backends `npugraphs` and `npugraph_ex` (entry points).
+* `backends.py` — the Dynamo backends `npugraphs` and `npugraph_ex` (entry points);
+* `npu_static_kernel.py` — torch_npu's static-kernel compiler: operator information of a run handed to CANN's
+  `op_compiler` when it is installed.
 
 Everything that changes inductor or Dynamo is declared in torch_npu._patches.
 """

@@ -9,7 +9,11 @@
   ignores its CPU nodes); setting it true also turns off inductor's slow-path graph asserts, as torch_npu does.
 """
 
+import logging
 import os
+
+# torch_npu's inductor logger (its static-kernel compiler reports through it)
+log = logging.getLogger("torch_npu._inductor")
 
 NPU_BACKENDS = ("default", "mlir", "dvm", "ascendc")
 _ENV = "TORCHINDUCTOR_NPU_BACKEND"

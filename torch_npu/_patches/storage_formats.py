@@ -1,15 +1,12 @@
-"""An npu storage's private format survives copy.deepcopy, as in torch_npu."""
+"""An npu storage's private format (and the base sizes kept with it) survives copy.deepcopy, as in torch_npu."""
 
 import functools
 
 import torch
 
 
-def _format_of(storage):
-    from torch_npu import _C
-
-    view = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
-    return _C._storage_format(view)
+def _bytes_of(storage):
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
 
 
 def deepcopy_keeps_the_format():
@@ -24,10 +21,10 @@ def deepcopy_keeps_the_format():
         if self.device.type == "npu":
             from torch_npu import _C
 
-            fmt, numel = _format_of(self)
+            source = _bytes_of(self)
+            fmt, numel = _C._storage_format(source)
             if fmt >= 0:
-                view = torch.empty(0, dtype=torch.uint8, device=copied.device).set_(copied)
-                _C._set_storage_format(view, fmt, numel)
+                _C._set_storage_format(_bytes_of(copied), fmt, numel, *(_C._storage_base(source) or ()))
         return copied
 
     __deepcopy__.__vnpu_patch__ = True

@@ -217,6 +217,7 @@ from torch_npu.npu.streams import (  # noqa: E402
     stream,
 )
 from torch_npu.npu.utils import (  # noqa: E402
+    _aclnn_reselect_static_kernel,  # noqa: F401
     _get_device_index,  # noqa: F401 (torch.npu._get_device_index, as torch.cuda has it)
     can_device_access_peer,
     check_uce_in_memory,

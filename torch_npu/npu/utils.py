@@ -223,6 +223,13 @@ def utilization(device: torch.device | str | int | None = None) -> int:
     return 0
 
 
+def _aclnn_reselect_static_kernel() -> None:
+    """Makes aclnn select static kernel packages installed since start-up (torch_npu's static-kernel
+    compiler calls it after installing one); see torch_npu.npu._op_info_dump.reselect_static_kernels."""
+    torch_npu.npu._lazy_init()
+    _C._aclnn_reselect_static_kernel()
+
+
 def current_blas_handle() -> None:
     """NPUs have no BLAS handle: torch_npu warns and returns None."""
     warnings.warn("NPU does not use blas handle.")

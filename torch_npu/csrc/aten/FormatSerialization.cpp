@@ -30,6 +30,9 @@ void load_format(const at::Tensor& t, std::unordered_map<std::string, bool>& met
       const int32_t format = std::stoi(key.substr(prefix.size()));
       const int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
       set_storage_format(t.storage().data_ptr(), format, numel);
+      if (t.storage_offset() == 0 && t.is_contiguous()) {  // the tensor the storage was saved for
+        set_storage_base(t.storage().data_ptr(), t.sizes(), t.scalar_type());
+      }
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include "runtime/AllocatorConfig.h"
 #include "runtime/CachingAllocator.h"
+#include "runtime/ErrorCode.h"
 #include "runtime/MemoryHistory.h"
 #include "runtime/OomObservers.h"
 #include "runtime/PinnedHostAllocator.h"
@@ -14,6 +15,10 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace py = pybind11;
 
@@ -109,6 +114,30 @@ py::list history_list(const std::vector<HistoryEntry>& entries) {
   return out;
 }
 
+// The thread that holds the allocator's free mutex through _npu_lock_mutex (none: a default id).
+std::atomic<std::thread::id> g_free_mutex_owner{};
+
+// torch_npu._C._npu_lock_mutex, as CUDA's: waits with the GIL released between attempts, and returns holding
+// both, so a thread that frees npu memory without the GIL cannot be waited on by one that needs the GIL.
+void lock_free_mutex() {
+  TORCH_CHECK(g_free_mutex_owner.load() != std::this_thread::get_id(),
+              "the npu allocator's free mutex is already held by this thread",
+              error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
+  while (!free_mutex().try_lock()) {
+    py::gil_scoped_release no_gil;
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  g_free_mutex_owner = std::this_thread::get_id();
+}
+
+void unlock_free_mutex() {
+  TORCH_CHECK(g_free_mutex_owner.load() == std::this_thread::get_id(),
+              "the npu allocator's free mutex is not held by this thread",
+              error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
+  g_free_mutex_owner = std::thread::id();
+  free_mutex().unlock();
+}
+
 }  // namespace
 
 void bind_memory(py::module& m) {
@@ -177,6 +206,8 @@ void bind_memory(py::module& m) {
   });
   m.def("_reset_pinned_host_peaks", &reset_pinned_host_peaks);
   m.def("_reset_pinned_host_accumulated", &reset_pinned_host_accumulated);
+  m.def("_npu_lock_mutex", &lock_free_mutex);
+  m.def("_npu_unlock_mutex", &unlock_free_mutex);
 }
 
 }  // namespace vnpu::python

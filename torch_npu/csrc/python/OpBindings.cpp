@@ -13,6 +13,7 @@
 #include "precision/PrecisionEmulation.h"
 #include "profiler/ActivityRecorder.h"
 #include "profiler/CollectiveRecorder.h"
+#include "profiler/OperatorInfoDump.h"
 #include "profiler/OperatorTotals.h"
 #include "profiler/RuntimeApiRecorder.h"
 #include "runtime/CachingAllocator.h"
@@ -23,6 +24,7 @@
 
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <memory>
@@ -176,6 +178,33 @@ void bind_ops(py::module& m) {
   // Calls and host nanoseconds per operator (aten/OperatorTotals.h), for `vnpu run`.
   m.def("_op_totals_start", &start_operator_totals);
   m.def("_op_totals_stop", &stop_operator_totals);
+  // The distinct operator calls of an operator-information session (profiler/OperatorInfoDump.h): start, then
+  // stop -> list of dicts (op, inputs, outputs: [(name, dtype, shape, format)], attrs: [(name, value)]).
+  m.def("_op_info_dump_start", &start_operator_info_dump);
+  m.def("_op_info_dump_active", &operator_info_dump_active);
+  m.def("_op_info_dump_stop", [] {
+    auto tensors = [](const std::vector<OperatorTensorInfo>& infos) {
+      py::list out;
+      for (const auto& t : infos) {
+        out.append(py::make_tuple(t.name, t.dtype, t.shape, t.format));
+      }
+      return out;
+    };
+    py::list out;
+    for (const auto& info : stop_operator_info_dump()) {
+      py::dict d;
+      d["op"] = info.op;
+      d["inputs"] = tensors(info.inputs);
+      d["outputs"] = tensors(info.outputs);
+      py::list attrs;
+      for (const auto& [name, value] : info.attrs) {
+        attrs.append(py::make_tuple(name, torch::jit::toPyObject(value)));
+      }
+      d["attrs"] = attrs;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
 
   py::class_<OpHook, std::shared_ptr<OpHook>>(m, "_OpHook");
@@ -356,11 +385,6 @@ void bind_ops(py::module& m) {
       "address) and calls kernel(reads, writes) with them at each replay.");
   m.def("_set_sync_debug_mode", &set_sync_debug_mode);
   m.def("_get_sync_debug_mode", &sync_debug_mode);
-
-  m.def("_set_storage_format", [](const at::Tensor& t, int format, int64_t storage_numel) {
-    return set_storage_format(t.storage().data_ptr(), format, storage_numel);
-  });
-  m.def("_storage_format", [](const at::Tensor& t) { return storage_format(t.storage().data_ptr()); });
 }
 
 }  // namespace vnpu::python

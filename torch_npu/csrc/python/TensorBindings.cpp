@@ -1,14 +1,19 @@
 // torch_npu's tensor-memory helpers: a tensor that refers to another's memory without keeping it
 // alive (_weak_ref_tensor), pointing a tensor's storage into another's (npu_change_data_ptr), and an npu
 // tensor whose memory is host memory outside the device's caching allocator (empty_with_swapped_memory), and
-// compiled code's dispatcher-free allocation (_empty_strided_npu).
+// compiled code's dispatcher-free allocation (_empty_strided_npu); the storage descriptor torch_npu keeps per npu
+// storage (private format, physical size, base sizes and dtype) and the tensor it describes
+// (_tensor_construct_from_storage).
 #include "python/Bindings.h"
 
 #include "aten/EmptyStrided.h"
+#include "runtime/CachingAllocator.h"
 #include "runtime/ErrorCode.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/strides.h>
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/utils/pybind.h>
 
 namespace vnpu::python {
@@ -65,9 +70,50 @@ at::Tensor empty_strided_npu(const std::vector<int64_t>& sizes, const std::vecto
   return vnpu::empty_strided_npu(sizes, strides, dtype);
 }
 
+// torch_npu._C._tensor_construct_from_storage(storage): the tensor an npu storage describes, over all of it
+// from offset 0: its base sizes and dtype where the storage keeps them (a private format was given, as torch_npu
+// keeps them for every storage); otherwise the storage's elements as one dimension, typed as a TypedStorage
+// is, bytes (uint8) for an UntypedStorage.
+at::Tensor tensor_from_storage(const py::handle& source) {
+  TORCH_CHECK_TYPE(torch::isStorage(source.ptr()), "_tensor_construct_from_storage(): argument 'source' must be ",
+                   "Storage, not ", Py_TYPE(source.ptr())->tp_name);
+  auto [storage, typed_dtype, is_typed] = torch::createStorageGetType(source.ptr());
+  TORCH_CHECK(storage.device_type() == kNpuType, "_tensor_construct_from_storage expects an npu storage, got one on ",
+              storage.device(), ops_param_error());
+  const auto base = storage_base(storage.data_ptr());
+  const c10::ScalarType dtype = base ? base->dtype : (is_typed ? typed_dtype : c10::ScalarType::Byte);
+  const int64_t elements = static_cast<int64_t>(storage.nbytes() / c10::elementSize(dtype));
+  const std::vector<int64_t> sizes = base ? base->sizes : std::vector<int64_t>{elements};
+  at::Tensor t = at::empty({0}, at::TensorOptions().dtype(dtype).device(storage.device()));
+  t.set_(storage, 0, sizes, c10::contiguous_strides(sizes));
+  return t;
+}
+
 }  // namespace
 
 void bind_tensors(py::module& m) {
+  m.def("_tensor_construct_from_storage", &tensor_from_storage);
+  // Records the private format of t's storage (torch_npu.Format, -1 for the rank's default) and its physical
+  // element count; t's sizes and dtype become the storage's base unless base_sizes / base_dtype are given.
+  m.def(
+      "_set_storage_format",
+      [](const at::Tensor& t, int format, int64_t storage_numel, std::optional<std::vector<int64_t>> base_sizes,
+         std::optional<c10::ScalarType> base_dtype) {
+        const bool set = set_storage_format(t.storage().data_ptr(), format, storage_numel);
+        if (set) {
+          set_storage_base(t.storage().data_ptr(), base_sizes ? c10::IntArrayRef(*base_sizes) : t.sizes(),
+                           base_dtype.value_or(t.scalar_type()));
+        }
+        return set;
+      },
+      py::arg("t"), py::arg("format"), py::arg("storage_numel"), py::arg("base_sizes") = py::none(),
+      py::arg("base_dtype") = py::none());
+  m.def("_storage_format", [](const at::Tensor& t) { return storage_format(t.storage().data_ptr()); });
+  // (base sizes, base dtype) of t's storage, None when none was recorded
+  m.def("_storage_base", [](const at::Tensor& t) -> py::object {
+    const auto base = storage_base(t.storage().data_ptr());
+    return base ? py::object(py::make_tuple(base->sizes, base->dtype)) : py::object(py::none());
+  });
   m.def("_weak_ref_tensor", &weak_ref_tensor);
   m.def("_change_data_ptr", &change_data_ptr);
   m.def("_empty_with_swapped_memory", &empty_with_swapped_memory);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/llvmMathExtras.h>
 
 #include <array>
@@ -35,6 +37,10 @@ struct Block {
   bool pluggable = false;      // memory of a user NPUPluggableAllocator, outside the pools
   int32_t npu_format = -1;     // -1: the default format for the tensor's rank
   int64_t storage_numel = -1;  // elements of the physical (possibly padded) storage
+  // the sizes and dtype of the tensor the storage was made for (torch_npu's base_sizes_ / data_type_),
+  // kept for storages given a private format; Undefined: none kept
+  c10::ScalarType base_dtype = c10::ScalarType::Undefined;
+  c10::SmallVector<int64_t, 5> base_sizes;
   bool is_split() const {
     return prev != nullptr || next != nullptr;
   }

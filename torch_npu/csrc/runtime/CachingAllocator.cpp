@@ -29,6 +29,12 @@
 #include <sstream>
 
 namespace vnpu {
+
+std::recursive_mutex& free_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 namespace {
 
 using c10::CachingAllocator::StatArray;
@@ -254,6 +260,7 @@ Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, 
   block->requested = requested;
   block->npu_format = -1;
   block->storage_numel = -1;
+  block->base_dtype = c10::ScalarType::Undefined;
   auto raise = for_kernel ? &raise_without_peak : &update;
   raise(st.stats.allocation, small, 1);
   raise(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
@@ -274,6 +281,14 @@ Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, 
 
 namespace {
 
+// Under a device lock the free mutex can only be tried: its holder may be waiting for that lock.
+void release_free_segments_unless_held(DeviceState& st) {
+  std::unique_lock<std::recursive_mutex> releasing(free_mutex(), std::try_to_lock);
+  if (releasing.owns_lock()) {
+    release_free_segments(st);
+  }
+}
+
 Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool, bool for_kernel) {
   const auto& config = allocator_config();
   if (!for_kernel) {
@@ -285,13 +300,13 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
   if (block == nullptr) {
     if (config.garbage_collection_threshold > 0 &&
         current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
-      release_free_segments(st);
+      release_free_segments_unless_held(st);
     }
     std::string host_note;
     const size_t bytes = config.caching ? segment_size_for(size, config) : size;
     block = map_segment(st, device, bytes, small, pool, host_note);
     if (block == nullptr) {
-      release_free_segments(st);
+      release_free_segments_unless_held(st);
       st.stats.num_alloc_retries++;
       host_note.clear();
       block = map_segment(st, device, bytes, small, pool, host_note);
@@ -392,6 +407,10 @@ void release_block(Block* block, bool settle) {
     record_memory_event("free_completed", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
   }
   DeviceState& st = device_state(block->device);
+  std::unique_lock<std::recursive_mutex> releasing(free_mutex(), std::defer_lock);
+  if (!allocator_config().caching) {  // the block's segment goes back to the host
+    releasing.lock();
+  }
   std::unique_lock<SpinLock> guard(st.lock);
   free_block_locked(st, block, settle);
   guard.unlock();
@@ -581,6 +600,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     return g_initialized.load();
   }
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    std::lock_guard<std::recursive_mutex> releasing(free_mutex());
     for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
       DeviceState& st = device_state(d);
       {

@@ -9,9 +9,12 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/ScalarType.h>
 #include <c10/core/Storage.h>
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,10 +64,24 @@ bool claim_pool_block(c10::DataPtr& data_ptr, c10::DeviceIndex device);
 // against device `device` (raises the OOM error when that exceeds the capacity).
 c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device);
 
+// The allocator's free mutex (torch_npu's getFreeMutex, CUDA's cudaFreeMutex): held while segments go back to
+// the host, so a thread that holds it (torch_npu._C._npu_lock_mutex) keeps device memory from being released
+// by others meanwhile. Taken before a device's allocator lock; under that lock only tried (a release the
+// allocation path would make is then skipped).
+std::recursive_mutex& free_mutex();
+
 // The private format torch_npu would give an npu storage (see torch_npu.Format), kept with the
 // storage's memory block; false / (-1, -1) for memory that is not an npu block.
 bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel);
 std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
+// The sizes and dtype of the tensor an npu storage was made for, as torch_npu's storage descriptor keeps them
+// (its base sizes): recorded with a private format; nullopt when none was recorded.
+struct StorageBase {
+  std::vector<int64_t> sizes;
+  c10::ScalarType dtype;
+};
+bool set_storage_base(const c10::DataPtr& data_ptr, c10::IntArrayRef sizes, c10::ScalarType dtype);
+std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr);
 
 // torch.npu.MemPool: a pool of segments of its own. Allocations made on a device while a thread
 // uses a pool (set_thread_mem_pool) come from it; its memory stays reserved until release.

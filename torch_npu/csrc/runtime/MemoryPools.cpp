@@ -44,6 +44,24 @@ std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
                           : std::make_pair(block->npu_format, block->storage_numel);
 }
 
+bool set_storage_base(const c10::DataPtr& data_ptr, c10::IntArrayRef sizes, c10::ScalarType dtype) {
+  Block* block = npu_block_of(data_ptr);
+  if (block == nullptr) {
+    return false;
+  }
+  block->base_sizes.assign(sizes.begin(), sizes.end());
+  block->base_dtype = dtype;
+  return true;
+}
+
+std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr) {
+  const Block* block = npu_block_of(data_ptr);
+  if (block == nullptr || block->base_dtype == c10::ScalarType::Undefined) {
+    return std::nullopt;
+  }
+  return StorageBase{{block->base_sizes.begin(), block->base_sizes.end()}, block->base_dtype};
+}
+
 uint64_t pool_of_memory(c10::DeviceIndex device, const void* ptr) {
   if (device < 0 || device >= device_count()) {
     return 0;
@@ -68,6 +86,7 @@ uint64_t create_mem_pool() {
 }
 
 void release_mem_pool(uint64_t id) {
+  std::lock_guard<std::recursive_mutex> releasing(free_mutex());
   for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
     DeviceState& st = device_state(d);
     {
