@@ -33,6 +33,28 @@ def test_held_mutex_keeps_memory_from_the_host_until_released():
     assert out.stdout.split() == ["True", "0", "False", "True"]
 
 
+# empty_cache in another Python thread waits for the mutex without the GIL, so the holder's Python goes on.
+_EMPTY_CACHE_WAITS_WITHOUT_THE_GIL = """
+import threading, time, torch, torch_npu
+x = torch.ones(1 << 20, device="npu")
+del x
+reserved = torch.npu.memory_reserved()
+torch_npu._C._npu_lock_mutex()
+worker = threading.Thread(target=torch.npu.empty_cache)
+worker.start()
+time.sleep(0.3)  # Python keeps running here while the worker waits
+waited = worker.is_alive() and torch.npu.memory_reserved() == reserved
+torch_npu._C._npu_unlock_mutex()
+worker.join(30)
+print(reserved > 0, waited, worker.is_alive(), torch.npu.memory_reserved())
+"""
+
+
+def test_empty_cache_waits_for_the_holder_without_the_gil():
+    out = run_python(_EMPTY_CACHE_WAITS_WITHOUT_THE_GIL, timeout=60)
+    assert out.stdout.split() == ["True", "True", "False", "0"]
+
+
 def test_allocations_and_cached_frees_go_on_while_held():
     C._npu_lock_mutex()
     try:

@@ -65,7 +65,7 @@ def _index(device: _device_t) -> int:
 def empty_cache() -> None:
     """Return the cached, unused memory of every NPU to the host."""
     if torch_npu.npu.is_initialized():
-        torch._C._accelerator_emptyCache()
+        _C._empty_cache()
 
 
 def memory_stats_as_nested_dict(device: _device_t = None) -> dict[str, Any]:

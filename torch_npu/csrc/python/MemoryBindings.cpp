@@ -170,7 +170,11 @@ void bind_memory(py::module& m) {
   });
 
   m.def("_create_mem_pool", &create_mem_pool);
-  m.def("_release_mem_pool", &release_mem_pool);
+  // Both may wait for the free mutex (_npu_lock_mutex): they wait without the GIL, so its holder can go on.
+  m.def("_release_mem_pool", &release_mem_pool, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "_empty_cache", [] { npu_allocator()->emptyCache(c10::MempoolId_t{0, 0}); },
+      py::call_guard<py::gil_scoped_release>());
   m.def("_set_thread_mem_pool", [](int d, uint64_t id) { set_thread_mem_pool(static_cast<c10::DeviceIndex>(d), id); });
   m.def("_thread_mem_pool", [](int d) { return thread_mem_pool(static_cast<c10::DeviceIndex>(d)); });
 
