@@ -59,20 +59,24 @@ def test_dropout_with_byte_mask_scales_kept_values():
     assert torch.equal(m(x).cpu(), x.cpu())
 
 
-def test_bbox_encode_decode_round_trip_and_formula():
-    anchors = torch.tensor([[0.0, 0.0, 10.0, 10.0], [5.0, 5.0, 25.0, 15.0]])
-    gts = torch.tensor([[1.0, 2.0, 11.0, 14.0], [4.0, 6.0, 30.0, 16.0]])
-    deltas = contrib.npu_bbox_coder_encode_xyxy2xywh(anchors.npu(), gts.npu(), stds=[0.1, 0.1, 0.2, 0.2])
-    dx = ((1 + 11) / 2 - 5) / 10 / 0.1
-    dw = math.log(10 / 10) / 0.2
-    dh = math.log(12 / 10) / 0.2
-    assert torch.allclose(deltas[0].cpu(), torch.tensor([dx, ((2 + 14) / 2 - 5) / 10 / 0.1, dw, dh]), atol=1e-5)
-    boxes = contrib.npu_bbox_coder_decode_xywh2xyxy(anchors.npu(), deltas, stds=[0.1, 0.1, 0.2, 0.2])
-    assert torch.allclose(boxes.cpu(), gts, atol=1e-4)
-    clipped = contrib.npu_bbox_coder_decode_xywh2xyxy(
-        anchors.npu(), deltas, stds=[0.1, 0.1, 0.2, 0.2], max_shape=(12, 20)
+def test_bbox_coders_are_the_npu_box_operators_on_float32_boxes():
+    # as torch_npu's contrib: boxes of any dtype go in as float32, then the box operators compute
+    anchors = torch.tensor([[0, 0, 10, 10], [5, 5, 25, 15]])
+    gts = torch.tensor([[1, 2, 11, 14], [4, 6, 30, 16]])
+    stds = [0.1, 0.1, 0.2, 0.2]
+    deltas = contrib.npu_bbox_coder_encode_xyxy2xywh(anchors.npu(), gts.half().npu(), stds=stds)
+    direct = torch_npu.npu_bounding_box_encode(anchors.float().npu(), gts.float().npu(), 0, 0, 0, 0, *stds)
+    assert deltas.dtype == torch.float32 and torch.equal(deltas.cpu(), direct.cpu())
+    dx = ((1 + 11) / 2 - 5) / 11 / 0.1  # inclusive widths: 10 - 0 + 1
+    assert abs(float(deltas[0, 0]) - dx) < 1e-2
+    normalized = contrib.npu_bbox_coder_encode_xyxy2xywh(
+        anchors.npu() / 100.0, gts.npu() / 100.0, stds=stds, is_normalized=True, normalized_scale=100.0
     )
-    assert float(clipped[:, 2].max()) <= 20 and float(clipped[:, 3].max()) <= 12
+    torch.testing.assert_close(normalized.cpu(), deltas.cpu(), atol=1e-2, rtol=1e-3)
+    boxes = contrib.npu_bbox_coder_decode_xywh2xyxy(anchors.npu(), deltas, stds=stds)
+    torch.testing.assert_close(boxes.cpu(), gts.float(), atol=2e-2, rtol=1e-3)
+    clipped = contrib.npu_bbox_coder_decode_xywh2xyxy(anchors.npu(), deltas, stds=stds, max_shape=(12, 20))
+    assert float(clipped[:, 2].max()) <= 19 and float(clipped[:, 3].max()) <= 11
 
 
 def test_bbox_encode_yolo():
@@ -81,8 +85,8 @@ def test_bbox_encode_yolo():
     out = contrib.npu_bbox_coder_encode_yolo(anchors.npu(), gts.npu(), torch.tensor([8.0]).npu())
     expected = torch.tensor([[(6 - 4) / 8 + 0.5, (4 - 4) / 8 + 0.5, math.log(8 / 8), math.log(4 / 8)]])
     assert torch.allclose(out.cpu(), expected, atol=1e-6)
-    with pytest.raises(RuntimeError, match="float16 or float32"):
-        contrib.npu_bbox_coder_encode_yolo(anchors.long().npu(), gts.npu(), 8.0)
+    from_ints = contrib.npu_bbox_coder_encode_yolo(anchors.long().npu(), gts.long().npu(), torch.tensor([8]).npu())
+    assert torch.equal(from_ints.cpu(), out.cpu())
 
 
 def test_multiclass_nms_keeps_best_non_overlapping_boxes():
@@ -340,9 +344,19 @@ CONTRIB_ERRORS = [
         "Call torch_npu.contrib.amp.initialize() before amp.scale_loss()",
     ),
     (
-        lambda: contrib.npu_single_level_responsible_flags((2, 2), t(1, 4).long(), (8, 8), 1),
+        lambda: contrib.npu_single_level_responsible_flags((2, 2), [[0, 0, 1, 1]], (8, 8), 1),
         RuntimeError,
-        "boxes must be a float16 or float32 tensor, got torch.int64",
+        "boxes must be a tensor, got list",
+    ),
+    (
+        lambda: contrib.npu_bbox_coder_encode_yolo(t(2, 4), t(3, 4), t(2)),
+        ValueError,
+        "Expected bboxes.size(0) == gt_bboxes.size(0)",
+    ),
+    (
+        lambda: contrib.npu_bbox_coder_decode_xywh2xyxy(t(2, 4), t(2, 5)),
+        ValueError,
+        "Expected bboxes.size(-1) == pred_bboxes.size(-1) == 4",
     ),
     (
         lambda: contrib.npu_fused_attention(

@@ -181,6 +181,20 @@ def test_casting_to_the_current_format_keeps_the_storage():
     assert torch_npu.utils.is_combined_tensor_valid(z, []) is True
 
 
+def test_a_cast_between_base_formats_relabels_the_same_storage():
+    # torch_npu's format_cast_as_base_format: ND / NCHW / NHWC / NCDHW at any rank, the source relabelled too
+    x = torch.randn(1, 2, 3, 6, 6, device="npu")
+    values = x.cpu()
+    y = torch_npu.npu_format_cast(x, 0)  # a 5-D tensor labelled NCHW, as create_common_tensor makes them
+    assert y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and torch.equal(y.cpu(), values)
+    assert torch_npu.get_npu_format(y) == torch_npu.get_npu_format(x) == 0
+    m = torch.randn(3, 4, device="npu")
+    assert torch_npu.npu_format_cast_(m, 1) is m and torch_npu.get_npu_format(m) == 1
+    assert torch_npu._C._tensor_construct_from_storage(m.untyped_storage()).shape == (3, 4)
+    with pytest.raises(RuntimeError, match="^npu_format_cast: format NC1HWC0 needs at most 4 dimensions, got 5"):
+        torch_npu.npu_format_cast(y, 3)  # not a base format: a real cast with its rank rules
+
+
 def test_formats_survive_save_load_and_deepcopy(tmp_path):
     import copy
 

@@ -193,13 +193,14 @@ def test_npu_roi_align_modes():
 
 
 def test_bounding_box_encode_decode():
+    # Faster R-CNN's inclusive boxes (x2 - x1 + 1 wide); the card's encoder computes in float16
     anchors, gts = rand_boxes(6, 4), rand_boxes(6, 5)
     means, stds = [0.0, 0.1, 0.0, -0.1], [0.1, 0.1, 0.2, 0.2]
 
     def enc_ref(a, g, *ms):
         m, s = torch.tensor(ms[:4]), torch.tensor(ms[4:])
-        pw, ph = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
-        gw, gh = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
+        pw, ph = a[:, 2] - a[:, 0] + 1, a[:, 3] - a[:, 1] + 1
+        gw, gh = g[:, 2] - g[:, 0] + 1, g[:, 3] - g[:, 1] + 1
         d = torch.stack(
             [
                 ((g[:, 0] + g[:, 2]) - (a[:, 0] + a[:, 2])) / 2 / pw,
@@ -211,11 +212,22 @@ def test_bounding_box_encode_decode():
         )
         return (d - m) / s
 
-    deltas = check_op(torch_npu.npu_bounding_box_encode, (anchors, gts, *means, *stds), enc_ref, atol=1e-5, rtol=1e-4)
+    deltas = check_op(torch_npu.npu_bounding_box_encode, (anchors, gts, *means, *stds), enc_ref, atol=1e-2, rtol=2e-3)
     decoded = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [0], 16 / 1000)
-    torch.testing.assert_close(decoded.cpu(), gts, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(decoded.cpu(), gts, atol=2e-2, rtol=2e-3)
     clipped = torch_npu.npu_bounding_box_decode(anchors.npu(), deltas, *means, *stds, [8], 16 / 1000)
-    assert float(clipped.max()) <= 8.0
+    assert float(clipped.max()) <= 7.0
+
+
+def test_bounding_box_coders_give_the_documented_card_results():
+    # torch_npu's documented examples, printed on a card
+    rois = torch.tensor([[1.0, 2.0, 3.0, 4.0], [3.0, 4.0, 5.0, 6.0]]).npu()
+    boxes = torch.tensor([[5.0, 6.0, 7.0, 8.0], [7.0, 8.0, 9.0, 6.0]]).npu()
+    decoded = torch_npu.npu_bounding_box_decode(rois, boxes, 0, 0, 0, 0, 1, 1, 1, 1, (10, 10), 0.1)
+    assert decoded.cpu().tolist() == [[2.5, 6.5, 9.0, 9.0], [9.0, 9.0, 9.0, 9.0]]
+    encoded = torch_npu.npu_bounding_box_encode(rois, boxes, 0, 0, 0, 0, 0.1, 0.1, 0.2, 0.2).cpu()
+    assert encoded[0].tolist() == [13.328125, 13.328125, 0.0, 0.0]
+    assert encoded[1, :3].tolist() == [13.328125, 6.6640625, 0.0] and encoded[1, 3].isnan()  # gt height -1
 
 
 def test_box_operators_fake_and_compile():
@@ -232,10 +244,11 @@ def test_box_operators_fake_and_compile():
 
     def dec_ref(a, d):
         px, py = (a[:, 0] + a[:, 2]) / 2, (a[:, 1] + a[:, 3]) / 2
-        pw, ph = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+        pw, ph = a[:, 2] - a[:, 0] + 1, a[:, 3] - a[:, 1] + 1
         gx, gy = px + pw * d[:, 0], py + ph * d[:, 1]
         gw, gh = pw * d[:, 2].exp(), ph * d[:, 3].exp()
-        return torch.stack([gx - gw / 2, gy - gh / 2, gx + gw / 2, gy + gh / 2], 1).clamp(0, 100)
+        corners = [gx - gw / 2 + 0.5, gy - gh / 2 + 0.5, gx + gw / 2 - 0.5, gy + gh / 2 - 0.5]
+        return torch.stack(corners, 1).clamp(0, 99)
 
     check_op(
         lambda a, d: torch_npu.npu_bounding_box_decode(a, d, 0, 0, 0, 0, 1, 1, 1, 1, [100], 16 / 1000),

@@ -391,7 +391,14 @@ def npu_roi_align(features, rois, spatial_scale, pooled_height, pooled_width, sa
 
 
 def _centre_size(b):
-    return (b[..., 0] + b[..., 2]) * 0.5, (b[..., 1] + b[..., 3]) * 0.5, b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
+    """Centre and size of Faster R-CNN's boxes as the card's BoundingBoxEncode/Decode take them (mmdetection
+    1.x): corners are inclusive pixel indices, so a box is x2 - x1 + 1 wide."""
+    return (
+        (b[..., 0] + b[..., 2]) * 0.5,
+        (b[..., 1] + b[..., 3]) * 0.5,
+        b[..., 2] - b[..., 0] + 1.0,
+        b[..., 3] - b[..., 1] + 1.0,
+    )
 
 
 @npu_op(
@@ -401,7 +408,10 @@ def _centre_size(b):
     api="aclnnBoundingBoxEncode",
 )
 def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, stds1, stds2, stds3):
-    """Faster R-CNN deltas ((gx-px)/pw, (gy-py)/ph, log(gw/pw), log(gh/ph)), then (d - means) / stds."""
+    """Faster R-CNN deltas ((gx-px)/pw, (gy-py)/ph, log(gw/pw), log(gh/ph)), then (d - means) / stds, with
+    inclusive box sizes (see _centre_size). The card computes them in float16 whatever the input dtype, scaling by
+    the reciprocal of stds (torch_npu's Ascend910B contrib test: 4/3 comes back as 1.3330; its documented example
+    with stds 0.1: 13.3281)."""
     check(
         anchor.shape == gt.shape and anchor.shape[-1] == 4,
         "npu_bounding_box_encode",
@@ -410,9 +420,12 @@ def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, s
     px, py, pw, ph = _centre_size(anchor.float())
     gx, gy, gw, gh = _centre_size(gt.float())
     deltas = torch.stack([(gx - px) / pw, (gy - py) / ph, torch.log(gw / pw), torch.log(gh / ph)], -1)
-    means = deltas.new_tensor([means0, means1, means2, means3])
-    stds = deltas.new_tensor([stds0, stds1, stds2, stds3])
-    return ((deltas - means) / stds).to(anchor.dtype)
+    half = torch.float16
+    means = deltas.new_tensor([means0, means1, means2, means3]).to(half)
+    inverse_stds = (1.0 / deltas.new_tensor([stds0, stds1, stds2, stds3])).to(half)
+    # each step rounded to float16 as the card computes: deltas, minus means, times the reciprocal stds
+    centred = (deltas.to(half).float() - means.float()).to(half)
+    return (centred.float() * inverse_stds.float()).to(half).to(anchor.dtype)
 
 
 @npu_op(
@@ -425,8 +438,8 @@ def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, s
 def npu_bounding_box_decode(
     rois, deltas, means0, means1, means2, means3, stds0, stds1, stds2, stds3, max_shape, wh_ratio_clip
 ):
-    """Inverse of the encoder: dw, dh clipped to |log(wh_ratio_clip)|, boxes clipped to max_shape (h, w);
-    a single value clips both axes."""
+    """Inverse of the encoder (inclusive sizes: corners at centre -/+ (size - 1) / 2): dw, dh clipped to
+    |log(wh_ratio_clip)|, corners clipped to [0, max_shape - 1] (h, w; a single value clips both axes, 0 none)."""
     d = (
         deltas.float() * deltas.new_tensor([stds0, stds1, stds2, stds3]).float()
         + deltas.new_tensor([means0, means1, means2, means3]).float()
@@ -437,11 +450,12 @@ def npu_bounding_box_decode(
     px, py, pw, ph = _centre_size(rois.float())
     gw, gh = pw * dw.exp(), ph * dh.exp()
     gx, gy = px + pw * dx, py + ph * dy
-    x1, y1, x2, y2 = gx - gw * 0.5, gy - gh * 0.5, gx + gw * 0.5, gy + gh * 0.5
+    x1, y1 = gx - gw * 0.5 + 0.5, gy - gh * 0.5 + 0.5
+    x2, y2 = gx + gw * 0.5 - 0.5, gy + gh * 0.5 - 0.5
     if max_shape and max(max_shape) > 0:
         h, w = (max_shape[0], max_shape[-1]) if len(max_shape) > 1 else (max_shape[0], max_shape[0])
-        x1, x2 = x1.clamp(0, w), x2.clamp(0, w)
-        y1, y2 = y1.clamp(0, h), y2.clamp(0, h)
+        x1, x2 = x1.clamp(0, w - 1), x2.clamp(0, w - 1)
+        y1, y2 = y1.clamp(0, h - 1), y2.clamp(0, h - 1)
     return torch.stack([x1, y1, x2, y2], -1).to(rois.dtype)
 
 

@@ -28,6 +28,11 @@ define(
 )
 
 
+# torch_npu's base formats (FormatHelper::IsBaseFormatType): their storage is the logical layout, so a cast
+# between two of them only relabels the storage, whatever the tensor's rank, and returns the same memory.
+_RELABELLED = frozenset({Format.ND, Format.NCHW, Format.NHWC, Format.NCDHW})
+
+
 def _target_format(acl_format, tensor):
     try:
         fmt = Format(int(acl_format))
@@ -39,6 +44,8 @@ def _target_format(acl_format, tensor):
         ) from None
     if fmt == Format.UNDEFINED:
         raise RuntimeError("npu_format_cast: cannot cast to Format.UNDEFINED" + ops_error(ErrCode.PARAM))
+    if fmt in _RELABELLED and get_npu_format(tensor) in _RELABELLED:
+        return fmt
     if fmt in NZ_FORMATS and len(_storage_descriptor(tensor)) < 2:
         npu_warn("Cannot create tensor with NZ format while dim < 2, tensor will be created with ND format.")
         return Format.ND
@@ -96,10 +103,22 @@ def _physical_shape(tensor):
     return list(tensor.shape) if tensor.dim() >= 2 else _storage_descriptor(tensor)
 
 
+def _relabel(tensor, fmt):
+    """A cast between base formats: the storage keeps its memory, size and base and gets the new format."""
+    _, numel = _C._storage_format(tensor)
+    if numel < 0:
+        numel = tensor.untyped_storage().nbytes() // tensor.element_size()
+    base = _C._storage_base(tensor) or (_storage_descriptor(tensor), tensor.dtype)
+    _C._set_storage_format(tensor, int(fmt), numel, *base)
+
+
 def _cast(self, acl_format, customize_dtype=None, input_dtype=None):
     _check_npu(self, "npu_format_cast")
     fmt = _target_format(acl_format, self)
-    if fmt == get_npu_format(self):  # torch_npu: already in that format, the same storage
+    current = get_npu_format(self)
+    if fmt != current and fmt in _RELABELLED and current in _RELABELLED:
+        _relabel(self, fmt)
+    if fmt == get_npu_format(self):  # torch_npu: already in that format (or relabelled), the same storage
         return self.view(self.shape)
     physical = _physical_shape(self)
     out = _allocate(physical, self.dtype, self.device, fmt)
@@ -117,6 +136,9 @@ def _cast_inplace(self, acl_format, customize_dtype=None, input_dtype=None):
     _check_npu(self, "npu_format_cast_")
     fmt = _target_format(acl_format, self)
     if get_npu_format(self) == fmt:
+        return self
+    if fmt in _RELABELLED and get_npu_format(self) in _RELABELLED:
+        _relabel(self, fmt)
         return self
     values = _cast(self, fmt)
     with torch.no_grad():
