@@ -44,7 +44,7 @@ def _target_format(acl_format, tensor):
         ) from None
     if fmt == Format.UNDEFINED:
         raise RuntimeError("npu_format_cast: cannot cast to Format.UNDEFINED" + ops_error(ErrCode.PARAM))
-    if fmt in _RELABELLED and get_npu_format(tensor) in _RELABELLED:
+    if _relabels(tensor, fmt):
         return fmt
     if fmt in NZ_FORMATS and len(_storage_descriptor(tensor)) < 2:
         npu_warn("Cannot create tensor with NZ format while dim < 2, tensor will be created with ND format.")
@@ -61,9 +61,12 @@ def _target_format(acl_format, tensor):
 
 
 def _storage_descriptor(tensor):
-    """The sizes torch_npu's storage descriptor keeps: those of the tensor the storage was made for (a
-    view's base), or the tensor's own for a tensor that owns its storage."""
-    base = tensor._base if isinstance(tensor, torch.Tensor) and tensor._base is not None else tensor
+    """The sizes torch_npu's storage descriptor keeps: the base sizes recorded with the storage's private format,
+    else those of the tensor the storage was made for (a view's base), or the tensor's own."""
+    recorded = _C._storage_base(tensor)
+    if recorded is not None:
+        return list(recorded[0])
+    base = tensor._base if tensor._base is not None else tensor
     return list(base.shape)
 
 
@@ -103,6 +106,14 @@ def _physical_shape(tensor):
     return list(tensor.shape) if tensor.dim() >= 2 else _storage_descriptor(tensor)
 
 
+def _relabels(tensor, fmt):
+    """A cast of npu `tensor` to `fmt` is a relabelling: both formats are base formats, and they differ."""
+    if fmt not in _RELABELLED or tensor.device.type != "npu":  # empty_with_format asks about a meta tensor
+        return False
+    current = get_npu_format(tensor)
+    return fmt != current and current in _RELABELLED
+
+
 def _relabel(tensor, fmt):
     """A cast between base formats: the storage keeps its memory, size and base and gets the new format."""
     _, numel = _C._storage_format(tensor)
@@ -115,8 +126,7 @@ def _relabel(tensor, fmt):
 def _cast(self, acl_format, customize_dtype=None, input_dtype=None):
     _check_npu(self, "npu_format_cast")
     fmt = _target_format(acl_format, self)
-    current = get_npu_format(self)
-    if fmt != current and fmt in _RELABELLED and current in _RELABELLED:
+    if _relabels(self, fmt):
         _relabel(self, fmt)
     if fmt == get_npu_format(self):  # torch_npu: already in that format (or relabelled), the same storage
         return self.view(self.shape)
@@ -135,10 +145,9 @@ def _cast_like(self, dst, customize_dtype=None, input_dtype=None):
 def _cast_inplace(self, acl_format, customize_dtype=None, input_dtype=None):
     _check_npu(self, "npu_format_cast_")
     fmt = _target_format(acl_format, self)
-    if get_npu_format(self) == fmt:
-        return self
-    if fmt in _RELABELLED and get_npu_format(self) in _RELABELLED:
+    if _relabels(self, fmt):
         _relabel(self, fmt)
+    if get_npu_format(self) == fmt:
         return self
     values = _cast(self, fmt)
     with torch.no_grad():
