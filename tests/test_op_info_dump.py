@@ -159,8 +159,22 @@ def test_build_folder_checks(tmp_path):
     assert made.parent == tmp_path and made.name.endswith(f"_{os.getpid()}_kernel_aot_optimization_build_outputs")
 
 
-def test_reselection_and_uninstall_without_a_package():
-    assert torch_npu.npu._aclnn_reselect_static_kernel() is None
-    npu_static_kernel._uninstall_path = None
+def test_uninstall_runs_the_remembered_script_once(tmp_path, monkeypatch):
+    script = tmp_path / "uninstall.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {tmp_path}/log\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(npu_static_kernel, "_uninstall_path", str(script))
     npu_static_kernel.uninstall_static_kernel()
+    npu_static_kernel.uninstall_static_kernel()  # forgotten after the first run: nothing to do
+    assert (tmp_path / "log").read_text() == "ran\n" and npu_static_kernel._uninstall_path is None
+
+
+def test_save_uninstall_info_finds_the_package_script(tmp_path, monkeypatch):
+    found = tmp_path / "cann-9" / "opp" / "static_kernel" / "ai_core" / "pkg1"
+    found.mkdir(parents=True)
+    (found / "uninstall.sh").write_text("")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path / "latest"))
+    npu_static_kernel.save_uninstall_info("pkg1")
+    assert npu_static_kernel._uninstall_path == str(found / "uninstall.sh")
+    npu_static_kernel.save_uninstall_info("missing")
     assert npu_static_kernel._uninstall_path is None

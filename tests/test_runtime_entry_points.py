@@ -255,3 +255,11 @@ def test_out_of_memory_observer():
     assert second[:3] == [0, 1 << 45, capacity]
     assert message.startswith("NPU out of memory. Tried to allocate 32768.00 GiB (NPU 0; ")
     assert replaced == "observer failed" and ooms == 2
+
+
+def test_static_kernel_reselection_has_no_package_to_select():
+    # vnpu installs no static-kernel packages: reselection succeeds and changes no operator's result
+    x = torch.randn(8, 8, device="npu")
+    before = (x @ x).cpu()
+    assert C._aclnn_reselect_static_kernel() is None and torch_npu.npu._aclnn_reselect_static_kernel() is None
+    assert torch.equal((x @ x).cpu(), before)
