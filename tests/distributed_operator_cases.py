@@ -63,6 +63,19 @@ def case_matmul_collectives():
     want = sum(x @ w + bias for x, w in zip(rows, x2s))[2 * RANK : 2 * RANK + 2]
     torch.testing.assert_close(out.cpu(), want, rtol=1e-5, atol=1e-5)
 
+    for dtype in (torch.float16, torch.bfloat16):  # the card keeps product and sum in float32, rounds once
+        halves, weights16 = [x.to(dtype) for x in x1s], [w.to(dtype) for w in x2s]
+        adds = [x.to(dtype) for x in x3s]
+        out = torch_npu.npu_mm_all_reduce_base(
+            halves[RANK].to(DEV), weights16[RANK].to(DEV), hcom, x3=adds[RANK].to(DEV)
+        )
+        parts = [x.float() @ w.float() + a.float() for x, w, a in zip(halves, weights16, adds)]
+        same(out, sum(parts[1:], parts[0]).to(dtype))
+        tall = [x.to(dtype) for x in rows]
+        out = torch_npu.npu_mm_reduce_scatter_base(tall[RANK].to(DEV), weights16[RANK].to(DEV), hcom, WORLD)
+        parts = [x.float() @ w.float() for x, w in zip(tall, weights16)]
+        same(out, sum(parts[1:], parts[0]).to(dtype)[2 * RANK : 2 * RANK + 2])
+
     pair = dist.new_group(list(range(WORLD)))
     pair_hcom = pair._get_backend(DEV).get_hccl_comm_name(RANK)
     assert pair_hcom != hcom
@@ -403,6 +416,14 @@ def case_quant_matmul_collectives():
     )  # fmt: skip
     want = sum(r.float() @ x2.float() * 0.5 * s2 for r in rows)[2 * RANK : 2 * RANK + 2]
     torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+
+    halves, weight = [floats(1030 + r, 2 * WORLD, 6).half() for r in range(WORLD)], floats(1040, 6, 5).half()
+    y, gathered, _ = torch_npu.npu_all_gather_quant_mm(halves[RANK].to(DEV), weight.to(DEV), hcom, WORLD)
+    same(gathered, torch.cat(halves))
+    same(y, (torch.cat(halves).float() @ weight.float()).half())
+    y, _ = torch_npu.npu_quant_mm_reduce_scatter(halves[RANK].to(DEV), weight.to(DEV), hcom, WORLD)
+    parts = [h.float() @ weight.float() for h in halves]
+    same(y, sum(parts[1:], parts[0]).half()[2 * RANK : 2 * RANK + 2])
 
     try:  # float8 moves as bytes (the gathers above) but is never reduced
         dist.all_reduce(a[RANK].to(DEV))

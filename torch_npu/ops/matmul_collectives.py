@@ -9,7 +9,8 @@ group whose communicator name is `hcom` (``group._get_backend(torch.device("npu"
   bias, gather_out), gather_out empty unless gather_output.
 - npu_mm_reduce_scatter_base: reduce_scatter(self @ x2 + bias) along dim 0.
 On a card the computation and the communication overlap inside one kernel; here they run one after the other
-with the same results. Not supported: the communication quantisation (comm_quant_scale_*), the quantised
+with the same results. For float16 / bfloat16 inputs the card keeps the product and the reduction in float32 and
+rounds once, at the end (op-plugin's golden references do the same); so does vnpu. Not supported: the communication quantisation (comm_quant_scale_*), the quantised
 gather/scatter variants (x1_scale, x2_scale) and comm_turn other than 0.
 """
 
@@ -84,8 +85,13 @@ def _product(op, x1, x2, bias, antiquant_scale, antiquant_offset, antiquant_grou
         check(x2.dtype == torch.int8, op, f"antiquant_scale needs an int8 x2, got {x2.dtype}")
         x2 = _dequantised_weight(x2, antiquant_scale, antiquant_offset, antiquant_group_size, x1.dtype, op)
     check(x1.dtype == x2.dtype, op, f"x1 and x2 must have one dtype, got {x1.dtype} and {x2.dtype}")
-    out = torch.matmul(x1, x2)
-    return out if bias is None else out + bias
+    out = torch.matmul(_widened(x1), _widened(x2))
+    return out if bias is None else out + _widened(bias)
+
+
+def _widened(t):
+    """float16 / bfloat16 as float32, the precision of the card's product and reduction; other dtypes as given."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
 
 
 def _reduce(op, reduce_op):
@@ -147,10 +153,10 @@ def npu_mm_all_reduce_base(
     )
     if x3 is not None:
         check(x3.shape == out.shape, op, f"x3 must have the output's shape {tuple(out.shape)}, got {tuple(x3.shape)}")
-        out = out + x3
+        out = out + _widened(x3)
     out = out.contiguous()
     dist.all_reduce(out, op=reduction, group=group)
-    return out
+    return out.to(x1.dtype) if dequant_scale is None else out
 
 
 def _check_world(op, group, world_size):
@@ -226,9 +232,9 @@ def npu_mm_reduce_scatter_base(
     group = process_group(hcom, op)
     _check_world(op, group, world_size)
     check(x1.shape[0] % world_size == 0, op, f"m={x1.shape[0]} must be divisible by world_size={world_size}")
-    product = torch.matmul(x1, x2)
+    product = torch.matmul(_widened(x1), _widened(x2))
     if bias is not None:
-        product = product + bias
+        product = product + _widened(bias)
     out = product.new_empty(x1.shape[0] // world_size, x2.shape[1])
     dist.reduce_scatter_tensor(out, product.contiguous(), op=reduction, group=group)
-    return out
+    return out.to(x1.dtype)
