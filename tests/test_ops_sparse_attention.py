@@ -154,3 +154,24 @@ def test_sparse_flash_attention_grad_matches_autograd_of_the_dense_form():
     )  # fmt: skip
     for got, leaf in zip(grads, leaves):
         torch.testing.assert_close(got.cpu(), leaf.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_indexer_ranks_near_ties_as_the_reference_scores_them():
+    """Scores one float32 ulp apart keep op-plugin's reference order: per key head the query heads' dots are one
+    [heads, rows, D] @ [D, S2] matmul summed over the heads (a different contraction order swaps such pairs)."""
+    g = torch.Generator().manual_seed(3)
+    rows, heads, d, keys = 2, 64, 128, 8192
+    q = (torch.rand(rows, heads, d, generator=g) * 20 - 10).bfloat16()
+    k = (torch.rand(keys, 1, d, generator=g) * 20 - 10).bfloat16()
+    w = (torch.rand(rows, heads, generator=g) * 2 - 1).bfloat16()
+    score = (torch.relu(q.transpose(0, 1).float() @ k[:, 0].float().t()) * w.t().float()[..., None]).sum(0)
+    score[0, keys - 1 :] = float("-inf")  # right-down causal: row 0 sees one key fewer
+    gaps = score.sort(dim=1, descending=True).values[:, :2048].diff(dim=1).abs()
+    assert (gaps[torch.isfinite(gaps)] < score.abs().max() * 2**-22).any()  # the case holds near ties
+    want = score.sort(dim=1, descending=True, stable=True).indices[:, :2048].int()
+    lengths = torch.tensor([rows], dtype=torch.int32)
+    idx, _ = torch_npu.npu_lightning_indexer(
+        q.npu(), k.npu(), w.npu(), actual_seq_lengths_query=lengths.npu(),
+        actual_seq_lengths_key=torch.tensor([keys], dtype=torch.int32).npu(), layout_query="TND", layout_key="TND",
+    )  # fmt: skip
+    assert torch.equal(idx.cpu().reshape(rows, 2048), want)

@@ -113,14 +113,16 @@ def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, bl
         keys = key_rows(key, layout_key, actual_k, block_table, batch, op).float()
         if rows == 0 or keys.shape[0] == 0:
             continue
-        q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1)
-        w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
-        dots = torch.einsum("qngd,knd->qngk", q, keys)
+        # per key head: [group heads, rows, D] @ [D, S2] summed over the group heads, the order of op-plugin's
+        # golden reference (scores one ulp apart would otherwise swap ranks)
+        q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1).permute(1, 2, 0, 3)
+        w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
+        dots = torch.stack([torch.matmul(q[h], keys[:, h].t()) for h in range(n2)])  # [n2, group, rows, S2]
         if query_scale is not None:
             k_scale = key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op).float()[..., 0]
-            q_scale = qs_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1)
-            dots = dots * q_scale * k_scale.t()[None, :, None, :]
-        score = (torch.relu(dots) * w).sum(2)  # [rows, n2, S2]
+            q_scale = qs_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
+            dots = dots * q_scale * k_scale.t()[:, None, None, :]
+        score = (torch.relu(dots) * w).sum(1).transpose(0, 1)  # [rows, n2, S2]
         masked = causal_mask(rows, keys.shape[0], sparse_mode, query.device, op)
         score = score.masked_fill(masked[:, None, :], float("-inf"))
         count = min(sparse_count, keys.shape[0])
