@@ -175,3 +175,36 @@ def test_indexer_ranks_near_ties_as_the_reference_scores_them():
         actual_seq_lengths_key=torch.tensor([keys], dtype=torch.int32).npu(), layout_query="TND", layout_key="TND",
     )  # fmt: skip
     assert torch.equal(idx.cpu().reshape(rows, 2048), want)
+
+
+def test_sparse_flash_attention_sinks_take_their_share_of_each_softmax():
+    """sinks: one logit per query head, a key without a value in every row's softmax (a row whose keys are all
+    masked attends to the sink alone and comes out zero)."""
+    q, k, w = _inputs(4)
+    g = torch.Generator().manual_seed(5)
+    qr, kr = torch.randn(B, S1, N1, 4, generator=g), torch.randn(B, S2, 1, 4, generator=g)
+    sinks = torch.randn(N1, generator=g) * 3
+    indices = torch.stack([torch.stack([torch.randperm(S2, generator=g)[:TOPK] for _ in range(S1)]) for _ in range(B)])[:, :, None].to(torch.int32)  # fmt: skip
+    indices[1, 2, 0] = -1
+    want = torch.zeros(B, S1, N1, D)
+    for b in range(B):
+        keep = torch.zeros(S1, S2, dtype=torch.bool)
+        for i in range(S1):
+            for j in indices[b, i, 0].tolist():
+                keep[i, j] = 0 <= j <= i + (S2 - S1)
+        scores = (torch.einsum("ihd,jd->hij", q[b], k[b, :, 0]) + torch.einsum("ihd,jd->hij", qr[b], kr[b, :, 0])) * 0.3
+        scores = torch.cat([scores.masked_fill(~keep, float("-inf")), sinks[:, None, None].expand(N1, S1, 1)], -1)
+        want[b] = torch.einsum("hij,jd->ihd", torch.softmax(scores, -1)[..., :-1], k[b, :, 0])
+    out, smax, ssum = torch_npu.npu_sparse_flash_attention(
+        q.npu(), k.npu(), k.npu(), indices.npu(), 0.3, query_rope=qr.npu(), key_rope=kr.npu(), sinks=sinks.npu(),
+        return_softmax_lse=True,
+    )  # fmt: skip
+    torch.testing.assert_close(out.cpu(), want, atol=1e-5, rtol=1e-5)
+    assert torch.equal(out.cpu()[1, 2], torch.zeros(N1, D))
+    assert torch.equal(smax.cpu()[1, 0, 2], sinks) and torch.equal(ssum.cpu()[1, 0, 2], torch.ones(N1))
+    raises_operator_error(
+        lambda: torch_npu.npu_sparse_flash_attention(
+            q.npu(), k.npu(), k.npu(), indices.npu(), 0.3, sinks=sinks[:2].npu()
+        ),
+        f"npu_sparse_flash_attention: sinks must be [N1={N1}], got (2,)",
+    )

@@ -13,9 +13,11 @@ return_value, else empty).
 
 npu_sparse_flash_attention: for query token i, softmax((q . k_j [+ q_rope . k_rope_j]) * scale_value) over the
 tokens j named by sparse_indices[i] (-1 entries skipped; sparse_block_size > 1: each index names a block of
-that many tokens; sparse_mode 3 also drops j > i + (S2 - S1)), times value_j. Returns (attention_out,
-softmax_max, softmax_sum), the two statistics [B, N2, S1, N1 / N2] ([N2, T1, N1 / N2] for TND) when
-return_softmax_lse, else empty. Computed in float32. Rows with nothing to attend to are zero.
+that many tokens; sparse_mode 3 also drops j > i + (S2 - S1)), times value_j. sinks [N1] (float32, one logit per
+query head) join every row's softmax as an extra key with no value: they raise the maximum and the sum, and take
+their share of the probability. Returns (attention_out, softmax_max, softmax_sum), the two statistics
+[B, N2, S1, N1 / N2] ([N2, T1, N1 / N2] for TND) when return_softmax_lse, else empty. Computed in float32. Rows with
+nothing to attend to are zero.
 """
 
 import torch
@@ -185,7 +187,6 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
                                return_softmax_lse=False, sinks=None):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum)."""
     op = "npu_sparse_flash_attention"
-    check(sinks is None, op, "sinks is not computed by vnpu")
     check(sparse_block_size >= 1, op, f"sparse_block_size must be at least 1, got {sparse_block_size}")
     check((query_rope is None) == (key_rope is None), op, "query_rope and key_rope go together")
     batches, q_rows = query_batches(query, layout_query, actual_seq_lengths_query, op)
@@ -193,6 +194,9 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
     idx_rows = sparse_indices.reshape(q_rows.shape[0], *sparse_indices.shape[-2:])
     n1, n2 = query.shape[-2], key.shape[-2]
     group = n1 // n2
+    if sinks is not None:
+        check(tuple(sinks.shape) == (n1,), op, f"sinks must be [N1={n1}], got {tuple(sinks.shape)}")
+        sinks = sinks.float().reshape(1, n2, group, 1)
     out = torch.zeros(q_rows.shape[0], n1, value.shape[-1], device=query.device)
     smax = torch.zeros(q_rows.shape[0], n2, group, device=query.device)
     ssum = torch.zeros_like(smax)
@@ -225,9 +229,13 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
             scores = scores + torch.einsum("rngd,rnkd->rngk", qr, krope[safe, torch.arange(n2, device=query.device)[None, :, None]])  # fmt: skip
         scores = (scores * scale_value).masked_fill(~valid[:, :, None, :], float("-inf"))
         row_max = scores.amax(-1, keepdim=True)
+        if sinks is not None:
+            row_max = torch.maximum(row_max, sinks)
         finite_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
         weights = torch.exp(scores - finite_max)
         total = weights.sum(-1, keepdim=True)
+        if sinks is not None:
+            total = total + torch.exp(sinks - finite_max)
         probs = torch.where(total > 0, weights / total.clamp(min=1e-30), torch.zeros_like(weights))
         out[start : start + rows] = torch.einsum("rngk,rnkd->rngd", probs, v_sel).reshape(rows, n1, -1)
         smax[start : start + rows], ssum[start : start + rows] = row_max[..., 0], total[..., 0]
