@@ -94,3 +94,34 @@ def test_under_compile_the_cache_update_survives_functionalization():
     want = torch_npu.npu_fused_causal_conv1d(x, w, eager_states, query_start_loc=loc)
     assert torch.equal(compiled(x, w, compiled_states, loc).cpu(), want.cpu())
     assert torch.equal(compiled_states.cpu(), eager_states.cpu()) and not torch.equal(eager_states.cpu(), states.cpu())
+
+
+def test_initial_state_mode_picks_cache_or_zeros_per_sequence():
+    """initial_state_mode per sequence: 1 reads the cached tail, 0 starts from zeros, 2 starts from zeros and zeroes
+    the first K - 1 outputs; every line still takes its sequence's last rows."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(12, DIM, generator=g).half()
+    w = torch.randn(3, DIM, generator=g).half()
+    states = torch.randn(5, 2, DIM, generator=g).half()
+    loc, lines = torch.tensor([0, 4, 9, 12], dtype=torch.int32), torch.tensor([2, 0, 4], dtype=torch.int32)
+    modes = torch.tensor([1, 0, 2], dtype=torch.int32)
+    npu_states = states.npu()
+    y = torch_npu.npu_fused_causal_conv1d(
+        x.npu(), w.npu(), npu_states, query_start_loc=loc.npu(), cache_indices=lines.npu(),
+        initial_state_mode=modes.npu(),
+    )  # fmt: skip
+    padded = [torch.cat([states[2].float(), x[:4].float()]), torch.cat([torch.zeros(2, DIM), x[4:9].float()])]
+    padded.append(torch.cat([torch.zeros(2, DIM), x[9:].float()]))
+    want = torch.cat([conv(p, w.float()) for p in padded])
+    want[9:11] = 0
+    assert torch.equal(y.cpu(), want.half())
+    expected_states = states.clone()
+    for line, p in zip(lines.tolist(), padded):
+        expected_states[line] = p[-2:].half()
+    assert torch.equal(npu_states.cpu(), expected_states)
+    raises_operator_error(
+        lambda: torch_npu.npu_fused_causal_conv1d(
+            x.npu(), w.npu(), npu_states, query_start_loc=loc.npu(), initial_state_mode=torch.tensor([1, 3, 0]).npu()
+        ),
+        "npu_fused_causal_conv1d: initial_state_mode must hold 0, 1 or 2 for each of the 3 sequences, got [1, 3, 0]",
+    )

@@ -4,8 +4,9 @@ Pangu V2) over variable-length sequences, reading and updating each sequence's c
 x [cu_seq_len, dim] (sequences split by query_start_loc [batch + 1]) or [batch, seq, dim]; weight [K = 3, dim];
 conv_states [lines, C, dim] (C = K - 1 + m). For sequence b (skipped when its cache line is pad_slot_id), with
 line = cache_indices[b] (b without cache_indices):
-    cached = zeros(K - 1) and offset 0 when num_computed_tokens[b] == 0; else offset = num_accepted_tokens[b] - 1
-             (speculative decoding) or C - (K - 1), and cached = conv_states[line][: offset + K - 1]
+    cached = zeros(K - 1) and offset 0 when num_computed_tokens[b] == 0 or initial_state_mode[b] is 0 (no initial
+             state) or 2 (no initial state, and the first K - 1 outputs are 0); else offset = num_accepted_tokens[b]
+             - 1 (speculative decoding) or C - (K - 1), and cached = conv_states[line][: offset + K - 1]
     padded = cached ++ x_b;  conv_states[line][C - M:] = padded[-M:]  (M = min(C, len(padded)))
     y[i] = sum_k weight[k] * padded[offset + i + k];  conv_mode "pangu": the first K - 1 - num_computed_tokens[b]
     outputs are 0;  residual_connection 1: y += x
@@ -44,7 +45,7 @@ def _sequences(x, query_start_loc, op):
     return x, list(zip(bounds[:-1], bounds[1:]))
 
 
-def _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_tokens, pad_slot_id,
+def _conv(x, weight, conv_states, query_start_loc, cache_indices, initial_state_mode, num_accepted_tokens, pad_slot_id,
           residual_connection, num_computed_tokens, conv_mode, op):  # fmt: skip
     """y (x's shape and dtype); conv_states is updated in place."""
     check(tuple(weight.shape) == (_WIDTH, x.shape[-1]), op, f"weight must be [{_WIDTH}, {x.shape[-1]}], got {tuple(weight.shape)}")  # fmt: skip
@@ -54,6 +55,9 @@ def _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_t
     check(conv_mode in ("default", "pangu", None), op, f"conv_mode must be 'default' or 'pangu', got {conv_mode!r}")
     check(conv_mode != "pangu" or num_computed_tokens is not None, op, "conv_mode 'pangu' needs num_computed_tokens")
     rows, spans = _sequences(x, query_start_loc, op)
+    modes = [int(v) for v in initial_state_mode.tolist()] if initial_state_mode is not None else [1] * len(spans)
+    check(len(modes) == len(spans) and set(modes) <= {0, 1, 2}, op,
+          f"initial_state_mode must hold 0, 1 or 2 for each of the {len(spans)} sequences, got {modes}")  # fmt: skip
     y = torch.zeros(rows.shape, device=x.device)
     w = weight.float()
     state_len = conv_states.shape[1]
@@ -61,7 +65,7 @@ def _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_t
         line = int(cache_indices[b]) if cache_indices is not None else b
         if pad_slot_id is not None and pad_slot_id != -1 and line == pad_slot_id:
             continue
-        if num_computed_tokens is not None and int(num_computed_tokens[b]) == 0:
+        if modes[b] != 1 or (num_computed_tokens is not None and int(num_computed_tokens[b]) == 0):
             offset, cached = 0, conv_states.new_zeros(_WIDTH - 1, x.shape[-1]).float()
         else:
             offset = int(num_accepted_tokens[b]) - 1 if num_accepted_tokens is not None else state_len - (_WIDTH - 1)
@@ -75,6 +79,8 @@ def _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_t
         out = sum(w[k] * window[k : k + length] for k in range(_WIDTH))
         if conv_mode == "pangu":
             out[: min(max(_WIDTH - 1 - int(num_computed_tokens[b]), 0), length)] = 0
+        if modes[b] == 2:
+            out[: _WIDTH - 1] = 0
         if residual_connection:
             out = out + rows[start:end].float()
         y[start:end] = out
@@ -92,7 +98,7 @@ def npu_fused_causal_conv1d(x, weight, conv_states, *, query_start_loc=None, cac
                             block_idx_last_scheduled_token=None, initial_state_idx=None, block_size=128,
                             conv_mode="default"):  # fmt: skip
     """y; conv_states updated in place."""
-    return _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_tokens, pad_slot_id,
+    return _conv(x, weight, conv_states, query_start_loc, cache_indices, initial_state_mode, num_accepted_tokens, pad_slot_id,
                  residual_connection, num_computed_tokens, conv_mode, _OP)  # fmt: skip
 
 
@@ -107,6 +113,6 @@ def npu_fused_causal_conv1d_v2(x, weight, conv_states, *, query_start_loc=None, 
                                block_idx_last_scheduled_token=None, initial_state_idx=None, block_size=128,
                                conv_mode="default"):  # fmt: skip
     """y written into x; conv_states updated in place."""
-    y = _conv(x, weight, conv_states, query_start_loc, cache_indices, num_accepted_tokens, pad_slot_id,
+    y = _conv(x, weight, conv_states, query_start_loc, cache_indices, initial_state_mode, num_accepted_tokens, pad_slot_id,
               residual_connection, num_computed_tokens, conv_mode, "npu_fused_causal_conv1d_v2")  # fmt: skip
     x.copy_(y)
