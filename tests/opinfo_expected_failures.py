@@ -6,10 +6,6 @@ when one not listed fails, so this list is always the exact set of known differe
 
 # The operator raises on npu, by design: (reason, what the error says).
 UNSUPPORTED = {
-    "to_sparse": (
-        "torch_npu has no sparse COO tensors: the result would be one, and building it on npu raises torch_npu's error",
-        "is not currently supported on the NPU backend.",
-    ),
     "sparse.sampled_addmm": ("sparse CSR inputs are not supported on npu", "not supported on npu"),
     "sparse.mm.reduce": ("sparse CSR inputs are not supported on npu", "not supported on npu"),
 }

@@ -1,6 +1,5 @@
 #include "aten/TensorMapping.h"
 #include "aten/DispatchKeys.h"
-#include "aten/UnsupportedLayouts.h"
 
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
@@ -70,11 +69,6 @@ c10::Storage npu_storage_from(const c10::Storage& cpu, c10::DeviceIndex device) 
 }
 
 void check_strided(const at::Tensor& cpu) {
-  if (C10_UNLIKELY(cpu.layout() == c10::kSparse)) {
-    // torch_npu runs such an operator on the CPU and copies the sparse result to npu, which builds it
-    // with this operator on SparsePrivateUse1: the error is that operator's.
-    raise_sparse_coo_unsupported("aten::_sparse_coo_tensor_with_dims_and_tensors");
-  }
   TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided && !cpu.is_quantized(), "This npu operator would return a ",
                               cpu.is_quantized() ? "quantized" : "",
                               cpu.is_quantized() ? "" : layout_name(cpu.layout()),
@@ -247,6 +241,10 @@ at::Tensor make_cpu_alias(const at::Tensor& npu, bool owning) {
 at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device) {
   if (C10_UNLIKELY(cpu._is_zerotensor())) {
     return make_zero_tensor(cpu.sizes(), cpu.scalar_type(), c10::Device(kNpu, device));
+  }
+  if (C10_UNLIKELY(cpu.layout() == c10::kSparse)) {
+    // As torch_npu's CPU fallback does: the sparse COO result is copied to npu, members and all.
+    return cpu.to(c10::Device(kNpu, device));
   }
   check_strided(cpu);
   auto* impl = cpu.unsafeGetTensorImpl();

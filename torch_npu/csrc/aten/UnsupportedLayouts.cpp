@@ -1,24 +1,18 @@
-// Sparse, quantized and nested tensors have no npu implementation (vnpu keeps npu memory dense):
-// any operator that would create or take one on npu raises a clear error instead of PyTorch's
+// Sparse, quantized and nested tensors have no npu kernels (vnpu keeps npu memory dense): any
+// operator that would compute on one on npu raises a clear error instead of PyTorch's
 // "Could not run ... with arguments from the 'SparsePrivateUse1' backend". Sparse COO tensors raise
-// torch_npu's own error, word for word: torch_npu answers every sparse COO operator with it.
+// torch_npu's own error, word for word: torch_npu answers every sparse COO operator with it, except the
+// few that build and take apart a COO tensor (SparseCooStructure.cpp).
 //
 // Sparse compressed tensors can be built on npu, as in torch_npu: their structure operators (the
 // member accessors and densification) run the host's kernels, which only read the member tensors;
 // the two reductions torch_npu runs on the CPU are in SparseCsrReductions.cpp.
-#include "aten/UnsupportedLayouts.h"
 #include "runtime/ErrorCode.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 namespace vnpu {
-
-void raise_sparse_coo_unsupported(const std::string& op) {
-  TORCH_CHECK(false, "CAUTION: The operator '", op, "' is not currently supported on the NPU backend.",
-              ops_not_supported_error());
-}
-
 namespace {
 
 constexpr char kSparseCsrLayout[] = "sparse compressed (CSR/CSC/BSR/BSC)";
@@ -37,7 +31,8 @@ void sparse_compressed_structure(const c10::OperatorHandle& op, torch::jit::Stac
 }
 
 void sparse_coo_unsupported(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
-  raise_sparse_coo_unsupported(c10::toString(op.schema().operator_name()));
+  TORCH_CHECK(false, "CAUTION: The operator '", c10::toString(op.schema().operator_name()),
+              "' is not currently supported on the NPU backend.", ops_not_supported_error());
 }
 
 constexpr char kQuantized[] = "quantized";
