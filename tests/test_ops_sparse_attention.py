@@ -208,3 +208,26 @@ def test_sparse_flash_attention_sinks_take_their_share_of_each_softmax():
         ),
         f"npu_sparse_flash_attention: sinks must be [N1={N1}], got (2,)",
     )
+
+
+def test_quant_indexer_scores_in_the_cards_precision():
+    """int8 operands: the exact integer dot products, ReLU, / 1024 rounded to float16, the heads weighted by
+    weights * query scale (a float16 product) and summed in float32, times the key's scale (op-plugin's golden);
+    dequantising first ranks near ties differently."""
+    g = torch.Generator().manual_seed(7)
+    rows, heads, d, keys, top = 4, 64, 128, 4096, 256
+    q8 = torch.randint(-128, 128, (1, rows, heads, d), generator=g, dtype=torch.int8)
+    k8 = torch.randint(-128, 128, (1, keys, 1, d), generator=g, dtype=torch.int8)
+    q_scale = (torch.rand(1, rows, heads, generator=g) * 10).half()
+    k_scale = (torch.rand(1, keys, 1, generator=g) * 10).half()
+    w = (torch.rand(1, rows, heads, generator=g) * 0.01).half()
+    dots = torch.relu(q8[0].transpose(0, 1).int() @ k8[0, :, 0].int().t()).float() / 1024.0  # [heads, rows, keys]
+    scaled = torch.bmm((w[0] * q_scale[0]).float()[:, None, :], dots.half().float().transpose(0, 1))[:, 0]
+    score = (scaled * k_scale[0, :, 0].float()).masked_fill(
+        torch.arange(keys)[None, :] > torch.arange(rows)[:, None] + (keys - rows), float("-inf")
+    )
+    want = score.sort(dim=1, descending=True, stable=True).indices[:, :top].int()
+    got = torch_npu.npu_quant_lightning_indexer(
+        q8.npu(), k8.npu(), w.npu(), q_scale.npu(), k_scale.npu(), 0, 0, sparse_count=top
+    )  # fmt: skip
+    assert torch.equal(got.cpu().reshape(rows, top), want)

@@ -9,7 +9,8 @@ npu_lightning_indexer: score[i, j] = sum over the heads of a key head's group of
 k[j]) (no scale); sparse_mode 3 masks j > i + (S2 - S1) (right-down causal), 0 masks nothing; the top
 sparse_count keys by score (ties to the lower index) in descending score order, -1 (and -inf values) where a
 row has fewer valid keys. Returns (indices int32 [.., N2, sparse_count], values in the query's dtype when
-return_value, else empty).
+return_value, else empty). npu_quant_lightning_indexer scores int8 (or float8) operands as the card does: the exact
+dot products, ReLU, / 1024 rounded to float16, weighted by weights * query scale, times the key's scale.
 
 npu_sparse_flash_attention: for query token i, softmax((q . k_j [+ q_rope . k_rope_j]) * scale_value) over the
 tokens j named by sparse_indices[i] (-1 entries skipped; sparse_block_size > 1: each index names a block of
@@ -101,8 +102,8 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
 
 def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, block_table, layout_query, layout_key,
              sparse_count, sparse_mode, op):  # fmt: skip
-    """(indices int32, scores float32) [.., N2, sparse_count]; query_scale [.., N1] / key_scale [.., N2] dequantise
-    the per-token-head quantised operands inside the ReLU."""
+    """(indices int32, scores float32) [.., N2, sparse_count]; with query_scale [.., N1] / key_scale [.., N2] the
+    operands are per-token-head quantised (_quantised_scores)."""
     check(sparse_count > 0, op, f"sparse_count must be positive, got {sparse_count}")
     batches, q_rows = query_batches(query, layout_query, actual_q, op)
     w_rows = weights.reshape(-1, weights.shape[-1])
@@ -112,19 +113,21 @@ def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, bl
     indices = torch.full((q_rows.shape[0], n2, sparse_count), -1, dtype=torch.int32, device=query.device)
     values = torch.full((q_rows.shape[0], n2, sparse_count), float("-inf"), device=query.device)
     for batch, start, rows in batches:
-        keys = key_rows(key, layout_key, actual_k, block_table, batch, op).float()
+        keys = key_rows(key, layout_key, actual_k, block_table, batch, op)
         if rows == 0 or keys.shape[0] == 0:
             continue
-        # per key head: [group heads, rows, D] @ [D, S2] summed over the group heads, the order of op-plugin's
-        # golden reference (scores one ulp apart would otherwise swap ranks)
-        q = q_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, -1).permute(1, 2, 0, 3)
-        w = w_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
-        dots = torch.stack([torch.matmul(q[h], keys[:, h].t()) for h in range(n2)])  # [n2, group, rows, S2]
-        if query_scale is not None:
-            k_scale = key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op).float()[..., 0]
-            q_scale = qs_rows[start : start + rows].float().reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
-            dots = dots * q_scale * k_scale.t()[:, None, None, :]
-        score = (torch.relu(dots) * w).sum(1).transpose(0, 1)  # [rows, n2, S2]
+        # per key head h: the group's query heads [group, rows, D] @ keys [D, S2], in the order of op-plugin's
+        # golden references (scores one ulp apart would otherwise swap ranks)
+        q = q_rows[start : start + rows].reshape(rows, n2, n1 // n2, -1).permute(1, 2, 0, 3)
+        w = w_rows[start : start + rows].reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
+        if query_scale is None:
+            k = keys.float()
+            heads = [(torch.relu(q[h].float() @ k[:, h].t()) * w[h].float()).sum(0) for h in range(n2)]
+        else:
+            k_scale = key_rows(key_scale[..., None], layout_key, actual_k, block_table, batch, op)[..., 0]
+            q_scale = qs_rows[start : start + rows].reshape(rows, n2, n1 // n2, 1).permute(1, 2, 0, 3)
+            heads = [_quantised_scores(q[h], keys[:, h], w[h] * q_scale[h], k_scale[:, h]) for h in range(n2)]
+        score = torch.stack(heads, 1)  # [rows, n2, S2]
         masked = causal_mask(rows, keys.shape[0], sparse_mode, query.device, op)
         score = score.masked_fill(masked[:, None, :], float("-inf"))
         count = min(sparse_count, keys.shape[0])
@@ -135,6 +138,18 @@ def _indexer(query, key, weights, query_scale, key_scale, actual_q, actual_k, bl
         values[start : start + rows, :, :count] = top
     shape = (*query.shape[:-2], n2, sparse_count)
     return indices.reshape(shape), values.reshape(shape)
+
+
+def _quantised_scores(q, k, weight_scale, k_scale):
+    """[rows, S2] scores of one key head from quantised q [group, rows, D] and k [S2, D], as the card computes
+    them: the integer (or float8) dot products exactly, ReLU, scaled by 1/1024 and rounded to float16; then the
+    group's heads weighted by weights * query scale (multiplied in their own dtype) and summed in float32, times
+    the key's scale."""
+    # int8 dot products are exact in float32 while D * 128 * 128 stays within its 24-bit mantissa
+    exact = torch.int32 if q.dtype == torch.int8 and q.shape[-1] > 1024 else torch.float32
+    dots = torch.relu(q.to(exact) @ k.to(exact).t()).float() / 1024.0
+    dots = dots.half().float().transpose(0, 1)  # [rows, group, S2]
+    return torch.bmm(weight_scale.float().permute(1, 2, 0), dots).squeeze(1) * k_scale.float()
 
 
 @npu_op(
