@@ -310,6 +310,8 @@ def case_moe_distribute():
     received = len(want_rows)
     assert expand_x.shape == (bs * WORLD * min(local, k), h)
     same(expand_x[:received], torch.stack(want_rows))
+    mine = ids[RANK].reshape(-1).tolist()  # expand_idx: each route's index among this rank's routes to its expert
+    same(expand_idx, torch.tensor([mine[:r].count(e) for r, e in enumerate(mine)], dtype=torch.int32))
     assert not expand_x[received:].cpu().any()
     torch.testing.assert_close(expand_scales[:received].cpu(), torch.tensor(want_scales))
     same(recv_counts, torch.tensor(per).cumsum(0).to(torch.int32))

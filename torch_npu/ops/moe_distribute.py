@@ -8,8 +8,9 @@ source's token order (A = BS * ep_world_size * min(E_l, K), or global_bs * min(E
 received ones are zero). quant_mode 2 quantises each row dynamically to int8 (max|x * scales[expert]| / 127,
 dynamic_scales [A]); 0 sends x as is. expert_token_nums: the rows per local expert (counts, or cumulative with
 expert_token_nums_type 0); ep_recv_counts: the cumulative rows per (local expert, source rank), which combine
-takes as ep_send_counts; expand_idx: each route's position in its rank's send order (combine's input; the card
-documents its values as internal); expand_scales: expert_scales exchanged with the rows ([A]).
+takes as ep_send_counts; expand_idx [BS * K]: for each route, how many of this rank's earlier routes (in (t, k)
+order) go to the same expert (combine's input; the card documents it as internal, op-plugin's golden test checks
+these values); expand_scales: expert_scales exchanged with the rows ([A]).
 
 Combine returns every expert row to the rank its token came from and sums the K rows of each token weighted by
 expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given). combine_add_rms_norm then
@@ -38,6 +39,24 @@ def route_plan(expert_ids, world, moe_expert_num, op):
     order = torch.argsort(flat, stable=True)  # experts are rank-major: this is (rank, local expert, route) order
     per_expert = torch.bincount(flat, minlength=moe_expert_num).reshape(world, moe_expert_num // world)
     return order, per_expert.sum(1), per_expert
+
+
+def _expert_starts(flat, moe_expert_num):
+    """Where each expert's routes begin in the send order (routes sorted by expert, in (t, k) order within one)."""
+    counts = torch.bincount(flat, minlength=moe_expert_num)
+    return counts.cumsum(0) - counts
+
+
+def route_index(expert_ids, order, moe_expert_num):
+    """expand_idx: for each route, how many of this rank's earlier routes go to the same expert."""
+    flat = expert_ids.reshape(-1).long()
+    return (torch.argsort(order) - _expert_starts(flat, moe_expert_num)[flat]).to(torch.int32)
+
+
+def send_positions(expert_ids, expand_idx, moe_expert_num):
+    """Each route's place in the send order, from expand_idx."""
+    flat = expert_ids.reshape(-1).long()
+    return _expert_starts(flat, moe_expert_num)[flat] + expand_idx.reshape(-1).long()
 
 
 def transposed_blocks(rows, counts):
@@ -107,7 +126,7 @@ def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num
     per_local = received.sum(0)
     expert_token_nums = (per_local if expert_token_nums_type == 1 else per_local.cumsum(0)).to(torch.int64)
     ep_recv_counts = received.t().reshape(-1).cumsum(0).to(torch.int32)  # (local expert, source rank)
-    expand_idx = torch.argsort(order).to(torch.int32)  # each route's position in the send order
+    expand_idx = route_index(expert_ids, order, moe_expert_num)
     tp_recv_counts = x.new_zeros(1, dtype=torch.int32)
     return expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales
 
@@ -123,7 +142,7 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, gr
     back = transposed_blocks(expand_x, counts)  # (local expert, source) -> (source, local expert)
     got = back.new_empty(bs * k, expand_x.shape[1])
     dist.all_to_all_single(got, back.contiguous(), per_rank.tolist(), counts.sum(0).tolist(), group=group)
-    per_route = got[expand_idx.long()].float().reshape(bs, k, -1)  # rows back in route order (t, k)
+    per_route = got[send_positions(expert_ids, expand_idx, moe_expert_num)].float().reshape(bs, k, -1)  # (t, k) order
     out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)
     if shared_expert_x is not None:
         out = out + shared_expert_x.float()

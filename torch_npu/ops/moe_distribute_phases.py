@@ -4,8 +4,9 @@ npu_moe_distribute_dispatch / _combine's routing (see moe_distribute).
 
 dispatch_setup packs each route (token t, choice k), in send order, into y [BS * K, token_msg_size]: the row of x
 (token_msg_size = Align256(H)), or with quant_mode 2 its int8 values (max |x * scales[expert]| / 127) followed, at
-Align32(H), by the float32 scale's 4 bytes (token_msg_size = Align512(Align32(H) + 4)); expand_idx gives each route's
-place in that order and comm_cmd_info [ep_world_size * local experts] the rows for each (rank, local expert).
+Align32(H), by the float32 scale's 4 bytes (token_msg_size = Align512(Align32(H) + 4)); expand_idx is dispatch's
+(each route's index among this rank's routes to its expert) and comm_cmd_info [ep_world_size * local experts] the
+rows for each (rank, local expert).
 dispatch_teardown exchanges those rows and returns (expand_x [A, H], dynamic_scales [A] (quant_mode 2, else empty),
 assist_info_for_combine (the cumulative rows per (local expert, source rank)), expert_token_nums).
 combine_setup lays expand_x back out source rank by source rank (quant_expand_x) with comm_cmd_info the rows per
@@ -17,7 +18,15 @@ import torch
 import torch.distributed as dist
 
 from torch_npu.ops._common import check
-from torch_npu.ops.moe_distribute import ep_group, expanded_rows, refuse_unsupported, route_plan, transposed_blocks
+from torch_npu.ops.moe_distribute import (
+    ep_group,
+    expanded_rows,
+    refuse_unsupported,
+    route_index,
+    route_plan,
+    send_positions,
+    transposed_blocks,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -74,8 +83,7 @@ def npu_moe_distribute_dispatch_setup(x, expert_ids, group_ep, ep_world_size, ep
     else:
         y = x.new_zeros(rows.shape[0], _message_size(hidden, 0))
         y[:, :hidden] = rows
-    expand_idx = torch.argsort(order).to(torch.int32)
-    return y, expand_idx, per_expert.reshape(-1).to(torch.int32)
+    return y, route_index(expert_ids, order, moe_expert_num), per_expert.reshape(-1).to(torch.int32)
 
 
 def _teardown_fake(x, y, expert_ids, comm_cmd_info, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *,
@@ -184,7 +192,7 @@ def npu_moe_distribute_combine_teardown(expand_x, quant_expand_x, expert_ids, ex
     rows = quant_expand_x[: int(send.sum())]
     got = rows.new_empty(bs * k, expand_x.shape[1])
     dist.all_to_all_single(got, rows.contiguous(), per_rank.tolist(), send.tolist(), group=group)
-    per_route = got[expand_idx.long()].float().reshape(bs, k, -1)
+    per_route = got[send_positions(expert_ids, expand_idx, moe_expert_num)].float().reshape(bs, k, -1)
     out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)
     if shared_expert_x is not None:
         out = out + shared_expert_x.float()
