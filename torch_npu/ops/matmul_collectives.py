@@ -10,8 +10,9 @@ group whose communicator name is `hcom` (``group._get_backend(torch.device("npu"
 - npu_mm_reduce_scatter_base: reduce_scatter(self @ x2 + bias) along dim 0.
 On a card the computation and the communication overlap inside one kernel; here they run one after the other
 with the same results. For float16 / bfloat16 inputs the card keeps the product and the reduction in float32 and
-rounds once, at the end (op-plugin's golden references do the same); so does vnpu. Not supported: the communication quantisation (comm_quant_scale_*), the quantised
-gather/scatter variants (x1_scale, x2_scale) and comm_turn other than 0.
+rounds once, at the end (op-plugin's golden references do the same); so does vnpu. Not supported: the
+communication quantisation (comm_quant_scale_*), the quantised gather/scatter variants (x1_scale, x2_scale) and
+comm_turn other than 0.
 """
 
 import torch
