@@ -29,10 +29,11 @@ void load_format(const at::Tensor& t, std::unordered_map<std::string, bool>& met
     if (present && key.rfind(prefix, 0) == 0 && t.has_storage()) {
       const int32_t format = std::stoi(key.substr(prefix.size()));
       const int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
-      set_storage_format(t.storage().data_ptr(), format, numel);
-      if (t.storage_offset() == 0 && t.is_contiguous()) {  // the tensor the storage was saved for
-        set_storage_base(t.storage().data_ptr(), t.sizes(), t.scalar_type());
-      }
+      // the base is the loaded tensor's when it covers its storage from the start (the tensor it was saved for)
+      const bool whole = t.storage_offset() == 0 && t.is_contiguous();
+      set_storage_format(
+          t.storage().data_ptr(), format, numel,
+          whole ? std::optional<StorageBase>(StorageBase{t.sizes().vec(), t.scalar_type()}) : std::nullopt);
     }
   }
 }

@@ -144,10 +144,9 @@ at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_
       at::Tensor result = at::empty({0}, self.options());
       result.set_(storage_owner.storage(), 0, self.sizes(), self.strides());
       result.copy_(self);
-      set_storage_format(result.storage().data_ptr(), format, storage_numel);
       const auto base = storage_base(self.storage().data_ptr());
-      set_storage_base(result.storage().data_ptr(), base ? c10::IntArrayRef(base->sizes) : self.sizes(),
-                       base ? base->dtype : self.scalar_type());
+      set_storage_format(result.storage().data_ptr(), format, storage_numel,
+                         base ? *base : StorageBase{self.sizes().vec(), self.scalar_type()});
       return result;
     }
   }

@@ -99,12 +99,9 @@ void bind_tensors(py::module& m) {
       "_set_storage_format",
       [](const at::Tensor& t, int format, int64_t storage_numel, std::optional<std::vector<int64_t>> base_sizes,
          std::optional<c10::ScalarType> base_dtype) {
-        const bool set = set_storage_format(t.storage().data_ptr(), format, storage_numel);
-        if (set) {
-          set_storage_base(t.storage().data_ptr(), base_sizes ? c10::IntArrayRef(*base_sizes) : t.sizes(),
-                           base_dtype.value_or(t.scalar_type()));
-        }
-        return set;
+        return set_storage_format(
+            t.storage().data_ptr(), format, storage_numel,
+            StorageBase{base_sizes.value_or(t.sizes().vec()), base_dtype.value_or(t.scalar_type())});
       },
       py::arg("t"), py::arg("format"), py::arg("storage_numel"), py::arg("base_sizes") = py::none(),
       py::arg("base_dtype") = py::none());

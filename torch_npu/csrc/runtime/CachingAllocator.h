@@ -70,17 +70,18 @@ c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceI
 // allocation path would make is then skipped).
 std::recursive_mutex& free_mutex();
 
-// The private format torch_npu would give an npu storage (see torch_npu.Format), kept with the
-// storage's memory block; false / (-1, -1) for memory that is not an npu block.
-bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel);
-std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
 // The sizes and dtype of the tensor an npu storage was made for, as torch_npu's storage descriptor keeps them
 // (its base sizes): recorded with a private format; nullopt when none was recorded.
 struct StorageBase {
   std::vector<int64_t> sizes;
   c10::ScalarType dtype;
 };
-bool set_storage_base(const c10::DataPtr& data_ptr, c10::IntArrayRef sizes, c10::ScalarType dtype);
+// The private format torch_npu would give an npu storage (see torch_npu.Format) and its physical element count,
+// with the base when one is given, kept with the storage's memory block; false / (-1, -1) for memory that is not
+// an npu block.
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
+                        const std::optional<StorageBase>& base = std::nullopt);
+std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
 std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr);
 
 // torch.npu.MemPool: a pool of segments of its own. Allocations made on a device while a thread

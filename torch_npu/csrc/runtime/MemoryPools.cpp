@@ -28,13 +28,18 @@ Block* npu_block_of(const c10::DataPtr& data_ptr) {
 }
 }  // namespace
 
-bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel) {
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
+                        const std::optional<StorageBase>& base) {
   Block* block = npu_block_of(data_ptr);
   if (block == nullptr) {
     return false;
   }
   block->npu_format = format;
   block->storage_numel = storage_numel;
+  if (base) {
+    block->base_sizes.assign(base->sizes.begin(), base->sizes.end());
+    block->base_dtype = base->dtype;
+  }
   return true;
 }
 
@@ -42,16 +47,6 @@ std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr) {
   const Block* block = npu_block_of(data_ptr);
   return block == nullptr ? std::make_pair(int32_t(-1), int64_t(-1))
                           : std::make_pair(block->npu_format, block->storage_numel);
-}
-
-bool set_storage_base(const c10::DataPtr& data_ptr, c10::IntArrayRef sizes, c10::ScalarType dtype) {
-  Block* block = npu_block_of(data_ptr);
-  if (block == nullptr) {
-    return false;
-  }
-  block->base_sizes.assign(sizes.begin(), sizes.end());
-  block->base_dtype = dtype;
-  return true;
 }
 
 std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr) {
