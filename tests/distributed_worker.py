@@ -15,6 +15,7 @@ import time
 import context_parallel_cases
 import distributed_operator_cases
 import distributed_training_cases
+import moe_domain_cases
 import silent_check_cases
 import torch
 import torch.distributed as dist
@@ -611,6 +612,7 @@ def main():
         or getattr(distributed_training_cases, name, None)
         or getattr(context_parallel_cases, name, None)
         or getattr(silent_check_cases, name, None)
+        or getattr(moe_domain_cases, name, None)
         or getattr(distributed_operator_cases, name)
     )
     run()

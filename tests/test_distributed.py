@@ -111,6 +111,11 @@ def test_moe_distribute_dispatch_and_combine_equal_the_routing_written_out():
     _all_ok(launch("moe_distribute", 2))
 
 
+@pytest.mark.parametrize("world", [4, 6])  # 4: two shared-expert ranks, two experts per MoE rank; 6: EP 3 x TP 2
+def test_moe_distribute_with_shared_expert_ranks_and_the_tp_domain(world):
+    _all_ok(launch("moe_distribute_domains", world))
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_uneven_all_gather_and_reduce_scatter(world):
     _all_ok(launch("uneven", world))

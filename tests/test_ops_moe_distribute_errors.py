@@ -10,16 +10,47 @@ from tests.error_cases import raises_operator_error
 def test_refusals_name_the_argument():
     x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_dispatch(x, ids, "hccl_0", 2, 0, 4, tp_world_size=2),
-        "npu_moe_distribute_dispatch: tp_world_size=2: the TP domain is not computed by vnpu",
-    )
-    raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_dispatch_v2(x, ids, "hccl_0", 2, 0, 4, shared_expert_rank_num=1),
-        "npu_moe_distribute_dispatch_v2: shared-expert ranks (shared_expert_rank_num > 0) are not computed by vnpu",
-    )
-    raises_operator_error(
         lambda: torch_npu.npu_moe_distribute_combine(
             x, ids, ids.reshape(-1), ids.reshape(-1), torch.ones(2, 1).npu(), "hccl_0", 2, 0, 4, comm_quant_mode=2
         ),  # fmt: skip
         "npu_moe_distribute_combine: comm_quant_mode is not computed by vnpu",
+    )
+
+
+def test_the_domain_attributes_are_checked_before_any_communication():
+    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
+    cases = [
+        (dict(tp_world_size=3), "tp_world_size must be 0, 1 (no TP domain) or 2, got 3"),
+        (dict(tp_world_size=2), "the TP domain needs one expert per MoE rank, got 2 (moe_expert_num 4 on 2 MoE ranks)"),
+        (dict(shared_expert_rank_num=2), "shared_expert_rank_num must lie in [0, ep_world_size=2), got 2"),
+        (
+            dict(shared_expert_rank_num=1, shared_expert_num=2),
+            "shared_expert_num must be 1 with shared-expert ranks, got 2",
+        ),
+        (dict(expert_shard_type=1), "expert_shard_type must be 0 (shared-expert ranks first), got 1"),
+    ]
+    for kwargs, message in cases:
+        raises_operator_error(
+            lambda kwargs=kwargs: torch_npu.npu_moe_distribute_dispatch(x, ids, "hccl_0", 2, 0, 4, **kwargs),
+            f"npu_moe_distribute_dispatch: {message}",
+        )
+    raises_operator_error(
+        lambda: torch_npu.npu_moe_distribute_dispatch_v2(x, ids, "hccl_0", 4, 0, 4, shared_expert_rank_num=3),
+        "npu_moe_distribute_dispatch_v2: ep_world_size (4) must be a multiple of shared_expert_rank_num (3)",
+    )
+    raises_operator_error(
+        lambda: torch_npu.npu_moe_distribute_combine(
+            x,
+            ids,
+            ids.reshape(-1),
+            ids.reshape(-1),
+            torch.ones(2, 1).npu(),
+            "hccl_0",
+            4,
+            0,
+            4,
+            shared_expert_rank_num=1,
+        ),  # fmt: skip
+        "npu_moe_distribute_combine: moe_expert_num (4) must be a positive multiple of ep_world_size - "
+        "shared_expert_rank_num (3)",
     )

@@ -1,12 +1,13 @@
 """npu_moe_distribute_dispatch / _combine (+ _v2, combine_add_rms_norm): expert-parallel MoE token dispatch and
 combine over the hccl group named `group_ep` (MoeDistributeDispatch / MoeDistributeCombine).
 
-Experts are spread evenly: with E_l = moe_expert_num / ep_world_size local experts per rank, expert e lives on
-rank e // E_l as its local expert e % E_l. Dispatch sends every route (token t, choice k) to its expert's rank;
+Experts are spread evenly over the MoE ranks (the ranks after the shared-expert ranks, which with the TP domain
+are described in moe_distribute_domains): with E_l local experts per MoE rank, expert e is local expert e % E_l
+of its rank. Dispatch sends every route (token t, choice k) to its expert's rank;
 rank q's expand_x [A, H] holds the rows it received grouped by local expert, then by source rank, then in the
 source's token order (A = BS * ep_world_size * min(E_l, K), or global_bs * min(E_l, K); rows past the
 received ones are zero). quant_mode 2 quantises each row dynamically to int8 (max|x * scales[expert]| / 127,
-dynamic_scales [A]); 0 sends x as is. expert_token_nums: the rows per local expert (counts, or cumulative with
+dynamic_scales [A]; with shared-expert ranks scales row 0 is the shared expert's, row e + 1 expert e's); 0 sends x as is. expert_token_nums: the rows per local expert (counts, or cumulative with
 expert_token_nums_type 0); ep_recv_counts: the cumulative rows per (local expert, source rank), which combine
 takes as ep_send_counts; expand_idx [BS * K]: for each route, how many of this rank's earlier routes (in (t, k)
 order) go to the same expert (combine's input; the card documents it as internal, op-plugin's golden test checks
@@ -16,9 +17,8 @@ Combine returns every expert row to the rank its token came from and sums the K 
 expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given). combine_add_rms_norm then
 adds residual_x and RmsNorms the sum with gamma: (y, rstd, x).
 
-Not computed by vnpu (refused clearly): shared-expert ranks (shared_expert_rank_num > 0), the TP domain
-(tp_world_size > 1), communication quantisation, and the v2 special experts (zero / copy / const) and
-elastic scaling.
+Not computed by vnpu (refused clearly): communication quantisation, the v2 special experts (zero / copy / const)
+and elastic scaling.
 """
 
 import torch
@@ -26,18 +26,21 @@ import torch.distributed as dist
 
 from torch_npu.ops._common import check
 from torch_npu.ops.matmul_collectives import process_group
+from torch_npu.ops.moe_distribute_domains import Domains, own_first, resolve, tp_all_gather, tp_reduce_scatter
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
 
 
-def route_plan(expert_ids, world, moe_expert_num, op):
-    """(send order of the routes, routes per destination rank, rows per (rank, local expert) [world, E_l])."""
-    check(moe_expert_num % world == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size ({world})")  # fmt: skip
+def route_plan(expert_ids, world, moe_expert_num, op, shared=0):
+    """(send order of the routes, routes per destination rank, rows per (rank, local expert) [world, E_l]); the
+    first `shared` ranks hold no MoE expert."""
+    check(moe_expert_num % (world - shared) == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size - shared_expert_rank_num ({world - shared})")  # fmt: skip
     flat = expert_ids.reshape(-1).long()
     check(bool(((flat >= 0) & (flat < moe_expert_num)).all()), op, f"expert_ids must lie in [0, {moe_expert_num})")
     order = torch.argsort(flat, stable=True)  # experts are rank-major: this is (rank, local expert, route) order
-    per_expert = torch.bincount(flat, minlength=moe_expert_num).reshape(world, moe_expert_num // world)
+    per_expert = torch.bincount(flat, minlength=moe_expert_num).reshape(world - shared, moe_expert_num // (world - shared))  # fmt: skip
+    per_expert = torch.cat([per_expert.new_zeros(shared, per_expert.shape[1]), per_expert])
     return order, per_expert.sum(1), per_expert
 
 
@@ -70,8 +73,7 @@ def transposed_blocks(rows, counts):
     return torch.cat([blocks[a, b] for b in range(inner) for a in range(outer)]) if blocks else rows[:0]
 
 
-def refuse_unsupported(op, tp_world_size, shared_expert_rank_num, extra=()):
-    check(tp_world_size <= 1, op, f"tp_world_size={tp_world_size}: the TP domain is not computed by vnpu")
+def refuse_unsupported(op, extra=(), *, shared_expert_rank_num=0):
     check(shared_expert_rank_num == 0, op, "shared-expert ranks (shared_expert_rank_num > 0) are not computed by vnpu")
     for name, value in extra:
         check(not value, op, f"{name} is not computed by vnpu")
@@ -84,66 +86,79 @@ def ep_group(name, world, rank, op):
     return group
 
 
-def expanded_rows(bs, k, world, moe_expert_num, global_bs):
-    local = moe_expert_num // world
-    return (global_bs if global_bs else bs * world) * min(local, k)
+def _quantised(values, scale_rows, scales, total, x):
+    """quant_mode 2: each row's int8 values and float32 scale (max |x * scales[row's expert]| / 127)."""
+    smoothed = values * scales.float()[scale_rows] if scales is not None else values
+    row_scale = smoothed.abs().amax(-1) / 127.0
+    expand_x = x.new_zeros(total, x.shape[1], dtype=torch.int8)
+    expand_x[: values.shape[0]] = torch.round(smoothed / row_scale.clamp(min=1e-12)[:, None]).clamp(-128, 127).to(torch.int8)  # fmt: skip
+    dynamic_scales = x.new_zeros(total, dtype=torch.float32)
+    dynamic_scales[: values.shape[0]] = row_scale
+    return expand_x, dynamic_scales
 
 
-def _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
-              quant_mode, global_bs, expert_token_nums_type, op):  # fmt: skip
+def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op):
     check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
           f"x must be [BS, H] and expert_ids [BS, K], got {tuple(x.shape)} and {tuple(expert_ids.shape)}")  # fmt: skip
     check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
-    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
+    d = domains
     bs, k = expert_ids.shape
-    local = moe_expert_num // ep_world_size
-    order, per_rank, per_expert = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
-    counts = torch.empty_like(per_expert.reshape(-1))
-    dist.all_to_all_single(counts, per_expert.reshape(-1).contiguous(), group=group)  # [source, local expert]
-    received = counts.reshape(ep_world_size, local)
-    rows = x[order // k]
+    order, per_rank, per_expert = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared)
+    shared_rows = torch.tensor(d.shared_chunks(bs), dtype=per_expert.dtype, device=per_expert.device)
+    sending = per_expert.clone()
+    sending[:, 0] += shared_rows  # a shared rank's one expert is its column 0
+    counts = torch.empty_like(sending.reshape(-1))
+    dist.all_to_all_single(counts, sending.reshape(-1).contiguous(), group=d.group)  # [source, local expert]
+    received = counts.reshape(d.world, d.local)[:, : d.rank_local]
+    experts = expert_ids.reshape(-1)[order].float() + (1 if d.shared else 0)  # the row of `scales` of each route
     weights = expert_scales.reshape(-1)[order].float() if expert_scales is not None else torch.zeros(order.numel(), device=x.device)  # fmt: skip
-    payload = torch.cat([rows.float(), weights[:, None], expert_ids.reshape(-1)[order].float()[:, None]], 1)
+    payload = torch.cat([x[order // k].float(), weights[:, None], experts[:, None]], 1)
+    if d.shared:  # the tokens for the shared experts go first: shared ranks come first in rank order
+        payload = torch.cat([torch.cat([x.float(), x.new_zeros(bs, 2, dtype=torch.float32)], 1), payload])
     got = payload.new_empty(int(received.sum()), payload.shape[1])
-    dist.all_to_all_single(got, payload, received.sum(1).tolist(), per_rank.tolist(), group=group)
+    dist.all_to_all_single(got, payload, received.sum(1).tolist(), (per_rank + shared_rows).tolist(), group=d.group)
     arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
-    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    total = d.rows(bs, k, global_bs)
     check(arranged.shape[0] <= total, op, f"this rank received {arranged.shape[0]} rows, more than A = {total}: pass global_bs")  # fmt: skip
-    values, experts = arranged[:, :-2], arranged[:, -1].long()
+    recv_counts = received.t().reshape(-1).cumsum(0).to(torch.int32)  # (local expert, source rank)
+    tp_recv_counts = x.new_zeros(1, dtype=torch.int32)
+    if d.tp_group is not None:
+        arranged, every = tp_all_gather(arranged, received, d)
+        recv_counts = torch.cat(own_first([c.t().reshape(-1).cumsum(0) for c in every], d.tp_rank)).to(torch.int32)
+        tp_recv_counts = every.reshape(every.shape[0], -1).sum(1).to(torch.int32).to(x.device)
+        received, total = every.sum(0), total * every.shape[0]
+    values, scale_rows = arranged[:, :-2], arranged[:, -1].long()
     expand_scales = x.new_zeros(total, dtype=torch.float32)
     expand_scales[: arranged.shape[0]] = arranged[:, -2]
     if quant_mode == 2:
-        smoothed = values * scales.float()[experts] if scales is not None else values
-        row_scale = smoothed.abs().amax(-1) / 127.0
-        expand_x = x.new_zeros(total, x.shape[1], dtype=torch.int8)
-        expand_x[: values.shape[0]] = torch.round(smoothed / row_scale.clamp(min=1e-12)[:, None]).clamp(-128, 127).to(torch.int8)  # fmt: skip
-        dynamic_scales = x.new_zeros(total, dtype=torch.float32)
-        dynamic_scales[: values.shape[0]] = row_scale
+        expand_x, dynamic_scales = _quantised(values, scale_rows, scales, total, x)
     else:
         expand_x = x.new_zeros(total, x.shape[1])
         expand_x[: values.shape[0]] = values.to(x.dtype)
         dynamic_scales = x.new_empty(0, dtype=torch.float32)
     per_local = received.sum(0)
     expert_token_nums = (per_local if expert_token_nums_type == 1 else per_local.cumsum(0)).to(torch.int64)
-    ep_recv_counts = received.t().reshape(-1).cumsum(0).to(torch.int32)  # (local expert, source rank)
-    expand_idx = route_index(expert_ids, order, moe_expert_num)
-    tp_recv_counts = x.new_zeros(1, dtype=torch.int32)
-    return expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales
+    expand_idx = route_index(expert_ids, order, d.moe_expert_num)
+    return expand_x, dynamic_scales, expand_idx, expert_token_nums, recv_counts, tp_recv_counts, expand_scales
 
 
-def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size, ep_rank_id,
-             moe_expert_num, shared_expert_x, op):  # fmt: skip
-    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
+def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
+             tp_send_counts, op):  # fmt: skip
+    d = domains
     bs, k = expert_ids.shape
-    local = moe_expert_num // ep_world_size
-    _, per_rank, _ = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
-    cumulative = ep_send_counts.reshape(-1)[: local * ep_world_size].long()
-    counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(local, ep_world_size)
-    back = transposed_blocks(expand_x, counts)  # (local expert, source) -> (source, local expert)
-    got = back.new_empty(bs * k, expand_x.shape[1])
-    dist.all_to_all_single(got, back.contiguous(), per_rank.tolist(), counts.sum(0).tolist(), group=group)
-    per_route = got[send_positions(expert_ids, expand_idx, moe_expert_num)].float().reshape(bs, k, -1)  # (t, k) order
-    out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)
+    _, per_rank, _ = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared)
+    cumulative = ep_send_counts.reshape(-1)[: d.rank_local * d.world].long()
+    counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(d.rank_local, d.world)
+    rows = tp_reduce_scatter(expand_x, tp_send_counts, d, op) if d.tp_group is not None else expand_x
+    back = transposed_blocks(rows, counts)  # (local expert, source) -> (source, local expert)
+    shared_rows = d.shared_chunks(bs)
+    got = back.new_empty(bs * k + sum(shared_rows), expand_x.shape[1])
+    dist.all_to_all_single(got, back.contiguous(), [a + b for a, b in zip(per_rank.tolist(), shared_rows)], counts.sum(0).tolist(), group=d.group)  # fmt: skip
+    shared_out, routed = got[: sum(shared_rows)], got[sum(shared_rows) :]
+    per_route = routed[send_positions(expert_ids, expand_idx, d.moe_expert_num)].float().reshape(bs, k, -1)
+    out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)  # (t, k) order
+    if d.shared:
+        out = out + shared_out.float()
     if shared_expert_x is not None:
         out = out + shared_expert_x.float()
     return out.to(expand_x.dtype)
@@ -152,16 +167,27 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, gr
 _DISPATCH_OUT = "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"
 
 
+_DOMAIN_ARGS = ("shared_expert_rank_num", "shared_expert_num", "expert_shard_type", "group_tp", "tp_world_size", "tp_rank_id")  # fmt: skip
+
+
+def _domains(op, args):
+    """The Domains of a call, from its arguments (every operator here names them as the card's schema does)."""
+    return resolve(op, args["group_ep"], args["ep_world_size"], args["ep_rank_id"], args["moe_expert_num"],
+                   **{name: args[name] for name in _DOMAIN_ARGS})  # fmt: skip
+
+
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
-                   global_bs=0, **kwargs):  # fmt: skip
+                   global_bs=0, shared_expert_rank_num=0, tp_world_size=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
-    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
-    local = moe_expert_num // ep_world_size
+    layout = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group=None)
+    tp = 2 if tp_world_size == 2 else 1
+    total = layout.rows(bs, k, global_bs) * tp
     dtype = torch.int8 if quant_mode == 2 else x.dtype
     scales = x.new_empty(total if quant_mode == 2 else 0, dtype=torch.float32)
     return (x.new_empty(total, x.shape[1], dtype=dtype), scales, x.new_empty(bs * k, dtype=torch.int32),
-            x.new_empty(local, dtype=torch.int64), x.new_empty(ep_world_size * local, dtype=torch.int32),
-            x.new_empty(1, dtype=torch.int32), x.new_empty(total, dtype=torch.float32))  # fmt: skip
+            x.new_empty(layout.rank_local, dtype=torch.int64),
+            x.new_empty(ep_world_size * layout.rank_local * tp, dtype=torch.int32),
+            x.new_empty(tp, dtype=torch.int32), x.new_empty(total, dtype=torch.float32))  # fmt: skip
 
 
 @npu_op(
@@ -177,9 +203,9 @@ def npu_moe_distribute_dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_
                                 global_bs=0, expert_token_nums_type=1):  # fmt: skip
     """(expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales)."""
     op = "npu_moe_distribute_dispatch"
-    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, [("x_active_mask", x_active_mask is not None)])
-    return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
-                     quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
+    refuse_unsupported(op, [("x_active_mask", x_active_mask is not None)])
+    domains = _domains(op, locals())
+    return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op)
 
 
 @npu_op(
@@ -204,9 +230,9 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     op = "npu_moe_distribute_dispatch_v2"
     special = [("x_active_mask", x_active_mask is not None), ("elastic_info", elastic_info is not None),
                ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, special)
-    return _dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales, expert_scales,
-                     quant_mode, global_bs, expert_token_nums_type, op)  # fmt: skip
+    refuse_unsupported(op, special)
+    domains = _domains(op, locals())
+    return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op)
 
 
 def _combine_fake(expand_x, expert_ids, *args, **kwargs):
@@ -233,9 +259,10 @@ def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts,
     op = "npu_moe_distribute_combine"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("activation_scale / weight_scale (int32 expand_x)",
                    activation_scale is not None or weight_scale is not None)]  # fmt: skip
-    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
-    return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
-                    ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+    refuse_unsupported(op, unsupported)
+    domains = _domains(op, locals())
+    return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
+                    tp_send_counts, op)  # fmt: skip
 
 
 @npu_op(
@@ -261,9 +288,10 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
     op = "npu_moe_distribute_combine_v2"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
                    ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
-    return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, group_ep,
-                    ep_world_size, ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+    refuse_unsupported(op, unsupported)
+    domains = _domains(op, locals())
+    return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, domains,
+                    shared_expert_x, tp_send_counts, op)  # fmt: skip
 
 
 def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
@@ -286,16 +314,17 @@ def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_
 )
 def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales,
                                             residual_x, gamma, group_ep, ep_world_size, ep_rank_id, moe_expert_num,
-                                            *, shared_expert_x=None, tp_world_size=0, shared_expert_rank_num=0,
-                                            comm_quant_mode=0, norm_eps=1e-6, zero_expert_num=0, copy_expert_num=0,
-                                            const_expert_num=0, **unused):  # fmt: skip
+                                            *, tp_send_counts=None, shared_expert_x=None, group_tp="",
+                                            tp_world_size=0, tp_rank_id=0, expert_shard_type=0, shared_expert_num=1,
+                                            shared_expert_rank_num=0, comm_quant_mode=0, elastic_info=None, norm_eps=1e-6,
+                                            zero_expert_num=0, copy_expert_num=0, const_expert_num=0, **unused):  # fmt: skip
     """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
     op = "npu_moe_distribute_combine_add_rms_norm"
-    unsupported = [("comm_quant_mode", comm_quant_mode),
+    unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
                    ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    refuse_unsupported(op, tp_world_size, shared_expert_rank_num, unsupported)
-    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
-                        ep_rank_id, moe_expert_num, shared_expert_x, op)  # fmt: skip
+    refuse_unsupported(op, unsupported)
+    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, _domains(op, locals()),
+                        shared_expert_x, tp_send_counts, op)  # fmt: skip
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)

@@ -20,13 +20,13 @@ import torch.distributed as dist
 from torch_npu.ops._common import check
 from torch_npu.ops.moe_distribute import (
     ep_group,
-    expanded_rows,
     refuse_unsupported,
     route_index,
     route_plan,
     send_positions,
     transposed_blocks,
 )
+from torch_npu.ops.moe_distribute_domains import Domains
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -62,7 +62,9 @@ def npu_moe_distribute_dispatch_setup(x, expert_ids, group_ep, ep_world_size, ep
                                       y_dtype=None):  # fmt: skip
     """(y, expand_idx, comm_cmd_info)."""
     op = "npu_moe_distribute_dispatch_setup"
-    refuse_unsupported(op, 0, shared_expert_rank_num, [("x_active_mask", x_active_mask is not None)])
+    refuse_unsupported(
+        op, [("x_active_mask", x_active_mask is not None)], shared_expert_rank_num=shared_expert_rank_num
+    )
     check(comm_type == 0, op, f"comm_type only supports 0 (AICPU-SDMA), got {comm_type}")
     check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
     check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
@@ -89,7 +91,7 @@ def npu_moe_distribute_dispatch_setup(x, expert_ids, group_ep, ep_world_size, ep
 def _teardown_fake(x, y, expert_ids, comm_cmd_info, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *,
                    quant_mode=0, global_bs=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
-    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    total = Domains(ep_world_size, ep_rank_id, moe_expert_num, 0, group=None).rows(bs, k, global_bs)
     local = moe_expert_num // ep_world_size
     return (x.new_empty(total, x.shape[1], dtype=torch.int8 if quant_mode == 2 else x.dtype),
             x.new_empty(total if quant_mode == 2 else 0, dtype=torch.float32),
@@ -109,7 +111,7 @@ def npu_moe_distribute_dispatch_teardown(x, y, expert_ids, comm_cmd_info, group_
                                          expert_token_nums_type=1, comm_type=0, comm_alg=""):  # fmt: skip
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums)."""
     op = "npu_moe_distribute_dispatch_teardown"
-    refuse_unsupported(op, 0, shared_expert_rank_num)
+    refuse_unsupported(op, shared_expert_rank_num=shared_expert_rank_num)
     group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     local = moe_expert_num // ep_world_size
@@ -121,7 +123,7 @@ def npu_moe_distribute_dispatch_teardown(x, y, expert_ids, comm_cmd_info, group_
     got = y.new_empty(int(received.sum()), y.shape[1])
     dist.all_to_all_single(got, y.contiguous(), received.sum(1).tolist(), per_expert.sum(1).tolist(), group=group)
     arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
-    total = expanded_rows(bs, k, ep_world_size, moe_expert_num, global_bs)
+    total = Domains(ep_world_size, ep_rank_id, moe_expert_num, 0, group=None).rows(bs, k, global_bs)
     check(arranged.shape[0] <= total, op, f"this rank received {arranged.shape[0]} rows, more than A = {total}: pass global_bs")  # fmt: skip
     hidden = x.shape[1]
     if quant_mode == 2:
@@ -156,7 +158,7 @@ def npu_moe_distribute_combine_setup(expand_x, expert_ids, assist_info_for_combi
                                      comm_alg=""):  # fmt: skip
     """(quant_expand_x: the rows in (source rank, local expert) order, comm_cmd_info: rows per source rank)."""
     op = "npu_moe_distribute_combine_setup"
-    refuse_unsupported(op, 0, shared_expert_rank_num, [("comm_quant_mode", comm_quant_mode)])
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode)], shared_expert_rank_num=shared_expert_rank_num)
     local = moe_expert_num // ep_world_size
     cumulative = assist_info_for_combine.reshape(-1)[: local * ep_world_size].long()
     counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(local, ep_world_size)
@@ -184,7 +186,7 @@ def npu_moe_distribute_combine_teardown(expand_x, quant_expand_x, expert_ids, ex
                                         comm_quant_mode=0, comm_type=0, comm_alg=""):  # fmt: skip
     """[BS, H]: each token's expert rows back, summed with expert_scales (plus shared_expert_x)."""
     op = "npu_moe_distribute_combine_teardown"
-    refuse_unsupported(op, 0, shared_expert_rank_num, [("comm_quant_mode", comm_quant_mode), ("x_active_mask", x_active_mask is not None)])  # fmt: skip
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("x_active_mask", x_active_mask is not None)], shared_expert_rank_num=shared_expert_rank_num)  # fmt: skip
     group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     _, per_rank, _ = route_plan(expert_ids, ep_world_size, moe_expert_num, op)

@@ -1,0 +1,99 @@
+"""The cases of tests/distributed_worker.py for MoE dispatch / combine across both of their communication domains:
+shared-expert ranks in the EP domain and the two-rank TP domain. The world's ranks are laid out as op-plugin's
+tests lay them out (rank = ep rank * tp + tp rank); every rank writes out the rows it must receive and the tokens
+it must get back from every rank's inputs, and compares bit for bit."""
+
+import torch
+import torch.distributed as dist
+from distributed_rank import DEV, RANK, WORLD, same
+
+import torch_npu
+
+# world size -> (ep_world_size, tp_world_size, shared-expert ranks, MoE experts)
+_LAYOUTS = {4: (4, 0, 2, 4), 6: (3, 2, 1, 2)}
+_BS, _K, _H = 5, 2, 8
+_SHARED_FACTOR = 0.5
+
+
+def _comm_names(ep, tp):
+    """(group_ep, group_tp): the hccl names of this rank's EP and TP groups ("" without a TP domain)."""
+    if tp < 2:
+        return dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK), ""
+    eps = [dist.new_group(list(range(t, WORLD, tp))) for t in range(tp)]
+    tps = [dist.new_group(list(range(e * tp, (e + 1) * tp))) for e in range(ep)]
+    e, t = divmod(RANK, tp)
+    return tuple(g._get_backend(DEV).get_hccl_comm_name(RANK) for g in (eps[t], tps[e]))
+
+
+def _inputs(rank, experts):
+    g = torch.Generator().manual_seed(1200 + rank)
+    ids = torch.stack([torch.randperm(experts, generator=g)[:_K] for _ in range(_BS)]).to(torch.int32)
+    return torch.randn(_BS, _H, generator=g).to(torch.bfloat16), ids, torch.rand(_BS, _K, generator=g)
+
+
+def _expected_rows(members, e, shared, local, ids):
+    """The (world rank, token, expert or None for the shared expert) of each row EP rank e receives, in order."""
+    if e < shared:
+        rows = [(members[e], tok, None) for tok in range(_BS)]
+        for r in range(shared, len(members)):  # MoE rank r's chunk e of its tokens
+            base = r * _BS // shared
+            lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
+            rows += [(members[r], tok, None) for tok in range(lo, hi)]
+        return rows
+    rows = []
+    for expert in range((e - shared) * local, (e - shared + 1) * local):
+        for q in members:
+            rows += [(q, tok, expert) for tok in range(_BS) for c in range(_K) if int(ids[q][tok, c]) == expert]
+    return rows
+
+
+def _processed(x, factor, tp):
+    """What the TP ranks' experts make of row x (rank u scales by factor + u), reduced over the TP domain."""
+    versions = [(x.float() * (factor + u)).to(torch.bfloat16).float() for u in range(max(tp, 1))]
+    return sum(versions[1:], versions[0]).to(torch.bfloat16)
+
+
+def case_moe_distribute_domains():
+    """Dispatch's rows, counts and int8 form, and combine's tokens, with shared-expert ranks and the TP domain."""
+    ep, tp, shared, experts = _LAYOUTS[WORLD]
+    local, every = experts // (ep - shared), max(tp, 1)
+    e, t = divmod(RANK, every)
+    xs, ids, weights = zip(*[_inputs(r, experts) for r in range(WORLD)])
+    group_ep, group_tp = _comm_names(ep, tp)
+    args = (group_ep, ep, e, experts)
+    domain = dict(group_tp=group_tp, tp_world_size=tp, tp_rank_id=t, shared_expert_rank_num=shared)
+    out = torch_npu.npu_moe_distribute_dispatch(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **domain)
+    expand_x, _, expand_idx, token_nums, recv_counts, tp_recv_counts, _ = out
+    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids) for u in range(every)]
+    rows = per_group[t] + [r for u in range(every) if u != t for r in per_group[u]]
+    a = _BS * ep // shared if e < shared else _BS * ep * min(local, _K)
+    assert expand_x.shape == (a * every, _H), expand_x.shape
+    same(expand_x[: len(rows)], torch.stack([xs[q][tok] for q, tok, _ in rows]))
+    assert not expand_x[len(rows) :].cpu().any()
+    if tp == 2:
+        same(tp_recv_counts, torch.tensor([len(g) for g in per_group], dtype=torch.int32))
+    if e < shared:
+        same(token_nums, torch.tensor([len(rows)]))
+    v2 = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **domain)
+    same(v2[0], expand_x.cpu())
+
+    factors = torch.tensor([_SHARED_FACTOR if expert is None else expert + 1.0 for _, _, expert in rows])
+    processed = expand_x.clone()
+    processed[: len(rows)] = (expand_x[: len(rows)].float() * (factors + t).to(DEV)[:, None]).to(torch.bfloat16)
+    combined = torch_npu.npu_moe_distribute_combine(
+        processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), *args,
+        tp_send_counts=tp_recv_counts, **domain,
+    )  # fmt: skip
+    x = xs[RANK]
+    routed = torch.stack([torch.stack([_processed(x[tok], float(ids[RANK][tok, c]) + 1, tp) for c in range(_K)]) for tok in range(_BS)])  # fmt: skip
+    want = (routed.float() * weights[RANK][:, :, None]).sum(1)
+    if shared:
+        want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR, tp) for tok in range(_BS)]).float()
+    same(combined, want.to(torch.bfloat16))
+
+    smooth = torch.rand(1 + experts, _H, generator=torch.Generator().manual_seed(1300)) + 0.5
+    q, scales = torch_npu.npu_moe_distribute_dispatch(
+        xs[RANK].to(DEV), ids[RANK].to(DEV), *args, scales=smooth.to(DEV), quant_mode=2, **domain
+    )[:2]  # fmt: skip
+    smoothed = torch.stack([xs[w][tok].float() * smooth[0 if ex is None else ex + 1] for w, tok, ex in rows])
+    torch.testing.assert_close((q[: len(rows)].float() * scales[: len(rows), None]).cpu(), smoothed, atol=4e-2, rtol=2e-2)  # fmt: skip

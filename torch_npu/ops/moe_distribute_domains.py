@@ -1,0 +1,135 @@
+"""The two communication domains of MoE dispatch / combine (MoeDistributeDispatch / MoeDistributeCombine).
+
+EP domain. With S = shared_expert_rank_num (expert_shard_type 0: the shared-expert ranks come first), ranks 0 .. S-1
+hold the shared expert and ranks S .. ep_world_size-1 hold E_l = moe_expert_num / (ep_world_size - S) MoE experts
+each: expert e lives on rank S + e // E_l. Every rank sends its routes to the MoE ranks. A MoE rank r also sends its
+BS tokens to the shared ranks, cut into S contiguous chunks as the card cuts them: chunk s is tokens
+[floor((r + s) BS / S) - floor(r BS / S), floor((r + s + 1) BS / S) - floor(r BS / S)) and goes to shared rank s.
+A shared rank keeps its own BS tokens first, then the chunks of the MoE ranks in rank order (A = BS * ep_world_size
+/ S rows); its ep_recv_counts count its own rows at its own rank. Combine sends each shared row back to its token,
+and the shared expert's output is added to the token's weighted expert sum unweighted.
+
+TP domain (tp_world_size 2, one expert per MoE rank). Dispatch all-gathers the two ranks' rows after the EP
+exchange: expand_x holds this rank's rows, then its partner's (2 * A rows); ep_recv_counts the two ranks' cumulative
+counts in the same order; tp_recv_counts the rows of each TP rank, by TP rank. Combine reduce-scatters: each rank's
+rows are the sum of both ranks' versions of them, added in TP rank order in float32 and rounded once.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from torch_npu.ops._common import check
+from torch_npu.ops.matmul_collectives import process_group
+
+__all__ = []
+
+
+@dataclass(frozen=True)
+class Domains:
+    world: int
+    rank: int
+    moe_expert_num: int
+    shared: int  # shared-expert ranks, S
+    group: object  # the EP process group
+    tp_group: object = None  # the TP process group, None without TP communication
+    tp_rank: int = 0
+
+    @property
+    def local(self):
+        """MoE experts per MoE rank."""
+        return self.moe_expert_num // (self.world - self.shared)
+
+    @property
+    def is_shared(self):
+        return self.rank < self.shared
+
+    @property
+    def rank_local(self):
+        """Experts on this rank: one on a shared rank."""
+        return 1 if self.is_shared else self.local
+
+    def shared_chunks(self, bs):
+        """Rows of this rank's BS tokens going to each EP rank's shared expert ([world]; zero for MoE ranks)."""
+        counts = [0] * self.world
+        if self.is_shared:
+            counts[self.rank] = bs
+        else:
+            for s in range(self.shared):
+                counts[s] = (self.rank + s + 1) * bs // self.shared - (self.rank + s) * bs // self.shared
+        return counts
+
+    def rows(self, bs, k, global_bs):
+        """A: the rows this rank can receive from its EP domain."""
+        total = global_bs if global_bs else bs * self.world
+        return total // self.shared if self.is_shared else total * min(self.local, k)
+
+
+def _sized_group(name, world, rank, what, op):
+    group = process_group(name, op)
+    check(dist.get_world_size(group) == world and dist.get_rank(group) == rank, op,
+          f"{what}_world_size / {what}_rank_id ({world}, {rank}) differ from the group's ({dist.get_world_size(group)}, {dist.get_rank(group)})")  # fmt: skip
+    return group
+
+
+def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shared_expert_num=1, expert_shard_type=0,
+                 tp_world_size=0):  # fmt: skip
+    """The attribute rules of the card, before any communication."""
+    shared = shared_expert_rank_num
+    check(0 <= shared < ep_world_size, op, f"shared_expert_rank_num must lie in [0, ep_world_size={ep_world_size}), got {shared}")  # fmt: skip
+    check(shared == 0 or ep_world_size % shared == 0, op, f"ep_world_size ({ep_world_size}) must be a multiple of shared_expert_rank_num ({shared})")  # fmt: skip
+    check(shared == 0 or shared_expert_num == 1, op, f"shared_expert_num must be 1 with shared-expert ranks, got {shared_expert_num}")  # fmt: skip
+    check(expert_shard_type == 0, op, f"expert_shard_type must be 0 (shared-expert ranks first), got {expert_shard_type}")  # fmt: skip
+    moe_ranks = ep_world_size - shared
+    check(moe_expert_num > 0 and moe_expert_num % moe_ranks == 0, op,
+          f"moe_expert_num ({moe_expert_num}) must be a positive multiple of ep_world_size - shared_expert_rank_num ({moe_ranks})")  # fmt: skip
+    check(tp_world_size in (0, 1, 2), op, f"tp_world_size must be 0, 1 (no TP domain) or 2, got {tp_world_size}")
+    check(tp_world_size < 2 or moe_expert_num == moe_ranks, op,
+          f"the TP domain needs one expert per MoE rank, got {moe_expert_num // moe_ranks} (moe_expert_num {moe_expert_num} on {moe_ranks} MoE ranks)")  # fmt: skip
+
+
+def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_expert_rank_num=0, shared_expert_num=1,
+            expert_shard_type=0, group_tp="", tp_world_size=0, tp_rank_id=0):  # fmt: skip
+    """The Domains of one call: its attributes checked and its process groups found."""
+    check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shared_expert_num, expert_shard_type,
+                 tp_world_size)  # fmt: skip
+    tp_group = None
+    if tp_world_size == 2:
+        check(group_tp != group_ep, op, f"group_tp must name another communicator than group_ep, both are {group_ep!r}")  # fmt: skip
+        tp_group = _sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
+    group = _sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
+    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id)
+
+
+def own_first(items, me):
+    """items of every TP rank, in the order a rank lays them out: its own, then the others' in TP rank order."""
+    return [items[me]] + [item for q, item in enumerate(items) if q != me]
+
+
+def tp_all_gather(rows, counts, domains):
+    """(rows of every TP rank, this rank's first; counts [tp, ...] of every TP rank, by TP rank)."""
+    tp, me = dist.get_world_size(domains.tp_group), domains.tp_rank
+    every = [torch.empty_like(counts) for _ in range(tp)]
+    dist.all_gather(every, counts.contiguous(), group=domains.tp_group)
+    sizes = [int(c.sum()) for c in every]
+    got = rows.new_empty(sum(sizes), *rows.shape[1:])
+    dist.all_to_all_single(got, torch.cat([rows] * tp), sizes, [rows.shape[0]] * tp, group=domains.tp_group)
+    blocks = list(got.split(sizes))
+    return torch.cat(own_first(blocks, me)), torch.stack(every)
+
+
+def tp_reduce_scatter(expand_x, tp_send_counts, domains, op):
+    """This rank's rows: the sum, in TP rank order, of every TP rank's version of them."""
+    tp, me = dist.get_world_size(domains.tp_group), domains.tp_rank
+    check(tp_send_counts is not None and tp_send_counts.numel() >= tp, op, "tp_send_counts (dispatch's tp_recv_counts) is required with the TP domain")  # fmt: skip
+    sizes = [int(n) for n in tp_send_counts.reshape(-1)[:tp]]
+    layout = own_first(list(range(tp)), me)
+    starts, at = {}, 0
+    for q in layout:
+        starts[q], at = at, at + sizes[q]
+    check(sum(sizes) <= expand_x.shape[0], op, f"tp_send_counts {sizes} address more rows than expand_x has ({expand_x.shape[0]})")  # fmt: skip
+    send = torch.cat([expand_x[starts[q] : starts[q] + sizes[q]] for q in range(tp)])
+    got = expand_x.new_empty(sizes[me] * tp, *expand_x.shape[1:])
+    dist.all_to_all_single(got, send, [sizes[me]] * tp, sizes, group=domains.tp_group)
+    return got.reshape(tp, sizes[me], *expand_x.shape[1:]).float().sum(0).to(expand_x.dtype)
