@@ -54,3 +54,12 @@ def test_the_domain_attributes_are_checked_before_any_communication():
         "npu_moe_distribute_combine: moe_expert_num (4) must be a positive multiple of ep_world_size - "
         "shared_expert_rank_num (3)",
     )
+
+
+def test_the_setup_and_teardown_operators_refuse_shared_expert_ranks_as_cann_does():
+    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
+    raises_operator_error(
+        lambda: torch_npu.npu_moe_distribute_dispatch_setup(x, ids, "hccl_0", 2, 0, 4, shared_expert_rank_num=1),
+        "npu_moe_distribute_dispatch_setup: shared_expert_rank_num must be 0: the setup / teardown operators serve "
+        "no shared-expert ranks (CANN's release does not either), got 1",
+    )

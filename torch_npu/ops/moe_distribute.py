@@ -73,8 +73,7 @@ def transposed_blocks(rows, counts):
     return torch.cat([blocks[a, b] for b in range(inner) for a in range(outer)]) if blocks else rows[:0]
 
 
-def refuse_unsupported(op, extra=(), *, shared_expert_rank_num=0):
-    check(shared_expert_rank_num == 0, op, "shared-expert ranks (shared_expert_rank_num > 0) are not computed by vnpu")
+def refuse_unsupported(op, extra=()):
     for name, value in extra:
         check(not value, op, f"{name} is not computed by vnpu")
 

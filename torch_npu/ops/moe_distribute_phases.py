@@ -11,7 +11,8 @@ dispatch_teardown exchanges those rows and returns (expand_x [A, H], dynamic_sca
 assist_info_for_combine (the cumulative rows per (local expert, source rank)), expert_token_nums).
 combine_setup lays expand_x back out source rank by source rank (quant_expand_x) with comm_cmd_info the rows per
 source rank; combine_teardown returns them and sums each token's K rows weighted by expert_scales ([BS, H]).
-The exchanges happen in the teardown calls. Shared-expert ranks and communication quantisation are refused.
+The exchanges happen in the teardown calls. Shared-expert ranks (which CANN does not serve here either) and
+communication quantisation are refused.
 """
 
 import torch
@@ -32,6 +33,10 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 _SCALE_BYTES = 4
+
+
+def _refuse_shared(op, shared_expert_rank_num):
+    check(shared_expert_rank_num == 0, op, f"shared_expert_rank_num must be 0: the setup / teardown operators serve no shared-expert ranks (CANN's release does not either), got {shared_expert_rank_num}")  # fmt: skip
 
 
 def _align(value, n):
@@ -62,9 +67,8 @@ def npu_moe_distribute_dispatch_setup(x, expert_ids, group_ep, ep_world_size, ep
                                       y_dtype=None):  # fmt: skip
     """(y, expand_idx, comm_cmd_info)."""
     op = "npu_moe_distribute_dispatch_setup"
-    refuse_unsupported(
-        op, [("x_active_mask", x_active_mask is not None)], shared_expert_rank_num=shared_expert_rank_num
-    )
+    _refuse_shared(op, shared_expert_rank_num)
+    refuse_unsupported(op, [("x_active_mask", x_active_mask is not None)])
     check(comm_type == 0, op, f"comm_type only supports 0 (AICPU-SDMA), got {comm_type}")
     check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
     check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
@@ -111,7 +115,7 @@ def npu_moe_distribute_dispatch_teardown(x, y, expert_ids, comm_cmd_info, group_
                                          expert_token_nums_type=1, comm_type=0, comm_alg=""):  # fmt: skip
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums)."""
     op = "npu_moe_distribute_dispatch_teardown"
-    refuse_unsupported(op, shared_expert_rank_num=shared_expert_rank_num)
+    _refuse_shared(op, shared_expert_rank_num)
     group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     local = moe_expert_num // ep_world_size
@@ -158,7 +162,8 @@ def npu_moe_distribute_combine_setup(expand_x, expert_ids, assist_info_for_combi
                                      comm_alg=""):  # fmt: skip
     """(quant_expand_x: the rows in (source rank, local expert) order, comm_cmd_info: rows per source rank)."""
     op = "npu_moe_distribute_combine_setup"
-    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode)], shared_expert_rank_num=shared_expert_rank_num)
+    _refuse_shared(op, shared_expert_rank_num)
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode)])
     local = moe_expert_num // ep_world_size
     cumulative = assist_info_for_combine.reshape(-1)[: local * ep_world_size].long()
     counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(local, ep_world_size)
@@ -186,7 +191,8 @@ def npu_moe_distribute_combine_teardown(expand_x, quant_expand_x, expert_ids, ex
                                         comm_quant_mode=0, comm_type=0, comm_alg=""):  # fmt: skip
     """[BS, H]: each token's expert rows back, summed with expert_scales (plus shared_expert_x)."""
     op = "npu_moe_distribute_combine_teardown"
-    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("x_active_mask", x_active_mask is not None)], shared_expert_rank_num=shared_expert_rank_num)  # fmt: skip
+    _refuse_shared(op, shared_expert_rank_num)
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("x_active_mask", x_active_mask is not None)])  # fmt: skip
     group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
     bs, k = expert_ids.shape
     _, per_rank, _ = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
