@@ -1,17 +1,18 @@
 """npu_moe_distribute_dispatch / _combine (+ _v2, combine_add_rms_norm): expert-parallel MoE token dispatch and
 combine over the hccl group named `group_ep` (MoeDistributeDispatch / MoeDistributeCombine).
 
-Experts are spread evenly over the MoE ranks (the ranks after the shared-expert ranks, which with the TP domain
-are described in moe_distribute_domains): with E_l local experts per MoE rank, expert e is local expert e % E_l
-of its rank. Dispatch sends every route (token t, choice k) to its expert's rank;
-rank q's expand_x [A, H] holds the rows it received grouped by local expert, then by source rank, then in the
-source's token order (A = BS * ep_world_size * min(E_l, K), or global_bs * min(E_l, K); rows past the
-received ones are zero). quant_mode 2 quantises each row dynamically to int8 (max|x * scales[expert]| / 127,
-dynamic_scales [A]; with shared-expert ranks scales row 0 is the shared expert's, row e + 1 expert e's); 0 sends x as is. expert_token_nums: the rows per local expert (counts, or cumulative with
-expert_token_nums_type 0); ep_recv_counts: the cumulative rows per (local expert, source rank), which combine
-takes as ep_send_counts; expand_idx [BS * K]: for each route, how many of this rank's earlier routes (in (t, k)
-order) go to the same expert (combine's input; the card documents it as internal, op-plugin's golden test checks
-these values); expand_scales: expert_scales exchanged with the rows ([A]).
+Experts are spread evenly over the MoE ranks (the ranks after the shared-expert ranks; those and the TP domain are
+described in moe_distribute_domains): with E_l local experts per MoE rank, expert e is local expert e % E_l of its
+rank. Dispatch sends every route (token t, choice k) to its expert's rank; rank q's expand_x [A, H] holds the rows it
+received grouped by local expert, then by source rank, then in the source's token order (A = BS * ep_world_size *
+min(E_l, K), or global_bs * min(E_l, K); rows past the received ones are zero). quant_mode 2 quantises each row
+dynamically to int8 as the card does (rint(x * scales[expert] * 127 / max |.|), dynamic_scales [A] the inverse
+factor; with shared-expert ranks row 0 of scales is the shared expert's, row e + 1 expert e's); 0 sends x as is.
+expert_token_nums: the rows per local expert (counts, or cumulative with expert_token_nums_type 0); ep_recv_counts:
+the cumulative rows per (local expert, source rank), which combine takes as ep_send_counts; expand_idx [BS * K]: for
+each route, how many of this rank's earlier routes (in (t, k) order) go to the same expert (combine's input; the card
+documents it as internal, op-plugin's golden test checks these values); expand_scales: expert_scales exchanged with
+the rows ([A]).
 
 Combine returns every expert row to the rank its token came from and sums the K rows of each token weighted by
 expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given). combine_add_rms_norm then
@@ -85,14 +86,20 @@ def ep_group(name, world, rank, op):
     return group
 
 
+def dynamic_int8(rows):
+    """The card's per-row dynamic int8 quantisation (MoeDistributeDispatch): s = 127 / max |row| in float32, the
+    values rint(row * s) and the row's dequantisation scale 1 / s (an all-zero row: values 0, scale 0)."""
+    scale = 127.0 / rows.abs().amax(-1, keepdim=True)
+    values = torch.where(torch.isinf(scale), 0.0, torch.round(rows * scale)).clamp(-128, 127).to(torch.int8)
+    return values, (1.0 / scale).squeeze(-1)
+
+
 def _quantised(values, scale_rows, scales, total, x):
-    """quant_mode 2: each row's int8 values and float32 scale (max |x * scales[row's expert]| / 127)."""
+    """quant_mode 2: each row, smoothed by its expert's row of `scales`, as int8 with its float32 scale."""
     smoothed = values * scales.float()[scale_rows] if scales is not None else values
-    row_scale = smoothed.abs().amax(-1) / 127.0
     expand_x = x.new_zeros(total, x.shape[1], dtype=torch.int8)
-    expand_x[: values.shape[0]] = torch.round(smoothed / row_scale.clamp(min=1e-12)[:, None]).clamp(-128, 127).to(torch.int8)  # fmt: skip
     dynamic_scales = x.new_zeros(total, dtype=torch.float32)
-    dynamic_scales[: values.shape[0]] = row_scale
+    expand_x[: values.shape[0]], dynamic_scales[: values.shape[0]] = dynamic_int8(smoothed)
     return expand_x, dynamic_scales
 
 

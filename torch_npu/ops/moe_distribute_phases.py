@@ -3,7 +3,7 @@ dispatch and combine split into a send-side and a receive-side call each (AICPU-
 npu_moe_distribute_dispatch / _combine's routing (see moe_distribute).
 
 dispatch_setup packs each route (token t, choice k), in send order, into y [BS * K, token_msg_size]: the row of x
-(token_msg_size = Align256(H)), or with quant_mode 2 its int8 values (max |x * scales[expert]| / 127) followed, at
+(token_msg_size = Align256(H)), or with quant_mode 2 its int8 values (dispatch's dynamic_int8) followed, at
 Align32(H), by the float32 scale's 4 bytes (token_msg_size = Align512(Align32(H) + 4)); expand_idx is dispatch's
 (each route's index among this rank's routes to its expert) and comm_cmd_info [ep_world_size * local experts] the
 rows for each (rank, local expert).
@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 from torch_npu.ops._common import check
 from torch_npu.ops.moe_distribute import (
+    dynamic_int8,
     ep_group,
     refuse_unsupported,
     route_index,
@@ -80,8 +81,7 @@ def npu_moe_distribute_dispatch_setup(x, expert_ids, group_ep, ep_world_size, ep
     if quant_mode == 2:
         experts = expert_ids.reshape(-1)[order].long()
         smoothed = rows.float() * scales.float()[experts] if scales is not None else rows.float()
-        row_scale = smoothed.abs().amax(-1) / 127.0
-        values = torch.round(smoothed / row_scale.clamp(min=1e-12)[:, None]).clamp(-128, 127).to(torch.int8)
+        values, row_scale = dynamic_int8(smoothed)
         y = x.new_zeros(rows.shape[0], _message_size(hidden, 2), dtype=torch.int8)
         y[:, :hidden] = values
         start = _align(hidden, 32)
