@@ -63,3 +63,24 @@ def test_the_setup_and_teardown_operators_refuse_shared_expert_ranks_as_cann_doe
         "npu_moe_distribute_dispatch_setup: shared_expert_rank_num must be 0: the setup / teardown operators serve "
         "no shared-expert ranks (CANN's release does not either), got 1",
     )
+
+
+def test_combine_takes_shared_expert_x_only_without_shared_expert_ranks():
+    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
+    start = "npu_moe_distribute_combine_v2: shared_expert_x is taken only without shared-expert ranks "
+    raises_operator_error(
+        lambda: torch_npu.npu_moe_distribute_combine_v2(
+            x,
+            ids,
+            ids.reshape(-1),
+            ids.reshape(-1),
+            torch.ones(2, 1).npu(),
+            "hccl_0",
+            2,
+            0,
+            1,
+            shared_expert_rank_num=1,
+            shared_expert_x=x,
+        ),  # fmt: skip
+        start + "(shared_expert_rank_num 0): those ranks compute the shared expert",
+    )

@@ -178,6 +178,8 @@ _DOMAIN_ARGS = ("shared_expert_rank_num", "shared_expert_num", "expert_shard_typ
 
 def _domains(op, args):
     """The Domains of a call, from its arguments (every operator here names them as the card's schema does)."""
+    check(args.get("shared_expert_x") is None or not args["shared_expert_rank_num"], op,
+          "shared_expert_x is taken only without shared-expert ranks (shared_expert_rank_num 0): those ranks compute the shared expert")  # fmt: skip
     return resolve(op, args["group_ep"], args["ep_world_size"], args["ep_rank_id"], args["moe_expert_num"],
                    **{name: args[name] for name in _DOMAIN_ARGS})  # fmt: skip
 
