@@ -6,19 +6,23 @@ import torch
 import torch_npu
 from tests.error_cases import raises_operator_error
 
+X, IDS = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
+
+
+def combine(op, ep_world_size, moe_expert_num, **kwargs):
+    """op's call on two tokens of one choice each, rank 0 of ep_world_size, over a group that does not exist."""
+    flat = IDS.reshape(-1)
+    return lambda: op(X, IDS, flat, flat, torch.ones(2, 1).npu(), "hccl_0", ep_world_size, 0, moe_expert_num, **kwargs)
+
 
 def test_refusals_name_the_argument():
-    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_combine(
-            x, ids, ids.reshape(-1), ids.reshape(-1), torch.ones(2, 1).npu(), "hccl_0", 2, 0, 4, comm_quant_mode=2
-        ),  # fmt: skip
+        combine(torch_npu.npu_moe_distribute_combine, 2, 4, comm_quant_mode=2),
         "npu_moe_distribute_combine: comm_quant_mode is not computed by vnpu",
     )
 
 
 def test_the_domain_attributes_are_checked_before_any_communication():
-    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
     cases = [
         (dict(tp_world_size=3), "tp_world_size must be 0, 1 (no TP domain) or 2, got 3"),
         (dict(tp_world_size=2), "the TP domain needs one expert per MoE rank, got 2 (moe_expert_num 4 on 2 MoE ranks)"),
@@ -31,56 +35,31 @@ def test_the_domain_attributes_are_checked_before_any_communication():
     ]
     for kwargs, message in cases:
         raises_operator_error(
-            lambda kwargs=kwargs: torch_npu.npu_moe_distribute_dispatch(x, ids, "hccl_0", 2, 0, 4, **kwargs),
+            lambda kwargs=kwargs: torch_npu.npu_moe_distribute_dispatch(X, IDS, "hccl_0", 2, 0, 4, **kwargs),
             f"npu_moe_distribute_dispatch: {message}",
         )
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_dispatch_v2(x, ids, "hccl_0", 4, 0, 4, shared_expert_rank_num=3),
+        lambda: torch_npu.npu_moe_distribute_dispatch_v2(X, IDS, "hccl_0", 4, 0, 4, shared_expert_rank_num=3),
         "npu_moe_distribute_dispatch_v2: ep_world_size (4) must be a multiple of shared_expert_rank_num (3)",
     )
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_combine(
-            x,
-            ids,
-            ids.reshape(-1),
-            ids.reshape(-1),
-            torch.ones(2, 1).npu(),
-            "hccl_0",
-            4,
-            0,
-            4,
-            shared_expert_rank_num=1,
-        ),  # fmt: skip
+        combine(torch_npu.npu_moe_distribute_combine, 4, 4, shared_expert_rank_num=1),
         "npu_moe_distribute_combine: moe_expert_num (4) must be a positive multiple of ep_world_size - "
         "shared_expert_rank_num (3)",
     )
 
 
 def test_the_setup_and_teardown_operators_refuse_shared_expert_ranks_as_cann_does():
-    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_dispatch_setup(x, ids, "hccl_0", 2, 0, 4, shared_expert_rank_num=1),
+        lambda: torch_npu.npu_moe_distribute_dispatch_setup(X, IDS, "hccl_0", 2, 0, 4, shared_expert_rank_num=1),
         "npu_moe_distribute_dispatch_setup: shared_expert_rank_num must be 0: the setup / teardown operators serve "
         "no shared-expert ranks (CANN's release does not either), got 1",
     )
 
 
 def test_combine_takes_shared_expert_x_only_without_shared_expert_ranks():
-    x, ids = torch.randn(2, 8).npu(), torch.zeros(2, 1, dtype=torch.int32).npu()
-    start = "npu_moe_distribute_combine_v2: shared_expert_x is taken only without shared-expert ranks "
     raises_operator_error(
-        lambda: torch_npu.npu_moe_distribute_combine_v2(
-            x,
-            ids,
-            ids.reshape(-1),
-            ids.reshape(-1),
-            torch.ones(2, 1).npu(),
-            "hccl_0",
-            2,
-            0,
-            1,
-            shared_expert_rank_num=1,
-            shared_expert_x=x,
-        ),  # fmt: skip
-        start + "(shared_expert_rank_num 0): those ranks compute the shared expert",
+        combine(torch_npu.npu_moe_distribute_combine_v2, 2, 1, shared_expert_rank_num=1, shared_expert_x=X),
+        "npu_moe_distribute_combine_v2: shared_expert_x is taken only without shared-expert ranks "
+        "(shared_expert_rank_num 0): those ranks compute the shared expert",
     )
