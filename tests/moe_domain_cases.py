@@ -6,6 +6,7 @@ it must get back from every rank's inputs, and compares bit for bit."""
 import torch
 import torch.distributed as dist
 from distributed_rank import DEV, RANK, WORLD, same
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_npu
 
@@ -76,6 +77,10 @@ def case_moe_distribute_domains():
         same(token_nums, torch.tensor([len(rows)]))
     v2 = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **domain)
     same(v2[0], expand_x.cpu())
+    real = xs[RANK].to(DEV), ids[RANK].to(DEV)
+    with FakeTensorMode() as mode:  # what torch.compile sees: the same shapes and dtypes on every rank kind
+        fake = torch.ops.npu.npu_moe_distribute_dispatch(*map(mode.from_tensor, real), *args, **domain)
+    assert [(f.shape, f.dtype) for f in fake] == [(r.shape, r.dtype) for r in out], (fake, out)
 
     factors = torch.tensor([_SHARED_FACTOR if expert is None else expert + 1.0 for _, _, expert in rows])
     processed = expand_x.clone()
