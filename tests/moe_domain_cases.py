@@ -32,13 +32,17 @@ def _inputs(rank, experts):
     return torch.randn(_BS, _H, generator=g).to(torch.bfloat16), ids, torch.rand(_BS, _K, generator=g)
 
 
-def _expected_rows(members, e, shared, local, ids):
-    """The (world rank, token, expert or None for the shared expert) of each row EP rank e receives, in order."""
+def _expected_rows(members, e, shared, local, ids, whole_tokens):
+    """The (world rank, token, expert or None for the shared expert) of each row EP rank e receives, in order;
+    whole_tokens: the v2 kernels' rule (rank r's tokens to shared rank r % S) instead of chunks."""
     if e < shared:
         rows = [(members[e], tok, None) for tok in range(_BS)]
-        for r in range(shared, len(members)):  # MoE rank r's chunk e of its tokens
-            base = r * _BS // shared
-            lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
+        for r in range(shared, len(members)):
+            if whole_tokens:
+                lo, hi = (0, _BS) if r % shared == e else (0, 0)
+            else:  # MoE rank r's chunk e of its tokens
+                base = r * _BS // shared
+                lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
             rows += [(members[r], tok, None) for tok in range(lo, hi)]
         return rows
     rows = []
@@ -54,8 +58,8 @@ def _processed(x, factor, tp):
     return sum(versions[1:], versions[0]).to(torch.bfloat16)
 
 
-def case_moe_distribute_domains():
-    """Dispatch's rows, counts and int8 form, and combine's tokens, with shared-expert ranks and the TP domain."""
+def _dispatch_and_combine(dispatch, combine, whole_tokens):
+    """One family's dispatch rows, counts, fake shapes and int8 form, and its combine's tokens."""
     ep, tp, shared, experts = _LAYOUTS[WORLD]
     local, every = experts // (ep - shared), max(tp, 1)
     e, t = divmod(RANK, every)
@@ -63,9 +67,10 @@ def case_moe_distribute_domains():
     group_ep, group_tp = _comm_names(ep, tp)
     args = (group_ep, ep, e, experts)
     domain = dict(group_tp=group_tp, tp_world_size=tp, tp_rank_id=t, shared_expert_rank_num=shared)
-    out = torch_npu.npu_moe_distribute_dispatch(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **domain)
+    real = xs[RANK].to(DEV), ids[RANK].to(DEV)
+    out = dispatch(*real, *args, **domain)
     expand_x, _, expand_idx, token_nums, recv_counts, tp_recv_counts, _ = out
-    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids) for u in range(every)]
+    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids, whole_tokens) for u in range(every)]  # fmt: skip
     rows = per_group[t] + [r for u in range(every) if u != t for r in per_group[u]]
     a = _BS * ep // shared if e < shared else _BS * ep * min(local, _K)
     assert expand_x.shape == (a * every, _H), expand_x.shape
@@ -75,18 +80,15 @@ def case_moe_distribute_domains():
         same(tp_recv_counts, torch.tensor([len(g) for g in per_group], dtype=torch.int32))
     if e < shared:
         same(token_nums, torch.tensor([len(rows)]))
-    v2 = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **domain)
-    same(v2[0], expand_x.cpu())
-    real = xs[RANK].to(DEV), ids[RANK].to(DEV)
     with FakeTensorMode() as mode:  # what torch.compile sees: the same shapes and dtypes on every rank kind
-        fake = torch.ops.npu.npu_moe_distribute_dispatch(*map(mode.from_tensor, real), *args, **domain)
+        fake = dispatch(*map(mode.from_tensor, real), *args, **domain)
     assert [(f.shape, f.dtype) for f in fake] == [(r.shape, r.dtype) for r in out], (fake, out)
 
     factors = torch.tensor([_SHARED_FACTOR if expert is None else expert + 1.0 for _, _, expert in rows])
     processed = expand_x.clone()
     processed[: len(rows)] = (expand_x[: len(rows)].float() * (factors + t).to(DEV)[:, None]).to(torch.bfloat16)
-    combined = torch_npu.npu_moe_distribute_combine(
-        processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), *args,
+    combined = combine(
+        processed, real[1], expand_idx, recv_counts, weights[RANK].to(DEV), *args,
         tp_send_counts=tp_recv_counts, **domain,
     )  # fmt: skip
     x = xs[RANK]
@@ -97,10 +99,15 @@ def case_moe_distribute_domains():
     same(combined, want.to(torch.bfloat16))
 
     smooth = torch.rand(1 + experts, _H, generator=torch.Generator().manual_seed(1300)) + 0.5
-    q, scales = torch_npu.npu_moe_distribute_dispatch(
-        xs[RANK].to(DEV), ids[RANK].to(DEV), *args, scales=smooth.to(DEV), quant_mode=2, **domain
-    )[:2]  # fmt: skip
+    q, scales = dispatch(*real, *args, scales=smooth.to(DEV), quant_mode=2, **domain)[:2]
     smoothed = torch.stack([xs[w][tok].float() * smooth[0 if ex is None else ex + 1] for w, tok, ex in rows])
     factor = 127.0 / smoothed.abs().amax(-1, keepdim=True)  # the card's: rint(x * 127 / max), scale 1 / factor
     same(q[: len(rows)], torch.round(smoothed * factor).to(torch.int8))
     same(scales[: len(rows)], (1.0 / factor).squeeze(-1))
+
+
+def case_moe_distribute_domains():
+    """Dispatch's rows, counts and int8 form, and combine's tokens, with shared-expert ranks and the TP domain:
+    the first operators cut each MoE rank's tokens among the shared ranks, the v2 family sends them whole."""
+    _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch, torch_npu.npu_moe_distribute_combine, False)
+    _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2, True)

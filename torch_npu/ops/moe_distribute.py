@@ -176,12 +176,15 @@ _DISPATCH_OUT = "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)"
 _DOMAIN_ARGS = ("shared_expert_rank_num", "shared_expert_num", "expert_shard_type", "group_tp", "tp_world_size", "tp_rank_id")  # fmt: skip
 
 
+_V2_FAMILY = ("npu_moe_distribute_dispatch_v2", "npu_moe_distribute_combine_v2", "npu_moe_distribute_combine_add_rms_norm")  # fmt: skip
+
+
 def _domains(op, args):
     """The Domains of a call, from its arguments (every operator here names them as the card's schema does)."""
     check(args.get("shared_expert_x") is None or not args["shared_expert_rank_num"], op,
           "shared_expert_x is taken only without shared-expert ranks (shared_expert_rank_num 0): those ranks compute the shared expert")  # fmt: skip
     return resolve(op, args["group_ep"], args["ep_world_size"], args["ep_rank_id"], args["moe_expert_num"],
-                   **{name: args[name] for name in _DOMAIN_ARGS})  # fmt: skip
+                   **{name: args[name] for name in _DOMAIN_ARGS}, v2=op in _V2_FAMILY)  # fmt: skip
 
 
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,

@@ -2,10 +2,14 @@
 
 EP domain. With S = shared_expert_rank_num (expert_shard_type 0: the shared-expert ranks come first), ranks 0 .. S-1
 hold the shared expert and ranks S .. ep_world_size-1 hold E_l = moe_expert_num / (ep_world_size - S) MoE experts
-each: expert e lives on rank S + e // E_l. Every rank sends its routes to the MoE ranks. A MoE rank r also sends its
-BS tokens to the shared ranks, cut into S contiguous chunks as the card cuts them: chunk s is tokens
-[floor((r + s) BS / S) - floor(r BS / S), floor((r + s + 1) BS / S) - floor(r BS / S)) and goes to shared rank s.
-A shared rank keeps its own BS tokens first, then the chunks of the MoE ranks in rank order (A = BS * ep_world_size
+each: expert e lives on rank S + e // E_l. Every rank sends its routes to the MoE ranks, and its BS tokens to the
+shared expert, as each kernel does:
+- npu_moe_distribute_dispatch (MoeDistributeDispatch): a MoE rank r cuts its tokens into S contiguous chunks, chunk
+  s = tokens [floor((r + s) BS / S) - floor(r BS / S), floor((r + s + 1) BS / S) - floor(r BS / S)) going to shared
+  rank s; a shared rank keeps its own tokens;
+- the v2 family (MoeDistributeDispatchV2, and the combines paired with it): rank r sends all its tokens to shared
+  rank r % S (its place in the shared expert's group of ranks).
+A shared rank's rows are its own BS tokens first, then those of the other ranks in rank order (A = BS * ep_world_size
 / S rows); its ep_recv_counts count its own rows at its own rank. Combine sends each shared row back to its token,
 and the shared expert's output is added to the token's weighted expert sum unweighted.
 
@@ -35,6 +39,7 @@ class Domains:
     group: object  # the EP process group
     tp_group: object = None  # the TP process group, None without TP communication
     tp_rank: int = 0
+    whole_tokens_to_shared: bool = False  # the v2 kernels' rule: all of rank r's tokens to shared rank r % S
 
     @property
     def local(self):
@@ -53,7 +58,9 @@ class Domains:
     def shared_chunks(self, bs):
         """Rows of this rank's BS tokens going to each EP rank's shared expert ([world]; zero for MoE ranks)."""
         counts = [0] * self.world
-        if self.is_shared:
+        if self.whole_tokens_to_shared and self.shared:
+            counts[self.rank % self.shared] = bs
+        elif self.is_shared:
             counts[self.rank] = bs
         else:
             for s in range(self.shared):
@@ -74,12 +81,16 @@ def _sized_group(name, world, rank, what, op):
 
 
 def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shared_expert_num=1, expert_shard_type=0,
-                 tp_world_size=0):  # fmt: skip
-    """The attribute rules of the card, before any communication."""
+                 tp_world_size=0, v2=False):  # fmt: skip
+    """The attribute rules of the card, before any communication (v2: the v2 family's)."""
     shared = shared_expert_rank_num
     check(0 <= shared < ep_world_size, op, f"shared_expert_rank_num must lie in [0, ep_world_size={ep_world_size}), got {shared}")  # fmt: skip
     check(shared == 0 or ep_world_size % shared == 0, op, f"ep_world_size ({ep_world_size}) must be a multiple of shared_expert_rank_num ({shared})")  # fmt: skip
-    check(shared == 0 or shared_expert_num == 1, op, f"shared_expert_num must be 1 with shared-expert ranks, got {shared_expert_num}")  # fmt: skip
+    if v2 and shared:  # the card takes 1 to 4 shared experts, each on shared_expert_rank_num / shared_expert_num ranks
+        check(0 < shared_expert_num <= 4 and shared % shared_expert_num == 0, op,
+              f"shared_expert_num must lie in [1, 4] and divide shared_expert_rank_num ({shared}), got {shared_expert_num}")  # fmt: skip
+        check(shared_expert_num == 1, op, f"several shared experts (shared_expert_num={shared_expert_num}) are not computed by vnpu")  # fmt: skip
+    check(v2 or shared == 0 or shared_expert_num == 1, op, f"shared_expert_num must be 1 with shared-expert ranks, got {shared_expert_num}")  # fmt: skip
     check(expert_shard_type == 0, op, f"expert_shard_type must be 0 (shared-expert ranks first), got {expert_shard_type}")  # fmt: skip
     moe_ranks = ep_world_size - shared
     check(moe_expert_num > 0 and moe_expert_num % moe_ranks == 0, op,
@@ -90,16 +101,16 @@ def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shar
 
 
 def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_expert_rank_num=0, shared_expert_num=1,
-            expert_shard_type=0, group_tp="", tp_world_size=0, tp_rank_id=0):  # fmt: skip
-    """The Domains of one call: its attributes checked and its process groups found."""
+            expert_shard_type=0, group_tp="", tp_world_size=0, tp_rank_id=0, v2=False):  # fmt: skip
+    """The Domains of one call (v2: an operator of the v2 family): its attributes checked, its process groups found."""
     check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shared_expert_num, expert_shard_type,
-                 tp_world_size)  # fmt: skip
+                 tp_world_size, v2)  # fmt: skip
     tp_group = None
     if tp_world_size == 2:
         check(group_tp != group_ep, op, f"group_tp must name another communicator than group_ep, both are {group_ep!r}")  # fmt: skip
         tp_group = _sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
     group = _sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
-    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id)
+    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id, v2)
 
 
 def own_first(items, me):
