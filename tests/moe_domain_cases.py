@@ -32,9 +32,30 @@ def _inputs(rank, experts):
     return torch.randn(_BS, _H, generator=g).to(torch.bfloat16), ids, torch.rand(_BS, _K, generator=g)
 
 
-def _expected_rows(members, e, shared, local, ids, whole_tokens):
+def _active(kind, rank):
+    """x_active_mask of a rank: None, "tokens" (BS,) with its True values first -- rank 1 none --, or "routes"
+    (BS, K) with token 0 taking no part."""
+    if kind is None:
+        return None
+    if kind == "tokens":
+        return torch.arange(_BS) < (0 if rank == 1 else _BS - 1 - rank % 2)
+    mask = torch.rand(_BS, _K, generator=torch.Generator().manual_seed(1400 + rank)) < 0.6
+    mask[0] = False
+    return mask
+
+
+def _takes_part(mask, tok, c=None):
+    if mask is None:
+        return True
+    if mask.dim() == 1:
+        return bool(mask[tok])
+    return bool(mask[tok].any()) if c is None else bool(mask[tok, c])
+
+
+def _expected_rows(members, e, shared, local, ids, whole_tokens, masks):
     """The (world rank, token, expert or None for the shared expert) of each row EP rank e receives, in order;
-    whole_tokens: the v2 kernels' rule (rank r's tokens to shared rank r % S) instead of chunks."""
+    whole_tokens: the v2 kernels' rule (rank r's tokens to shared rank r % S) instead of chunks; masks: each
+    world rank's x_active_mask."""
     if e < shared:
         rows = [(members[e], tok, None) for tok in range(_BS)]
         for r in range(shared, len(members)):
@@ -44,11 +65,11 @@ def _expected_rows(members, e, shared, local, ids, whole_tokens):
                 base = r * _BS // shared
                 lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
             rows += [(members[r], tok, None) for tok in range(lo, hi)]
-        return rows
+        return [(q, tok, ex) for q, tok, ex in rows if _takes_part(masks[q], tok)]
     rows = []
     for expert in range((e - shared) * local, (e - shared + 1) * local):
         for q in members:
-            rows += [(q, tok, expert) for tok in range(_BS) for c in range(_K) if int(ids[q][tok, c]) == expert]
+            rows += [(q, tok, expert) for tok in range(_BS) for c in range(_K) if int(ids[q][tok, c]) == expert and _takes_part(masks[q], tok, c)]  # fmt: skip
     return rows
 
 
@@ -58,7 +79,7 @@ def _processed(x, factor, tp):
     return sum(versions[1:], versions[0]).to(torch.bfloat16)
 
 
-def _dispatch_and_combine(dispatch, combine, whole_tokens):
+def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None):
     """One family's dispatch rows, counts, fake shapes and int8 form, and its combine's tokens."""
     ep, tp, shared, experts = _LAYOUTS[WORLD]
     local, every = experts // (ep - shared), max(tp, 1)
@@ -67,21 +88,26 @@ def _dispatch_and_combine(dispatch, combine, whole_tokens):
     group_ep, group_tp = _comm_names(ep, tp)
     args = (group_ep, ep, e, experts)
     domain = dict(group_tp=group_tp, tp_world_size=tp, tp_rank_id=t, shared_expert_rank_num=shared)
+    masks = [_active(mask_kind, r) for r in range(WORLD)]
+    if mask_kind is not None:
+        domain["x_active_mask"] = masks[RANK].to(DEV)
     real = xs[RANK].to(DEV), ids[RANK].to(DEV)
     out = dispatch(*real, *args, **domain)
     expand_x, _, expand_idx, token_nums, recv_counts, tp_recv_counts, _ = out
-    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids, whole_tokens) for u in range(every)]  # fmt: skip
+    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids, whole_tokens, masks) for u in range(every)]  # fmt: skip
     rows = per_group[t] + [r for u in range(every) if u != t for r in per_group[u]]
     a = _BS * ep // shared if e < shared else _BS * ep * min(local, _K)
     assert expand_x.shape == (a * every, _H), expand_x.shape
-    same(expand_x[: len(rows)], torch.stack([xs[q][tok] for q, tok, _ in rows]))
+    if rows:
+        same(expand_x[: len(rows)], torch.stack([xs[q][tok] for q, tok, _ in rows]))
     assert not expand_x[len(rows) :].cpu().any()
     if tp == 2:
         same(tp_recv_counts, torch.tensor([len(g) for g in per_group], dtype=torch.int32))
     if e < shared:
         same(token_nums, torch.tensor([len(rows)]))
     with FakeTensorMode() as mode:  # what torch.compile sees: the same shapes and dtypes on every rank kind
-        fake = dispatch(*map(mode.from_tensor, real), *args, **domain)
+        fake_domain = {name: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for name, v in domain.items()}
+        fake = dispatch(*map(mode.from_tensor, real), *args, **fake_domain)
     assert [(f.shape, f.dtype) for f in fake] == [(r.shape, r.dtype) for r in out], (fake, out)
 
     factors = torch.tensor([_SHARED_FACTOR if expert is None else expert + 1.0 for _, _, expert in rows])
@@ -91,12 +117,15 @@ def _dispatch_and_combine(dispatch, combine, whole_tokens):
         processed, real[1], expand_idx, recv_counts, weights[RANK].to(DEV), *args,
         tp_send_counts=tp_recv_counts, **domain,
     )  # fmt: skip
-    x = xs[RANK]
-    routed = torch.stack([torch.stack([_processed(x[tok], float(ids[RANK][tok, c]) + 1, tp) for c in range(_K)]) for tok in range(_BS)])  # fmt: skip
+    x, mask, zero = xs[RANK], masks[RANK], torch.zeros(_H, dtype=torch.bfloat16)
+    routed = torch.stack([torch.stack([_processed(x[tok], float(ids[RANK][tok, c]) + 1, tp) if _takes_part(mask, tok, c) else zero for c in range(_K)]) for tok in range(_BS)])  # fmt: skip
     want = (routed.float() * weights[RANK][:, :, None]).sum(1)
     if shared:
-        want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR, tp) for tok in range(_BS)]).float()
+        want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR, tp) if _takes_part(mask, tok) else zero for tok in range(_BS)]).float()  # fmt: skip
+    want[[not _takes_part(mask, tok) for tok in range(_BS)]] = 0  # a token taking no part: zeros
     same(combined, want.to(torch.bfloat16))
+    if mask_kind is not None:
+        return
 
     smooth = torch.rand(1 + experts, _H, generator=torch.Generator().manual_seed(1300)) + 0.5
     q, scales = dispatch(*real, *args, scales=smooth.to(DEV), quant_mode=2, **domain)[:2]
@@ -111,3 +140,11 @@ def case_moe_distribute_domains():
     the first operators cut each MoE rank's tokens among the shared ranks, the v2 family sends them whole."""
     _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch, torch_npu.npu_moe_distribute_combine, False)
     _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2, True)
+
+
+def case_moe_distribute_active_masks():
+    """The v2 family with x_active_mask: padding tokens at the end of a batch (one rank sending none), and single
+    routes switched off (a token with none left): nothing of theirs is sent, and combine gives them zeros."""
+    for kind in ("tokens", "routes"):
+        v2 = (torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2)
+        _dispatch_and_combine(*v2, True, kind)

@@ -116,6 +116,11 @@ def test_moe_distribute_with_shared_expert_ranks_and_the_tp_domain(world):
     _all_ok(launch("moe_distribute_domains", world))
 
 
+@pytest.mark.parametrize("world", [4, 6])
+def test_moe_distribute_v2_sends_only_what_x_active_mask_lets_take_part(world):
+    _all_ok(launch("moe_distribute_active_masks", world))
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_uneven_all_gather_and_reduce_scatter(world):
     _all_ok(launch("uneven", world))

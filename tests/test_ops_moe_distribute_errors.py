@@ -73,3 +73,23 @@ def test_combine_takes_shared_expert_x_only_without_shared_expert_ranks():
         "npu_moe_distribute_combine_v2: shared_expert_x is taken only without shared-expert ranks "
         "(shared_expert_rank_num 0): those ranks compute the shared expert",
     )
+
+
+def test_x_active_mask_is_checked_and_taken_by_the_v2_operators_only():
+    dispatch_v2 = torch_npu.npu_moe_distribute_dispatch_v2
+    cases = [
+        (
+            torch.tensor([True, False, True]),
+            "x_active_mask must be a bool tensor of shape (BS,) or (BS, K) = (2,) or (2, 1), got torch.bool (3,)",
+        ),  # fmt: skip
+        (torch.tensor([False, True]), "x_active_mask of shape (BS,) must hold its True values before its False values"),
+    ]
+    for mask, message in cases:
+        raises_operator_error(
+            lambda mask=mask: dispatch_v2(X, IDS, "hccl_0", 2, 0, 4, x_active_mask=mask.npu()),
+            f"npu_moe_distribute_dispatch_v2: {message}",
+        )
+    raises_operator_error(
+        combine(torch_npu.npu_moe_distribute_combine, 2, 4, x_active_mask=torch.ones(2, dtype=torch.bool).npu()),
+        "npu_moe_distribute_combine: x_active_mask (the v2 operators take it) is not computed by vnpu",
+    )

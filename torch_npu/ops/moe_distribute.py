@@ -18,6 +18,9 @@ Combine returns every expert row to the rank its token came from and sums the K 
 expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given). combine_add_rms_norm then
 adds residual_x and RmsNorms the sum with gamma: (y, rstd, x).
 
+The v2 family takes x_active_mask: (BS,) with its True values first masks tokens, (BS, K) single routes; what takes
+no part is not sent, and combine gives zeros for a token taking no part.
+
 Not computed by vnpu (refused clearly): communication quantisation, the v2 special experts (zero / copy / const)
 and elastic scaling.
 """
@@ -33,33 +36,54 @@ from torch_npu.ops.registration import npu_op
 __all__ = []
 
 
-def route_plan(expert_ids, world, moe_expert_num, op, shared=0):
-    """(send order of the routes, routes per destination rank, rows per (rank, local expert) [world, E_l]); the
-    first `shared` ranks hold no MoE expert."""
-    check(moe_expert_num % (world - shared) == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size - shared_expert_rank_num ({world - shared})")  # fmt: skip
+def active_routes(x_active_mask, expert_ids, op):
+    """(routes [BS * K], tokens [BS]): which take part, or (None, None) when all do. x_active_mask (BS,), its True
+    values first, masks tokens; (BS, K) masks single routes, and a token with no route left takes no part."""
+    if x_active_mask is None:
+        return None, None
+    bs, k = expert_ids.shape
+    check(x_active_mask.dtype == torch.bool and tuple(x_active_mask.shape) in ((bs,), (bs, k)), op,
+          f"x_active_mask must be a bool tensor of shape (BS,) or (BS, K) = ({bs},) or ({bs}, {k}), got {x_active_mask.dtype} {tuple(x_active_mask.shape)}")  # fmt: skip
+    if x_active_mask.dim() == 2:
+        return x_active_mask.reshape(-1), x_active_mask.any(1)
+    check(bool(x_active_mask[: int(x_active_mask.sum())].all()), op, "x_active_mask of shape (BS,) must hold its True values before its False values")  # fmt: skip
+    return x_active_mask.repeat_interleave(k), x_active_mask
+
+
+def _routed_ids(expert_ids, routes, moe_expert_num):
+    """Each route's expert, moe_expert_num for a route that takes no part (it sorts after every expert's)."""
     flat = expert_ids.reshape(-1).long()
-    check(bool(((flat >= 0) & (flat < moe_expert_num)).all()), op, f"expert_ids must lie in [0, {moe_expert_num})")
+    return flat if routes is None else torch.where(routes, flat, moe_expert_num)
+
+
+def route_plan(expert_ids, world, moe_expert_num, op, shared=0, routes=None):
+    """(send order of the routes -- those taking part first --, routes per destination rank, rows per (rank, local
+    expert) [world, E_l]); the first `shared` ranks hold no MoE expert."""
+    check(moe_expert_num % (world - shared) == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size - shared_expert_rank_num ({world - shared})")  # fmt: skip
+    flat = _routed_ids(expert_ids, routes, moe_expert_num)
+    check(bool(((flat >= 0) & (flat <= moe_expert_num) & ((flat < moe_expert_num) | (routes is not None))).all()), op,
+          f"expert_ids must lie in [0, {moe_expert_num})")  # fmt: skip
     order = torch.argsort(flat, stable=True)  # experts are rank-major: this is (rank, local expert, route) order
-    per_expert = torch.bincount(flat, minlength=moe_expert_num).reshape(world - shared, moe_expert_num // (world - shared))  # fmt: skip
+    per_expert = torch.bincount(flat, minlength=moe_expert_num + 1)[:moe_expert_num].reshape(world - shared, moe_expert_num // (world - shared))  # fmt: skip
     per_expert = torch.cat([per_expert.new_zeros(shared, per_expert.shape[1]), per_expert])
     return order, per_expert.sum(1), per_expert
 
 
 def _expert_starts(flat, moe_expert_num):
     """Where each expert's routes begin in the send order (routes sorted by expert, in (t, k) order within one)."""
-    counts = torch.bincount(flat, minlength=moe_expert_num)
+    counts = torch.bincount(flat, minlength=moe_expert_num + 1)
     return counts.cumsum(0) - counts
 
 
-def route_index(expert_ids, order, moe_expert_num):
+def route_index(expert_ids, order, moe_expert_num, routes=None):
     """expand_idx: for each route, how many of this rank's earlier routes go to the same expert."""
-    flat = expert_ids.reshape(-1).long()
+    flat = _routed_ids(expert_ids, routes, moe_expert_num)
     return (torch.argsort(order) - _expert_starts(flat, moe_expert_num)[flat]).to(torch.int32)
 
 
-def send_positions(expert_ids, expand_idx, moe_expert_num):
+def send_positions(expert_ids, expand_idx, moe_expert_num, routes=None):
     """Each route's place in the send order, from expand_idx."""
-    flat = expert_ids.reshape(-1).long()
+    flat = _routed_ids(expert_ids, routes, moe_expert_num)
     return _expert_starts(flat, moe_expert_num)[flat] + expand_idx.reshape(-1).long()
 
 
@@ -103,14 +127,18 @@ def _quantised(values, scale_rows, scales, total, x):
     return expand_x, dynamic_scales
 
 
-def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op):
+def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op,
+              active=(None, None)):  # fmt: skip
     check(x.dim() == 2 and expert_ids.dim() == 2 and expert_ids.shape[0] == x.shape[0], op,
           f"x must be [BS, H] and expert_ids [BS, K], got {tuple(x.shape)} and {tuple(expert_ids.shape)}")  # fmt: skip
     check(quant_mode in (0, 2), op, f"quant_mode must be 0 (none) or 2 (dynamic), got {quant_mode}")
     d = domains
     bs, k = expert_ids.shape
-    order, per_rank, per_expert = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared)
-    shared_rows = torch.tensor(d.shared_chunks(bs), dtype=per_expert.dtype, device=per_expert.device)
+    routes, tokens = active  # active_routes'
+    full_order, per_rank, per_expert = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared, routes)
+    order = full_order[: int(per_rank.sum())]  # the routes taking part
+    shared_x = x if tokens is None else x[tokens]
+    shared_rows = torch.tensor(d.shared_chunks(bs, shared_x.shape[0]), dtype=per_expert.dtype, device=per_expert.device)  # fmt: skip
     sending = per_expert.clone()
     sending[:, 0] += shared_rows  # a shared rank's one expert is its column 0
     counts = torch.empty_like(sending.reshape(-1))
@@ -120,7 +148,7 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
     weights = expert_scales.reshape(-1)[order].float() if expert_scales is not None else torch.zeros(order.numel(), device=x.device)  # fmt: skip
     payload = torch.cat([x[order // k].float(), weights[:, None], experts[:, None]], 1)
     if d.shared:  # the tokens for the shared experts go first: shared ranks come first in rank order
-        payload = torch.cat([torch.cat([x.float(), x.new_zeros(bs, 2, dtype=torch.float32)], 1), payload])
+        payload = torch.cat([torch.cat([shared_x.float(), x.new_zeros(shared_x.shape[0], 2, dtype=torch.float32)], 1), payload])  # fmt: skip
     got = payload.new_empty(int(received.sum()), payload.shape[1])
     dist.all_to_all_single(got, payload, received.sum(1).tolist(), (per_rank + shared_rows).tolist(), group=d.group)
     arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
@@ -144,29 +172,38 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
         dynamic_scales = x.new_empty(0, dtype=torch.float32)
     per_local = received.sum(0)
     expert_token_nums = (per_local if expert_token_nums_type == 1 else per_local.cumsum(0)).to(torch.int64)
-    expand_idx = route_index(expert_ids, order, d.moe_expert_num)
+    expand_idx = route_index(expert_ids, full_order, d.moe_expert_num, routes)
     return expand_x, dynamic_scales, expand_idx, expert_token_nums, recv_counts, tp_recv_counts, expand_scales
 
 
 def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
-             tp_send_counts, op):  # fmt: skip
+             tp_send_counts, op, active=(None, None)):  # fmt: skip
+    """[BS, H]; a token taking no part (active: active_routes') gets zeros."""
     d = domains
     bs, k = expert_ids.shape
-    _, per_rank, _ = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared)
+    routes, tokens = active
+    _, per_rank, _ = route_plan(expert_ids, d.world, d.moe_expert_num, op, d.shared, routes)
     cumulative = ep_send_counts.reshape(-1)[: d.rank_local * d.world].long()
     counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(d.rank_local, d.world)
     rows = tp_reduce_scatter(expand_x, tp_send_counts, d, op) if d.tp_group is not None else expand_x
     back = transposed_blocks(rows, counts)  # (local expert, source) -> (source, local expert)
-    shared_rows = d.shared_chunks(bs)
-    got = back.new_empty(bs * k + sum(shared_rows), expand_x.shape[1])
+    shared_rows = d.shared_chunks(bs, bs if tokens is None else int(tokens.sum()))
+    got = back.new_empty(int(per_rank.sum()) + sum(shared_rows), expand_x.shape[1])
     dist.all_to_all_single(got, back.contiguous(), [a + b for a, b in zip(per_rank.tolist(), shared_rows)], counts.sum(0).tolist(), group=d.group)  # fmt: skip
     shared_out, routed = got[: sum(shared_rows)], got[sum(shared_rows) :]
-    per_route = routed[send_positions(expert_ids, expand_idx, d.moe_expert_num)].float().reshape(bs, k, -1)
-    out = (per_route * expert_scales.float().reshape(bs, k, 1)).sum(1)  # (t, k) order
+    positions = send_positions(expert_ids, expand_idx, d.moe_expert_num, routes)
+    if routes is None:
+        per_route = routed[positions]
+    else:  # a route taking no part adds an exact zero
+        per_route = routed.new_zeros(bs * k, routed.shape[1])
+        per_route[routes] = routed[positions[routes]]
+    out = (per_route.float().reshape(bs, k, -1) * expert_scales.float().reshape(bs, k, 1)).sum(1)  # (t, k) order
     if d.shared:
-        out = out + shared_out.float()
+        out = out + (shared_out if tokens is None else shared_out.new_zeros(bs, shared_out.shape[1]).index_put_((tokens,), shared_out)).float()  # fmt: skip
     if shared_expert_x is not None:
-        out = out + shared_expert_x.float()
+        out = out + shared_expert_x.reshape(out.shape).float()
+    if tokens is not None:
+        out = out.masked_fill(~tokens[:, None], 0.0)
     return out.to(expand_x.dtype)
 
 
@@ -214,7 +251,7 @@ def npu_moe_distribute_dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_
                                 global_bs=0, expert_token_nums_type=1):  # fmt: skip
     """(expand_x, dynamic_scales, expand_idx, expert_token_nums, ep_recv_counts, tp_recv_counts, expand_scales)."""
     op = "npu_moe_distribute_dispatch"
-    refuse_unsupported(op, [("x_active_mask", x_active_mask is not None)])
+    refuse_unsupported(op, [("x_active_mask (the v2 operators take it)", x_active_mask is not None)])
     domains = _domains(op, locals())
     return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op)
 
@@ -239,11 +276,13 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums, ep_recv_counts, tp_recv_counts,
     expand_scales)."""
     op = "npu_moe_distribute_dispatch_v2"
-    special = [("x_active_mask", x_active_mask is not None), ("elastic_info", elastic_info is not None),
+    special = [("elastic_info", elastic_info is not None),
                ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
     refuse_unsupported(op, special)
+    active = active_routes(x_active_mask, expert_ids, op)
     domains = _domains(op, locals())
-    return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op)
+    return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op,
+                     active)  # fmt: skip
 
 
 def _combine_fake(expand_x, expert_ids, *args, **kwargs):
@@ -269,7 +308,8 @@ def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts,
     """[BS, H]: each token's expert rows back from their ranks, summed with expert_scales."""
     op = "npu_moe_distribute_combine"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("activation_scale / weight_scale (int32 expand_x)",
-                   activation_scale is not None or weight_scale is not None)]  # fmt: skip
+                   activation_scale is not None or weight_scale is not None),
+                   ("x_active_mask (the v2 operators take it)", x_active_mask is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
     domains = _domains(op, locals())
     return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
@@ -300,9 +340,10 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
     unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
                    ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
     refuse_unsupported(op, unsupported)
+    active = active_routes(x_active_mask, expert_ids, op)
     domains = _domains(op, locals())
     return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, domains,
-                    shared_expert_x, tp_send_counts, op)  # fmt: skip
+                    shared_expert_x, tp_send_counts, op, active)  # fmt: skip
 
 
 def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
@@ -328,14 +369,17 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
                                             *, tp_send_counts=None, shared_expert_x=None, group_tp="",
                                             tp_world_size=0, tp_rank_id=0, expert_shard_type=0, shared_expert_num=1,
                                             shared_expert_rank_num=0, comm_quant_mode=0, elastic_info=None, norm_eps=1e-6,
-                                            zero_expert_num=0, copy_expert_num=0, const_expert_num=0, **unused):  # fmt: skip
+                                            zero_expert_num=0, copy_expert_num=0, const_expert_num=0, x_active_mask=None,
+                                            activation_scale=None, weight_scale=None, **unused):  # fmt: skip
     """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
     op = "npu_moe_distribute_combine_add_rms_norm"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
-                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
+                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num),
+                   ("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
+    active = active_routes(x_active_mask, expert_ids, op)
     combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, _domains(op, locals()),
-                        shared_expert_x, tp_send_counts, op)  # fmt: skip
+                        shared_expert_x, tp_send_counts, op, active)  # fmt: skip
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)

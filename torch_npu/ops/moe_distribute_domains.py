@@ -55,11 +55,12 @@ class Domains:
         """Experts on this rank: one on a shared rank."""
         return 1 if self.is_shared else self.local
 
-    def shared_chunks(self, bs):
-        """Rows of this rank's BS tokens going to each EP rank's shared expert ([world]; zero for MoE ranks)."""
+    def shared_chunks(self, bs, active=None):
+        """Rows of this rank's BS tokens (`active` of them taking part) going to each EP rank's shared expert
+        ([world]; zero for MoE ranks)."""
         counts = [0] * self.world
         if self.whole_tokens_to_shared and self.shared:
-            counts[self.rank % self.shared] = bs
+            counts[self.rank % self.shared] = bs if active is None else active
         elif self.is_shared:
             counts[self.rank] = bs
         else:
