@@ -52,20 +52,21 @@ def _takes_part(mask, tok, c=None):
     return bool(mask[tok].any()) if c is None else bool(mask[tok, c])
 
 
-def _expected_rows(members, e, shared, local, ids, whole_tokens, masks):
-    """The (world rank, token, expert or None for the shared expert) of each row EP rank e receives, in order;
-    whole_tokens: the v2 kernels' rule (rank r's tokens to shared rank r % S) instead of chunks; masks: each
-    world rank's x_active_mask."""
-    if e < shared:
-        rows = [(members[e], tok, None) for tok in range(_BS)]
-        for r in range(shared, len(members)):
-            if whole_tokens:
-                lo, hi = (0, _BS) if r % shared == e else (0, 0)
-            else:  # MoE rank r's chunk e of its tokens
-                base = r * _BS // shared
-                lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
-            rows += [(members[r], tok, None) for tok in range(lo, hi)]
+def _expected_rows(members, e, shared, local, ids, whole_tokens, masks, shared_experts=1):
+    """The (world rank, token, expert -- -1 - j for shared expert j) of each row EP rank e receives, in order;
+    whole_tokens: the v2 kernels' rule (rank r's tokens to rank j * R + r % R of each shared expert j, R = S / n)
+    instead of chunks; masks: each world rank's x_active_mask."""
+    if e < shared and whole_tokens:
+        per_expert = shared // shared_experts
+        rows = [(members[q], tok, -1 - e // per_expert) for q in range(len(members)) if q % per_expert == e % per_expert for tok in range(_BS)]  # fmt: skip
         return [(q, tok, ex) for q, tok, ex in rows if _takes_part(masks[q], tok)]
+    if e < shared:
+        rows = [(members[e], tok, -1) for tok in range(_BS)]
+        for r in range(shared, len(members)):  # MoE rank r's chunk e of its tokens
+            base = r * _BS // shared
+            lo, hi = (r + e) * _BS // shared - base, (r + e + 1) * _BS // shared - base
+            rows += [(members[r], tok, -1) for tok in range(lo, hi)]
+        return rows
     rows = []
     for expert in range((e - shared) * local, (e - shared + 1) * local):
         for q in members:
@@ -79,7 +80,7 @@ def _processed(x, factor, tp):
     return sum(versions[1:], versions[0]).to(torch.bfloat16)
 
 
-def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None):
+def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None, shared_experts=1):
     """One family's dispatch rows, counts, fake shapes and int8 form, and its combine's tokens."""
     ep, tp, shared, experts = _LAYOUTS[WORLD]
     local, every = experts // (ep - shared), max(tp, 1)
@@ -87,16 +88,17 @@ def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None):
     xs, ids, weights = zip(*[_inputs(r, experts) for r in range(WORLD)])
     group_ep, group_tp = _comm_names(ep, tp)
     args = (group_ep, ep, e, experts)
-    domain = dict(group_tp=group_tp, tp_world_size=tp, tp_rank_id=t, shared_expert_rank_num=shared)
+    domain = dict(group_tp=group_tp, tp_world_size=tp, tp_rank_id=t, shared_expert_rank_num=shared,
+                  shared_expert_num=shared_experts)  # fmt: skip
     masks = [_active(mask_kind, r) for r in range(WORLD)]
     if mask_kind is not None:
         domain["x_active_mask"] = masks[RANK].to(DEV)
     real = xs[RANK].to(DEV), ids[RANK].to(DEV)
     out = dispatch(*real, *args, **domain)
     expand_x, _, expand_idx, token_nums, recv_counts, tp_recv_counts, _ = out
-    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids, whole_tokens, masks) for u in range(every)]  # fmt: skip
+    per_group = [_expected_rows(list(range(u, WORLD, every)), e, shared, local, ids, whole_tokens, masks, shared_experts) for u in range(every)]  # fmt: skip
     rows = per_group[t] + [r for u in range(every) if u != t for r in per_group[u]]
-    a = _BS * ep // shared if e < shared else _BS * ep * min(local, _K)
+    a = _BS * ep * shared_experts // shared if e < shared else _BS * ep * min(local, _K)
     assert expand_x.shape == (a * every, _H), expand_x.shape
     if rows:
         same(expand_x[: len(rows)], torch.stack([xs[q][tok] for q, tok, _ in rows]))
@@ -110,7 +112,7 @@ def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None):
         fake = dispatch(*map(mode.from_tensor, real), *args, **fake_domain)
     assert [(f.shape, f.dtype) for f in fake] == [(r.shape, r.dtype) for r in out], (fake, out)
 
-    factors = torch.tensor([_SHARED_FACTOR if expert is None else expert + 1.0 for _, _, expert in rows])
+    factors = torch.tensor([_SHARED_FACTOR - 1 - ex if ex < 0 else ex + 1.0 for _, _, ex in rows])  # expert j: 0.5 + j
     processed = expand_x.clone()
     processed[: len(rows)] = (expand_x[: len(rows)].float() * (factors + t).to(DEV)[:, None]).to(torch.bfloat16)
     combined = combine(
@@ -121,15 +123,16 @@ def _dispatch_and_combine(dispatch, combine, whole_tokens, mask_kind=None):
     routed = torch.stack([torch.stack([_processed(x[tok], float(ids[RANK][tok, c]) + 1, tp) if _takes_part(mask, tok, c) else zero for c in range(_K)]) for tok in range(_BS)])  # fmt: skip
     want = (routed.float() * weights[RANK][:, :, None]).sum(1)
     if shared:
-        want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR, tp) if _takes_part(mask, tok) else zero for tok in range(_BS)]).float()  # fmt: skip
+        for j in range(shared_experts):  # each shared expert's output, in expert order
+            want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR + j, tp) if _takes_part(mask, tok) else zero for tok in range(_BS)]).float()  # fmt: skip
     want[[not _takes_part(mask, tok) for tok in range(_BS)]] = 0  # a token taking no part: zeros
     same(combined, want.to(torch.bfloat16))
     if mask_kind is not None:
         return
 
-    smooth = torch.rand(1 + experts, _H, generator=torch.Generator().manual_seed(1300)) + 0.5
+    smooth = torch.rand(shared_experts + experts, _H, generator=torch.Generator().manual_seed(1300)) + 0.5
     q, scales = dispatch(*real, *args, scales=smooth.to(DEV), quant_mode=2, **domain)[:2]
-    smoothed = torch.stack([xs[w][tok].float() * smooth[0 if ex is None else ex + 1] for w, tok, ex in rows])
+    smoothed = torch.stack([xs[w][tok].float() * smooth[-1 - ex if ex < 0 else ex + shared_experts] for w, tok, ex in rows])  # fmt: skip
     factor = 127.0 / smoothed.abs().amax(-1, keepdim=True)  # the card's: rint(x * 127 / max), scale 1 / factor
     same(q[: len(rows)], torch.round(smoothed * factor).to(torch.int8))
     same(scales[: len(rows)], (1.0 / factor).squeeze(-1))
@@ -139,7 +142,10 @@ def case_moe_distribute_domains():
     """Dispatch's rows, counts and int8 form, and combine's tokens, with shared-expert ranks and the TP domain:
     the first operators cut each MoE rank's tokens among the shared ranks, the v2 family sends them whole."""
     _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch, torch_npu.npu_moe_distribute_combine, False)
-    _dispatch_and_combine(torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2, True)
+    v2 = (torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2)
+    _dispatch_and_combine(*v2, True)
+    if _LAYOUTS[WORLD][2] == 2:  # two shared experts on one rank each: every token goes to both
+        _dispatch_and_combine(*v2, True, shared_experts=2)
 
 
 def case_moe_distribute_active_masks():

@@ -144,11 +144,15 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
     counts = torch.empty_like(sending.reshape(-1))
     dist.all_to_all_single(counts, sending.reshape(-1).contiguous(), group=d.group)  # [source, local expert]
     received = counts.reshape(d.world, d.local)[:, : d.rank_local]
-    experts = expert_ids.reshape(-1)[order].float() + (1 if d.shared else 0)  # the row of `scales` of each route
+    shared_experts = d.shared_experts if d.shared else 0
+    experts = expert_ids.reshape(-1)[order].float() + shared_experts  # the row of `scales` of each route
     weights = expert_scales.reshape(-1)[order].float() if expert_scales is not None else torch.zeros(order.numel(), device=x.device)  # fmt: skip
     payload = torch.cat([x[order // k].float(), weights[:, None], experts[:, None]], 1)
-    if d.shared:  # the tokens for the shared experts go first: shared ranks come first in rank order
-        payload = torch.cat([torch.cat([shared_x.float(), x.new_zeros(shared_x.shape[0], 2, dtype=torch.float32)], 1), payload])  # fmt: skip
+    if d.shared:  # the tokens for the shared experts go first (shared ranks come first in rank order), expert j's
+        blocks = [torch.cat([shared_x.float(), shared_x.new_zeros(shared_x.shape[0], 1, dtype=torch.float32),  # weight
+                             shared_x.new_full((shared_x.shape[0], 1), j, dtype=torch.float32)], 1)  # row of scales
+                  for j in range(shared_experts)]  # fmt: skip
+        payload = torch.cat([*blocks, payload])
     got = payload.new_empty(int(received.sum()), payload.shape[1])
     dist.all_to_all_single(got, payload, received.sum(1).tolist(), (per_rank + shared_rows).tolist(), group=d.group)
     arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
@@ -198,8 +202,8 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, do
         per_route = routed.new_zeros(bs * k, routed.shape[1])
         per_route[routes] = routed[positions[routes]]
     out = (per_route.float().reshape(bs, k, -1) * expert_scales.float().reshape(bs, k, 1)).sum(1)  # (t, k) order
-    if d.shared:
-        out = out + (shared_out if tokens is None else shared_out.new_zeros(bs, shared_out.shape[1]).index_put_((tokens,), shared_out)).float()  # fmt: skip
+    for block in shared_out.split(shared_out.shape[0] // d.shared_experts) if d.shared else ():  # in expert order
+        out = out + (block if tokens is None else block.new_zeros(bs, block.shape[1]).index_put_((tokens,), block)).float()  # fmt: skip
     if shared_expert_x is not None:
         out = out + shared_expert_x.reshape(out.shape).float()
     if tokens is not None:
@@ -225,9 +229,10 @@ def _domains(op, args):
 
 
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
-                   global_bs=0, shared_expert_rank_num=0, tp_world_size=0, **kwargs):  # fmt: skip
+                   global_bs=0, shared_expert_rank_num=0, shared_expert_num=1, tp_world_size=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
-    layout = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group=None)
+    layout = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group=None,
+                     shared_experts=shared_expert_num if shared_expert_rank_num else 1)  # fmt: skip
     tp = 2 if tp_world_size == 2 else 1
     total = layout.rows(bs, k, global_bs) * tp
     dtype = torch.int8 if quant_mode == 2 else x.dtype

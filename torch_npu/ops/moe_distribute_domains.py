@@ -7,11 +7,12 @@ shared expert, as each kernel does:
 - npu_moe_distribute_dispatch (MoeDistributeDispatch): a MoE rank r cuts its tokens into S contiguous chunks, chunk
   s = tokens [floor((r + s) BS / S) - floor(r BS / S), floor((r + s + 1) BS / S) - floor(r BS / S)) going to shared
   rank s; a shared rank keeps its own tokens;
-- the v2 family (MoeDistributeDispatchV2, and the combines paired with it): rank r sends all its tokens to shared
-  rank r % S (its place in the shared expert's group of ranks).
-A shared rank's rows are its own BS tokens first, then those of the other ranks in rank order (A = BS * ep_world_size
-/ S rows); its ep_recv_counts count its own rows at its own rank. Combine sends each shared row back to its token,
-and the shared expert's output is added to the token's weighted expert sum unweighted.
+- the v2 family (MoeDistributeDispatchV2, and the combines paired with it): with n = shared_expert_num shared
+  experts, each on R = S / n ranks, rank r sends all its tokens to each shared expert j, at rank j * R + r % R (its
+  place in that expert's group of ranks); row j of `scales` smooths what goes to shared expert j, row n + e expert e.
+A shared rank's rows are its sources' tokens in source rank order, its own first with one shared expert (A = BS *
+ep_world_size * n / S rows); its ep_recv_counts count its own rows at its own rank. Combine sends each shared row back
+to its token, and the shared experts' outputs are added to the token's weighted expert sum unweighted, in expert order.
 
 TP domain (tp_world_size 2, one expert per MoE rank). Dispatch all-gathers the two ranks' rows after the EP
 exchange: expand_x holds this rank's rows, then its partner's (2 * A rows); ep_recv_counts the two ranks' cumulative
@@ -40,6 +41,7 @@ class Domains:
     tp_group: object = None  # the TP process group, None without TP communication
     tp_rank: int = 0
     whole_tokens_to_shared: bool = False  # the v2 kernels' rule: all of rank r's tokens to shared rank r % S
+    shared_experts: int = 1  # the v2 family's shared experts, each on S / shared_experts ranks
 
     @property
     def local(self):
@@ -59,8 +61,10 @@ class Domains:
         """Rows of this rank's BS tokens (`active` of them taking part) going to each EP rank's shared expert
         ([world]; zero for MoE ranks)."""
         counts = [0] * self.world
-        if self.whole_tokens_to_shared and self.shared:
-            counts[self.rank % self.shared] = bs if active is None else active
+        if self.whole_tokens_to_shared and self.shared:  # to each shared expert j: its rank j * R + r % R
+            ranks_per_expert = self.shared // self.shared_experts
+            for j in range(self.shared_experts):
+                counts[j * ranks_per_expert + self.rank % ranks_per_expert] = bs if active is None else active
         elif self.is_shared:
             counts[self.rank] = bs
         else:
@@ -71,7 +75,7 @@ class Domains:
     def rows(self, bs, k, global_bs):
         """A: the rows this rank can receive from its EP domain."""
         total = global_bs if global_bs else bs * self.world
-        return total // self.shared if self.is_shared else total * min(self.local, k)
+        return total * self.shared_experts // self.shared if self.is_shared else total * min(self.local, k)
 
 
 def _sized_group(name, world, rank, what, op):
@@ -90,7 +94,6 @@ def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shar
     if v2 and shared:  # the card takes 1 to 4 shared experts, each on shared_expert_rank_num / shared_expert_num ranks
         check(0 < shared_expert_num <= 4 and shared % shared_expert_num == 0, op,
               f"shared_expert_num must lie in [1, 4] and divide shared_expert_rank_num ({shared}), got {shared_expert_num}")  # fmt: skip
-        check(shared_expert_num == 1, op, f"several shared experts (shared_expert_num={shared_expert_num}) are not computed by vnpu")  # fmt: skip
     check(v2 or shared == 0 or shared_expert_num == 1, op, f"shared_expert_num must be 1 with shared-expert ranks, got {shared_expert_num}")  # fmt: skip
     check(expert_shard_type == 0, op, f"expert_shard_type must be 0 (shared-expert ranks first), got {expert_shard_type}")  # fmt: skip
     moe_ranks = ep_world_size - shared
@@ -111,7 +114,9 @@ def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_e
         check(group_tp != group_ep, op, f"group_tp must name another communicator than group_ep, both are {group_ep!r}")  # fmt: skip
         tp_group = _sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
     group = _sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
-    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id, v2)
+    shared_experts = shared_expert_num if v2 and shared_expert_rank_num else 1
+    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id, v2,
+                   shared_experts)  # fmt: skip
 
 
 def own_first(items, me):
