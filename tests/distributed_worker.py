@@ -16,6 +16,7 @@ import context_parallel_cases
 import distributed_operator_cases
 import distributed_training_cases
 import moe_domain_cases
+import profiled_collective_cases
 import silent_check_cases
 import torch
 import torch.distributed as dist
@@ -478,48 +479,6 @@ def case_ephemeral_timeout():
     _all_reduce_expecting_failure()
 
 
-def case_profiled_collectives():
-    """A profiled step with one all_reduce of 4096 float32 (16 KiB) and a 1 KiB send from rank 0 to rank 1,
-    written under PROFILE_DIR (as PROFILE_EXPORT: text or db) for msprof-analyze."""
-    config = torch_npu.profiler._ExperimentalConfig(export_type=os.environ.get("PROFILE_EXPORT", "text"))
-    with torch_npu.profiler.profile(
-        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
-        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
-        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
-        experimental_config=config,
-    ) as prof:
-        x = torch.randn(64, 64).to(DEV)  # a host-to-device copy
-        t = (x @ x).reshape(-1)
-        dist.all_reduce(t)
-        message = torch.ones(256, device=DEV)
-        if RANK == 0:
-            dist.send(message, dst=1)
-        elif RANK == 1:
-            dist.recv(message, src=0)
-        prof.step()
-    print("ok")
-
-
-def case_profiled_database():
-    """A matmul and six all_reduces the last rank joins 200 ms late (far above scheduling noise on a loaded
-    machine), profiled into PROFILE_DIR as databases."""
-    config = torch_npu.profiler._ExperimentalConfig(export_type="db")
-    with torch_npu.profiler.profile(
-        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
-        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
-        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(os.environ["PROFILE_DIR"]),
-        experimental_config=config,
-    ) as prof:
-        x = torch.randn(32, 32).to(DEV)
-        x = x @ x
-        for _ in range(6):
-            if RANK == WORLD - 1:
-                time.sleep(0.2)
-            dist.all_reduce(torch.ones(4096).to(DEV))
-        prof.step()
-    print("ok")
-
-
 def case_torch_npu_c10d():
     """Sequence numbers of an hccl group, dist.gather as an all-gather (warning the destination) or the backend's
     gather in compatible mode, gather_object over it, and the backward of the autograd all-gather on hccl."""
@@ -607,14 +566,9 @@ def main():
         options.op_timeout = datetime.timedelta(seconds=int(os.environ["OP_TIMEOUT"]))
     dist.init_process_group("hccl", pg_options=options)
     name = f"case_{case}"
-    run = (
-        globals().get(name)
-        or getattr(distributed_training_cases, name, None)
-        or getattr(context_parallel_cases, name, None)
-        or getattr(silent_check_cases, name, None)
-        or getattr(moe_domain_cases, name, None)
-        or getattr(distributed_operator_cases, name)
-    )
+    modules = (distributed_training_cases, context_parallel_cases, silent_check_cases, moe_domain_cases,
+               profiled_collective_cases, distributed_operator_cases)  # fmt: skip
+    run = globals().get(name) or next(getattr(m, name) for m in modules if hasattr(m, name))
     run()
     dist.destroy_process_group()
     print("ok", flush=True)
