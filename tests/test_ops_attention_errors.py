@@ -7,6 +7,13 @@ from error_cases import raises_operator_error, t
 
 import torch_npu
 
+
+def int8_kv_attention(**antiquant):
+    """npu_fused_infer_attention_score on one query token over an int8 key / value cache of 2 tokens."""
+    kv = t(1, 2, 8).to(torch.int8)
+    return torch_npu.npu_fused_infer_attention_score(t(1, 1, 8), kv, kv, **{"value_antiquant_scale": t(8), **antiquant})
+
+
 # Invalid arguments: the exact first line, and torch_npu's ERR01001 (OPS invalid parameter) code
 INVALID_ARGUMENT_ERRORS = [
     (
@@ -119,35 +126,15 @@ INVALID_ARGUMENT_ERRORS = [
         "npu_fused_infer_attention_score: antiquant needs an int8 key, got torch.float32",
     ),
     (
-        lambda: torch_npu.npu_fused_infer_attention_score(
-            t(1, 1, 8),
-            t(1, 2, 8).to(torch.int8),
-            t(1, 2, 8).to(torch.int8),
-            key_antiquant_scale=t(8),
-            value_antiquant_scale=t(8),
-            key_antiquant_mode=2,
-        ),
+        lambda: int8_kv_attention(key_antiquant_scale=t(8), key_antiquant_mode=2),
         "npu_fused_infer_attention_score: key mode must be 0 (per channel) or 1 (per token), got 2",
     ),
     (
-        lambda: torch_npu.npu_fused_infer_attention_score(
-            t(1, 1, 8),
-            t(1, 2, 8).to(torch.int8),
-            t(1, 2, 8).to(torch.int8),
-            key_antiquant_scale=t(5),
-            value_antiquant_scale=t(8),
-        ),
+        lambda: int8_kv_attention(key_antiquant_scale=t(5)),
         "npu_fused_infer_attention_score: key antiquant scale must hold one value per channel (8), got 5",
     ),
     (
-        lambda: torch_npu.npu_fused_infer_attention_score(
-            t(1, 1, 8),
-            t(1, 2, 8).to(torch.int8),
-            t(1, 2, 8).to(torch.int8),
-            key_antiquant_scale=t(3),
-            value_antiquant_scale=t(8),
-            key_antiquant_mode=1,
-        ),
+        lambda: int8_kv_attention(key_antiquant_scale=t(3), key_antiquant_mode=1),
         "npu_fused_infer_attention_score: key antiquant scale per token must be [B=1, S=2], got (3,)",
     ),
 ]
