@@ -146,6 +146,8 @@ def case_moe_distribute_domains():
     _dispatch_and_combine(*v2, True)
     if _LAYOUTS[WORLD][2] == 2:  # two shared experts on one rank each: every token goes to both
         _dispatch_and_combine(*v2, True, shared_experts=2)
+    if _LAYOUTS[WORLD][1] == 2:
+        _refusals_on_the_groups()
 
 
 def case_moe_distribute_active_masks():
@@ -154,3 +156,39 @@ def case_moe_distribute_active_masks():
     for kind in ("tokens", "routes"):
         v2 = (torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2)
         _dispatch_and_combine(*v2, True, kind)
+
+
+def _raises(call, message):
+    try:
+        call()
+    except RuntimeError as error:
+        assert str(error).splitlines()[0] == message, (str(error).splitlines()[0], message)
+    else:
+        raise AssertionError(f"no error: {message}")
+
+
+def _refusals_on_the_groups():
+    """With EP 3 x TP 2: rank ids that differ from the groups', and combine's TP and EP counts, refused by name on
+    every rank before anything is exchanged over the EP group."""
+    ep, tp, shared, experts = _LAYOUTS[WORLD]
+    e, t = divmod(RANK, tp)
+    group_ep, group_tp = _comm_names(ep, tp)
+    x, ids, weights = (v.to(DEV) for v in _inputs(RANK, experts))
+    domain = dict(group_tp=group_tp, tp_world_size=tp, shared_expert_rank_num=shared)
+    dispatch, combine = torch_npu.npu_moe_distribute_dispatch, torch_npu.npu_moe_distribute_combine
+    _raises(lambda: dispatch(x, ids, group_ep, ep, (e + 1) % ep, experts, tp_rank_id=t, **domain),
+            f"npu_moe_distribute_dispatch: ep_world_size / ep_rank_id ({ep}, {(e + 1) % ep}) differ from the group's ({ep}, {e})")  # fmt: skip
+    _raises(lambda: dispatch(x, ids, group_ep, ep, e, experts, tp_rank_id=1 - t, **domain),
+            f"npu_moe_distribute_dispatch: tp_world_size / tp_rank_id (2, {1 - t}) differ from the group's (2, {t})")  # fmt: skip
+    expand_x, _, expand_idx, _, recv_counts, tp_recv_counts, _ = dispatch(x, ids, group_ep, ep, e, experts, tp_rank_id=t, **domain)  # fmt: skip
+    args = (expand_x, ids, expand_idx, recv_counts, weights, group_ep, ep, e, experts)
+    _raises(
+        lambda: combine(*args, tp_rank_id=t, **domain),
+        "npu_moe_distribute_combine: tp_send_counts (dispatch's tp_recv_counts) is required with the TP domain",
+    )
+    big = torch.tensor([10**4, 10**4], dtype=torch.int32, device=DEV)
+    _raises(lambda: combine(*args, tp_send_counts=big, tp_rank_id=t, **domain),
+            f"npu_moe_distribute_combine: tp_send_counts [10000, 10000] address more rows than expand_x has ({expand_x.shape[0]})")  # fmt: skip
+    too_many = recv_counts + 10**4
+    _raises(lambda: combine(expand_x, ids, expand_idx, too_many, weights, group_ep, ep, e, experts, tp_send_counts=tp_recv_counts, tp_rank_id=t, **domain),
+            f"npu_moe_distribute_combine: ep_send_counts address {int(too_many[recv_counts.numel() // tp - 1])} rows, more than expand_x holds for this rank ({int(tp_recv_counts[t])})")  # fmt: skip

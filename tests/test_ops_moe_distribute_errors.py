@@ -89,3 +89,10 @@ def test_x_active_mask_is_checked_and_taken_by_the_v2_operators_only():
         combine(torch_npu.npu_moe_distribute_combine, 2, 4, x_active_mask=torch.ones(2, dtype=torch.bool).npu()),
         "npu_moe_distribute_combine: x_active_mask (the v2 operators take it) is not computed by vnpu",
     )
+
+
+def test_the_tp_domain_needs_its_own_communicator():
+    raises_operator_error(
+        lambda: torch_npu.npu_moe_distribute_dispatch(X, IDS, "hccl_0", 2, 0, 2, tp_world_size=2, group_tp="hccl_0"),
+        "npu_moe_distribute_dispatch: group_tp must name another communicator than group_ep, both are 'hccl_0'",
+    )

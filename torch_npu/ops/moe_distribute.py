@@ -29,7 +29,6 @@ import torch
 import torch.distributed as dist
 
 from torch_npu.ops._common import check
-from torch_npu.ops.matmul_collectives import process_group
 from torch_npu.ops.moe_distribute_domains import Domains, own_first, resolve, tp_all_gather, tp_reduce_scatter
 from torch_npu.ops.registration import npu_op
 
@@ -103,16 +102,10 @@ def refuse_unsupported(op, extra=()):
         check(not value, op, f"{name} is not computed by vnpu")
 
 
-def ep_group(name, world, rank, op):
-    group = process_group(name, op)
-    check(dist.get_world_size(group) == world and dist.get_rank(group) == rank, op,
-          f"ep_world_size / ep_rank_id ({world}, {rank}) differ from the group's ({dist.get_world_size(group)}, {dist.get_rank(group)})")  # fmt: skip
-    return group
-
-
 def dynamic_int8(rows):
     """The card's per-row dynamic int8 quantisation (MoeDistributeDispatch): s = 127 / max |row| in float32, the
-    values rint(row * s) and the row's dequantisation scale 1 / s (an all-zero row: values 0, scale 0)."""
+    values rint(row * s) and the row's dequantisation scale 1 / s (an all-zero row: values 0, scale 0). It multiplies
+    where npu_dynamic_quant's symmetric_dynamic divides by max / 127, as their kernels do."""
     scale = 127.0 / rows.abs().amax(-1, keepdim=True)
     values = torch.where(torch.isinf(scale), 0.0, torch.round(rows * scale)).clamp(-128, 127).to(torch.int8)
     return values, (1.0 / scale).squeeze(-1)
@@ -190,6 +183,7 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, do
     cumulative = ep_send_counts.reshape(-1)[: d.rank_local * d.world].long()
     counts = torch.diff(cumulative, prepend=cumulative.new_zeros(1)).reshape(d.rank_local, d.world)
     rows = tp_reduce_scatter(expand_x, tp_send_counts, d, op) if d.tp_group is not None else expand_x
+    check(int(counts.sum()) <= rows.shape[0], op, f"ep_send_counts address {int(counts.sum())} rows, more than expand_x holds for this rank ({rows.shape[0]})")  # fmt: skip
     back = transposed_blocks(rows, counts)  # (local expert, source) -> (source, local expert)
     shared_rows = d.shared_chunks(bs, bs if tokens is None else int(tokens.sum()))
     got = back.new_empty(int(per_rank.sum()) + sum(shared_rows), expand_x.shape[1])

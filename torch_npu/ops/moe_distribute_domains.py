@@ -78,7 +78,8 @@ class Domains:
         return total * self.shared_experts // self.shared if self.is_shared else total * min(self.local, k)
 
 
-def _sized_group(name, world, rank, what, op):
+def sized_group(name, world, rank, what, op):
+    """The process group named `name`, checked to have `world` ranks with this one at `rank`."""
     group = process_group(name, op)
     check(dist.get_world_size(group) == world and dist.get_rank(group) == rank, op,
           f"{what}_world_size / {what}_rank_id ({world}, {rank}) differ from the group's ({dist.get_world_size(group)}, {dist.get_rank(group)})")  # fmt: skip
@@ -112,8 +113,8 @@ def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_e
     tp_group = None
     if tp_world_size == 2:
         check(group_tp != group_ep, op, f"group_tp must name another communicator than group_ep, both are {group_ep!r}")  # fmt: skip
-        tp_group = _sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
-    group = _sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
+        tp_group = sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
+    group = sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
     shared_experts = shared_expert_num if v2 and shared_expert_rank_num else 1
     return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id, v2,
                    shared_experts)  # fmt: skip

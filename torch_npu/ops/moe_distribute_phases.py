@@ -21,14 +21,13 @@ import torch.distributed as dist
 from torch_npu.ops._common import check
 from torch_npu.ops.moe_distribute import (
     dynamic_int8,
-    ep_group,
     refuse_unsupported,
     route_index,
     route_plan,
     send_positions,
     transposed_blocks,
 )
-from torch_npu.ops.moe_distribute_domains import Domains
+from torch_npu.ops.moe_distribute_domains import Domains, sized_group
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -116,7 +115,7 @@ def npu_moe_distribute_dispatch_teardown(x, y, expert_ids, comm_cmd_info, group_
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums)."""
     op = "npu_moe_distribute_dispatch_teardown"
     _refuse_shared(op, shared_expert_rank_num)
-    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
+    group = sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
     bs, k = expert_ids.shape
     local = moe_expert_num // ep_world_size
     per_expert = comm_cmd_info.reshape(ep_world_size, local).long()
@@ -193,7 +192,7 @@ def npu_moe_distribute_combine_teardown(expand_x, quant_expand_x, expert_ids, ex
     op = "npu_moe_distribute_combine_teardown"
     _refuse_shared(op, shared_expert_rank_num)
     refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("x_active_mask", x_active_mask is not None)])  # fmt: skip
-    group = ep_group(group_ep, ep_world_size, ep_rank_id, op)
+    group = sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
     bs, k = expert_ids.shape
     _, per_rank, _ = route_plan(expert_ids, ep_world_size, moe_expert_num, op)
     send = comm_cmd_info.reshape(-1).long()
