@@ -65,17 +65,6 @@ void note(const char* action, c10::DeviceIndex device, const void* address, size
 std::atomic<bool> g_initialized{false};
 std::atomic<int64_t> g_host_mapped{0};  // bytes of segments mapped for all devices
 
-void update(StatArray& stat, bool small, int64_t delta) {
-  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
-  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
-    if (delta >= 0) {
-      stat[i].increase(static_cast<size_t>(delta));
-    } else {
-      stat[i].decrease(static_cast<size_t>(-delta));
-    }
-  }
-}
-
 // The statistics a block allocation raises: their peaks wait for an operator boundary when the block is
 // a CPU kernel's (see pool_allocate_block).
 constexpr StatArray DeviceStats::* kBlockStats[] = {&DeviceStats::allocation, &DeviceStats::allocated_bytes,
@@ -130,28 +119,6 @@ size_t segment_size_for(size_t size, const AllocatorConfig& config) {
   return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
-[[noreturn]] void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note) {
-  st.stats.num_ooms++;
-  const int64_t capacity = device_capacity();
-  const int64_t reserved = current(st.stats.reserved_bytes);
-  const int64_t allowed = allowed_bytes(st);
-  const std::string allowed_info = allowed < capacity ? format_size(static_cast<uint64_t>(allowed)) + " allowed; " : "";
-  if (c10::memoryProfilingEnabled()) {
-    c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested),
-                                     static_cast<size_t>(current(st.stats.allocated_bytes)),
-                                     static_cast<size_t>(reserved), c10::Device(kNpu, device));
-  }
-  TORCH_CHECK_WITH(OutOfMemoryError, false, "NPU out of memory. Tried to allocate ", format_size(requested), " (NPU ",
-                   static_cast<int>(device), "; ", format_size(static_cast<uint64_t>(capacity)), " total capacity; ",
-                   format_size(static_cast<uint64_t>(current(st.stats.allocated_bytes))), " already allocated; ",
-                   format_size(static_cast<uint64_t>(current(st.stats.active_bytes))), " current active; ",
-                   format_size(static_cast<uint64_t>(std::max<int64_t>(capacity - reserved, 0))), " free; ",
-                   allowed_info, format_size(static_cast<uint64_t>(reserved)),
-                   " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
-                   "max_split_size_mb to avoid fragmentation.",
-                   host_note);
-}
-
 // Maps a new segment for `device` if its capacity (and the host) can back it.
 Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool small, uint64_t pool,
                    std::string& host_note, bool beyond_capacity = false) {
@@ -173,8 +140,8 @@ Block* map_segment(DeviceState& st, c10::DeviceIndex device, size_t bytes, bool 
   st.segments.emplace(reinterpret_cast<uintptr_t>(ptr), block);
   note("segment_alloc", device, ptr, bytes);
   st.stats.num_device_alloc++;
-  update(st.stats.segment, small, 1);
-  update(st.stats.reserved_bytes, small, static_cast<int64_t>(bytes));
+  update_stat(st.stats.segment, small, 1);
+  update_stat(st.stats.reserved_bytes, small, static_cast<int64_t>(bytes));
   if (bytes >= allocator_config().max_split_size) {
     st.stats.oversize_segments.increase(1);
   }
@@ -186,8 +153,8 @@ void unmap_segment(DeviceState& st, Block* block) {
   note("segment_free", block->device, block->ptr, block->size);
   st.segments.erase(reinterpret_cast<uintptr_t>(block->ptr));
   st.stats.num_device_free++;
-  update(st.stats.segment, block->small, -1);
-  update(st.stats.reserved_bytes, block->small, -static_cast<int64_t>(block->size));
+  update_stat(st.stats.segment, block->small, -1);
+  update_stat(st.stats.reserved_bytes, block->small, -static_cast<int64_t>(block->size));
   if (block->size >= allocator_config().max_split_size) {
     st.stats.oversize_segments.decrease(1);
   }
@@ -230,6 +197,40 @@ bool should_split(const Block* block, size_t size, const AllocatorConfig& config
 
 }  // namespace
 
+// Shared with ForeignStorage.cpp (declared in DeviceMemoryState.h).
+void update_stat(StatArray& stat, bool small, int64_t delta) {
+  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
+    if (delta >= 0) {
+      stat[i].increase(static_cast<size_t>(delta));
+    } else {
+      stat[i].decrease(static_cast<size_t>(-delta));
+    }
+  }
+}
+
+void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note) {
+  st.stats.num_ooms++;
+  const int64_t capacity = device_capacity();
+  const int64_t reserved = current(st.stats.reserved_bytes);
+  const int64_t allowed = allowed_bytes(st);
+  const std::string allowed_info = allowed < capacity ? format_size(static_cast<uint64_t>(allowed)) + " allowed; " : "";
+  if (c10::memoryProfilingEnabled()) {
+    c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested),
+                                     static_cast<size_t>(current(st.stats.allocated_bytes)),
+                                     static_cast<size_t>(reserved), c10::Device(kNpu, device));
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "NPU out of memory. Tried to allocate ", format_size(requested), " (NPU ",
+                   static_cast<int>(device), "; ", format_size(static_cast<uint64_t>(capacity)), " total capacity; ",
+                   format_size(static_cast<uint64_t>(current(st.stats.allocated_bytes))), " already allocated; ",
+                   format_size(static_cast<uint64_t>(current(st.stats.active_bytes))), " current active; ",
+                   format_size(static_cast<uint64_t>(std::max<int64_t>(capacity - reserved, 0))), " free; ",
+                   allowed_info, format_size(static_cast<uint64_t>(reserved)),
+                   " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
+                   "max_split_size_mb to avoid fragmentation.",
+                   host_note);
+}
+
 Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, bool split, bool for_kernel) {
   const auto& config = allocator_config();
   const bool small = block->small;
@@ -247,21 +248,21 @@ Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, 
     block->size = size;
     st.insert_free(rest);
     if (already_split) {
-      update(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(size));
+      update_stat(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(size));
     } else {
-      update(st.stats.inactive_split_bytes, small, static_cast<int64_t>(rest->size));
-      update(st.stats.inactive_split, small, 1);
+      update_stat(st.stats.inactive_split_bytes, small, static_cast<int64_t>(rest->size));
+      update_stat(st.stats.inactive_split, small, 1);
     }
   } else if (already_split) {
-    update(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(block->size));
-    update(st.stats.inactive_split, small, -1);
+    update_stat(st.stats.inactive_split_bytes, small, -static_cast<int64_t>(block->size));
+    update_stat(st.stats.inactive_split, small, -1);
   }
   block->allocated = true;
   block->requested = requested;
   block->npu_format = -1;
   block->storage_numel = -1;
   block->base_dtype = c10::ScalarType::Undefined;
-  auto raise = for_kernel ? &raise_without_peak : &update;
+  auto raise = for_kernel ? &raise_without_peak : &update_stat;
   raise(st.stats.allocation, small, 1);
   raise(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
   raise(st.stats.active, small, 1);
@@ -434,11 +435,11 @@ void free_block_locked(DeviceState& st, Block* block, bool settle) {
   }
   const bool small = block->small;
   const auto size = static_cast<int64_t>(block->size);
-  update(st.stats.allocation, small, -1);
-  update(st.stats.allocated_bytes, small, -size);
-  update(st.stats.active, small, -1);
-  update(st.stats.active_bytes, small, -size);
-  update(st.stats.requested_bytes, small, -static_cast<int64_t>(block->requested));
+  update_stat(st.stats.allocation, small, -1);
+  update_stat(st.stats.allocated_bytes, small, -size);
+  update_stat(st.stats.active, small, -1);
+  update_stat(st.stats.active_bytes, small, -size);
+  update_stat(st.stats.requested_bytes, small, -static_cast<int64_t>(block->requested));
   if (block->size >= config.max_split_size) {
     st.stats.oversize_allocations.decrease(1);
   }
@@ -481,8 +482,8 @@ void free_block_locked(DeviceState& st, Block* block, bool settle) {
     split_blocks += 1;
     split_bytes += static_cast<int64_t>(block->size);
   }
-  update(st.stats.inactive_split, small, split_blocks);
-  update(st.stats.inactive_split_bytes, small, split_bytes);
+  update_stat(st.stats.inactive_split, small, split_blocks);
+  update_stat(st.stats.inactive_split_bytes, small, split_bytes);
 }
 
 Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kernel) {
@@ -540,33 +541,6 @@ namespace {
 void check_stats_device(c10::DeviceIndex device) {
   TORCH_CHECK(device >= 0 && device < device_count(), "Invalid device argument.",
               error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
-}
-
-// Memory a CPU kernel obtained outside the pools (for example from a library buffer).
-struct ForeignMemory {
-  c10::Storage storage;
-  size_t bytes;
-  c10::DeviceIndex device;
-};
-
-void update_foreign(DeviceState& st, int64_t bytes) {
-  update(st.stats.segment, false, bytes > 0 ? 1 : -1);
-  update(st.stats.reserved_bytes, false, bytes);
-  update(st.stats.allocation, false, bytes > 0 ? 1 : -1);
-  update(st.stats.allocated_bytes, false, bytes);
-  update(st.stats.active, false, bytes > 0 ? 1 : -1);
-  update(st.stats.active_bytes, false, bytes);
-  update(st.stats.requested_bytes, false, bytes);
-}
-
-void free_foreign(void* ctx) {
-  auto* foreign = static_cast<ForeignMemory*>(ctx);
-  {
-    DeviceState& st = device_state(foreign->device);
-    Guard guard(st.lock);
-    update_foreign(st, -static_cast<int64_t>(foreign->bytes));
-  }
-  delete foreign;
 }
 
 void for_each_stat_array(DeviceStats& s, void (*fn)(c10::CachingAllocator::Stat&)) {
@@ -661,24 +635,6 @@ void init_allocator() {
   allocator_config();  // throws on an invalid PYTORCH_NPU_ALLOC_CONF
   device_capacity();   // throws on an invalid VNPU_SOC / VNPU_DEVICE_MEMORY
   g_initialized.store(true, std::memory_order_release);
-}
-
-c10::DataPtr adopt_foreign_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device) {
-  const size_t n = cpu_storage.nbytes();
-  void* data = const_cast<void*>(cpu_storage.data());
-  if (n == 0) {
-    return c10::DataPtr(nullptr, c10::Device(kNpu, device));
-  }
-  init_allocator();
-  DeviceState& st = device_state(device);
-  {
-    Guard guard(st.lock);
-    if (current(st.stats.reserved_bytes) + static_cast<int64_t>(n) > allowed_bytes(st)) {
-      throw_oom(st, device, n, "");
-    }
-    update_foreign(st, static_cast<int64_t>(n));
-  }
-  return c10::DataPtr(data, new ForeignMemory{cpu_storage, n, device}, &free_foreign, c10::Device(kNpu, device));
 }
 
 }  // namespace vnpu

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
 namespace vnpu {
 
@@ -63,5 +64,9 @@ void flush_events();
 void release_free_segments(DeviceState& st, bool every_pool = false);
 // The MemPool this thread allocates from on `device` (0: the default pool); no index check.
 uint64_t current_thread_pool(c10::DeviceIndex device);
+// Moves a statistic's aggregate and its pool's entry by `delta`.
+void update_stat(c10::CachingAllocator::StatArray& stat, bool small, int64_t delta);
+// Raises torch_npu's out-of-memory error for a request of `requested` bytes (see CachingAllocator.cpp).
+[[noreturn]] void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note);
 
 }  // namespace vnpu
