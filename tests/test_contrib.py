@@ -124,8 +124,20 @@ def test_channel_shuffle_interleaves_and_backpropagates():
     (o1.sum() * 2 + o2.sum() * 3).backward()
     # o1 holds (a0, b0), o2 holds (a1, b1)
     assert a.grad[0, :, 0, 0].cpu().tolist() == [2.0, 3.0] and b.grad[0, :, 0, 0].cpu().tolist() == [2.0, 3.0]
-    with pytest.raises(RuntimeError, match="expects 4 channels"):
+    with pytest.raises(RuntimeError, match="expects at least 4 channels"):
         shuffle(x1.npu(), x1[:, :1].npu())
+
+
+def test_channel_shuffle_of_a_wider_concatenation_picks_from_its_first_channels():
+    # torch_npu's indices select from the first in_channels channels of cat(x1, x2); its own test passes
+    # ChannelShuffle(2) the same two-channel tensor twice and expects that tensor back
+    x = torch.randn(2, 2, 3, 3)
+    out = ChannelShuffle(2, split_shuffle=False).npu()(x.npu(), x.npu())
+    assert torch.equal(out.cpu(), x)
+    o1, o2 = ChannelShuffle(4, groups=2).npu()(x.npu(), x.npu())
+    assert torch.equal(o1.cpu(), torch.stack([x[:, 0], x[:, 0]], 1)) and torch.equal(
+        o2.cpu(), torch.stack([x[:, 1], x[:, 1]], 1)
+    )
 
 
 def test_label_smoothing_cross_entropy():
@@ -377,7 +389,11 @@ CONTRIB_ERRORS = [
         "dropout probability has to be between 0 and 1, but got -0.1",
     ),
     (lambda: ChannelShuffle(5, groups=2), ValueError, "in_channels (5) must be divisible by groups (2)"),
-    (lambda: ChannelShuffle(4)(t(1, 2, 1, 1), t(1, 1, 1, 1)), RuntimeError, "ChannelShuffle expects 4 channels, got 3"),
+    (
+        lambda: ChannelShuffle(4)(t(1, 2, 1, 1), t(1, 1, 1, 1)),
+        RuntimeError,
+        "ChannelShuffle expects at least 4 channels, got 3",
+    ),
     (
         lambda: contrib.ModulatedDeformConv(2, 2, 3, pack=False)(t(1, 2, 4, 4)),
         RuntimeError,

@@ -318,6 +318,27 @@ INVALID_ARGUMENT_ERRORS = [
         "npu_quant_matmul: x1 (2, 3) and x2 (4, 5) do not chain",
     ),
     (
+        lambda: torch_npu.npu_quant_matmul(int8_zeros(2, 4), int8_zeros(4, 5), t(1, dtype=torch.float16)),
+        "npu_quant_matmul: scale must be float32, int64 or bfloat16, got torch.float16",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(int8_zeros(2, 4), int8_zeros(4, 5), t(1, dtype=torch.bfloat16)),
+        "npu_quant_matmul: a torch.bfloat16 scale does not give torch.int8 output (scale dtypes for it: "
+        "torch.float32, torch.int64)",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(
+            int8_zeros(2, 4), int8_zeros(4, 5), t(5), pertoken_scale=t(2), output_dtype=torch.int32
+        ),
+        "npu_quant_matmul: pertoken_scale needs output_dtype float16 or bfloat16, got torch.int32",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(
+            int8_zeros(2, 4), int8_zeros(4, 5), t(5), offset=t(5), output_dtype=torch.bfloat16
+        ),
+        "npu_quant_matmul: offset needs int8 output, got torch.bfloat16",
+    ),
+    (
         lambda: torch_npu.npu_weight_quant_batchmatmul(t(2, 3), int8_zeros(4, 5), t(5)),
         "npu_weight_quant_batchmatmul: x (2, 3) and weight (4, 5) do not chain",
     ),

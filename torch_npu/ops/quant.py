@@ -119,22 +119,7 @@ def _unpack_along_memory(packed):
     return unpack_int4(packed)
 
 
-def _quant_matmul(
-    x1,
-    x2,
-    scale,
-    *,
-    offset=None,
-    pertoken_scale=None,
-    bias=None,
-    output_dtype=None,
-    x1_dtype=None,
-    x2_dtype=None,
-    pertoken_scale_dtype=None,
-    scale_dtype=None,
-    group_sizes=None,
-    y_scale=None,
-):
+def _quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None):
     op = "npu_quant_matmul"
     x1, x2 = int8_operands(x1, x2, op)
     check(x1.shape[-1] == x2.shape[-2], op, f"x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)} do not chain")
@@ -159,13 +144,73 @@ def _quant_matmul(
     return value.to(out_dtype)
 
 
+_SCALE_DTYPES_BY_OUTPUT = {  # op-plugin's table of supported combinations (Atlas A2 / A3)
+    torch.int8: (torch.float32, torch.int64),
+    torch.float16: (torch.float32, torch.int64),
+    torch.bfloat16: (torch.float32, torch.bfloat16),
+    torch.int32: (torch.float32, torch.bfloat16),
+}
+
+
+def _check_quant_matmul_dtypes(scale, offset, pertoken_scale, out_dtype, op):
+    """The dtype combinations of scale, offset and pertoken_scale that the card's QuantBatchMatmul accepts for
+    each output dtype; anything else is refused before computing."""
+    check(
+        scale.dtype in (torch.float32, torch.int64, torch.bfloat16),
+        op,
+        f"scale must be float32, int64 or bfloat16, got {scale.dtype}",
+    )
+    allowed = _SCALE_DTYPES_BY_OUTPUT.get(out_dtype, ())
+    check(
+        scale.dtype in allowed,
+        op,
+        f"a {scale.dtype} scale does not give {out_dtype} output (scale dtypes for it: "
+        + ", ".join(str(d) for d in allowed)
+        + ")",
+    )
+    if pertoken_scale is not None:
+        check(
+            out_dtype in (torch.float16, torch.bfloat16),
+            op,
+            f"pertoken_scale needs output_dtype float16 or bfloat16, got {out_dtype}",
+        )
+        check(pertoken_scale.dtype == torch.float32, op, f"pertoken_scale must be float32, got {pertoken_scale.dtype}")
+        check(scale.dtype != torch.int64, op, "pertoken_scale needs a float32 or bfloat16 scale, got torch.int64")
+    if offset is not None and scale.dim() < 2:
+        check(out_dtype == torch.int8, op, f"offset needs int8 output, got {out_dtype}")
+
+
+def npu_quant_matmul(
+    x1,
+    x2,
+    scale,
+    *,
+    offset=None,
+    pertoken_scale=None,
+    bias=None,
+    output_dtype=None,
+    x1_dtype=None,
+    x2_dtype=None,
+    pertoken_scale_dtype=None,
+    scale_dtype=None,
+    group_sizes=None,
+    y_scale=None,
+):
+    _check_quant_matmul_dtypes(
+        scale, offset, pertoken_scale, _out_dtype(output_dtype, "npu_quant_matmul"), "npu_quant_matmul"
+    )
+    return _quant_matmul(
+        x1, x2, scale, offset=offset, pertoken_scale=pertoken_scale, bias=bias, output_dtype=output_dtype
+    )
+
+
 npu_op(
     "npu_quant_matmul(Tensor x1, Tensor x2, Tensor scale, *, Tensor? offset=None, Tensor? pertoken_scale=None, "
     "Tensor? bias=None, int? output_dtype=None, int? x1_dtype=None, int? x2_dtype=None, "
     "int? pertoken_scale_dtype=None, int? scale_dtype=None, int[]? group_sizes=None, Tensor? y_scale=None) "
     "-> Tensor"
-)(_quant_matmul)
-_quant_matmul.__doc__ = """y = (x1 @ x2 + bias) * scale [* pertoken_scale per row] [+ offset], x1 [.., m, k] and
+)(npu_quant_matmul)
+npu_quant_matmul.__doc__ = """y = (x1 @ x2 + bias) * scale [* pertoken_scale per row] [+ offset], x1 [.., m, k] and
 x2 [k, n] int8 (or int32 holding eight int4 each, lowest nibble first), bias int32; output int8 (default: requantised), int32 (no scaling), float16 or bfloat16."""
 
 

@@ -67,11 +67,13 @@ class ChannelShuffle(nn.Module):
         self.register_buffer("fp_index2", perm[half:].clone(), persistent=False)
 
     def check_self(self, x):
-        """Raise unless the two branches together have in_channels channels."""
+        """Raise when the two branches together have fewer than in_channels channels. A wider concatenation is
+        torch_npu's case too: the indices pick from its first in_channels channels."""
         channels = x[0].size(1) + x[1].size(1) if isinstance(x, (list, tuple)) else x.size(1)
-        if channels != self.in_channels:
+        if channels < self.in_channels:
             raise RuntimeError(
-                f"ChannelShuffle expects {self.in_channels} channels, got {channels}" + ops_error(ErrCode.PARAM)
+                f"ChannelShuffle expects at least {self.in_channels} channels, got {channels}"
+                + ops_error(ErrCode.PARAM)
             )
 
     def forward(self, x1, x2):
