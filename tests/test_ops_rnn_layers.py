@@ -111,3 +111,36 @@ def test_lstm_errors(call, message):
     seq = torch.tensor([T], dtype=torch.int32, device="npu")
     with pytest.raises(RuntimeError, match=f"^npu_lstm: {message}"):
         call(x.npu(), torch.cat([w_ih, w_hh]).npu(), bias.npu(), seq, h.npu())
+
+
+@pytest.mark.parametrize("direction", [False, True])
+def test_half_precision_layers_equal_torchs_bit_for_bit(direction):
+    # float16 LSTMs, and GRUs and LSTM cells of every dtype, run ATen's own cell loop on the CPU (float32 / bfloat16
+    # LSTM layers go through oneDNN): the input projection of all steps in one matmul with its bias, then per
+    # step the hidden projection plus it. torch_npu's own test compares npu_lstm with torch's LSTM on the card in
+    # float16, where both are one kernel.
+    g = torch.Generator().manual_seed(4)
+    x, h, c = (torch.randn(*shape, generator=g).half() for shape in ((T, B, INPUT), (1, B, H), (1, B, H)))
+    w_ih, w_hh, bias = (torch.randn(*shape, generator=g).half() for shape in ((INPUT, 4 * H), (H, 4 * H), (4 * H,)))
+    out = _npu_lstm(x.npu(), h.npu(), c.npu(), torch.cat([w_ih, w_hh]).npu(), bias.npu(), direction=direction)
+    steps = x.flip(0) if direction else x
+    want = _VF.lstm(steps, (h, c), (w_ih.t(), w_hh.t(), bias, torch.zeros_like(bias)), True, 1, 0.0, True, False, False)
+    y = out[0].cpu().flip(0) if direction else out[0].cpu()
+    assert torch.equal(y, want[0]) and torch.equal(out[2].cpu()[0 if direction else -1], want[2][0])
+    cell = torch_npu.npu_lstm_cell(
+        x[0].npu(), w_ih.t().npu(), w_hh.t().npu(), h[0].npu(), c[0].npu(), bias.npu(), bias.npu()
+    )
+    want_h, want_c = torch._VF.lstm_cell(x[0], (h[0], c[0]), w_ih.t(), w_hh.t(), bias, bias)
+    assert torch.equal(cell[0].cpu(), want_h) and torch.equal(cell[2].cpu(), want_c)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_gru_equals_torchs_bit_for_bit(dtype):
+    g = torch.Generator().manual_seed(5)
+    x, h = torch.randn(T, B, INPUT, generator=g).to(dtype), torch.randn(1, B, H, generator=g).to(dtype)
+    w_i, w_h = torch.randn(INPUT, 3 * H, generator=g).to(dtype), torch.randn(H, 3 * H, generator=g).to(dtype)
+    b_i, b_h = torch.randn(3 * H, generator=g).to(dtype), torch.randn(3 * H, generator=g).to(dtype)
+    seq = torch.tensor([T], dtype=torch.int32, device="npu")
+    out = torch_npu.npu_gru(x.npu(), h.npu(), w_i.npu(), w_h.npu(), b_i.npu(), b_h.npu(), seq, True, 1, 0.0, True, False, False)  # fmt: skip
+    want, want_h = _VF.gru(x, h, (w_i.t(), w_h.t(), b_i, b_h), True, 1, 0.0, True, False, False)
+    assert torch.equal(out[0].cpu(), want) and torch.equal(out[1].cpu()[-1], want_h[0])

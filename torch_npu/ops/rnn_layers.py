@@ -8,7 +8,10 @@ stay in time order). flag_seq=True (a per-step seq_mask) is not supported; npu_l
 of different lengths).
 npu_gru: weight_input [input, 3 * hidden] and weight_hidden [hidden, 3 * hidden] are torch's weights
 transposed, gates (r, z, n). Returns (y, h, update z, reset r, new n, W_hn h + b_hn), each [T, B, hidden].
-Both compute as torch's cells do, in the input's dtype, and are differentiable through their composition;
+Both compute as ATen's CPU recurrent layers do (the input projection of all steps in one matmul with its bias,
+then per step the hidden projection plus it, the gate formulas in ATen's order), in the input's dtype, so they
+equal torch's LSTM / GRU on npu bit for bit (on the card both run one kernel); differentiable through their
+composition;
 num_layers must be 1 and bidirectional False (torch_npu's nn.LSTM / nn.GRU adaptation calls them per layer
 and direction).
 """
@@ -25,6 +28,18 @@ def _check_layer(op, x, num_layers, bidirectional):
     check(x.dim() == 3, op, f"input must be 3-D [T, B, input] (or [B, T, input] with batch_first), got {x.dim()}-D")
     check(num_layers == 1, op, f"one layer per call: num_layers must be 1, got {num_layers}")
     check(not bidirectional, op, "one direction per call: bidirectional must be False (use direction for the reverse)")
+
+
+def _linear(x, weight, bias):
+    """x @ weight (+ bias inside the one matmul, rounded once), as ATen's linear layers of its RNN cells."""
+    return x @ weight if bias is None else torch.addmm(bias, x, weight)
+
+
+def _sequence_projection(x, weight, bias):
+    """The input projection of every step in one matmul [T, B, gates], as ATen's CPU recurrent layers compute it
+    before stepping (per-step rows are the same numbers: each is its own dot products)."""
+    steps, batch, size = x.shape
+    return _linear(x.reshape(steps * batch, size), weight, bias).reshape(steps, batch, -1)
 
 
 def _initial(state, batch, hidden, name, op):
@@ -80,10 +95,9 @@ def _lstm_layer(x, weight, bias, h, c, has_biases, batch_first, direction, mask,
     h_t, c_t = _initial(h, batch, hidden, "h", op), _initial(c, batch, hidden, "c", op)
     order = range(steps - 1, -1, -1) if direction else range(steps)
     records = {name: [None] * steps for name in ("y", "h", "c", "i", "j", "f", "o", "tanhc")}
+    input_gates = _sequence_projection(x, w_ih, bias if has_biases else None)
     for t in order:
-        gates = x[t] @ w_ih + h_t @ w_hh
-        if has_biases:
-            gates = gates + bias
+        gates = (h_t @ w_hh).add_(input_gates[t])
         i, f, g, o = gates.chunk(4, 1)
         i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
         c_new = f * c_t + i * g
@@ -163,15 +177,14 @@ def npu_gru(
     )
     h_t = _initial(hx, batch, hidden, "hx", op)
     records = {name: [] for name in ("h", "z", "r", "n", "hn")}
+    input_gates = _sequence_projection(x, weight_input, bias_input if has_biases else None)
     for t in range(steps):
-        gi, gh = x[t] @ weight_input, h_t @ weight_hidden
-        if has_biases:
-            gi, gh = gi + bias_input, gh + bias_hidden
-        i_r, i_z, i_n = gi.chunk(3, 1)
+        gh = _linear(h_t, weight_hidden, bias_hidden if has_biases else None)
+        i_r, i_z, i_n = input_gates[t].chunk(3, 1)
         h_r, h_z, h_n = gh.chunk(3, 1)
-        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
-        n = torch.tanh(i_n + r * h_n)
-        h_t = n + z * (h_t - n)
+        r, z = torch.sigmoid(h_r + i_r), torch.sigmoid(h_z + i_z)
+        n = torch.tanh(i_n + h_n * r)
+        h_t = (h_t - n) * z + n
         for name, value in (("h", h_t), ("z", z), ("r", r), ("n", n), ("hn", h_n)):
             records[name].append(value)
     stacked = {name: torch.stack(values) for name, values in records.items()}
@@ -192,10 +205,7 @@ def npu_lstm_cell(x, w_ih, w_hh, h, c, b_ih=None, b_hh=None):
     hidden = h.shape[1]
     check(tuple(w_ih.shape) == (4 * hidden, x.shape[1]) and tuple(w_hh.shape) == (4 * hidden, hidden), op,
           f"w_ih must be [4 * hidden, input] = {[4 * hidden, x.shape[1]]} and w_hh [4 * hidden, hidden] = {[4 * hidden, hidden]}")  # fmt: skip
-    gates = x @ w_ih.t() + h @ w_hh.t()
-    for bias in (b_ih, b_hh):
-        if bias is not None:
-            gates = gates + bias
+    gates = _linear(h, w_hh.t(), b_hh).add_(_linear(x, w_ih.t(), b_ih))
     i, f, g, o = gates.chunk(4, dim=1)
     i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
     c_next = f * c + i * g
