@@ -7,11 +7,14 @@ import math
 
 import torch
 
+from torch_npu.npu.utils import get_soc_version
 from torch_npu.ops._common import check
 from torch_npu.ops.dtype_support import FLOATS, HALF_AND_FLOAT
 from torch_npu.ops.registration import npu_op
 
 __all__ = ["pairwise_iou", "greedy_nms", "roi_align_reference"]
+
+_ASCEND910B = 220  # SoC numbers as torch_npu.npu.utils.get_soc_version gives them
 
 
 def _area(b):
@@ -419,6 +422,9 @@ def npu_bounding_box_encode(anchor, gt, means0, means1, means2, means3, stds0, s
     )
     px, py, pw, ph = _centre_size(anchor.float())
     gx, gy, gw, gh = _centre_size(gt.float())
+    if get_soc_version() < _ASCEND910B:  # the Ascend910A kernel takes the sizes' magnitudes (its test: -5.4922)
+        gw, gh, pw, ph = gw.abs(), gh.abs(), pw.abs(), ph.abs()
+    # a negative size makes the log NaN on Ascend910B and later (their test and the documented example)
     deltas = torch.stack([(gx - px) / pw, (gy - py) / ph, torch.log(gw / pw), torch.log(gh / ph)], -1)
     half = torch.float16
     means = deltas.new_tensor([means0, means1, means2, means3]).to(half)
