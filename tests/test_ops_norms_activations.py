@@ -575,3 +575,16 @@ def test_gated_activations_compute_in_float32_and_round_once(dtype):
     want_gelu = F.gelu(b, approximate="tanh")
     assert torch.equal(y.cpu(), (a * want_gelu).to(dtype)) and torch.equal(gelu.cpu(), want_gelu.to(dtype))
     assert torch.equal(torch_npu.npu_gelu_mul(x.npu()).cpu(), (F.gelu(a) * b).to(dtype))
+
+
+def test_dtype_cast_gradient_has_a_grad_fn_under_create_graph_as_torch_npus():
+    # torch_npu's backward marks the cotangent as requiring grad before casting it back, so under create_graph the
+    # gradient is itself a NpuDtypeCastBackward output even for a constant cotangent (plain x.to(dtype) gives None)
+    x = torch.randn(3, 3, requires_grad=True).to("npu")
+    y = torch_npu.npu_dtype_cast(x, torch.half)
+    (plain,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    assert plain.grad_fn is None and plain.dtype == torch.float32
+    (graphed,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
+    assert type(graphed.grad_fn).__name__ == "NpuDtypeCastBackward" and torch.equal(
+        graphed.detach().cpu(), torch.ones(3, 3)
+    )

@@ -117,7 +117,20 @@ def npu_change_data_ptr(dst, src, index):
     return _C._change_data_ptr(dst, src, index)
 
 
-@npu_op("npu_dtype_cast(Tensor self, int dtype, int? input_dtype=None) -> Tensor", differentiable=True)
+def _cast_back(ctx, grad):
+    """The gradient cast back to the input's dtype by npu_dtype_cast itself, as torch_npu's backward does: under
+    create_graph it marks the incoming gradient as requiring grad first, so the gradient has a grad_fn (another
+    NpuDtypeCastBackward) even when the cotangent did not require grad."""
+    if torch.is_grad_enabled() and not grad.requires_grad:
+        grad = grad.detach().requires_grad_()
+    return torch.ops.npu.npu_dtype_cast(grad, ctx.source), None, None
+
+
+@npu_op(
+    "npu_dtype_cast(Tensor self, int dtype, int? input_dtype=None) -> Tensor",
+    backward=_cast_back,
+    setup_context=lambda ctx, inputs, output: setattr(ctx, "source", inputs[0].dtype),
+)
 def npu_dtype_cast(x, dtype, input_dtype=None):
     """x.to(dtype) (dtype is a torch.dtype or its ScalarType number)."""
     return x.to(dtype_of(dtype, "npu_dtype_cast"))
