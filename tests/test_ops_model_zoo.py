@@ -562,3 +562,18 @@ def test_npu_fused_attention_score():
         return ctx.permute(0, 2, 1, 3).reshape(10, 12)
 
     check_op(torch_npu.npu_fused_attention_score, (q, k, v, mask, 0.5, 1.0), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_grid_assign_positive_reads_num_gts_real_rows_of_padded_overlaps():
+    # num_gts is the real gt count among overlaps' k (possibly padded) rows; torch_npu's own example passes 128
+    # with 2 rows, which the rows that exist bound
+    overlaps = torch.tensor([[0.1, 0.8, 0.2, 0.3], [0.9, 0.1, 0.2, 0.3]])
+    flags = torch.ones(4, dtype=torch.uint8)
+    max_overlaps, argmax = torch.zeros(4), torch.zeros(4, dtype=torch.int32)  # no box passes pos_iou_thr
+
+    def assign(num_gts):
+        args = (torch.zeros(4), overlaps, flags, max_overlaps, argmax, overlaps.max(1)[0], overlaps.max(1)[1].int())
+        return torch_npu.npu_grid_assign_positive(*(a.npu() for a in args), num_gts, 0.5, 0.0, True).cpu()
+
+    assert assign(1).tolist() == [0.0, 1.0, 0.0, 0.0]  # the padded second row takes no part
+    assert assign(2).tolist() == assign(128).tolist() == [2.0, 1.0, 0.0, 0.0]

@@ -42,7 +42,8 @@ def test_a_torch_npu_style_test_file_runs_unchanged():
 
 def test_a_test_file_of_the_private_harness_layout_runs_unchanged_with_dtensors_on_two_npus():
     report = _unittest_report("test_private_harness_style.py")
-    assert "Ran 2 tests" in report
+    assert "Ran 4 tests" in report
+    assert re.search(r"test_first_two_rows_and_columns_int8 \(.*\) \.\.\. ok", report)  # torch_npu.testing._decorator
     assert re.search(r"test_cast_to_half \(.*\) \.\.\. ok", report)
     # the ranks log their start between the test's name and its verdict
     assert re.search(r"test_row_sum_of_a_sharded_tensor \(.*\) \.\.\.(.|\n)*?^ok$", report, re.MULTILINE)

@@ -6,6 +6,7 @@ import torch
 from torch.distributed.tensor import Shard, distribute_tensor
 
 import torch_npu
+from torch_npu.testing._decorator import Dtypes, instantiate_tests
 from torch_npu.testing._internal.common_distributed import skipIfUnsupportMultiNPU, with_comms
 from torch_npu.testing._internal.common_dtensor import NPUDTensorTestBase
 from torch_npu.testing._internal.common_utils import create_common_tensor
@@ -16,6 +17,14 @@ class TestDtypeCast(TestCase):
     def test_cast_to_half(self):
         cpu_input, npu_input = create_common_tensor([np.float32, -1, [4, 6]], -2, 2)
         self.assertRtolEqual(cpu_input.half().numpy(), torch_npu.npu_dtype_cast(npu_input, torch.half).cpu().numpy())
+
+
+@instantiate_tests
+class TestIndexing(TestCase):
+    @Dtypes(torch.float, torch.int8)
+    def test_first_two_rows_and_columns(self, dtype):
+        x = torch.arange(10).reshape(2, 5).npu().to(dtype)
+        self.assertRtolEqual(x[:2, :2], torch_npu.npu_indexing(x, [0, 0], [2, 2], [1, 1]))
 
 
 class TestShardedRowSum(NPUDTensorTestBase):

@@ -543,15 +543,18 @@ def npu_grid_assign_positive(
     op = "npu_grid_assign_positive"
     n = assigned_gt_inds.shape[0]
     check(
-        overlaps.dim() == 2 and overlaps.shape == (num_gts, n),
+        overlaps.dim() == 2 and overlaps.shape[1] == n,
         op,
-        f"overlaps must be [num_gts={num_gts}, {n}], got {tuple(overlaps.shape)}",
+        f"overlaps must be [k, {n}] (k gt rows, the first num_gts real), got {tuple(overlaps.shape)}",
     )
+    # num_gts is the real number of gts among overlaps' k rows (k may be padded); torch_npu's own example
+    # passes 128 with 2 rows, so the rows that exist bound it
+    real_gts = min(num_gts, overlaps.shape[0])
     responsible = box_responsible_flags.bool()
     result = assigned_gt_inds.clone()
     positive = (max_overlaps > pos_iou_thr) & responsible
     result = torch.where(positive, (argmax_overlaps + 1).to(result.dtype), result)
-    for i in range(num_gts):
+    for i in range(real_gts):
         if gt_max_overlaps[i] <= min_pos_iou:
             continue
         if gt_max_assign_all:
