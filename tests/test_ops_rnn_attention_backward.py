@@ -77,13 +77,13 @@ def test_lstm_data_backward_matches_the_forward_autograd():
 
 
 def test_lstm_cell_backward_matches_torchs_lstm_cell():
-    x, h, c, w_ih, w_hh, b_ih, b_hh = _random(6, (B, INPUT), (B, H), (B, H), (4 * H, INPUT), (4 * H, H), (4 * H,), (4 * H,))  # fmt: skip
+    x, h, c, w_ih, w_hh, b_ih, b_hh = _random(6, (B, INPUT), (B, H), (B, H), (INPUT, 4 * H), (H, 4 * H), (4 * H,), (4 * H,))  # fmt: skip
     outputs = torch_npu.npu_lstm_cell(x.npu(), w_ih.npu(), w_hh.npu(), h.npu(), c.npu(), b_ih.npu(), b_hh.npu())
     dh, dc = _random(7, (B, H), (B, H))
     got = torch_npu.npu_lstm_cell_backward(None, dh.npu(), dc.npu(), x.npu(), w_ih.npu(), w_hh.npu(), h.npu(),
                                            c.npu(), *outputs)  # fmt: skip
     leaves = [t.clone().requires_grad_() for t in (x, w_ih, w_hh, b_ih, b_hh, h, c)]
-    h1, c1 = _VF.lstm_cell(leaves[0], (leaves[5], leaves[6]), leaves[1], leaves[2], leaves[3], leaves[4])
+    h1, c1 = _VF.lstm_cell(leaves[0], (leaves[5], leaves[6]), leaves[1].t(), leaves[2].t(), leaves[3], leaves[4])
     _close(got, torch.autograd.grad([h1, c1], leaves, [dh, dc]))
 
 
@@ -136,7 +136,7 @@ def test_the_backward_operators_trace_with_their_fake_kernels():
     def lstm_backward(dy, *tensors):
         return torch_npu.npu_lstm_backward(dy, None, None, *tensors)
 
-    w_ih, w_hh = torch.randn(4 * H, INPUT).npu(), torch.randn(4 * H, H).npu()
+    w_ih, w_hh = torch.randn(INPUT, 4 * H).npu(), torch.randn(H, 4 * H).npu()
     cell = torch_npu.npu_lstm_cell(args[0][0], w_ih, w_hh, args[3][0], args[4][0])
 
     def cell_backward(dh, *tensors):

@@ -127,11 +127,11 @@ def test_half_precision_layers_equal_torchs_bit_for_bit(direction):
     want = _VF.lstm(steps, (h, c), (w_ih.t(), w_hh.t(), bias, torch.zeros_like(bias)), True, 1, 0.0, True, False, False)
     y = out[0].cpu().flip(0) if direction else out[0].cpu()
     assert torch.equal(y, want[0]) and torch.equal(out[2].cpu()[0 if direction else -1], want[2][0])
-    cell = torch_npu.npu_lstm_cell(
-        x[0].npu(), w_ih.t().npu(), w_hh.t().npu(), h[0].npu(), c[0].npu(), bias.npu(), bias.npu()
-    )
+    # the cell takes [input, 4 * hidden] weights, torch's transposed, as torch_npu's lstm_cell passes them
+    cell = torch_npu.npu_lstm_cell(x[0].npu(), w_ih.npu(), w_hh.npu(), h[0].npu(), c[0].npu(), bias.npu(), bias.npu())
     want_h, want_c = torch._VF.lstm_cell(x[0], (h[0], c[0]), w_ih.t(), w_hh.t(), bias, bias)
-    assert torch.equal(cell[0].cpu(), want_h) and torch.equal(cell[2].cpu(), want_c)
+    assert torch.equal(cell[1].cpu(), want_h) and torch.equal(cell[0].cpu(), want_h[None])
+    assert torch.equal(cell[2].cpu(), want_c)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

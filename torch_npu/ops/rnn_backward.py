@@ -77,22 +77,25 @@ def npu_lstm_data_backward(grady_opt, gradh_opt, gradc_opt, x, batch_sizes, weig
         torch.empty_like(x),
         torch.empty_like(w_ih),
         torch.empty_like(w_hh),
-        w_ih.new_empty(w_ih.shape[0]),
-        w_ih.new_empty(w_ih.shape[0]),
+        w_ih.new_empty(w_ih.shape[1]),
+        w_ih.new_empty(w_ih.shape[1]),
         torch.empty_like(h),
         torch.empty_like(c),
     ),
 )
 def npu_lstm_cell_backward(grady, gradh, gradc, x, w_ih, w_hh, h, c, y_output, h_output, c_output, i, j, f, o, tanhc):
-    """(d input, d w_ih, d w_hh, d b_ih, d b_hh, d h, d c) of npu_lstm_cell from its saved gates (the biases are
-    not inputs; the two bias gradients are equal, both biases adding to the same gates)."""
-    zero = torch.zeros_like(h_output)
-    d_h = (zero if grady is None else grady) + (zero if gradh is None else gradh)
+    """(d input, d w_ih, d w_hh, d b_ih, d b_hh, d h, d c) of npu_lstm_cell (w_ih [input, 4 * hidden], w_hh
+    [hidden, 4 * hidden]) from its saved gates, [1, B, hidden] or [B, hidden]; gradients of y may be [1, B, hidden].
+    The biases are not inputs; the two bias gradients are equal, both biases adding to the same gates."""
+    batch, hidden = h.shape
+    i, j, f, o, tanhc = (t.reshape(batch, hidden) for t in (i, j, f, o, tanhc))
+    zero = torch.zeros_like(h)
+    d_h = (zero if grady is None else grady.reshape(batch, hidden)) + (zero if gradh is None else gradh)
     d_o = d_h * tanhc
     d_c = (zero if gradc is None else gradc) + d_h * o * (1 - tanhc * tanhc)
     d_gates = torch.cat([d_c * j * i * (1 - i), d_c * c * f * (1 - f), d_c * i * (1 - j * j), d_o * o * (1 - o)], 1)
     d_bias = d_gates.sum(0)
-    return d_gates @ w_ih, d_gates.t() @ x, d_gates.t() @ h, d_bias, d_bias.clone(), d_gates @ w_hh, d_c * f
+    return d_gates @ w_ih.t(), x.t() @ d_gates, h.t() @ d_gates, d_bias, d_bias.clone(), d_gates @ w_hh.t(), d_c * f
 
 
 @npu_op(

@@ -198,17 +198,20 @@ def npu_gru(
     differentiable=True,
 )
 def npu_lstm_cell(x, w_ih, w_hh, h, c, b_ih=None, b_hh=None):
-    """One LSTM step with torch's LSTMCell weights (gates i, f, g, o): (y, h, c, i, j, f, o, tanh(c)), each
-    [B, hidden], y = h and j the cell candidate g."""
+    """One LSTM step (DynamicRNNV2 with one step, as torch_npu's lstm_cell calls it with torch's weights
+    transposed): w_ih [input, 4 * hidden], w_hh [hidden, 4 * hidden], gates i, f, g, o. Returns (y, h, c, i, j,
+    f, o, tanh(c)): h and c [B, hidden], the others [1, B, hidden] (one time step; y = h, j the cell candidate g).
+    Computed as ATen's cell (equal to torch's LSTMCell given the transposed weights)."""
     op = "npu_lstm_cell"
     check(x.dim() == 2 and h.dim() == 2 and c.shape == h.shape, op, "input must be [B, input], h and c [B, hidden]")
     hidden = h.shape[1]
-    check(tuple(w_ih.shape) == (4 * hidden, x.shape[1]) and tuple(w_hh.shape) == (4 * hidden, hidden), op,
-          f"w_ih must be [4 * hidden, input] = {[4 * hidden, x.shape[1]]} and w_hh [4 * hidden, hidden] = {[4 * hidden, hidden]}")  # fmt: skip
-    gates = _linear(h, w_hh.t(), b_hh).add_(_linear(x, w_ih.t(), b_ih))
+    check(tuple(w_ih.shape) == (x.shape[1], 4 * hidden) and tuple(w_hh.shape) == (hidden, 4 * hidden), op,
+          f"w_ih must be [input, 4 * hidden] = {[x.shape[1], 4 * hidden]} and w_hh [hidden, 4 * hidden] = {[hidden, 4 * hidden]}")  # fmt: skip
+    gates = _linear(h, w_hh, b_hh).add_(_linear(x, w_ih, b_ih))
     i, f, g, o = gates.chunk(4, dim=1)
     i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
     c_next = f * c + i * g
     tanh_c = torch.tanh(c_next)
     h_next = o * tanh_c
-    return h_next, h_next.clone(), c_next, i, g, f, o, tanh_c
+    i, g, f, o, tanh_c = (t.unsqueeze(0) for t in (i, g, f, o, tanh_c))
+    return h_next.unsqueeze(0).clone(), h_next, c_next, i, g, f, o, tanh_c  # y is its own tensor, as on the card
