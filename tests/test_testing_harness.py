@@ -236,3 +236,18 @@ def test_skip_decorators_skip_with_their_reason_and_otherwise_run():
     assert SkipIfNotRegistered()(lambda: "ran")() == "ran"
     if torch._C.has_lapack:
         assert SkipIfNoLapack()(lambda: "ran")() == "ran"
+
+
+def test_assert_equal_compares_a_number_with_a_one_element_tensors_item():
+    # torch_npu's assertEqual takes the tensor's item against a number (PyTorch's GradScaler tests compare
+    # found_inf, a [1] tensor, with 1.0), within the precision; infinities only with allow_inf
+    t = _Probe()
+    t.assertEqual(torch.full((1,), 1.0, device="npu"), 1.0)
+    t.assertEqual(2, torch.tensor([2.000001]))
+    with pytest.raises(AssertionError):
+        t.assertEqual(torch.zeros(1, device="npu"), 1.0)
+    with pytest.raises(AssertionError, match="Expected finite numeric values"):
+        t.assertEqual(torch.tensor([float("inf")]), float("inf"))
+    t.assertEqual(torch.tensor([float("inf")]), float("inf"), allow_inf=True)
+    with pytest.raises(RuntimeError):  # several elements have no item, as in torch_npu
+        t.assertEqual(torch.ones(2), 1.0)

@@ -6,12 +6,14 @@ and bfloat16); the comparison fails when more than size*prec elements disagree. 
 result is normally bit-identical to the CPU's, so these checks pass with zero error.
 """
 
+import math
 import os
 import random
 import re
 import sys
 import unittest
 import warnings
+from numbers import Number
 
 import numpy as np
 import torch
@@ -142,6 +144,9 @@ class TestCase(_BaseTestCase):
     def assertEqual(self, x, y, prec=None, message="", allow_inf=False, exact_dtype=None):
         if isinstance(prec, str) and not message:
             message, prec = prec, None
+        if isinstance(x, Number) or isinstance(y, Number):
+            self._assert_numbers_equal(x, y, self.precision if prec is None else prec, message, allow_inf)
+            return
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
             x_t, y_t = (
                 v if isinstance(v, torch.Tensor) else torch.as_tensor(list(v) if _is_sequence(v) else v) for v in (x, y)
@@ -188,6 +193,20 @@ class TestCase(_BaseTestCase):
             self.assertLessEqual(abs(x - y), prec, message)
             return
         super().assertEqual(x, y, message or None)
+
+    def _assert_numbers_equal(self, x, y, tol, message, allow_inf):
+        """A number against a number or a one-element tensor, as torch_npu compares them: the tensor's item, within
+        tol; infinities only when allow_inf, and then exactly."""
+        x, y = (v.item() if isinstance(v, torch.Tensor) else v for v in (x, y))
+        if not (isinstance(x, Number) and isinstance(y, Number)):
+            super().assertEqual(x, y, message or None)
+            return
+        if math.isinf(abs(x)) or math.isinf(abs(y)):
+            if not allow_inf:
+                self.fail(f"Expected finite numeric values - x={x}, y={y}")
+            super().assertEqual(x, y, message or None)
+            return
+        self.assertLessEqual(abs(x - y), tol, message or None)
 
     def assertNotEqual(self, x, y, prec=None, message=""):
         try:
