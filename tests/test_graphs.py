@@ -206,6 +206,22 @@ def test_super_kernel_scopes_nest():
         torch.npu.super_kernel_scope_end("a")
 
 
+def test_super_kernel_scope_and_options_leave_the_replay_as_captured():
+    x, y = torch.randn(16, 16, device="npu"), torch.randn(16, 16, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        torch.npu.super_kernel_scope_begin("compute")
+        out = torch.relu(x @ y)
+        torch.npu.super_kernel_scope_end("compute")
+    g.super_kernel_optimize(
+        optimize_options={"preload_code": 1, "stream_fusion": 1, "opt_extend": "x", "early_start": True},
+        debug_options={"debug_sync_all": 1, "debug_dcci_disable_on_kernel": ["MatMul"], "debug_extend": "y"},
+    )
+    x.copy_(torch.randn(16, 16))
+    g.replay()
+    assert torch.equal(out.cpu(), torch.relu(x @ y).cpu())
+
+
 def test_npugraph_ex_backend_replays_a_compiled_graph(fresh_dynamo):
     from torch_npu.npu import npugraph_ex
 
@@ -305,6 +321,33 @@ GRAPH_ERRORS = [
         lambda: torch.npu.super_kernel_scope_end("x"),
         RuntimeError,
         "super_kernel_scope_end without super_kernel_scope_begin",
+    ),
+    (
+        lambda: torch.npu.super_kernel_scope_begin("   "),
+        RuntimeError,
+        "super_kernel_scope_begin: scope_name must not be empty or blank, got '   '",
+    ),
+    (
+        lambda: torch.npu.NPUGraph().super_kernel_optimize(optimize_options="fast"),
+        RuntimeError,
+        "super_kernel_optimize: optimize_options must be a dict or None, got str",
+    ),
+    (
+        lambda: torch.npu.NPUGraph().super_kernel_optimize(debug_options={"debug_sync_all": "on"}),
+        RuntimeError,
+        "super_kernel_optimize: debug_options['debug_sync_all'] must be an int, got str",
+    ),
+    (
+        lambda: torch.npu.NPUGraph().super_kernel_optimize(debug_options={"debug_dcci_before_kernel_start": 1}),
+        RuntimeError,
+        "super_kernel_optimize: debug_options['debug_dcci_before_kernel_start'] must be a list of kernel names, got int",
+    ),
+    (
+        lambda: torch.npu.NPUGraph().super_kernel_optimize(optimize_options={"preload": 1}),
+        RuntimeError,
+        "super_kernel_optimize: unknown optimize_options key 'preload'; known: preload_code, split_mode, "
+        "stream_fusion, constant_codegen, auto_op_parallel, early_start, opt_extend, ubuf_lock_ignore_kernel, "
+        "dcci_disable_on_kernel, dcci_before_kernel_start, dcci_after_kernel_end, aggressive_opt_strategies",
     ),
     (
         lambda: torch.npu.register_npu_graph_handler("aten::mm")(int),

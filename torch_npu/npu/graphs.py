@@ -18,6 +18,13 @@ import torch
 
 import torch_npu
 from torch_npu import _C
+from torch_npu.npu._super_kernel import (
+    DEBUG_OPTIONS,
+    OPTIMIZE_OPTIONS,
+    checked_options,
+    super_kernel_scope_begin,
+    super_kernel_scope_end,
+)
 from torch_npu.utils._error_code import ErrCode, graph_error
 
 __all__ = [
@@ -232,7 +239,10 @@ class NPUGraph:
         vnpu replays operators one by one; the options are kept for debug_dump."""
         if self._recording.capturing():
             raise RuntimeError("super_kernel_optimize must be called after capture_end()" + graph_error(ErrCode.PARAM))
-        self._super_kernel_options = (optimize_options, debug_options)
+        self._super_kernel_options = (
+            checked_options("optimize_options", optimize_options, OPTIMIZE_OPTIONS),
+            checked_options("debug_options", debug_options, DEBUG_OPTIONS),
+        )
 
 
 class graph:
@@ -313,24 +323,6 @@ def _capturing_graph(stream):
             + graph_error(ErrCode.PARAM)
         )
     return graph_obj._recording
-
-
-_super_kernel_scopes = []
-
-
-def super_kernel_scope_begin(scope_name: str | None = None) -> None:
-    """Mark where a super-kernel fusion scope starts (a hint for Ascend's graph compiler)."""
-    _super_kernel_scopes.append(scope_name)
-
-
-def super_kernel_scope_end(scope_name: str | None = None) -> None:
-    if not _super_kernel_scopes:
-        raise RuntimeError("super_kernel_scope_end without super_kernel_scope_begin" + graph_error(ErrCode.PARAM))
-    opened = _super_kernel_scopes.pop()
-    if scope_name is not None and opened is not None and scope_name != opened:
-        raise RuntimeError(
-            f"super_kernel_scope_end({scope_name!r}) closes scope {opened!r}" + graph_error(ErrCode.PARAM)
-        )
 
 
 class NpuGraphOpHandler:
