@@ -412,6 +412,18 @@ def test_torch_npus_raw_stream_weak_ref_and_host_cache_names():
     assert weak.data_ptr() == x.data_ptr() and weak.stride() == x.stride()
     x.add_(1)
     assert torch.equal(weak.cpu(), torch.arange(1.0, 7.0))
+    # a view keeps its offset and strides over the whole storage, and the storage's private format reads through
+    base = torch.arange(3072.0, device="npu")
+    view = base.as_strided((2, 1, 8, 64), (1536, 0, 192, 1), 128)
+    weak_view = _C._weak_ref_tensor(view)
+    assert (weak_view.storage_offset(), weak_view.stride()) == (128, (1536, 0, 192, 1))
+    assert weak_view.untyped_storage().nbytes() == base.untyped_storage().nbytes() and torch.equal(weak_view, view)
+    torch.npu.config.allow_internal_format = True
+    try:
+        nz = torch_npu.npu_format_cast(torch.ones(16, 16, device="npu"), 29)
+        assert torch_npu.get_npu_format(_C._weak_ref_tensor(nz)) == 29
+    finally:
+        torch.npu.config.allow_internal_format = False
     pinned = torch.ones(4).pin_memory()
     del pinned
     _C._npu_hostEmptyCache()

@@ -25,9 +25,15 @@ constexpr c10::DeviceType kNpuType = c10::DeviceType::PrivateUse1;
 at::Tensor weak_ref_tensor(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kNpuType, "_weak_ref_tensor expects an npu tensor, got one on ", t.device(),
               ops_param_error());
-  // Same memory, sizes and strides; the storage's deleter does nothing, so the memory lives as long
-  // as `t`'s storage does (the caller keeps it alive, as with torch_npu).
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), [](void*) {}, t.options());
+  // The whole of t's storage borrowed (its format read through), with t's sizes, strides and offset; dropping it
+  // frees nothing, so the memory lives as long as t's storage does (the caller keeps it alive, as with torch_npu).
+  const c10::Storage& owner = t.storage();
+  c10::Storage storage(c10::Storage::use_byte_size_t(), owner.nbytes(), borrowed_data_ptr(owner.data_ptr()),
+                       /*allocator=*/nullptr, /*resizable=*/false);
+  auto weak = at::detail::make_tensor<c10::TensorImpl>(std::move(storage),
+                                                       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t.dtype());
+  weak.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return weak;
 }
 
 int64_t change_data_ptr(const at::Tensor& dst, const at::Tensor& src, int64_t offset) {

@@ -83,6 +83,9 @@ bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t st
                         const std::optional<StorageBase>& base = std::nullopt);
 std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
 std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr);
+// The same memory without owning it (torch_npu's weak reference to a tensor): the format and base its block
+// carries read through it, and dropping it frees nothing; the owner must outlive it.
+c10::DataPtr borrowed_data_ptr(const c10::DataPtr& owner);
 
 // torch.npu.MemPool: a pool of segments of its own. Allocations made on a device while a thread
 // uses a pool (set_thread_mem_pool) come from it; its memory stays reserved until release.

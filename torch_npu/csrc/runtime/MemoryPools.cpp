@@ -23,10 +23,20 @@ uint64_t current_thread_pool(c10::DeviceIndex device) {
 }
 
 namespace {
+// the deleter of a borrowed reference to a block: the block stays its owner's
+void keep_block(void* /*ctx*/) {}
+
 Block* npu_block_of(const c10::DataPtr& data_ptr) {
-  return data_ptr.get_deleter() == &free_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
+  const auto deleter = data_ptr.get_deleter();
+  return deleter == &free_block || deleter == &keep_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
 }
 }  // namespace
+
+c10::DataPtr borrowed_data_ptr(const c10::DataPtr& owner) {
+  Block* block = npu_block_of(owner);
+  return block == nullptr ? c10::DataPtr(owner.get(), owner.device())
+                          : c10::DataPtr(owner.get(), block, &keep_block, owner.device());
+}
 
 bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
                         const std::optional<StorageBase>& base) {
