@@ -171,6 +171,14 @@ def test_format_rules_follow_the_storage_descriptor():
     owner = torch.empty(0, device="npu").set_(torch.empty(64, device="npu").untyped_storage())
     with pytest.warns(UserWarning, match="dim < 2"):
         assert torch_npu.get_npu_format(torch_npu.npu_format_cast(owner, 29)) == 2
+    # a storage made on its own (torch.UntypedStorage) has torch_npu's one-dimension-of-bytes descriptor, so a 2-D
+    # tensor set_() onto it lays out as that descriptor says (torch_npu's test_tensor_set_with_new_storage)
+    fresh = torch.UntypedStorage(64, device="npu")
+    fresh.copy_(torch.arange(16.0).untyped_storage())
+    square = torch.empty([], device="npu").set_(fresh, 0, [4, 4], [4, 1])
+    assert torch.equal(square.cpu(), torch.arange(16.0).view(4, 4))
+    with pytest.warns(UserWarning, match="dim < 2"):
+        assert torch_npu.get_npu_format(torch_npu.npu_format_cast(square, 29)) == 2
 
 
 def test_casting_to_the_current_format_keeps_the_storage():

@@ -49,6 +49,15 @@ def test_a_storage_without_a_descriptor_gives_its_elements():
     assert (typed.shape, typed.dtype) == (torch.Size([6]), torch.float32) and torch.equal(typed.cpu(), x.cpu().view(-1))
 
 
+def test_a_storage_made_on_its_own_gives_its_bytes_or_its_typed_elements():
+    raw = C._tensor_construct_from_storage(torch.UntypedStorage(24, device="npu"))
+    assert (raw.shape, raw.dtype) == (torch.Size([24]), torch.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage is deprecated
+        typed = C._tensor_construct_from_storage(torch.TypedStorage(6, dtype=torch.float32, device="npu"))
+    assert (typed.shape, typed.dtype) == (torch.Size([6]), torch.float32)
+
+
 def test_reused_memory_forgets_the_old_base():
     w = _nz((64, 64))
     address = w.untyped_storage().data_ptr()

@@ -37,6 +37,7 @@ py::dict soc_dict(const vnpu::SocProfile& soc) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "vnpu: the C++ core of the software Ascend NPU (devices, allocator, streams, redirect)";
   c10::SetAllocator(c10::DeviceType::PrivateUse1, vnpu::npu_allocator());
+  vnpu::register_npu_storage_creation();
   vnpu::install_cpu_allocator_bridge();
   vnpu::register_kineto_npu_profiler();  // npu kernels in torch.profiler with ProfilerActivity.PrivateUse1
   vnpu::register_profiler_stubs();       // npu times in the legacy / marker-only profiler

@@ -61,8 +61,9 @@ def _target_format(acl_format, tensor):
 
 
 def _storage_descriptor(tensor):
-    """The sizes torch_npu's storage descriptor keeps: the base sizes recorded with the storage's private format,
-    else those of the tensor the storage was made for (a view's base), or the tensor's own."""
+    """The sizes torch_npu's storage descriptor keeps: the base sizes recorded with the storage (with its private
+    format, or the one dimension of bytes of a storage made on its own), else those of the tensor the storage was
+    made for (a view's base), or the tensor's own."""
     recorded = _C._storage_base(tensor)
     if recorded is not None:
         return list(recorded[0])

@@ -86,7 +86,13 @@ at::Tensor tensor_from_storage(const py::handle& source) {
   auto [storage, typed_dtype, is_typed] = torch::createStorageGetType(source.ptr());
   TORCH_CHECK(storage.device_type() == kNpuType, "_tensor_construct_from_storage expects an npu storage, got one on ",
               storage.device(), ops_param_error());
-  const auto base = storage_base(storage.data_ptr());
+  auto base = storage_base(storage.data_ptr());
+  // a storage made on its own has the one-dimension-of-bytes descriptor; a TypedStorage over it reads its dtype
+  const bool raw = base && base->dtype == c10::ScalarType::Byte && base->sizes.size() == 1 &&
+                   base->sizes[0] == static_cast<int64_t>(storage.nbytes());
+  if (raw && is_typed) {
+    base.reset();
+  }
   const c10::ScalarType dtype = base ? base->dtype : (is_typed ? typed_dtype : c10::ScalarType::Byte);
   const int64_t elements = static_cast<int64_t>(storage.nbytes() / c10::elementSize(dtype));
   const std::vector<int64_t> sizes = base ? base->sizes : std::vector<int64_t>{elements};

@@ -86,6 +86,10 @@ std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr);
 // The same memory without owning it (torch_npu's weak reference to a tensor): the format and base its block
 // carries read through it, and dropping it frees nothing; the owner must outlive it.
 c10::DataPtr borrowed_data_ptr(const c10::DataPtr& owner);
+// Makes storages created on their own (torch.UntypedStorage(n, device="npu"), a storage moved to npu) carry the
+// descriptor torch_npu gives them, one dimension of bytes: a tensor set_() onto such a storage lays out as that
+// descriptor says, not as its own shape. Storages made for a tensor keep the tensor's.
+void register_npu_storage_creation();
 
 // torch.npu.MemPool: a pool of segments of its own. Allocations made on a device while a thread
 // uses a pool (set_thread_mem_pool) come from it; its memory stays reserved until release.

@@ -32,6 +32,25 @@ Block* npu_block_of(const c10::DataPtr& data_ptr) {
 }
 }  // namespace
 
+namespace {
+c10::intrusive_ptr<c10::StorageImpl> make_npu_storage(c10::StorageImpl::use_byte_size_t, c10::SymInt size_bytes,
+                                                      c10::DataPtr data_ptr, c10::Allocator* allocator,
+                                                      bool resizable) {
+  auto storage = data_ptr ? c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), size_bytes,
+                                                                  std::move(data_ptr), allocator, resizable)
+                          : c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), size_bytes,
+                                                                  allocator, resizable);
+  const int64_t bytes = static_cast<int64_t>(storage->nbytes());
+  set_storage_format(storage->data_ptr(), /*format=*/-1, /*storage_numel=*/-1,
+                     StorageBase{{bytes}, c10::ScalarType::Byte});
+  return storage;
+}
+}  // namespace
+
+void register_npu_storage_creation() {
+  c10::SetStorageImplCreate(c10::DeviceType::PrivateUse1, &make_npu_storage);
+}
+
 c10::DataPtr borrowed_data_ptr(const c10::DataPtr& owner) {
   Block* block = npu_block_of(owner);
   return block == nullptr ? c10::DataPtr(owner.get(), owner.device())
