@@ -25,8 +25,9 @@ def test_forward_and_gradients(keep_prob, key_transpose):
     score, softmax_out, drop = torch_npu.npu_fused_attention_score_fwd(
         q.npu(), k.npu(), v.npu(), mask.npu(), 0.5, keep_prob, key_transpose=key_transpose
     )
-    keep = drop.cpu().float()
-    assert drop.dtype == torch.uint8 and (keep_prob < 1.0 or bool(keep.all()))
+    assert drop.dtype == torch.uint8 and drop.shape == (b * n * s * s,)  # one byte per probability, flat
+    keep = drop.cpu().float().reshape(b, n, s, s)
+    assert keep_prob < 1.0 or bool(keep.all())
     qr, kr, vr = (t.clone().requires_grad_(True) for t in (q, k, v))
     want, probs = composition(qr, kr, vr, mask, 0.5, keep, keep_prob, key_transpose)
     torch.testing.assert_close(score.cpu(), want, atol=1e-5, rtol=1e-5)
@@ -39,3 +40,11 @@ def test_forward_and_gradients(keep_prob, key_transpose):
         )
         for got, tensor in zip(grads, (qr, kr, vr)):
             torch.testing.assert_close(got.cpu(), tensor.grad, atol=1e-5, rtol=1e-4)
+
+
+def test_grad_refuses_a_mask_of_another_size():
+    q = torch.randn(1, 2, 3, 4).npu()
+    probs = torch.softmax(torch.randn(1, 2, 3, 3), -1).npu()
+    mask = torch.ones(17, dtype=torch.uint8).npu()
+    with pytest.raises(RuntimeError, match=r"mask must hold one byte per element of softmax_output \(18\), got 17"):
+        torch_npu.npu_fused_attention_score_grad(torch.randn(3, 8).npu(), probs, q, q, q, mask, 0.5, 1.0)

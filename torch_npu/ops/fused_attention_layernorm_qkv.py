@@ -3,7 +3,8 @@
 x [B * S, H] (S = seq_len); kernel_query/key/value [H, H] in the (in, out) layout, i.e. the transpose of a
 Linear weight; gamma, beta [H]; optional biases [H]. Returns the list
 [norm [B * S, H], query [B, N, S, H / N], key, value, mean [B * S], variance [B * S]] with N = num_heads:
-the LayerNorm statistics are computed in float32 (the biased variance, not its reciprocal square root), each
+the LayerNorm statistics are computed in float32 and rounded to the kernels' dtype, as the card's outputs are
+allocated (the biased variance, not its reciprocal square root), each
 projection is norm @ kernel + bias accumulated in float32 and rounded once, then split into heads.
 """
 
@@ -40,7 +41,7 @@ def _fake(x, kernel_query, kernel_key, kernel_value, gamma, beta, bias_query=Non
     _check(x, (kernel_query, kernel_key, kernel_value), gamma, seq_len, num_heads)
     rows, hidden = x.shape
     heads = (rows // seq_len, num_heads, seq_len, hidden // num_heads)
-    stats = [x.new_empty(rows, dtype=torch.float32) for _ in range(2)]
+    stats = [x.new_empty(rows, dtype=kernel_query.dtype) for _ in range(2)]
     return [x.new_empty(rows, hidden), *(x.new_empty(heads) for _ in range(3)), *stats]
 
 
@@ -67,4 +68,4 @@ def npu_fused_attention_layernorm_qkv_fwd(x, kernel_query, kernel_key, kernel_va
             y = y + bias.float()
         y = y.to(x.dtype).view(rows // seq_len, seq_len, num_heads, hidden // num_heads)
         layers.append(y.permute(0, 2, 1, 3).contiguous())
-    return [norm, *layers, mean, variance]
+    return [norm, *layers, mean.to(kernel_query.dtype), variance.to(kernel_query.dtype)]

@@ -3,8 +3,9 @@ attention block in one call, or split into the forward that keeps what the backw
 
 forward: q, v [B, N, S, D], k [B, N, S, D] ([B, N, D, S] with key_transpose); P = softmax(q @ k^T * scale + mask)
 (an additive mask); dropout keeps keep_prob; returns (attention_score = (P * drop_mask / keep_prob) @ v with the
-heads merged, [B * S, N * D]; softmax_output P [B, N, S, S]; drop_mask uint8 [B, N, S, S], 1 = kept).
-grad: from grad_output [B * S, N * D], P and drop_mask, (grad_query, grad_key, grad_value) in the layers' shapes,
+heads merged, [B * S, N * D]; softmax_output P [B, N, S, S]; drop_mask uint8, one byte per element of P, flat [B * N * S * S] as the card's
+DropOutGenMaskV3 gives it, 1 = kept).
+grad: from grad_output [B * S, N * D], P and drop_mask (flat, or in P's shape), (grad_query, grad_key, grad_value) in the layers' shapes,
 computed in float32 (as the forward).
 """
 
@@ -27,7 +28,7 @@ _GRAD_FLAGS = (
 def _fwd_fake(query_layer, key_layer, value_layer, attention_mask, scale, keep_prob, *flags):
     b, n, s, d = query_layer.shape
     return (query_layer.new_empty(b * s, n * value_layer.shape[-1]), query_layer.new_empty(b, n, s, s),
-            query_layer.new_empty(b, n, s, s, dtype=torch.uint8))  # fmt: skip
+            query_layer.new_empty(b * n * s * s, dtype=torch.uint8))  # fmt: skip
 
 
 def _attention(op, query_layer, key_layer, value_layer, attention_mask, scale, keep_prob, key_transpose):
@@ -64,11 +65,11 @@ def npu_fused_attention_score(query_layer, key_layer, value_layer, attention_mas
 def npu_fused_attention_score_fwd(query_layer, key_layer, value_layer, attention_mask, scale, keep_prob,
                                   query_transpose=False, key_transpose=False, bmm_score_transpose_a=False,
                                   bmm_score_transpose_b=False, value_transpose=False, dx_transpose=False):  # fmt: skip
-    """(attention_score [B * S, N * D], softmax_output [B, N, S, S], drop_mask uint8 [B, N, S, S])."""
+    """(attention_score [B * S, N * D], softmax_output [B, N, S, S], drop_mask uint8 [B * N * S * S])."""
     args = (query_layer, key_layer, value_layer, attention_mask, scale, keep_prob, key_transpose)
     merged, probs, keep = _attention("npu_fused_attention_score_fwd", *args)
     drop_mask = torch.ones_like(probs, dtype=torch.uint8) if keep is None else keep.to(torch.uint8)
-    return merged, probs.to(query_layer.dtype), drop_mask
+    return merged, probs.to(query_layer.dtype), drop_mask.reshape(-1)
 
 
 def _grad_fake(grad_output, softmax_output, query_layer, key_layer, value_layer, mask, scale, keep_prob, *flags):
@@ -80,7 +81,10 @@ def _grad(grad_output, softmax_output, query_layer, key_layer, value_layer, mask
     b, n, s, d = query_layer.shape
     dv_heads = value_layer.shape[-1]
     dcontext = grad_output.float().reshape(b, s, n, dv_heads).permute(0, 2, 1, 3)  # [B, N, S, Dv]
-    probs, keep = softmax_output.float(), mask.float() / keep_prob
+    probs = softmax_output.float()
+    check(mask.numel() == probs.numel(), "npu_fused_attention_score_grad",
+          f"mask must hold one byte per element of softmax_output ({probs.numel()}), got {mask.numel()}")  # fmt: skip
+    keep = mask.reshape(probs.shape).float() / keep_prob
     dropped = probs * keep
     grad_value = dropped.transpose(-1, -2) @ dcontext
     dprobs = (dcontext @ value_layer.float().transpose(-1, -2)) * keep
