@@ -30,9 +30,7 @@ Block* npu_block_of(const c10::DataPtr& data_ptr) {
   const auto deleter = data_ptr.get_deleter();
   return deleter == &free_block || deleter == &keep_block ? static_cast<Block*>(data_ptr.get_context()) : nullptr;
 }
-}  // namespace
 
-namespace {
 c10::intrusive_ptr<c10::StorageImpl> make_npu_storage(c10::StorageImpl::use_byte_size_t, c10::SymInt size_bytes,
                                                       c10::DataPtr data_ptr, c10::Allocator* allocator,
                                                       bool resizable) {
