@@ -431,16 +431,23 @@ _FACTORIES = {
     "tril_indices": lambda d: torch.tril_indices(3, 3, device=d),
     "zeros": lambda d: torch.zeros((3, 3), device=d),
     "npu_dropout_gen_mask": lambda d: torch_npu.npu_dropout_gen_mask([1, 1], p=1.0, dtype=torch.float, device=d),
+    "empty_with_format": lambda d: torch_npu.empty_with_format([2, 3], device=d),
+    "empty_with_swapped_memory": lambda d: torch_npu.empty_with_swapped_memory([2, 3], device=d),
     "set_device": lambda d: torch.npu.set_device(d),
 }
 
 
 @pytest.mark.parametrize("factory", list(_FACTORIES))
 def test_factories_refuse_ordinals_past_the_device_count_in_torch_npus_words(factory):
-    """torch_npu's test_error_interception: the string, int and torch.device forms of npu:8..npu:10 (a torch.ops
-    operator's Device argument takes no int, so npu_dropout_gen_mask is given the other two)."""
+    """torch_npu's test_error_interception: the string, int and torch.device forms of npu:8..npu:10 (torch_npu's
+    own factory operators take a device index as torch's do)."""
     for index in range(8, 11):
-        forms = (f"npu:{index}", torch.device(f"npu:{index}"))
-        for device in forms if factory == "npu_dropout_gen_mask" else (*forms, index):
+        for device in (f"npu:{index}", torch.device(f"npu:{index}"), index):
             with pytest.raises(RuntimeError, match=_ORDINAL_ERROR):
                 _FACTORIES[factory](device)
+
+
+@pytest.mark.parametrize("factory", ["npu_dropout_gen_mask", "empty_with_format", "empty_with_swapped_memory"])
+def test_torch_npus_factories_take_a_device_index(factory):
+    """device=3 is npu:3 for torch_npu's factory operators, as for torch's."""
+    assert _FACTORIES[factory](3).device == torch.device("npu:3")

@@ -10,6 +10,7 @@ import torch
 from torch_npu import _C
 from torch_npu.npu._format import Format
 from torch_npu.ops._library import define
+from torch_npu.ops.registration import exported_packet
 from torch_npu.ops.storage_shapes import FIVE_D_FORMATS, NZ_FORMATS, default_format, storage_numel
 from torch_npu.utils._error_code import ErrCode, ops_error
 from torch_npu.utils._warnings import npu_warn
@@ -198,4 +199,4 @@ torch.library.register_autograd(
 
 npu_format_cast = torch.ops.npu.npu_format_cast
 npu_format_cast_ = torch.ops.npu.npu_format_cast_
-empty_with_format = torch.ops.npu.empty_with_format
+empty_with_format = exported_packet(torch.ops.npu.empty_with_format)  # device= also takes an index

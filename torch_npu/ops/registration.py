@@ -252,9 +252,10 @@ def _schema_signature(op):
 
 class NpuOperatorPacket(torch._ops.OpOverloadPacket):
     """torch.ops.npu.<name> as torch_npu exports it, with its Python bindings' argument forms: `input=` names
-    the `self` argument (torch_npu.fast_gelu(input=x)), and `out=` (a tensor, or a tuple for several) fills the
+    the `self` argument (torch_npu.fast_gelu(input=x)), `out=` (a tensor, or a tuple for several) fills the
     written keyword arguments of the `.out` overload (torch_npu.npu_apply_adam_w(..., out=(var, m, v))), also
-    when the `.out` overload is called itself."""
+    when the `.out` overload is called itself, and `device=` takes a device index as torch's factories do
+    (torch_npu.empty_with_format(..., device=1) is npu:1)."""
 
     def __getattr__(self, key):
         overload = super().__getattr__(key)
@@ -268,6 +269,9 @@ class NpuOperatorPacket(torch._ops.OpOverloadPacket):
             kwargs["self"] = kwargs.pop("input")
         if "out" in kwargs and "out" in self.overloads():
             return self.out(*args, **_out_arguments(self.out._schema, kwargs))
+        device = kwargs.get("device")
+        if isinstance(device, int) and not isinstance(device, bool):
+            kwargs["device"] = torch.device("npu", device)
         return self._op(*args, **kwargs)
 
 
@@ -298,10 +302,11 @@ def _out_arguments(schema, kwargs):
     return {**kwargs, **dict(zip(written, outs))}
 
 
-def _exported_packet(packet):
+def exported_packet(packet):
     arguments = packet.default._schema.arguments if hasattr(packet, "default") else []
     takes_self = bool(arguments) and arguments[0].name == "self"
-    if not takes_self and "out" not in packet.overloads():
+    takes_device = any(a.name == "device" for a in arguments)
+    if not takes_self and not takes_device and "out" not in packet.overloads():
         return packet
     exported = object.__new__(NpuOperatorPacket)
     exported.__dict__.update(packet.__dict__)
@@ -322,7 +327,7 @@ def _export(name, namespace="npu"):
         return
     record_definition(name, sys._getframe(1).f_globals["__name__"])  # (for operators defined without npu_op)
 
-    packet = _exported_packet(getattr(torch.ops.npu, name))
+    packet = exported_packet(getattr(torch.ops.npu, name))
     overloads = packet.overloads()
     first = "default" if "default" in overloads else (overloads[0] if overloads else None)
     try:

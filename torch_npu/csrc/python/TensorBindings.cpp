@@ -8,6 +8,7 @@
 
 #include "aten/EmptyStrided.h"
 #include "runtime/CachingAllocator.h"
+#include "runtime/Device.h"
 #include "runtime/ErrorCode.h"
 
 #include <ATen/ATen.h>
@@ -61,10 +62,16 @@ at::Tensor empty_with_swapped_memory(const std::vector<int64_t>& sizes, c10::Sca
     TORCH_CHECK(size >= 0, "empty_with_swapped_memory: sizes must be non-negative, got ", c10::IntArrayRef(sizes),
                 ops_param_error());
   }
+  vnpu::check_device_index(static_cast<c10::DeviceIndex>(device));
   const auto numel = c10::multiply_integers(sizes);
   auto host = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(numel * c10::elementSize(dtype)));
-  auto options = at::TensorOptions().dtype(dtype).device(c10::Device(kNpuType, static_cast<c10::DeviceIndex>(device)));
-  return at::from_blob(host->get(), sizes, [host](void*) mutable { host.reset(); }, options);
+  const c10::Device target(kNpuType, static_cast<c10::DeviceIndex>(device));
+  // the device is given, not looked up from the (host) pointer, so any npu device can hold it
+  return at::for_blob(host->get(), sizes)
+      .deleter([host](void*) mutable { host.reset(); })
+      .target_device(target)
+      .options(at::TensorOptions().dtype(dtype).device(target))
+      .make_tensor();
 }
 
 // torch_npu._C._empty_strided_npu(sizes, strides, dtype): compiled code's allocation fast path (as PyTorch's
