@@ -1,11 +1,15 @@
 """Deterministic computation controls of torch_npu.
 
 vnpu runs PyTorch's CPU kernels, which are deterministic for a given input except where PyTorch
-documents otherwise; these controls set PyTorch's own switches accordingly."""
+documents otherwise; these controls set PyTorch's own switches accordingly. Level 2 (CANN's strong
+consistency) also makes a matmul row's result independent of the row's position and of how many rows
+share the call, as on the card."""
 
 import warnings
 
 import torch
+
+from torch_npu import _C
 
 __all__ = ["set_deterministic_level", "enable_deterministic_with_backward", "disable_deterministic_with_backward"]
 
@@ -19,7 +23,8 @@ _CONFLICT = (
 
 def set_deterministic_level(level: int) -> None:
     """0: off; 1: deterministic kernels (torch.use_deterministic_algorithms(True));
-    2: also deterministic communication (HCCL_DETERMINISTIC).
+    2: strong consistency, also the same result for the same data wherever it sits (mm(a[:1], b) equals
+    mm(a, b)[:1] bit for bit; mm, addmm, bmm and baddbmm run in blocks of a fixed row count, slower).
 
     As in torch_npu, the level drives PyTorch's switch (with a warning when they disagree)."""
     global _level
@@ -34,6 +39,7 @@ def set_deterministic_level(level: int) -> None:
         warnings.warn(_CONFLICT.format(level > 0))
         torch.use_deterministic_algorithms(level > 0)
     _level = level
+    _C._set_strong_consistency(level == 2)
 
 
 def get_deterministic_level():

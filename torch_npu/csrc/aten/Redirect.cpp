@@ -8,6 +8,7 @@
 #include "aten/RedirectCall.h"
 #include "plan/PlanMode.h"
 #include "precision/PrecisionEmulation.h"
+#include "precision/StrongConsistency.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Device.h"
 #include "runtime/Stream.h"
@@ -97,7 +98,11 @@ void run_redirect(const OpFacts& facts, const c10::OperatorHandle& op, torch::ji
           }
         }
       }
-      op.redispatchBoxed(kCpuKeys, stack);
+      const bool in_row_blocks = C10_UNLIKELY(observed) && facts.cube_class == CubeClass::Matmul &&
+                                 strong_consistency() && run_in_row_blocks(op, stack, base);
+      if (!in_row_blocks) {
+        op.redispatchBoxed(kCpuKeys, stack);
+      }
     }
   } catch (const c10::NotImplementedError& error) {
     call.rethrow_for_npu(error);

@@ -11,6 +11,7 @@
 #include "compile/HostCompiledCall.h"
 #include "graphs/GraphCapture.h"
 #include "precision/PrecisionEmulation.h"
+#include "precision/StrongConsistency.h"
 #include "profiler/ActivityRecorder.h"
 #include "profiler/CollectiveRecorder.h"
 #include "profiler/OperatorInfoDump.h"
@@ -233,6 +234,8 @@ void bind_ops(py::module& m) {
     return d;
   });
   m.def("_update_precision_from_options", &update_precision_from_options);
+  m.def("_set_strong_consistency", &set_strong_consistency);
+  m.def("_strong_consistency", &strong_consistency);
   m.def("_round_to_hf32", &round_to_hf32);
 
   py::class_<GraphRecording, std::shared_ptr<GraphRecording>>(m, "_GraphRecording")
