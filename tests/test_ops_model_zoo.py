@@ -577,3 +577,9 @@ def test_grid_assign_positive_reads_num_gts_real_rows_of_padded_overlaps():
 
     assert assign(1).tolist() == [0.0, 1.0, 0.0, 0.0]  # the padded second row takes no part
     assert assign(2).tolist() == assign(128).tolist() == [2.0, 1.0, 0.0, 0.0]
+    wrong = (torch.zeros(4), overlaps[:, :3], flags, max_overlaps, argmax, overlaps.max(1)[0], overlaps.max(1)[1].int())
+    with pytest.raises(RuntimeError) as error:
+        torch_npu.npu_grid_assign_positive(*(a.npu() for a in wrong), 2, 0.5, 0.0, True)
+    assert first_line(error.value) == (
+        "npu_grid_assign_positive: overlaps must be [k, 4] (k gt rows, the first num_gts real), got (2, 3)"
+    )

@@ -334,6 +334,22 @@ INVALID_ARGUMENT_ERRORS = [
     ),
     (
         lambda: torch_npu.npu_quant_matmul(
+            int8_zeros(2, 4),
+            int8_zeros(4, 5),
+            t(5),
+            pertoken_scale=t(2, dtype=torch.float16),
+            output_dtype=torch.float16,
+        ),
+        "npu_quant_matmul: pertoken_scale must be float32, got torch.float16",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(
+            int8_zeros(2, 4), int8_zeros(4, 5), t(5, dtype=torch.int64), pertoken_scale=t(2), output_dtype=torch.float16
+        ),
+        "npu_quant_matmul: pertoken_scale needs a float32 or bfloat16 scale, got torch.int64",
+    ),
+    (
+        lambda: torch_npu.npu_quant_matmul(
             int8_zeros(2, 4), int8_zeros(4, 5), t(5), offset=t(5), output_dtype=torch.bfloat16
         ),
         "npu_quant_matmul: offset needs int8 output, got torch.bfloat16",

@@ -60,8 +60,8 @@ def route_plan(expert_ids, world, moe_expert_num, op, shared=0, routes=None):
     expert) [world, E_l]); the first `shared` ranks hold no MoE expert."""
     check(moe_expert_num % (world - shared) == 0, op, f"moe_expert_num ({moe_expert_num}) must be a multiple of ep_world_size - shared_expert_rank_num ({world - shared})")  # fmt: skip
     flat = _routed_ids(expert_ids, routes, moe_expert_num)
-    check(bool(((flat >= 0) & (flat <= moe_expert_num) & ((flat < moe_expert_num) | (routes is not None))).all()), op,
-          f"expert_ids must lie in [0, {moe_expert_num})")  # fmt: skip
+    valid = (flat >= 0) & (flat < moe_expert_num)
+    check(bool((valid if routes is None else valid | ~routes).all()), op, f"expert_ids must lie in [0, {moe_expert_num})")  # fmt: skip
     order = torch.argsort(flat, stable=True)  # experts are rank-major: this is (rank, local expert, route) order
     per_expert = torch.bincount(flat, minlength=moe_expert_num + 1)[:moe_expert_num].reshape(world - shared, moe_expert_num // (world - shared))  # fmt: skip
     per_expert = torch.cat([per_expert.new_zeros(shared, per_expert.shape[1]), per_expert])

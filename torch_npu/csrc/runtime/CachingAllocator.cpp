@@ -20,13 +20,10 @@
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
 
-#include <array>
 #include <atomic>
-#include <cstring>
-#include <map>
 #include <mutex>
-#include <set>
-#include <sstream>
+#include <string>
+#include <vector>
 
 namespace vnpu {
 
@@ -62,7 +59,6 @@ void note(const char* action, c10::DeviceIndex device, const void* address, size
   }
 }
 
-std::atomic<bool> g_initialized{false};
 std::atomic<int64_t> g_host_mapped{0};  // bytes of segments mapped for all devices
 
 // The statistics a block allocation raises: their peaks wait for an operator boundary when the block is
@@ -77,21 +73,6 @@ void raise_without_peak(StatArray& stat, bool small, int64_t delta) {
     stat[i].current += delta;
     stat[i].allocated += delta;
   }
-}
-
-// Takes the peaks a CPU kernel's blocks left pending.
-void settle_peaks(DeviceState& st) {
-  if (!st.peaks_pending) {
-    return;
-  }
-  for (auto member : kBlockStats) {
-    for (auto& stat : st.stats.*member) {
-      stat.peak = std::max(stat.peak, stat.current);
-    }
-  }
-  auto& oversize = st.stats.oversize_allocations;
-  oversize.peak = std::max(oversize.peak, oversize.current);
-  st.peaks_pending = false;
 }
 
 size_t round_size(size_t requested, const AllocatorConfig& config) {
@@ -196,6 +177,21 @@ bool should_split(const Block* block, size_t size, const AllocatorConfig& config
 }
 
 }  // namespace
+
+// Shared with NpuDeviceAllocator.cpp (declared in DeviceMemoryState.h).
+void settle_peaks(DeviceState& st) {
+  if (!st.peaks_pending) {
+    return;
+  }
+  for (auto member : kBlockStats) {
+    for (auto& stat : st.stats.*member) {
+      stat.peak = std::max(stat.peak, stat.current);
+    }
+  }
+  auto& oversize = st.stats.oversize_allocations;
+  oversize.peak = std::max(oversize.peak, oversize.current);
+  st.peaks_pending = false;
+}
 
 // Shared with ForeignStorage.cpp (declared in DeviceMemoryState.h).
 void update_stat(StatArray& stat, bool small, int64_t delta) {
@@ -533,108 +529,6 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
   flush_events();
   trace::fire(trace::Point::MemoryAllocation, block->ptr);
   return block;
-}
-
-namespace {
-
-// The statistics calls check their device as torch_npu's caching allocator does (its text, not the runtime's).
-void check_stats_device(c10::DeviceIndex device) {
-  TORCH_CHECK(device >= 0 && device < device_count(), "Invalid device argument.",
-              error_suffix(SubModule::kPta, kErrParam, "invalid parameter"));
-}
-
-void for_each_stat_array(DeviceStats& s, void (*fn)(c10::CachingAllocator::Stat&)) {
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
-                       &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
-    for (auto& stat : *a) {
-      fn(stat);
-    }
-  }
-  fn(s.oversize_allocations);
-  fn(s.oversize_segments);
-}
-
-struct NpuAllocator final : c10::DeviceAllocator {
-  c10::DataPtr allocate(size_t bytes) override {
-    const auto device = current_device();
-    note_device_context(device);
-    if (bytes == 0) {
-      return c10::DataPtr(nullptr, c10::Device(kNpu, device));
-    }
-    Block* block = pool_allocate_block(bytes, device);
-    return c10::DataPtr(block->ptr, block, &free_block, c10::Device(kNpu, device));
-  }
-  c10::DeleterFnPtr raw_deleter() const override {
-    return nullptr;  // the context (the block) differs from the data pointer
-  }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    std::memcpy(dest, src, count);
-  }
-  bool initialized() override {
-    return g_initialized.load();
-  }
-  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
-    std::lock_guard<std::recursive_mutex> releasing(free_mutex());
-    for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
-      DeviceState& st = device_state(d);
-      {
-        Guard guard(st.lock);
-        release_free_segments(st);
-      }
-      flush_events();
-    }
-  }
-  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
-    // Execution is synchronous: a block is never in use by another stream when it is freed. The trace point
-    // tells the sanitizer, which models the card, that the block waits for `stream`.
-    trace::fire(trace::Point::RecordStream, ptr.get(), stream_native_handle(stream));
-  }
-  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
-    check_stats_device(device);
-    DeviceState& st = device_state(device);
-    Guard guard(st.lock);
-    settle_peaks(st);
-    DeviceStats stats = st.stats;
-    const auto max_split = allocator_config().max_split_size;
-    stats.max_split_size = max_split == std::numeric_limits<size_t>::max() ? 0 : static_cast<int64_t>(max_split);
-    return stats;
-  }
-  void resetAccumulatedStats(c10::DeviceIndex device) override {
-    check_stats_device(device);
-    DeviceState& st = device_state(device);
-    Guard guard(st.lock);
-    for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
-    auto& s = st.stats;
-    s.num_alloc_retries = s.num_ooms = s.num_sync_all_streams = 0;
-    s.num_device_alloc = s.num_device_free = s.num_oom_rejections = 0;
-  }
-  void resetPeakStats(c10::DeviceIndex device) override {
-    check_stats_device(device);
-    DeviceState& st = device_state(device);
-    Guard guard(st.lock);
-    for_each_stat_array(st.stats, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
-    st.peaks_pending = false;
-  }
-  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
-    return device_memory_info(device);
-  }
-};
-
-NpuAllocator g_npu_allocator;
-
-}  // namespace
-
-c10::DeviceAllocator* npu_allocator() {
-  return &g_npu_allocator;
-}
-
-void init_allocator() {
-  if (C10_LIKELY(g_initialized.load(std::memory_order_acquire))) {
-    return;
-  }
-  allocator_config();  // throws on an invalid PYTORCH_NPU_ALLOC_CONF
-  device_capacity();   // throws on an invalid VNPU_SOC / VNPU_DEVICE_MEMORY
-  g_initialized.store(true, std::memory_order_release);
 }
 
 }  // namespace vnpu

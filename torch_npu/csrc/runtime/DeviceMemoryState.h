@@ -60,6 +60,9 @@ int64_t current(const c10::CachingAllocator::StatArray& stat);
 int64_t allowed_bytes(const DeviceState& st);
 // Logs the allocator events this thread queued (call without holding a device lock).
 void flush_events();
+
+// Takes the peaks a CPU kernel's blocks left pending (see pool_allocate_block).
+void settle_peaks(DeviceState& st);
 // Returns the cached segments that hold no allocation to the host (see CachingAllocator.cpp).
 void release_free_segments(DeviceState& st, bool every_pool = false);
 // The MemPool this thread allocates from on `device` (0: the default pool); no index check.
