@@ -169,3 +169,57 @@ def test_npu_asd_enable_hooks_layer_norm_inputs():
     assert proc.stdout.split() == ["True", "True"]
     plain = run_python("import torch_npu, torch.nn.functional as F; print(hasattr(F.layer_norm, '__vnpu_asd__'))")
     assert plain.stdout.split() == ["False"]
+
+
+def _check_v3(value, avg, step, npu_asd_detect=1, grad=None, thresholds=(1e6, 1e4), betal=0.5):
+    grad = torch.ones(3).npu() if grad is None else grad
+    most = torch.tensor([400.0]).npu()
+    out = torch_npu._npu_silent_check_v3(torch.tensor([value]).npu(), grad, step, most, avg, *thresholds, betal,
+                                         npu_asd_detect)  # fmt: skip
+    assert out.dtype == torch.int32 and out.shape == step.shape and float(most) == 400.0
+    return int(out), float(avg), int(step)
+
+
+def _ema(avg, value, betal=0.5):
+    """The float32 running average after one finite value."""
+    return float(torch.tensor([avg]).mul(betal).add(value * (1 - betal)))
+
+
+def test_v3_bounds_by_the_running_average(silent_log):
+    avg, step = torch.tensor([2.0]).npu(), torch.tensor([0]).npu()
+    # step 0: the bound is avg itself (level 2 above 2 * 1e4), then avg = 0.5 * avg + 0.5 * val
+    assert _check_v3(3e4, avg, step) == (2, _ema(2.0, 3e4), 1)
+    # step 1: the bound is avg / (1 - 0.5) = 30002: level 1 above 3.0002e10, level 2 above 3.0002e8
+    assert _check_v3(3e8, avg, step) == (0, _ema(15001.0, 3e8), 2)
+    assert _check_v3(float("nan"), avg, step) == (1, _ema(15001.0, 3e8), 3)  # level 1; the average keeps finite values
+    bound = float(avg) / (1 - 0.5**3)
+    assert _check_v3(bound * 1e6 * 1.01, avg, step)[0] == 1
+    assert _check_v3(bound * 1e4 * 0.99, torch.tensor([float(avg)]).npu(), torch.tensor([3]).npu())[0] == 0
+    assert [m.split(":")[0] for m in silent_log] == ["silent check level 2 alarm"] + ["silent check level 1 fault"] * 2
+
+
+def test_v3_stops_with_the_gradient_cleared_and_refuses_bad_arguments(silent_log):
+    avg, step, grad = torch.tensor([1.0]).npu(), torch.tensor([0]).npu(), torch.ones(3).npu()
+    assert _check_v3(2.0, avg, step, npu_asd_detect=3) == (0, 1.5, 1)
+    assert silent_log[-1] == "silent check val=2.0"
+    with pytest.raises(RuntimeError) as info:
+        _check_v3(float("inf"), avg, step, npu_asd_detect=2, grad=grad)
+    assert str(info.value).splitlines()[0] == (
+        "_npu_silent_check_v3: silent data corruption: val=inf is a level 1 fault (npu_asd_detect=2: the card stops "
+        "here and resumes from the last checkpoint)"
+    )
+    assert (float(avg), int(step)) == (1.5, 1) and torch.equal(grad.cpu(), torch.zeros(3))
+    for kwargs, message in (
+        (
+            {"thresholds": (1e4, 1e4)},
+            "the cThreshL1 value is 10000.000000, cannot be less than or equal to cThreshL2 value 10000.000000.",
+        ),  # fmt: skip
+        ({"betal": 1.5}, "the beta1 value is 1.500000, cannot be less than 0 or greater than 1."),
+    ):
+        with pytest.raises(RuntimeError) as info:
+            _check_v3(1.0, avg, step, **kwargs)
+        assert str(info.value).splitlines()[0] == f"_npu_silent_check_v3: {message}"
+    with pytest.raises(RuntimeError) as info:
+        _check_v3(1.0, avg, torch.tensor([0], dtype=torch.int32).npu())
+    assert str(info.value).splitlines()[0] == "_npu_silent_check_v3: step must be int64, got torch.int32"
+    assert (float(avg), int(step)) == (1.5, 1)  # refused calls change nothing

@@ -15,7 +15,7 @@ SCHEMAS = os.path.join(
     "shared", "reference", "op_plugin_custom_schemas.txt",
 )  # fmt: skip
 # CANN does not publish how aclnnSilentCheckV2 updates its running average; PyTorch 2.13 has no Dimname type.
-NOT_BUILT = {"_npu_silent_check_v3", "npu_max.names_dim", "npu_min.names_dim"}
+NOT_BUILT = {"npu_max.names_dim", "npu_min.names_dim"}
 
 
 def _missing(names):

@@ -17,8 +17,14 @@ _npu_silent_check_v2 (aclnnSilentCheck) is the same check with the history packe
 max_val] (float32) and ``step`` (int64, the checks so far, raised by one per call; judged from ``c_min_steps``
 on). ``npu_asd_detect`` is the NPU_ASD_ENABLE level: 2 stops at a level-1 fault (the card triggers a resume from
 the last checkpoint; vnpu raises, keeping the history as it was), 3 also logs each normal value, 1 logs only.
-_npu_silent_check_v3 (aclnnSilentCheckV2, a Markov-inequality threshold over a running average) is not built:
-CANN does not publish how its average is updated nor what its ``max`` input holds.
+_npu_silent_check_v3 (aclnnSilentCheckV2) judges ``val`` against a running average instead: with ``step`` = s checks
+so far and ``avg`` = a, the bound is a at s = 0 and the Markov-inequality bound a / (1 - betal**s) after; a level 1
+fault is inf/NaN or above bound * c_thresh_l1, a level 2 alarm above bound * c_thresh_l2. Unless it stops, the check
+then folds a finite ``val`` into the average (a = betal * a + (1 - betal) * val) and raises ``step`` by one. CANN
+documents the thresholds and that avg and step are updated; the update itself is the exponential moving average the
+bias-corrected bound implies, the same one torch_npu's Python grad-norm detector keeps. npu_asd_detect 2 stops at a
+level 1 fault with the gradient zeroed, as the card clears it before resuming. ``max`` is checked (one value) and not
+read: CANN gives it no role in the published formula.
 """
 
 import math
@@ -107,5 +113,43 @@ def _npu_silent_check_v2(val, input_grad, sfda, step, c_min_steps, c_thresh_l1, 
     thresholds = (c_thresh_l1, c_coeff_l1, c_thresh_l2, c_coeff_l2)
     level = _judged(float(val), sfda.view(-1).unbind(), int(step.max()), c_min_steps, thresholds, npu_asd_detect, op)
     with torch.no_grad():
+        step.add_(1)
+    return torch.full(step.shape, level, dtype=torch.int32, device=step.device)
+
+
+@npu_op(
+    "_npu_silent_check_v3(Tensor val, Tensor(a!) input_grad, Tensor(b!) step, Tensor(c!) max, Tensor(d!) avg, "
+    "float c_thresh_l1, float c_thresh_l2, float betal, int npu_asd_detect) -> Tensor",
+    fake=lambda val, input_grad, step, *args: step.new_empty(step.shape, dtype=torch.int32),
+)
+def _npu_silent_check_v3(val, input_grad, step, max, avg, c_thresh_l1, c_thresh_l2, betal, npu_asd_detect):  # noqa: A002
+    """The running-average check (see the module doc)."""
+    op = "_npu_silent_check_v3"
+    for name, t in (("val", val), ("max", max), ("avg", avg), ("step", step)):
+        check(t.numel() == 1, op, f"{name} must hold one value, got shape {tuple(t.shape)}")
+    check(step.dtype == torch.int64, op, f"step must be int64, got {step.dtype}")
+    check(c_thresh_l1 > c_thresh_l2, op, f"the cThreshL1 value is {c_thresh_l1:f}, cannot be less than or equal to cThreshL2 value {c_thresh_l2:f}.")  # fmt: skip
+    check(0 <= betal <= 1, op, f"the beta1 value is {betal:f}, cannot be less than 0 or greater than 1.")
+    value, average, steps = float(val), float(avg), int(step)
+    correction = 1.0 if steps == 0 else 1.0 - betal**steps
+    bound = average / correction if correction > 0 else math.inf
+    if not math.isfinite(value) or value > bound * c_thresh_l1:
+        level = _LEVEL1
+    elif value > bound * c_thresh_l2:
+        level = _LEVEL2
+    else:
+        level = _NORMAL
+    log = get_logger("silent")
+    if level != _NORMAL:
+        report = log.error if level == _LEVEL1 else log.warning
+        report("silent check level %d %s: val=%s, avg=%s, step=%d", level, "fault" if level == _LEVEL1 else "alarm", value, average, steps)  # fmt: skip
+    elif npu_asd_detect == 3:
+        log.warning("silent check val=%s", value)
+    with torch.no_grad():
+        if level == _LEVEL1 and npu_asd_detect == 2:
+            input_grad.zero_()
+            check(False, op, f"silent data corruption: val={value} is a level 1 fault (npu_asd_detect=2: the card stops here and resumes from the last checkpoint)")  # fmt: skip
+        if math.isfinite(value):
+            avg.mul_(betal).add_(value * (1.0 - betal))
         step.add_(1)
     return torch.full(step.shape, level, dtype=torch.int32, device=step.device)
