@@ -192,3 +192,83 @@ def _refusals_on_the_groups():
     too_many = recv_counts + 10**4
     _raises(lambda: combine(expand_x, ids, expand_idx, too_many, weights, group_ep, ep, e, experts, tp_send_counts=tp_recv_counts, tp_rank_id=t, **domain),
             f"npu_moe_distribute_combine: ep_send_counts address {int(too_many[recv_counts.numel() // tp - 1])} rows, more than expand_x holds for this rank ({int(tp_recv_counts[t])})")  # fmt: skip
+
+
+def _special_inputs(rank, experts, specials):
+    g = torch.Generator().manual_seed(1500 + rank)
+    ids = torch.stack([torch.randperm(experts + specials, generator=g)[:3] for _ in range(_BS)]).to(torch.int32)
+    return torch.randn(_BS, _H, generator=g).to(torch.bfloat16), ids, torch.rand(_BS, 3, generator=g)
+
+
+def _route_output(x, e, experts, consts):
+    """What route to expert e gives for token x: the test's expert e scales by e + 1 (in bfloat16, as the rows came
+    back); the special experts after the MoE experts here are one zero, one copy and two const experts."""
+    if e < experts:
+        return (x.float() * (e + 1)).to(torch.bfloat16).float()
+    if e == experts:
+        return torch.zeros(x.shape[0])
+    if e == experts + 1:
+        return x.float()
+    alpha_1, alpha_2, const_v = consts
+    c = e - experts - 2
+    return alpha_1[c].float() * x.float() + alpha_2[c].float() * const_v[c].float()
+
+
+def case_moe_distribute_special_experts():
+    """The v2 family's zero / copy / const experts (ids after the MoE experts): routes to them are never sent, and
+    combine adds 0, ori_x, or alpha_1[c] * ori_x + alpha_2[c] * v[c], weighted as any route; a route x_active_mask
+    switches off adds nothing; ids past the last special expert and missing const inputs are refused."""
+    experts, counts = 2 * WORLD, dict(zero_expert_num=1, copy_expert_num=1, const_expert_num=2)
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    args = (hcom, WORLD, RANK, experts)
+    xs, ids, weights = zip(*[_special_inputs(r, experts, 4) for r in range(WORLD)])
+    g = torch.Generator().manual_seed(1600)
+    alpha_1, alpha_2 = (torch.rand(2, generator=g).to(torch.bfloat16) for _ in range(2))
+    const_v = torch.randn(2, _H, generator=g).to(torch.bfloat16)
+    mask = torch.ones(_BS, 3, dtype=torch.bool)
+    mask[0, :] = False  # token 0 takes no part
+    mask[1, ids[RANK][1] >= experts] = False  # token 1's special routes are switched off
+    for x_active_mask in (None, mask):
+        extra = {} if x_active_mask is None else {"x_active_mask": x_active_mask.to(DEV)}
+        masks = [x_active_mask if r == RANK else None for r in range(WORLD)]
+        out = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, **counts, **extra)
+        expand_x, _, assist, _, recv_counts, _, _ = out
+        sent = [(q, tok) for j in range(2) for q in range(WORLD) for tok in range(_BS) for c in range(3)
+                if int(ids[q][tok, c]) == RANK * 2 + j and (masks[q] is None or bool(masks[q][tok, c]))]  # fmt: skip
+        if x_active_mask is None:  # the other ranks' masks are theirs: only the unmasked call is checked row by row
+            same(expand_x[: len(sent)], torch.stack([xs[q][tok] for q, tok in sent]))
+            assert not expand_x[len(sent) :].cpu().any()
+        rows = expand_x.clone()
+        local = (recv_counts.cpu().diff(prepend=torch.zeros(1, dtype=torch.int32)).reshape(2, WORLD).sum(1)).tolist()
+        factor = torch.cat([torch.full((n,), RANK * 2 + j + 1.0) for j, n in enumerate(local)])
+        rows[: factor.numel()] = (expand_x[: factor.numel()].float() * factor.to(DEV)[:, None]).to(torch.bfloat16)
+        specials = dict(ori_x=xs[RANK].to(DEV), const_expert_alpha_1=alpha_1.to(DEV), const_expert_alpha_2=alpha_2.to(DEV),
+                        const_expert_v=const_v.to(DEV), **counts, **extra)  # fmt: skip
+        combined = torch_npu.npu_moe_distribute_combine_v2(rows, ids[RANK].to(DEV), assist, recv_counts, weights[RANK].to(DEV), *args, **specials)  # fmt: skip
+        consts = (alpha_1, alpha_2, const_v)
+        per_route = torch.stack([torch.stack([_route_output(xs[RANK][tok], int(ids[RANK][tok, c]), experts, consts) if x_active_mask is None or bool(x_active_mask[tok, c]) else torch.zeros(_H) for c in range(3)]) for tok in range(_BS)])  # fmt: skip
+        want = (per_route * weights[RANK].reshape(_BS, 3, 1)).sum(1)
+        if x_active_mask is not None:
+            want[0] = 0
+        same(combined, want.to(torch.bfloat16))
+        residual, gamma = torch.randn(_BS, _H).to(torch.bfloat16), torch.rand(_H).to(torch.bfloat16)
+        _, _, summed = torch_npu.npu_moe_distribute_combine_add_rms_norm(
+            rows, ids[RANK].to(DEV), assist, recv_counts, weights[RANK].to(DEV), residual.to(DEV), gamma.to(DEV), *args, **specials)  # fmt: skip
+        same(summed, (combined.cpu().float() + residual.float()).to(torch.bfloat16))
+    beyond = ids[RANK].clone()
+    beyond[0, 0] = experts + 4
+    _raises(lambda: torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), beyond.to(DEV), *args, **counts),
+            f"npu_moe_distribute_dispatch_v2: expert_ids must lie in [0, {experts + 4}) (moe_expert_num + zero_expert_num + copy_expert_num + const_expert_num)")  # fmt: skip
+    no_v = dict(ori_x=xs[RANK].to(DEV), const_expert_alpha_1=alpha_1.to(DEV), const_expert_alpha_2=alpha_2.to(DEV), **counts)  # fmt: skip
+    _raises(
+        lambda: torch_npu.npu_moe_distribute_combine_v2(
+            rows, ids[RANK].to(DEV), assist, recv_counts, weights[RANK].to(DEV), *args, **no_v
+        ),  # fmt: skip
+        "npu_moe_distribute_combine_v2: const_expert_v must be (2, 8) with const_expert_num 2, got None",
+    )
+    _raises(
+        lambda: torch_npu.npu_moe_distribute_combine_v2(
+            rows, ids[RANK].to(DEV), assist, recv_counts, weights[RANK].to(DEV), *args, **counts
+        ),  # fmt: skip
+        "npu_moe_distribute_combine_v2: ori_x is required with copy_expert_num or const_expert_num",
+    )

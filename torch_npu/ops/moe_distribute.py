@@ -19,10 +19,13 @@ expert_scales, in float32, in expand_x's dtype (plus shared_expert_x when given)
 adds residual_x and RmsNorms the sum with gamma: (y, rstd, x).
 
 The v2 family takes x_active_mask: (BS,) with its True values first masks tokens, (BS, K) single routes; what takes
-no part is not sent, and combine gives zeros for a token taking no part.
+no part is not sent, and combine gives zeros for a token taking no part. It also takes the special experts, numbered
+after the MoE experts: zero_expert_num zero experts, then copy_expert_num copy experts, then const_expert_num const
+experts. A route to one is never sent; combine computes its output on the token's own rank -- 0, ori_x, or
+const_expert_alpha_1[c] * ori_x + const_expert_alpha_2[c] * const_expert_v[c] for const expert c, in float32 -- and
+weights it with expert_scales as any other route.
 
-Not computed by vnpu (refused clearly): communication quantisation, the v2 special experts (zero / copy / const)
-and elastic scaling.
+Not computed by vnpu (refused clearly): communication quantisation and elastic scaling.
 """
 
 import torch
@@ -47,6 +50,50 @@ def active_routes(x_active_mask, expert_ids, op):
         return x_active_mask.reshape(-1), x_active_mask.any(1)
     check(bool(x_active_mask[: int(x_active_mask.sum())].all()), op, "x_active_mask of shape (BS,) must hold its True values before its False values")  # fmt: skip
     return x_active_mask.repeat_interleave(k), x_active_mask
+
+
+def special_routes(expert_ids, active, moe_expert_num, counts, op):
+    """(active routes without those to special experts, [BS * K] routes to special experts taking part or None).
+    counts: (zero_expert_num, copy_expert_num, const_expert_num); the special experts' ids follow the MoE experts'."""
+    if not any(counts):
+        return active, None
+    routes, tokens = active
+    flat = expert_ids.reshape(-1).long()
+    last = moe_expert_num + sum(counts)
+    valid = (flat >= 0) & (flat < last)
+    check(bool((valid if routes is None else valid | ~routes).all()), op, f"expert_ids must lie in [0, {last}) (moe_expert_num + zero_expert_num + copy_expert_num + const_expert_num)")  # fmt: skip
+    special = flat >= moe_expert_num
+    taking = special if routes is None else special & routes
+    return ((~special if routes is None else routes & ~special), tokens), taking
+
+
+def special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_v, like, op):
+    """(taking, float32 outputs [n, H] of its routes): 0 (zero experts), ori_x (copy experts), alpha_1[c] * ori_x +
+    alpha_2[c] * v[c] (const expert c), or None without special routes."""
+    if taking is None:
+        return None
+    zero, copy, const = counts
+    bs, k = expert_ids.shape
+    h = like.shape[1]
+    check(not (copy or const) or ori_x is not None, op, "ori_x is required with copy_expert_num or const_expert_num")
+    if ori_x is not None:
+        check(tuple(ori_x.shape) == (bs, h) and ori_x.dtype == like.dtype, op, f"ori_x must be ({bs}, {h}) in {like.dtype}, got {tuple(ori_x.shape)} in {ori_x.dtype}")  # fmt: skip
+    if const:
+        for name, t, shape in (("const_expert_alpha_1", alphas[0], (const,)), ("const_expert_alpha_2", alphas[1], (const,)), ("const_expert_v", const_v, (const, h))):  # fmt: skip
+            check(t is not None and tuple(t.shape) == shape, op, f"{name} must be {shape} with const_expert_num {const}, got {None if t is None else tuple(t.shape)}")  # fmt: skip
+    where = taking.nonzero().squeeze(1)
+    expert = expert_ids.reshape(-1).long()[where] - moe_expert_num
+    token = where // k
+    rows = like.new_zeros(where.numel(), h, dtype=torch.float32)
+    copies = (expert >= zero) & (expert < zero + copy)
+    if bool(copies.any()):
+        rows[copies] = ori_x[token[copies]].float()
+    consts = expert >= zero + copy
+    if bool(consts.any()):
+        c = expert[consts] - zero - copy
+        x = ori_x[token[consts]].float()
+        rows[consts] = alphas[0].float()[c, None] * x + alphas[1].float()[c, None] * const_v.float()[c]
+    return taking, rows
 
 
 def _routed_ids(expert_ids, routes, moe_expert_num):
@@ -174,8 +221,8 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
 
 
 def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
-             tp_send_counts, op, active=(None, None)):  # fmt: skip
-    """[BS, H]; a token taking no part (active: active_routes') gets zeros."""
+             tp_send_counts, op, active=(None, None), specials=None):  # fmt: skip
+    """[BS, H]; a token taking no part (active: active_routes') gets zeros; specials: special_outputs'."""
     d = domains
     bs, k = expert_ids.shape
     routes, tokens = active
@@ -195,6 +242,9 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, do
     else:  # a route taking no part adds an exact zero
         per_route = routed.new_zeros(bs * k, routed.shape[1])
         per_route[routes] = routed[positions[routes]]
+    if specials is not None:  # the special experts' outputs, computed here
+        per_route = per_route.float()
+        per_route[specials[0]] = specials[1]
     out = (per_route.float().reshape(bs, k, -1) * expert_scales.float().reshape(bs, k, 1)).sum(1)  # (t, k) order
     for block in shared_out.split(shared_out.shape[0] // d.shared_experts) if d.shared else ():  # in expert order
         out = out + (block if tokens is None else block.new_zeros(bs, block.shape[1]).index_put_((tokens,), block)).float()  # fmt: skip
@@ -275,10 +325,9 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums, ep_recv_counts, tp_recv_counts,
     expand_scales)."""
     op = "npu_moe_distribute_dispatch_v2"
-    special = [("elastic_info", elastic_info is not None),
-               ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    refuse_unsupported(op, special)
-    active = active_routes(x_active_mask, expert_ids, op)
+    refuse_unsupported(op, [("elastic_info", elastic_info is not None)])
+    counts = (zero_expert_num, copy_expert_num, const_expert_num)
+    active, _ = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)
     domains = _domains(op, locals())
     return _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_bs, expert_token_nums_type, op,
                      active)  # fmt: skip
@@ -336,13 +385,14 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
                                   const_expert_num=0):  # fmt: skip
     """[BS, H], as npu_moe_distribute_combine."""
     op = "npu_moe_distribute_combine_v2"
-    unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
-                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num)]  # fmt: skip
-    refuse_unsupported(op, unsupported)
-    active = active_routes(x_active_mask, expert_ids, op)
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None)])
+    counts = (zero_expert_num, copy_expert_num, const_expert_num)
+    active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
+    alphas = (const_expert_alpha_1, const_expert_alpha_2)
+    specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
     domains = _domains(op, locals())
     return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, domains,
-                    shared_expert_x, tp_send_counts, op, active)  # fmt: skip
+                    shared_expert_x, tp_send_counts, op, active, specials)  # fmt: skip
 
 
 def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
@@ -369,16 +419,20 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
                                             tp_world_size=0, tp_rank_id=0, expert_shard_type=0, shared_expert_num=1,
                                             shared_expert_rank_num=0, comm_quant_mode=0, elastic_info=None, norm_eps=1e-6,
                                             zero_expert_num=0, copy_expert_num=0, const_expert_num=0, x_active_mask=None,
-                                            activation_scale=None, weight_scale=None, **unused):  # fmt: skip
+                                            activation_scale=None, weight_scale=None, ori_x=None,
+                                            const_expert_alpha_1=None, const_expert_alpha_2=None, const_expert_v=None,
+                                            **unused):  # fmt: skip
     """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
     op = "npu_moe_distribute_combine_add_rms_norm"
     unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
-                   ("zero / copy / const experts", zero_expert_num or copy_expert_num or const_expert_num),
                    ("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
-    active = active_routes(x_active_mask, expert_ids, op)
+    counts = (zero_expert_num, copy_expert_num, const_expert_num)
+    active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
+    alphas = (const_expert_alpha_1, const_expert_alpha_2)
+    specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
     combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, _domains(op, locals()),
-                        shared_expert_x, tp_send_counts, op, active)  # fmt: skip
+                        shared_expert_x, tp_send_counts, op, active, specials)  # fmt: skip
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)
