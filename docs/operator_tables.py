@@ -112,8 +112,8 @@ FAMILIES = (
             "quant_alltoallv_gmm moe_distribute moe_distribute_phases distribute_barrier"
         ),
         (
-            "real collectives on the group named by `hcom` / `group_ep`; results equal the unfused sequence; MoE dispatch / combine also with shared-expert ranks (`shared_expert_rank_num`, the card's split of each rank's tokens) and the two-rank TP domain (`group_tp`: rows all-gathered in dispatch, reduce-scattered in combine), the v2 family with `x_active_mask` (padding tokens or single routes left out) and the zero / copy / const special experts (computed on the token's rank, never sent); communication quantisation (`comm_quant_mode`) and elastic scaling (`elastic_info`) are refused",
-            "在 `hcom` / `group_ep` 指定的通信域上做真实集合通信；结果与不融合的算子序列一致；MoE dispatch / combine 也支持共享专家卡（`shared_expert_rank_num`，按卡上的方式切分各卡 token）和两卡 TP 域（`group_tp`：dispatch 中 allgather，combine 中 reduce-scatter），v2 系列支持 `x_active_mask`（不参与通信的填充 token 或单个路由）以及零专家 / 拷贝专家 / 常量专家（在 token 所在的卡上计算，不发送）；通信量化（`comm_quant_mode`）与动态缩容（`elastic_info`）会被明确拒绝",
+            "real collectives on the group named by `hcom` / `group_ep`; results equal the unfused sequence; MoE dispatch / combine also with shared-expert ranks (`shared_expert_rank_num`, the card's split of each rank's tokens) and the two-rank TP domain (`group_tp`: rows all-gathered in dispatch, reduce-scattered in combine), the v2 family with `x_active_mask` (padding tokens or single routes left out) the zero / copy / const special experts (computed on the token's rank, never sent) and elastic scaling (`elastic_info`: the live ranks exchange point to point, a dropped rank never calls); communication quantisation (`comm_quant_mode`) is refused",
+            "在 `hcom` / `group_ep` 指定的通信域上做真实集合通信；结果与不融合的算子序列一致；MoE dispatch / combine 也支持共享专家卡（`shared_expert_rank_num`，按卡上的方式切分各卡 token）和两卡 TP 域（`group_tp`：dispatch 中 allgather，combine 中 reduce-scatter），v2 系列支持 `x_active_mask`（不参与通信的填充 token 或单个路由）、零专家 / 拷贝专家 / 常量专家（在 token 所在的卡上计算，不发送）以及动态缩容（`elastic_info`：存活的卡之间点对点交换，被剔除的卡不调用）；通信量化（`comm_quant_mode`）会被明确拒绝",
         ),
     ),
     Family(

@@ -272,3 +272,72 @@ def case_moe_distribute_special_experts():
         ),  # fmt: skip
         "npu_moe_distribute_combine_v2: ori_x is required with copy_expert_num or const_expert_num",
     )
+
+
+def _elastic_info(live, shared_after, experts_after):
+    """elastic_info for the live world ranks (in that order): [1, live, shared, experts, table 1, table 2]."""
+    table1 = [live.index(r) if r in live else -1 for r in range(WORLD)]
+    table2 = live + [-1] * (WORLD - len(live))
+    return torch.tensor([1, len(live), shared_after, experts_after, *table1, *table2], dtype=torch.int32)
+
+
+def case_moe_distribute_elastic():
+    """The v2 family with elastic_info: the EP domain shrinks to the live ranks (a dropped rank never calls), each
+    keeping its experts per rank and its role; the rows each live rank receives and the tokens combine gives back
+    equal the routing over the live ranks written out, at the card's shapes for ep_world_size; a dropped rank, a
+    table that changes a rank's role, and a table with another expert count are refused before any exchange."""
+    dispatch, combine = torch_npu.npu_moe_distribute_dispatch_v2, torch_npu.npu_moe_distribute_combine_v2
+    hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
+    for shared, local, dropped in ((0, 2, 2), (1, 1, 3)):
+        dist.barrier()  # the rank dropped from the first round starts the second with the others
+        experts = local * (WORLD - shared)
+        live = [r for r in range(WORLD) if r != dropped]
+        after = local * (len(live) - shared)
+        info = _elastic_info(live, shared, after).to(DEV)
+        args = (hcom, WORLD, RANK, experts)
+        domain = dict(shared_expert_rank_num=shared, elastic_info=info)
+        xs, ids, weights = zip(*[_inputs(r, after) for r in range(WORLD)])
+        real = xs[RANK].to(DEV), ids[RANK].to(DEV)
+        if RANK == dropped:
+            _raises(lambda real=real, args=args, domain=domain: dispatch(*real, *args, **domain),
+                    f"npu_moe_distribute_dispatch_v2: rank {RANK} is not among elastic_info's live ranks {live}")  # fmt: skip
+            continue
+        me = live.index(RANK)
+        expand_x, _, assist, token_nums, recv_counts, _, _ = out = dispatch(*real, *args, **domain)
+        rows = _expected_rows(live, me, shared, local, ids, True, [None] * WORLD)
+        a = max(_BS * WORLD // shared if shared else 0, _BS * WORLD * min(local, _K))
+        assert expand_x.shape == (a, _H) and recv_counts.shape == (WORLD * (1 if me < shared else local),), out
+        same(expand_x[: len(rows)], torch.stack([xs[q][tok] for q, tok, _ in rows]))
+        assert not expand_x[len(rows) :].cpu().any()
+        same(token_nums.sum(), torch.tensor(len(rows)))
+        with FakeTensorMode() as mode:
+            fake = dispatch(*map(mode.from_tensor, real), *args, shared_expert_rank_num=shared, elastic_info=mode.from_tensor(info))  # fmt: skip
+        assert [(f.shape, f.dtype) for f in fake] == [(r.shape, r.dtype) for r in out], (fake, out)
+        factors = torch.tensor([_SHARED_FACTOR if ex < 0 else ex + 1.0 for _, _, ex in rows])
+        processed = expand_x.clone()
+        processed[: len(rows)] = (expand_x[: len(rows)].float() * factors.to(DEV)[:, None]).to(torch.bfloat16)
+        combined = combine(processed, real[1], assist, recv_counts, weights[RANK].to(DEV), *args, **domain)
+        x = xs[RANK]
+        routed = torch.stack([torch.stack([_processed(x[tok], float(ids[RANK][tok, c]) + 1, 1) for c in range(_K)]) for tok in range(_BS)])  # fmt: skip
+        want = (routed.float() * weights[RANK][:, :, None]).sum(1)
+        if shared:
+            want = want + torch.stack([_processed(x[tok], _SHARED_FACTOR, 1) for tok in range(_BS)]).float()
+        same(combined, want.to(torch.bfloat16))
+    x, ids = (v.to(DEV) for v in _inputs(RANK, 2 * WORLD)[:2])
+    everyone = list(range(WORLD))
+    if RANK == 0:  # the check fails on this rank only: it raises before any exchange
+        _raises(
+            lambda: dispatch(
+                x,
+                ids,
+                hcom,
+                WORLD,
+                0,
+                WORLD - 1,
+                shared_expert_rank_num=1,
+                elastic_info=_elastic_info(everyone, 0, WORLD).to(DEV),
+            ),  # fmt: skip
+            "npu_moe_distribute_dispatch_v2: elastic_info makes EP rank 0 a MoE rank: vnpu keeps each rank's role",
+        )
+    _raises(lambda: combine(x, ids, ids.reshape(-1), ids.reshape(-1), ids.float(), hcom, WORLD, RANK, 2 * WORLD, elastic_info=_elastic_info(everyone, 0, 6).to(DEV)),  # fmt: skip
+            f"npu_moe_distribute_combine_v2: elastic_info's MoE experts (6) must keep 2 per MoE rank on the {WORLD} live MoE ranks")  # fmt: skip

@@ -121,6 +121,10 @@ def test_moe_distribute_v2_sends_only_what_x_active_mask_lets_take_part(world):
     _all_ok(launch("moe_distribute_active_masks", world))
 
 
+def test_moe_distribute_v2_elastic_scaling_exchanges_among_the_live_ranks():
+    _all_ok(launch("moe_distribute_elastic", 4))
+
+
 def test_moe_distribute_v2_special_experts_are_computed_on_the_tokens_rank():
     _all_ok(launch("moe_distribute_special_experts", 2))
 

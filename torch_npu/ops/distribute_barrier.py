@@ -14,6 +14,7 @@ import torch.distributed as dist
 
 from torch_npu.ops._common import check
 from torch_npu.ops.matmul_collectives import process_group
+from torch_npu.ops.moe_distribute_domains import elastic_table
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -25,12 +26,8 @@ _CALLS = {}  # (group name, live ranks) -> barriers this process entered
 def _live_ranks(elastic_info, world_size):
     if elastic_info is None:
         return list(range(world_size))
-    info = [int(v) for v in elastic_info.reshape(-1).tolist()]
-    check(len(info) == 4 + 2 * world_size, _OP,
-          f"elastic_info must hold 4 + 2 * world_size = {4 + 2 * world_size} values, got {len(info)}")  # fmt: skip
-    if not info[0]:
-        return list(range(world_size))
-    return sorted(r for r in info[4 + world_size :] if r != -1)
+    is_elastic, *_, table2 = elastic_table(elastic_info, world_size, _OP)
+    return sorted(r for r in table2 if r != -1) if is_elastic else list(range(world_size))
 
 
 def _timeout(time_out):

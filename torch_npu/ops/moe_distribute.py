@@ -25,14 +25,21 @@ experts. A route to one is never sent; combine computes its output on the token'
 const_expert_alpha_1[c] * ori_x + const_expert_alpha_2[c] * const_expert_v[c] for const expert c, in float32 -- and
 weights it with expert_scales as any other route.
 
-Not computed by vnpu (refused clearly): communication quantisation and elastic scaling.
+The v2 family also takes elastic_info (elastic scaling: the EP domain shrunk to its live ranks, see
+moe_distribute_domains). Not computed by vnpu (refused clearly): communication quantisation.
 """
 
 import torch
-import torch.distributed as dist
 
 from torch_npu.ops._common import check
-from torch_npu.ops.moe_distribute_domains import Domains, own_first, resolve, tp_all_gather, tp_reduce_scatter
+from torch_npu.ops.moe_distribute_domains import (
+    Domains,
+    exchange,
+    own_first,
+    resolve,
+    tp_all_gather,
+    tp_reduce_scatter,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -182,7 +189,7 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
     sending = per_expert.clone()
     sending[:, 0] += shared_rows  # a shared rank's one expert is its column 0
     counts = torch.empty_like(sending.reshape(-1))
-    dist.all_to_all_single(counts, sending.reshape(-1).contiguous(), group=d.group)  # [source, local expert]
+    exchange(d, counts, sending.reshape(-1).contiguous())  # [source, local expert]
     received = counts.reshape(d.world, d.local)[:, : d.rank_local]
     shared_experts = d.shared_experts if d.shared else 0
     experts = expert_ids.reshape(-1)[order].float() + shared_experts  # the row of `scales` of each route
@@ -194,7 +201,7 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
                   for j in range(shared_experts)]  # fmt: skip
         payload = torch.cat([*blocks, payload])
     got = payload.new_empty(int(received.sum()), payload.shape[1])
-    dist.all_to_all_single(got, payload, received.sum(1).tolist(), (per_rank + shared_rows).tolist(), group=d.group)
+    exchange(d, got, payload, received.sum(1).tolist(), (per_rank + shared_rows).tolist())
     arranged = transposed_blocks(got, received)  # (source, local expert) -> (local expert, source)
     total = d.rows(bs, k, global_bs)
     check(arranged.shape[0] <= total, op, f"this rank received {arranged.shape[0]} rows, more than A = {total}: pass global_bs")  # fmt: skip
@@ -214,6 +221,8 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
         expand_x = x.new_zeros(total, x.shape[1])
         expand_x[: values.shape[0]] = values.to(x.dtype)
         dynamic_scales = x.new_empty(0, dtype=torch.float32)
+    if d.elastic_rows is not None:  # ep_world_size-long, the live ranks' counts first
+        recv_counts = torch.cat([recv_counts, recv_counts[-1:].expand(d.rank_local * (d.elastic_rows[0] - d.world))])
     per_local = received.sum(0)
     expert_token_nums = (per_local if expert_token_nums_type == 1 else per_local.cumsum(0)).to(torch.int64)
     expand_idx = route_index(expert_ids, full_order, d.moe_expert_num, routes)
@@ -234,7 +243,7 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, do
     back = transposed_blocks(rows, counts)  # (local expert, source) -> (source, local expert)
     shared_rows = d.shared_chunks(bs, bs if tokens is None else int(tokens.sum()))
     got = back.new_empty(int(per_rank.sum()) + sum(shared_rows), expand_x.shape[1])
-    dist.all_to_all_single(got, back.contiguous(), [a + b for a, b in zip(per_rank.tolist(), shared_rows)], counts.sum(0).tolist(), group=d.group)  # fmt: skip
+    exchange(d, got, back.contiguous(), [a + b for a, b in zip(per_rank.tolist(), shared_rows)], counts.sum(0).tolist())  # fmt: skip
     shared_out, routed = got[: sum(shared_rows)], got[sum(shared_rows) :]
     positions = send_positions(expert_ids, expand_idx, d.moe_expert_num, routes)
     if routes is None:
@@ -269,14 +278,18 @@ def _domains(op, args):
     check(args.get("shared_expert_x") is None or not args["shared_expert_rank_num"], op,
           "shared_expert_x is taken only without shared-expert ranks (shared_expert_rank_num 0): those ranks compute the shared expert")  # fmt: skip
     return resolve(op, args["group_ep"], args["ep_world_size"], args["ep_rank_id"], args["moe_expert_num"],
-                   **{name: args[name] for name in _DOMAIN_ARGS}, v2=op in _V2_FAMILY)  # fmt: skip
+                   **{name: args[name] for name in _DOMAIN_ARGS}, v2=op in _V2_FAMILY,
+                   elastic_info=args.get("elastic_info"))  # fmt: skip
 
 
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
                    global_bs=0, shared_expert_rank_num=0, shared_expert_num=1, tp_world_size=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
+    elastic_rows = None
+    if kwargs.get("elastic_info") is not None:
+        elastic_rows = (ep_world_size, shared_expert_rank_num, moe_expert_num // (ep_world_size - shared_expert_rank_num))  # fmt: skip
     layout = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group=None,
-                     shared_experts=shared_expert_num if shared_expert_rank_num else 1)  # fmt: skip
+                     shared_experts=shared_expert_num if shared_expert_rank_num else 1, elastic_rows=elastic_rows)  # fmt: skip
     tp = 2 if tp_world_size == 2 else 1
     total = layout.rows(bs, k, global_bs) * tp
     dtype = torch.int8 if quant_mode == 2 else x.dtype
@@ -325,7 +338,6 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     """(expand_x, dynamic_scales, assist_info_for_combine, expert_token_nums, ep_recv_counts, tp_recv_counts,
     expand_scales)."""
     op = "npu_moe_distribute_dispatch_v2"
-    refuse_unsupported(op, [("elastic_info", elastic_info is not None)])
     counts = (zero_expert_num, copy_expert_num, const_expert_num)
     active, _ = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)
     domains = _domains(op, locals())
@@ -385,7 +397,7 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
                                   const_expert_num=0):  # fmt: skip
     """[BS, H], as npu_moe_distribute_combine."""
     op = "npu_moe_distribute_combine_v2"
-    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None)])
+    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode)])
     counts = (zero_expert_num, copy_expert_num, const_expert_num)
     active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
     alphas = (const_expert_alpha_1, const_expert_alpha_2)
@@ -424,7 +436,7 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
                                             **unused):  # fmt: skip
     """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
     op = "npu_moe_distribute_combine_add_rms_norm"
-    unsupported = [("comm_quant_mode", comm_quant_mode), ("elastic_info", elastic_info is not None),
+    unsupported = [("comm_quant_mode", comm_quant_mode),
                    ("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
     counts = (zero_expert_num, copy_expert_num, const_expert_num)

@@ -14,13 +14,21 @@ A shared rank's rows are its sources' tokens in source rank order, its own first
 ep_world_size * n / S rows); its ep_recv_counts count its own rows at its own rank. Combine sends each shared row back
 to its token, and the shared experts' outputs are added to the token's weighted expert sum unweighted, in expert order.
 
+Elastic scaling (elastic_info, the v2 family): [is_elastic, live ranks, shared-expert ranks, MoE experts after the
+scale-in, then table 1 (EP rank -> live rank or -1) and table 2 (live rank -> EP rank), each ep_world_size long]. The
+live ranks form the EP domain in table 2's order (a dropped rank never calls) and exchange point to point over the
+group; each keeps its experts per rank and its role (vnpu refuses a table that turns a shared-expert rank into a MoE
+rank or back, which would change its outputs' shapes). With elastic_info given, A is the larger of the shared and
+the MoE ranks' A over the whole ep_world_size (the card's rule) and ep_recv_counts keeps its ep_world_size-long
+layout, the live ranks' counts first.
+
 TP domain (tp_world_size 2, one expert per MoE rank). Dispatch all-gathers the two ranks' rows after the EP
 exchange: expand_x holds this rank's rows, then its partner's (2 * A rows); ep_recv_counts the two ranks' cumulative
 counts in the same order; tp_recv_counts the rows of each TP rank, by TP rank. Combine reduce-scatters: each rank's
 rows are the sum of both ranks' versions of them, added in TP rank order in float32 and rounded once.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
@@ -42,6 +50,8 @@ class Domains:
     tp_rank: int = 0
     whole_tokens_to_shared: bool = False  # the v2 kernels' rule: all of rank r's tokens to shared rank r % S
     shared_experts: int = 1  # the v2 family's shared experts, each on S / shared_experts ranks
+    members: tuple = None  # elastic scaling: the EP group ranks of the live ranks, by live rank
+    elastic_rows: tuple = None  # with elastic_info: (ep_world_size, shared_expert_rank_num, MoE experts per rank)
 
     @property
     def local(self):
@@ -74,8 +84,41 @@ class Domains:
 
     def rows(self, bs, k, global_bs):
         """A: the rows this rank can receive from its EP domain."""
+        if self.elastic_rows is not None:  # the card's rule with elastic_info: the larger of the two kinds' A
+            world, shared, local = self.elastic_rows
+            total = global_bs if global_bs else bs * world
+            return max(total * self.shared_experts // shared if shared else 0, total * min(local, k))
         total = global_bs if global_bs else bs * self.world
         return total * self.shared_experts // self.shared if self.is_shared else total * min(self.local, k)
+
+
+def elastic_table(elastic_info, world_size, op):
+    """(is_elastic, live ranks, shared-expert ranks, MoE experts, table 1 [world], table 2 [world]) of elastic_info."""
+    info = [int(v) for v in elastic_info.reshape(-1).tolist()]
+    check(len(info) == 4 + 2 * world_size, op,
+          f"elastic_info must hold 4 + 2 * world_size = {4 + 2 * world_size} values, got {len(info)}")  # fmt: skip
+    return bool(info[0]), info[1], info[2], info[3], info[4 : 4 + world_size], info[4 + world_size :]
+
+
+def exchange(domains, output, inp, output_sizes=None, input_sizes=None):
+    """all_to_all_single over the EP domain: over the whole group, or point to point among the live ranks."""
+    if domains.members is None:
+        dist.all_to_all_single(output, inp, output_sizes, input_sizes, group=domains.group)
+        return
+    n = domains.world
+    outs = output.split(output_sizes or [output.shape[0] // n] * n)
+    ins = inp.split(input_sizes or [inp.shape[0] // n] * n)
+    ops = []
+    for q, member in enumerate(domains.members):
+        if q == domains.rank:
+            outs[q].copy_(ins[q])
+            continue
+        if outs[q].numel():
+            ops.append(dist.P2POp(dist.irecv, outs[q], group=domains.group, group_peer=member))
+        if ins[q].numel():
+            ops.append(dist.P2POp(dist.isend, ins[q].contiguous(), group=domains.group, group_peer=member))
+    for work in dist.batch_isend_irecv(ops) if ops else ():
+        work.wait()
 
 
 def sized_group(name, world, rank, what, op):
@@ -105,9 +148,30 @@ def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shar
           f"the TP domain needs one expert per MoE rank, got {moe_expert_num // moe_ranks} (moe_expert_num {moe_expert_num} on {moe_ranks} MoE ranks)")  # fmt: skip
 
 
+def _elastic(op, elastic_info, layout):
+    """(Domains fields of the live EP domain, elastic_rows) for a call given elastic_info (see the module doc)."""
+    world, rank, moe_expert_num, shared, tp_world_size = layout
+    local = moe_expert_num // (world - shared)
+    rows = (world, shared, local)
+    is_elastic, live, shared_after, experts_after, table1, table2 = elastic_table(elastic_info, world, op)
+    if not is_elastic:
+        return {}, rows
+    check(tp_world_size < 2, op, "elastic_info cannot scale the EP domain in with a TP domain (the card does not either)")  # fmt: skip
+    check(0 < live <= world and 0 <= shared_after < live, op, f"elastic_info's live ranks ({live}) and shared-expert ranks ({shared_after}) must satisfy 0 <= shared < live <= ep_world_size ({world})")  # fmt: skip
+    members = table2[:live]
+    check(sorted(members) == sorted(set(members)) and all(0 <= m < world and table1[m] == i for i, m in enumerate(members)), op, f"elastic_info's tables disagree: live rank -> EP rank {members}, EP rank -> live rank {table1}")  # fmt: skip
+    check(rank in members, op, f"rank {rank} is not among elastic_info's live ranks {sorted(members)}")
+    me = table1[rank]
+    check((me < shared_after) == (rank < shared), op, f"elastic_info makes EP rank {rank} a {'shared-expert' if me < shared_after else 'MoE'} rank: vnpu keeps each rank's role")  # fmt: skip
+    check(experts_after == local * (live - shared_after), op, f"elastic_info's MoE experts ({experts_after}) must keep {local} per MoE rank on the {live - shared_after} live MoE ranks")  # fmt: skip
+    fields = dict(world=live, rank=me, moe_expert_num=experts_after, shared=shared_after, members=tuple(members))
+    return fields, rows
+
+
 def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_expert_rank_num=0, shared_expert_num=1,
-            expert_shard_type=0, group_tp="", tp_world_size=0, tp_rank_id=0, v2=False):  # fmt: skip
-    """The Domains of one call (v2: an operator of the v2 family): its attributes checked, its process groups found."""
+            expert_shard_type=0, group_tp="", tp_world_size=0, tp_rank_id=0, v2=False, elastic_info=None):  # fmt: skip
+    """The Domains of one call (v2: an operator of the v2 family): its attributes checked, its process groups found;
+    elastic_info (the v2 family) shrinks the EP domain to its live ranks."""
     check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shared_expert_num, expert_shard_type,
                  tp_world_size, v2)  # fmt: skip
     tp_group = None
@@ -116,8 +180,13 @@ def resolve(op, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, shared_e
         tp_group = sized_group(group_tp, tp_world_size, tp_rank_id, "tp", op)
     group = sized_group(group_ep, ep_world_size, ep_rank_id, "ep", op)
     shared_experts = shared_expert_num if v2 and shared_expert_rank_num else 1
-    return Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id, v2,
-                   shared_experts)  # fmt: skip
+    domains = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group, tp_group, tp_rank_id,
+                      v2, shared_experts)  # fmt: skip
+    if elastic_info is None:
+        return domains
+    layout = (ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, tp_world_size)
+    fields, rows = _elastic(op, elastic_info, layout)
+    return replace(domains, elastic_rows=rows, **fields)
 
 
 def own_first(items, me):
