@@ -283,12 +283,27 @@ def case_alltoallv_gmm():
     torch.testing.assert_close(back.cpu(), returned, rtol=1e-5, atol=1e-5)
 
 
+def _int8_communicated(row):
+    """One row as combine's int8 communication delivers it, written out group by group of 8 elements: the scale
+    max |x| * (1 / 127) in float32, values rint(half(x / scale)), sent scale rounded to the row's dtype."""
+    out = []
+    for start in range(0, row.numel(), 8):
+        block = row[start : start + 8].float()
+        scale = block.abs().max() * torch.tensor(1.0 / 127.0)
+        if float(scale) == 0.0:
+            out.append(torch.zeros_like(block))
+            continue
+        values = (block / scale).to(torch.float16).float().round()
+        out.append(values * scale.to(row.dtype).float())
+    return torch.cat(out).to(row.dtype)
+
+
 def case_moe_distribute():
     """npu_moe_distribute_dispatch / _combine (+ _v2, combine_add_rms_norm): the rows each rank receives, its
     counts, and the combined result of an "expert" that scales its rows, against the routing written out over
     every rank's inputs."""
     hcom = dist.group.WORLD._get_backend(DEV).get_hccl_comm_name(RANK)
-    experts, local, bs, k, h = 2 * WORLD, 2, 3, 2, 8
+    experts, local, bs, k, h = 2 * WORLD, 2, 3, 2, 20
 
     def inputs(rank):
         g = torch.Generator().manual_seed(800 + rank)
@@ -335,6 +350,24 @@ def case_moe_distribute():
     )  # fmt: skip
     same(summed, (combined.cpu().float() + residual.float()).to(torch.bfloat16))
     torch.testing.assert_close(y.cpu().float(), torch.nn.functional.rms_norm(summed.cpu().float(), (h,), gamma.float(), 1e-6), atol=2e-2, rtol=2e-2)  # fmt: skip
+
+    # comm_quant_mode 2: the expert rows travel as int8, one scale (in the rows' dtype) per 8 elements
+    routed = [(xs[RANK].float() * (ids[RANK][:, c : c + 1].float() + 1)).to(torch.bfloat16) for c in range(k)]
+    sent = torch.stack([torch.stack([_int8_communicated(r[t]) for t in range(bs)]) for r in routed], 1).float()
+    want_q = (sent * weights[RANK].reshape(bs, k, 1)).sum(1).to(torch.bfloat16)
+    call = (processed, ids[RANK].to(DEV), expand_idx, recv_counts, weights[RANK].to(DEV), *args)
+    for combine in (torch_npu.npu_moe_distribute_combine, torch_npu.npu_moe_distribute_combine_v2):
+        same(combine(*call, comm_quant_mode=2), want_q)
+    _, _, summed_q = torch_npu.npu_moe_distribute_combine_add_rms_norm(*call[:5], residual.to(DEV), gamma.to(DEV), *args, comm_quant_mode=2)  # fmt: skip
+    same(summed_q, (want_q.float() + residual.float()).to(torch.bfloat16))
+    assert not torch.equal(want_q, combined.cpu())
+    torch.testing.assert_close(want_q.float(), combined.cpu().float(), atol=5e-2, rtol=2e-2)
+    try:
+        torch_npu.npu_moe_distribute_combine(*call, comm_quant_mode=1)
+    except RuntimeError as error:
+        assert str(error).splitlines()[0] == "npu_moe_distribute_combine: comm_quant_mode must be 0 (none) or 2 (int8), got 1"  # fmt: skip
+    else:
+        raise AssertionError("comm_quant_mode 1 was taken")
 
     quant = torch_npu.npu_moe_distribute_dispatch_v2(xs[RANK].to(DEV), ids[RANK].to(DEV), *args, quant_mode=2)
     assert quant[0].dtype == torch.int8

@@ -189,6 +189,8 @@ def _refusals_on_the_groups():
     big = torch.tensor([10**4, 10**4], dtype=torch.int32, device=DEV)
     _raises(lambda: combine(*args, tp_send_counts=big, tp_rank_id=t, **domain),
             f"npu_moe_distribute_combine: tp_send_counts [10000, 10000] address more rows than expand_x has ({expand_x.shape[0]})")  # fmt: skip
+    _raises(lambda: combine(*args, tp_send_counts=tp_recv_counts, tp_rank_id=t, comm_quant_mode=2, **domain),
+            "npu_moe_distribute_combine: comm_quant_mode 2 (int8 communication) is taken only without a TP domain (tp_world_size < 2)")  # fmt: skip
     too_many = recv_counts + 10**4
     _raises(lambda: combine(expand_x, ids, expand_idx, too_many, weights, group_ep, ep, e, experts, tp_send_counts=tp_recv_counts, tp_rank_id=t, **domain),
             f"npu_moe_distribute_combine: ep_send_counts address {int(too_many[recv_counts.numel() // tp - 1])} rows, more than expand_x holds for this rank ({int(tp_recv_counts[t])})")  # fmt: skip

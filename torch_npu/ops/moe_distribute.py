@@ -26,7 +26,8 @@ const_expert_alpha_1[c] * ori_x + const_expert_alpha_2[c] * const_expert_v[c] fo
 weights it with expert_scales as any other route.
 
 The v2 family also takes elastic_info (elastic scaling: the EP domain shrunk to its live ranks, see
-moe_distribute_domains). Not computed by vnpu (refused clearly): communication quantisation.
+moe_distribute_domains). Every combine takes comm_quant_mode 2 (without a TP domain): the expert rows travel as
+int8 with one scale per 8 elements (comm_int8_round_trip). The setup / teardown operators refuse it.
 """
 
 import torch
@@ -165,6 +166,29 @@ def dynamic_int8(rows):
     return values, (1.0 / scale).squeeze(-1)
 
 
+_COMM_GROUP = 8  # elements sharing one scale in combine's int8 communication (a 32-byte block of float32)
+
+
+def comm_int8_round_trip(rows):
+    """rows as combine's int8 communication (comm_quant_mode 2) delivers them: each group of 8 elements of a row is
+    sent as int8 values rint(half(x / s)) with the scale s = max |x| * (1 / 127) (float32) sent in the rows' dtype;
+    the receiver multiplies in float32 and rounds to the rows' dtype. An all-zero group stays zero."""
+    n, h = rows.shape
+    groups = torch.nn.functional.pad(rows.float(), (0, (-h) % _COMM_GROUP)).reshape(n, -1, _COMM_GROUP)
+    scale = groups.abs().amax(-1, keepdim=True) * torch.tensor(1.0 / 127.0, dtype=torch.float32)
+    ratio = torch.where(scale > 0, groups / scale, 0.0)
+    values = ratio.to(torch.float16).float().round().clamp(-128, 127)
+    back = values * scale.to(rows.dtype).float()
+    return back.reshape(n, -1)[:, :h].to(rows.dtype)
+
+
+def check_comm_quant(comm_quant_mode, domains, op):
+    """True for int8 communication (comm_quant_mode 2), False for none (0); the card takes it without a TP domain."""
+    check(comm_quant_mode in (0, 2), op, f"comm_quant_mode must be 0 (none) or 2 (int8), got {comm_quant_mode}")
+    check(comm_quant_mode == 0 or domains.tp_group is None, op, "comm_quant_mode 2 (int8 communication) is taken only without a TP domain (tp_world_size < 2)")  # fmt: skip
+    return comm_quant_mode == 2
+
+
 def _quantised(values, scale_rows, scales, total, x):
     """quant_mode 2: each row, smoothed by its expert's row of `scales`, as int8 with its float32 scale."""
     smoothed = values * scales.float()[scale_rows] if scales is not None else values
@@ -230,8 +254,9 @@ def _dispatch(x, expert_ids, domains, scales, expert_scales, quant_mode, global_
 
 
 def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
-             tp_send_counts, op, active=(None, None), specials=None):  # fmt: skip
-    """[BS, H]; a token taking no part (active: active_routes') gets zeros; specials: special_outputs'."""
+             tp_send_counts, op, active=(None, None), specials=None, comm_int8=False):  # fmt: skip
+    """[BS, H]; a token taking no part (active: active_routes') gets zeros; specials: special_outputs'; comm_int8:
+    the rows sent back travel as combine's int8 communication does (comm_int8_round_trip)."""
     d = domains
     bs, k = expert_ids.shape
     routes, tokens = active
@@ -241,6 +266,8 @@ def _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, do
     rows = tp_reduce_scatter(expand_x, tp_send_counts, d, op) if d.tp_group is not None else expand_x
     check(int(counts.sum()) <= rows.shape[0], op, f"ep_send_counts address {int(counts.sum())} rows, more than expand_x holds for this rank ({rows.shape[0]})")  # fmt: skip
     back = transposed_blocks(rows, counts)  # (local expert, source) -> (source, local expert)
+    if comm_int8:
+        back = comm_int8_round_trip(back)
     shared_rows = d.shared_chunks(bs, bs if tokens is None else int(tokens.sum()))
     got = back.new_empty(int(per_rank.sum()) + sum(shared_rows), expand_x.shape[1])
     exchange(d, got, back.contiguous(), [a + b for a, b in zip(per_rank.tolist(), shared_rows)], counts.sum(0).tolist())  # fmt: skip
@@ -367,13 +394,13 @@ def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts,
                                comm_quant_mode=0, group_list_type=0):  # fmt: skip
     """[BS, H]: each token's expert rows back from their ranks, summed with expert_scales."""
     op = "npu_moe_distribute_combine"
-    unsupported = [("comm_quant_mode", comm_quant_mode), ("activation_scale / weight_scale (int32 expand_x)",
-                   activation_scale is not None or weight_scale is not None),
+    unsupported = [("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None),
                    ("x_active_mask (the v2 operators take it)", x_active_mask is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
     domains = _domains(op, locals())
+    comm_int8 = check_comm_quant(comm_quant_mode, domains, op)
     return _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
-                    tp_send_counts, op)  # fmt: skip
+                    tp_send_counts, op, comm_int8=comm_int8)  # fmt: skip
 
 
 @npu_op(
@@ -397,14 +424,14 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
                                   const_expert_num=0):  # fmt: skip
     """[BS, H], as npu_moe_distribute_combine."""
     op = "npu_moe_distribute_combine_v2"
-    refuse_unsupported(op, [("comm_quant_mode", comm_quant_mode)])
     counts = (zero_expert_num, copy_expert_num, const_expert_num)
     active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
     alphas = (const_expert_alpha_1, const_expert_alpha_2)
     specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
     domains = _domains(op, locals())
+    comm_int8 = check_comm_quant(comm_quant_mode, domains, op)
     return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, domains,
-                    shared_expert_x, tp_send_counts, op, active, specials)  # fmt: skip
+                    shared_expert_x, tp_send_counts, op, active, specials, comm_int8)  # fmt: skip
 
 
 def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
@@ -436,15 +463,16 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
                                             **unused):  # fmt: skip
     """(y, rstd, x): x = combine + residual_x, y = RmsNorm(x) * gamma."""
     op = "npu_moe_distribute_combine_add_rms_norm"
-    unsupported = [("comm_quant_mode", comm_quant_mode),
-                   ("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
+    unsupported = [("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
     counts = (zero_expert_num, copy_expert_num, const_expert_num)
     active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
     alphas = (const_expert_alpha_1, const_expert_alpha_2)
     specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
-    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, _domains(op, locals()),
-                        shared_expert_x, tp_send_counts, op, active, specials)  # fmt: skip
+    domains = _domains(op, locals())
+    comm_int8 = check_comm_quant(comm_quant_mode, domains, op)
+    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
+                        tp_send_counts, op, active, specials, comm_int8)  # fmt: skip
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)
