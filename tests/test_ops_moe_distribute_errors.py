@@ -17,8 +17,8 @@ def combine(op, ep_world_size, moe_expert_num, **kwargs):
 
 def test_refusals_name_the_argument():
     raises_operator_error(
-        combine(torch_npu.npu_moe_distribute_combine, 2, 4, comm_quant_mode=2),
-        "npu_moe_distribute_combine: comm_quant_mode is not computed by vnpu",
+        combine(torch_npu.npu_moe_distribute_combine, 2, 4, activation_scale=torch.ones(2).npu()),
+        "npu_moe_distribute_combine: activation_scale / weight_scale (int32 expand_x) is not computed by vnpu",
     )
 
 
