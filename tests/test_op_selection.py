@@ -59,6 +59,11 @@ def test_backend_owned_operators_are_native(op):
         ("aten::nll_loss_forward", "StructuredKernels.cpp"),
         ("aten::ones_like", "StructuredKernels.cpp"),
         ("aten::native_layer_norm", "StructuredKernels.cpp"),
+        ("aten::cat", "StructuredKernels.cpp"),
+        ("aten::mean.dim", "StructuredKernels.cpp"),
+        ("aten::_softmax", "StructuredKernels.cpp"),
+        ("aten::_softmax_backward_data", "StructuredKernels.cpp"),
+        ("aten::sigmoid_", "StructuredKernels.cpp"),
     ],
 )
 def test_hot_operators_have_typed_kernels(op, source):
@@ -95,3 +100,12 @@ def test_the_kernel_table_agrees_with_the_dispatcher_for_every_aten_operator():
         assert table[short] == expected, short
     assert table["add.Tensor"] & _op_selection.NPU and table["add.Tensor"] & _op_selection.CPU
     assert table["linear"] & _op_selection.IMPLICIT and not table["linear"] & _op_selection.NPU
+
+
+@pytest.mark.parametrize(("op", "callee"), [("stack", "cat"), ("mean", "mean.dim")])
+def test_device_generic_composites_run_as_on_the_cpu_and_their_callees_take_their_npu_kernels(op, callee):
+    assert op in _op_selection.DEVICE_GENERIC_COMPOSITES
+    assert npu_kernel(f"aten::{op}") is None and not torch._C._dispatch_has_kernel_for_dispatch_key(
+        f"aten::{op}", "CPU"
+    )
+    assert "StructuredKernels.cpp" in npu_kernel(f"aten::{callee}")

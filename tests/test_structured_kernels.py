@@ -53,6 +53,19 @@ FUNCTIONAL = {
     "clone contiguous": lambda a, b: a.transpose(0, -1).clone(memory_format=torch.contiguous_format),
     "_unsafe_view": lambda a, b: torch.ops.aten._unsafe_view(a.contiguous(), (a.numel(),)),
 }
+# Tensor lists: cat (memcpy, the CPU's cat kernel or copy_stub as the layout asks) and stack, cat's composite.
+LISTS = {
+    "cat": lambda a, b: torch.cat([a, b, a]),
+    "cat dim 1": lambda a, b: torch.cat([a, b[:, :5]], 1),
+    "cat of transposed tensors": lambda a, b: torch.cat([a.t(), b.t()], 1),
+    "cat of strided slices": lambda a, b: torch.cat([a[::2, 1::3], b[1::2, ::3]], 0),
+    "cat channels_last": lambda a, b: torch.cat(
+        [a[:6].reshape(2, 3, 1, 33).to(memory_format=torch.channels_last)] * 2, 1
+    ),  # fmt: skip
+    "cat with an empty tensor": lambda a, b: torch.cat([a, b[:0], torch.empty(0, dtype=a.dtype, device=a.device)]),
+    "stack": lambda a, b: torch.stack([a, b]),
+    "stack last dim": lambda a, b: torch.stack([a, b], 2),
+}
 # Where the CPU branches on the device for 16-bit floats, only float32 and float64 run here.
 FULL_PRECISION = {
     "mm": lambda a, b: a @ b.t(),
@@ -61,6 +74,9 @@ FULL_PRECISION = {
     "sum": lambda a, b: a.sum(0),
     "sum keepdim": lambda a, b: a.sum((0, 1), keepdim=True),
     "sum of all": lambda a, b: a.sum(),
+    "mean": lambda a, b: a.mean(1),
+    "mean keepdim": lambda a, b: a.mean((0, 1), keepdim=True),
+    "mean of all": lambda a, b: a.mean(),
 }
 
 
@@ -88,6 +104,9 @@ LOSSES = {
     "log_softmax": lambda a, b: a.log_softmax(1),
     "log_softmax dim 0": lambda a, b: a.log_softmax(0),
     "log_softmax backward": lambda a, b: torch.ops.aten._log_softmax_backward_data(b, a.log_softmax(1), 1, a.dtype),
+    "softmax": lambda a, b: a.softmax(1),
+    "softmax dim 0": lambda a, b: a.softmax(0),
+    "softmax backward": lambda a, b: torch.ops.aten._softmax_backward_data(b, a.softmax(1), 1, a.dtype),
     "layer_norm": lambda a, b: torch.nn.functional.layer_norm(a, (33,), b[0], b[1], eps=1e-3),
     "layer_norm without affine": lambda a, b: torch.nn.functional.layer_norm(a, (33,)),
     "nll_loss mean": lambda a, b: torch.nn.functional.nll_loss(a.log_softmax(1), class_indices(a)),
@@ -128,6 +147,12 @@ IN_PLACE = {
     "addcdiv_": lambda a, b: a.addcdiv_(b, b * b + 1, value=-0.01),
     "clamp_min_": lambda a, b: a.clamp_min_(0.3),
     "relu_": lambda a, b: a.relu_(),
+    "neg_": lambda a, b: a.neg_(),
+    "exp_": lambda a, b: a.exp_(),
+    "sqrt_": lambda a, b: a.sqrt_(),
+    "rsqrt_": lambda a, b: a.rsqrt_(),
+    "sigmoid_": lambda a, b: a.sigmoid_(),
+    "tanh_": lambda a, b: a.tanh_(),
     "fill_": lambda a, b: a.fill_(-2.5),
     "zero_": lambda a, b: a.zero_(),
     "fill_ one element": lambda a, b: (a[3:4, 5:6].fill_(7), a)[1],
@@ -150,6 +175,20 @@ def run_without_the_redirect(fn, dtype):
 def test_functional_operators_match_the_cpu_and_skip_the_redirect(name, dtype):
     a, b, _, result, _ = run_without_the_redirect(FUNCTIONAL[name], dtype)
     same(result, FUNCTIONAL[name](a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", LISTS)
+def test_tensor_lists_match_the_cpu_and_skip_the_redirect(name, dtype):
+    a, b, _, result, _ = run_without_the_redirect(LISTS[name], dtype)
+    same(result, LISTS[name](a, b))
+
+
+def test_cat_of_mixed_dtypes_takes_the_redirect_and_promotes_as_the_cpu():
+    a, b = torch.randn(3, 4), torch.arange(8).reshape(2, 4)
+    an, bn, result = a.npu(), b.npu(), []
+    assert redirected(lambda: result.append(torch.cat([an, bn]))) == 1
+    same(result[0], torch.cat([a, b]))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -182,6 +221,7 @@ def test_new_tensors_and_copies_on_the_device_match_the_cpu(name, dtype):
 # Calls for which the CPU's code takes another way than its kernel on the npu tensors would.
 REDIRECTED = {
     "log_softmax of a transposed tensor": lambda a: a.t().log_softmax(1),
+    "softmax of a transposed tensor": lambda a: a.t().softmax(1),
     "layer_norm of a transposed tensor": lambda a: torch.nn.functional.layer_norm(a.t(), (7,)),
     "nll_loss with a strided target": lambda a: torch.nn.functional.nll_loss(a, class_indices(a, strided=True)),
     "float to half (FBGEMM on the CPU)": lambda a: a.half(),

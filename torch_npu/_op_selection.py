@@ -18,6 +18,9 @@ except
   reads its lengths on the CPU and returns batch_sizes on the CPU (PyTorch's rule for
   PackedSequence), ``_pin_memory`` refuses tensors that are not on the CPU; they run for npu tensors
   as they run for CUDA tensors,
+* composites that only call other operators, the CPU's way too (``DEVICE_GENERIC_COMPOSITES``: stack is cat of
+  its tensors, mean the mean over every dimension): the CPU has no kernel of its own for them, so npu runs the
+  same composite and its callees take their own npu kernels,
 * random operators without a Generator argument (randn, rand_like, randperm...): their composite
   kernels reach generator-taking operators, where the redirect routes the npu generator; run on
   the CPU they would draw from the CPU generator instead.
@@ -48,6 +51,8 @@ NATIVE = frozenset(
 )
 
 DEVICE_RULE_COMPOSITES = frozenset({"_pack_padded_sequence", "_pin_memory"})
+
+DEVICE_GENERIC_COMPOSITES = frozenset({"stack", "mean"})
 
 
 def _split(qualified):
@@ -98,7 +103,7 @@ def aten_kernels():
 def redirected_operators():
     selected = []
     for short, kernels in aten_kernels().items():
-        if short in NATIVE or short in DEVICE_RULE_COMPOSITES or kernels & NPU:
+        if short in NATIVE or short in DEVICE_RULE_COMPOSITES or short in DEVICE_GENERIC_COMPOSITES or kernels & NPU:
             continue
         if kernels & CPU:
             selected.append(short)

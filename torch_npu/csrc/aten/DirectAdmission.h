@@ -24,7 +24,8 @@ class Admission {
   void argument(const T& value) {
     if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
       tensor(value);
-    } else if constexpr (std::is_same_v<std::decay_t<T>, at::TensorList>) {
+    } else if constexpr (std::is_same_v<std::decay_t<T>, at::TensorList> ||
+                         std::is_same_v<std::decay_t<T>, at::ITensorListRef>) {
       for (const at::Tensor& t : value) {
         tensor(t);
       }

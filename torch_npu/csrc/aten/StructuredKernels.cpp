@@ -27,6 +27,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Activation.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/Copy.h>
 #include <ATen/native/Fill.h>
 #include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
@@ -36,11 +37,14 @@
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/_log_softmax_backward_data_native.h>
 #include <ATen/ops/_log_softmax_native.h>
+#include <ATen/ops/_softmax_backward_data_native.h>
+#include <ATen/ops/_softmax_native.h>
 #include <ATen/ops/_unsafe_view_native.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/addcdiv_native.h>
 #include <ATen/ops/addcmul_native.h>
 #include <ATen/ops/addmm_native.h>
+#include <ATen/ops/cat_native.h>
 #include <ATen/ops/clamp_min_native.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/empty_like_native.h>
@@ -60,6 +64,7 @@
 #include <ATen/ops/sigmoid_native.h>
 #include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
+#include <ATen/ops/sum.h>
 #include <ATen/ops/sum_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
@@ -341,6 +346,52 @@ struct NllLossBackward {
   }
 };
 
+// cat: its structured class precomputes the layout its impl reads; the impl copies with memcpy, the CPU's cat kernel
+// or copy_stub (whose npu entry is the CPU's kernel), as on the CPU. stack is cat of its tensors.
+struct Cat {
+  static at::Tensor call(const at::ITensorListRef& tensors, int64_t dim) {
+    Admission admission;
+    if (admitted<at::_ops::cat, AnyDtype>(admission, tensors, dim)) {
+      try {
+        NpuFunctional<at::native::structured_cat_out_cpu> op;
+        const auto layout = op.meta(tensors, dim);
+        if (op.settle_operands(admission.dtype())) {
+          DevicePoolScope scope(admission.device());  // the device is busy
+          op.impl(tensors, layout.dim, layout.valid, layout.all_contiguous, layout.all_same_dtype,
+                  layout.all_same_sizes_and_stride, layout.memory_format, op.outputs[0]);
+          return std::move(op.outputs[0]);
+        }
+      } catch (const c10::OutOfMemoryError&) {
+        throw;
+      } catch (const c10::Error&) {
+        // The redirect below raises it with torch_npu's text.
+      }
+    }
+    return Unboxed<at::_ops::cat>::call(tensors, dim);
+  }
+};
+
+// mean: the CPU's mean is its sum divided by the count of the reduced elements (ATen's mean_out branches on the
+// device there: other devices take mean_stub), so in float32 / float64 it runs as that sum and division.
+struct FullPrecisionMean {
+  static bool admits(at::ScalarType dtype, const at::Tensor& /*self*/, at::OptionalIntArrayRef /*dim*/,
+                     bool /*keepdim*/, std::optional<at::ScalarType> result_dtype) {
+    return FullPrecisionFloat::admits(dtype) && FullPrecisionFloat::admits(result_dtype.value_or(dtype));
+  }
+};
+at::Tensor mean_as_on_the_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<at::ScalarType> dtype) {
+  int64_t count = 1;
+  if (!dim.has_value() || dim->empty() || self.dim() == 0) {
+    count = self.numel();
+  } else {
+    for (const int64_t d : *dim) {
+      count *= self.size(d);
+    }
+  }
+  return at::sum(self, dim, keepdim, dtype).div_(count);
+}
+
 }  // namespace
 }  // namespace vnpu
 
@@ -356,11 +407,17 @@ struct NllLossBackward {
   _("div.Tensor", div_Tensor, structured_div_out)                                \
   _("div_.Tensor", div__Tensor, structured_div_out)                              \
   _("neg", neg, structured_neg_out)                                              \
+  _("neg_", neg_, structured_neg_out)                                            \
   _("exp", exp, structured_exp_out)                                              \
+  _("exp_", exp_, structured_exp_out)                                            \
   _("sqrt", sqrt, structured_sqrt_out)                                           \
+  _("sqrt_", sqrt_, structured_sqrt_out)                                         \
   _("rsqrt", rsqrt, structured_rsqrt_out)                                        \
+  _("rsqrt_", rsqrt_, structured_rsqrt_out)                                      \
   _("sigmoid", sigmoid, structured_sigmoid_out)                                  \
+  _("sigmoid_", sigmoid_, structured_sigmoid_out)                                \
   _("tanh", tanh, structured_tanh_out)                                           \
+  _("tanh_", tanh_, structured_tanh_out)                                         \
   _("lerp_.Scalar", lerp__Scalar, structured_lerp_Scalar)                        \
   _("addcmul_", addcmul_, structured_addcmul_out)                                \
   _("addcdiv_", addcdiv_, structured_addcdiv_out)                                \
@@ -374,9 +431,11 @@ struct NllLossBackward {
   _("mm", mm, structured_mm_out_cpu, FullPrecisionMatmul)                       \
   _("addmm", addmm, structured_addmm_out_cpu, FullPrecisionAddmm)
 // Softmax of those steps' losses, on contiguous operands.
-#define VNPU_CONTIGUOUS_OPS(_)                                    \
-  _("_log_softmax", _log_softmax, structured_log_softmax_cpu_out) \
-  _("_log_softmax_backward_data", _log_softmax_backward_data, structured_log_softmax_backward_cpu_out)
+#define VNPU_CONTIGUOUS_OPS(_)                                                                         \
+  _("_log_softmax", _log_softmax, structured_log_softmax_cpu_out)                                      \
+  _("_log_softmax_backward_data", _log_softmax_backward_data, structured_log_softmax_backward_cpu_out) \
+  _("_softmax", _softmax, structured_softmax_cpu_out)                                                  \
+  _("_softmax_backward_data", _softmax_backward_data, structured_softmax_backward_cpu_out)
 
 // The DispatchStubs those operators' impls call, with the CPU's kernels as their npu entries.
 // clang-format off
@@ -397,7 +456,8 @@ struct NllLossBackward {
   _(clamp_min_scalar_stub) \
   _(sum_stub)          \
   _(pow_tensor_scalar_stub) \
-  _(fill_stub)
+  _(fill_stub)         \
+  _(copy_stub)
 // clang-format on
 
 namespace at::native {
@@ -426,6 +486,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          TORCH_FN((&vnpu::Composite<at::_ops::native_layer_norm, &vnpu::layer_norm, vnpu::ContiguousOperands>::call)));
   m.impl("_unsafe_view", TORCH_FN((&vnpu::Composite<at::_ops::_unsafe_view, &vnpu::unsafe_view>::call)));
   m.impl("sum", TORCH_FN((&vnpu::Composite<at::_ops::sum, &at::native::sum>::call)));
+  m.impl("mean.dim",
+         TORCH_FN((&vnpu::Composite<at::_ops::mean_dim, &vnpu::mean_as_on_the_cpu, vnpu::FullPrecisionMean>::call)));
+  m.impl("cat", TORCH_FN(vnpu::Cat::call));
   // Operators with a Python number: the tensor operator with the number as a CPU scalar, as on the CPU.
   using Binary = at::Tensor (*)(const at::Tensor&, const at::Scalar&);
   using InPlace = at::Tensor& (*)(at::Tensor&, const at::Scalar&);

@@ -23,7 +23,6 @@
   _(maximum, "maximum")                                                                                             \
   _(minimum, "minimum")                                                                                             \
   _(reciprocal, "reciprocal")                                                                                       \
-  _(exp_, "exp_")                                                                                                   \
   _(log, "log")                                                                                                     \
   _(abs, "abs")                                                                                                     \
   _(cos, "cos")                                                                                                     \
@@ -48,12 +47,8 @@
   _(sigmoid_backward, "sigmoid_backward")                                                                           \
   _(tanh_backward, "tanh_backward")                                                                                 \
   /* reductions, softmax, losses */                                                                                 \
-  _(mean, "mean")                                                                                                   \
-  _(mean_dim, "mean.dim")                                                                                           \
   _(argmax, "argmax")                                                                                               \
   _(topk, "topk")                                                                                                   \
-  _(_softmax, "_softmax")                                                                                           \
-  _(_softmax_backward_data, "_softmax_backward_data")                                                               \
   /* matmuls, convolutions, normalisation, pooling, attention */                                                    \
   _(bmm, "bmm")                                                                                                     \
   _(convolution, "convolution")                                                                                     \

@@ -93,6 +93,24 @@ struct CpuArg<at::TensorList> {
     return out;
   }
 };
+// A tensor list reference (cat): the aliases, kept in a vector the CPU kernel reads the list from.
+struct CpuTensorList {
+  c10::SmallVector<at::Tensor, 8> tensors;
+  operator at::ITensorListRef() const {  // NOLINT(google-explicit-constructor): passed as the kernel's argument
+    return at::ITensorListRef(at::ArrayRef<at::Tensor>(tensors));
+  }
+};
+template <>
+struct CpuArg<const at::ITensorListRef&> {
+  using type = CpuTensorList;
+  static type convert(RedirectCall& call, WrittenRefs&, const at::ITensorListRef& list, int i) {
+    type out;
+    for (const at::Tensor& t : list) {
+      out.tensors.push_back(call.tensor(t, i));
+    }
+    return out;
+  }
+};
 template <>
 struct CpuArg<const std::optional<at::Tensor>&> {
   using type = std::optional<at::Tensor>;
