@@ -52,6 +52,14 @@ FUNCTIONAL = {
     "clone": lambda a, b: a.transpose(0, -1).clone(),
     "clone contiguous": lambda a, b: a.transpose(0, -1).clone(memory_format=torch.contiguous_format),
     "_unsafe_view": lambda a, b: torch.ops.aten._unsafe_view(a.contiguous(), (a.numel(),)),
+    "reciprocal": lambda a, b: a.reciprocal(),
+    "log": lambda a, b: (a * a + 1).log(),
+    "cos": lambda a, b: a.cos(),
+    "sin": lambda a, b: a.sin(),
+    "silu": lambda a, b: torch.nn.functional.silu(a),
+    "silu_backward": lambda a, b: torch.ops.aten.silu_backward(b, a),
+    "sigmoid_backward": lambda a, b: torch.ops.aten.sigmoid_backward(b, a.sigmoid()),
+    "tanh_backward": lambda a, b: torch.ops.aten.tanh_backward(b, a.tanh()),
 }
 # Tensor lists: cat (memcpy, the CPU's cat kernel or copy_stub as the layout asks) and stack, cat's composite.
 LISTS = {
@@ -153,6 +161,7 @@ IN_PLACE = {
     "rsqrt_": lambda a, b: a.rsqrt_(),
     "sigmoid_": lambda a, b: a.sigmoid_(),
     "tanh_": lambda a, b: a.tanh_(),
+    "silu_": lambda a, b: torch.nn.functional.silu(a, inplace=True),
     "fill_": lambda a, b: a.fill_(-2.5),
     "zero_": lambda a, b: a.zero_(),
     "fill_ one element": lambda a, b: (a[3:4, 5:6].fill_(7), a)[1],

@@ -46,11 +46,13 @@
 #include <ATen/ops/addmm_native.h>
 #include <ATen/ops/cat_native.h>
 #include <ATen/ops/clamp_min_native.h>
+#include <ATen/ops/cos_native.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/exp_native.h>
 #include <ATen/ops/fill_native.h>
 #include <ATen/ops/lerp_native.h>
+#include <ATen/ops/log_native.h>
 #include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/native_layer_norm_native.h>
@@ -59,13 +61,19 @@
 #include <ATen/ops/nll_loss_forward_native.h>
 #include <ATen/ops/ones_like_native.h>
 #include <ATen/ops/pow_native.h>
+#include <ATen/ops/reciprocal_native.h>
 #include <ATen/ops/relu_native.h>
 #include <ATen/ops/rsqrt_native.h>
+#include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/sigmoid_native.h>
+#include <ATen/ops/silu_backward_native.h>
+#include <ATen/ops/silu_native.h>
+#include <ATen/ops/sin_native.h>
 #include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/sum_native.h>
+#include <ATen/ops/tanh_backward_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
 #include <ATen/ops/zero_native.h>
@@ -395,8 +403,8 @@ at::Tensor mean_as_on_the_cpu(const at::Tensor& self, at::OptionalIntArrayRef di
 }  // namespace
 }  // namespace vnpu
 
-// The element-wise operators of the training steps the benchmarks measure (bench/bench_overhead.py):
-// (operator, its aten::_ops struct, the structured CPU class).
+// The element-wise operators training and decoding steps call most (the benchmarks' steps in bench/bench_overhead.py,
+// a Llama-style step's activations): (operator, its aten::_ops struct, the structured CPU class).
 #define VNPU_STRUCTURED_OPS(_)                                                   \
   _("add.Tensor", add_Tensor, structured_ufunc_add_CPU)                          \
   _("add_.Tensor", add__Tensor, structured_ufunc_add_CPU)                        \
@@ -424,7 +432,16 @@ at::Tensor mean_as_on_the_cpu(const at::Tensor& self, at::OptionalIntArrayRef di
   _("threshold_backward", threshold_backward, structured_threshold_backward_out) \
   _("clamp_min", clamp_min, structured_clamp_min_out)                            \
   _("clamp_min_", clamp_min_, structured_clamp_min_out)                          \
-  _("pow.Tensor_Scalar", pow_Tensor_Scalar, structured_pow_Tensor_Scalar_out)
+  _("pow.Tensor_Scalar", pow_Tensor_Scalar, structured_pow_Tensor_Scalar_out)    \
+  _("reciprocal", reciprocal, structured_reciprocal_out)                         \
+  _("log", log, structured_log_out)                                              \
+  _("cos", cos, structured_cos_out)                                              \
+  _("sin", sin, structured_sin_out)                                              \
+  _("silu", silu, structured_silu_out)                                           \
+  _("silu_", silu_, structured_silu_out)                                         \
+  _("silu_backward", silu_backward, structured_silu_backward_out)                \
+  _("sigmoid_backward", sigmoid_backward, structured_sigmoid_backward_out)       \
+  _("tanh_backward", tanh_backward, structured_tanh_backward_out)
 // Matmuls and reductions of those steps, in float32 and float64.
 #define VNPU_FULL_PRECISION_OPS(_)                                              \
   _("sum.dim_IntList", sum_dim_IntList, structured_sum_out, FullPrecisionFloat) \
@@ -457,7 +474,15 @@ at::Tensor mean_as_on_the_cpu(const at::Tensor& self, at::OptionalIntArrayRef di
   _(sum_stub)          \
   _(pow_tensor_scalar_stub) \
   _(fill_stub)         \
-  _(copy_stub)
+  _(copy_stub)         \
+  _(reciprocal_stub)   \
+  _(log_stub)          \
+  _(cos_stub)          \
+  _(sin_stub)          \
+  _(silu_stub)         \
+  _(silu_backward_stub) \
+  _(sigmoid_backward_stub) \
+  _(tanh_backward_stub)
 // clang-format on
 
 namespace at::native {

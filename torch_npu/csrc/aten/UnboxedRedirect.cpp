@@ -22,11 +22,7 @@
   _(mul__Scalar, "mul_.Scalar")                                                                                     \
   _(maximum, "maximum")                                                                                             \
   _(minimum, "minimum")                                                                                             \
-  _(reciprocal, "reciprocal")                                                                                       \
-  _(log, "log")                                                                                                     \
   _(abs, "abs")                                                                                                     \
-  _(cos, "cos")                                                                                                     \
-  _(sin, "sin")                                                                                                     \
   _(pow_Scalar, "pow.Scalar")                                                                                       \
   _(eq_Scalar, "eq.Scalar")                                                                                         \
   _(eq_Tensor, "eq.Tensor")                                                                                         \
@@ -41,11 +37,7 @@
   _(tril, "tril")                                                                                                   \
   /* activations and their backwards */                                                                             \
   _(gelu, "gelu")                                                                                                   \
-  _(silu, "silu")                                                                                                   \
   _(gelu_backward, "gelu_backward")                                                                                 \
-  _(silu_backward, "silu_backward")                                                                                 \
-  _(sigmoid_backward, "sigmoid_backward")                                                                           \
-  _(tanh_backward, "tanh_backward")                                                                                 \
   /* reductions, softmax, losses */                                                                                 \
   _(argmax, "argmax")                                                                                               \
   _(topk, "topk")                                                                                                   \
