@@ -189,6 +189,9 @@ def _refusals_on_the_groups():
     big = torch.tensor([10**4, 10**4], dtype=torch.int32, device=DEV)
     _raises(lambda: combine(*args, tp_send_counts=big, tp_rank_id=t, **domain),
             f"npu_moe_distribute_combine: tp_send_counts [10000, 10000] address more rows than expand_x has ({expand_x.shape[0]})")  # fmt: skip
+    elastic = torch.tensor([1, ep, shared, experts, *range(ep), *range(ep)], dtype=torch.int32, device=DEV)
+    _raises(lambda: torch_npu.npu_moe_distribute_dispatch_v2(x, ids, group_ep, ep, e, experts, tp_rank_id=t, elastic_info=elastic, **domain),  # fmt: skip
+            "npu_moe_distribute_dispatch_v2: elastic_info cannot scale the EP domain in with a TP domain (the card does not either)")  # fmt: skip
     _raises(lambda: combine(*args, tp_send_counts=tp_recv_counts, tp_rank_id=t, comm_quant_mode=2, **domain),
             "npu_moe_distribute_combine: comm_quant_mode 2 (int8 communication) is taken only without a TP domain (tp_world_size < 2)")  # fmt: skip
     too_many = recv_counts + 10**4
@@ -274,6 +277,9 @@ def case_moe_distribute_special_experts():
         ),  # fmt: skip
         "npu_moe_distribute_combine_v2: ori_x is required with copy_expert_num or const_expert_num",
     )
+    wrong_x = dict(no_v, ori_x=xs[RANK][:, :4].to(DEV), const_expert_v=const_v.to(DEV))
+    _raises(lambda: torch_npu.npu_moe_distribute_combine_v2(rows, ids[RANK].to(DEV), assist, recv_counts, weights[RANK].to(DEV), *args, **wrong_x),  # fmt: skip
+            f"npu_moe_distribute_combine_v2: ori_x must be ({_BS}, {_H}) in torch.bfloat16, got ({_BS}, 4) in torch.bfloat16")  # fmt: skip
 
 
 def _elastic_info(live, shared_after, experts_after):
@@ -343,3 +349,11 @@ def case_moe_distribute_elastic():
         )
     _raises(lambda: combine(x, ids, ids.reshape(-1), ids.reshape(-1), ids.float(), hcom, WORLD, RANK, 2 * WORLD, elastic_info=_elastic_info(everyone, 0, 6).to(DEV)),  # fmt: skip
             f"npu_moe_distribute_combine_v2: elastic_info's MoE experts (6) must keep 2 per MoE rank on the {WORLD} live MoE ranks")  # fmt: skip
+    swapped = _elastic_info(everyone, 0, 2 * WORLD)
+    swapped[4], swapped[5] = 1, 0  # table 1 sends EP ranks 0 and 1 to each other's places, table 2 does not
+    _raises(lambda: dispatch(x, ids, hcom, WORLD, RANK, 2 * WORLD, elastic_info=swapped.to(DEV)),
+            f"npu_moe_distribute_dispatch_v2: elastic_info's tables disagree: live rank -> EP rank {everyone}, EP rank -> live rank {[1, 0, *range(2, WORLD)]}")  # fmt: skip
+    nobody = _elastic_info(everyone, 0, 2 * WORLD)
+    nobody[1] = 0
+    _raises(lambda: dispatch(x, ids, hcom, WORLD, RANK, 2 * WORLD, elastic_info=nobody.to(DEV)),
+            f"npu_moe_distribute_dispatch_v2: elastic_info's live ranks (0) and shared-expert ranks (0) must satisfy 0 <= shared < live <= ep_world_size ({WORLD})")  # fmt: skip

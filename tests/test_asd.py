@@ -219,6 +219,11 @@ def test_v3_stops_with_the_gradient_cleared_and_refuses_bad_arguments(silent_log
         with pytest.raises(RuntimeError) as info:
             _check_v3(1.0, avg, step, **kwargs)
         assert str(info.value).splitlines()[0] == f"_npu_silent_check_v3: {message}"
+    grad, most, one = torch.ones(3).npu(), torch.tensor([1.0]).npu(), torch.tensor([1.0]).npu()
+    for name, args in (("val", (torch.ones(2).npu(), grad, step, most, avg)), ("max", (one, grad, step, torch.ones(2).npu(), avg))):  # fmt: skip
+        with pytest.raises(RuntimeError) as info:
+            torch_npu._npu_silent_check_v3(*args, 1e6, 1e4, 0.5, 1)
+        assert str(info.value).splitlines()[0] == f"_npu_silent_check_v3: {name} must hold one value, got shape (2,)"
     with pytest.raises(RuntimeError) as info:
         _check_v3(1.0, avg, torch.tensor([0], dtype=torch.int32).npu())
     assert str(info.value).splitlines()[0] == "_npu_silent_check_v3: step must be int64, got torch.int32"
