@@ -423,15 +423,23 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
                                   global_bs=0, comm_quant_mode=0, comm_alg="", zero_expert_num=0, copy_expert_num=0,
                                   const_expert_num=0):  # fmt: skip
     """[BS, H], as npu_moe_distribute_combine."""
-    op = "npu_moe_distribute_combine_v2"
-    counts = (zero_expert_num, copy_expert_num, const_expert_num)
-    active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
-    alphas = (const_expert_alpha_1, const_expert_alpha_2)
-    specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
-    domains = _domains(op, locals())
-    comm_int8 = check_comm_quant(comm_quant_mode, domains, op)
-    return _combine(expand_x, expert_ids, assist_info_for_combine, ep_send_counts, expert_scales, domains,
-                    shared_expert_x, tp_send_counts, op, active, specials, comm_int8)  # fmt: skip
+    return _v2_combine("npu_moe_distribute_combine_v2", locals(), assist_info_for_combine)
+
+
+def _v2_combine(op, args, expand_idx):
+    """The combine of the v2 family (combine_v2, combine_add_rms_norm) from a call's arguments: x_active_mask, the
+    special experts, the domains (elastic_info) and comm_quant_mode, then _combine."""
+    expert_ids, expand_x = args["expert_ids"], args["expand_x"]
+    counts = (args["zero_expert_num"], args["copy_expert_num"], args["const_expert_num"])
+    active = active_routes(args["x_active_mask"], expert_ids, op)
+    active, taking = special_routes(expert_ids, active, args["moe_expert_num"], counts, op)
+    alphas = (args["const_expert_alpha_1"], args["const_expert_alpha_2"])
+    specials = special_outputs(expert_ids, taking, args["moe_expert_num"], counts, args["ori_x"], alphas,
+                               args["const_expert_v"], expand_x, op)  # fmt: skip
+    domains = _domains(op, args)
+    comm_int8 = check_comm_quant(args["comm_quant_mode"], domains, op)
+    return _combine(expand_x, expert_ids, expand_idx, args["ep_send_counts"], args["expert_scales"], domains,
+                    args["shared_expert_x"], args["tp_send_counts"], op, active, specials, comm_int8)  # fmt: skip
 
 
 def _add_rms_norm_fake(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, *a, **k):
@@ -465,14 +473,7 @@ def npu_moe_distribute_combine_add_rms_norm(expand_x, expert_ids, expand_idx, ep
     op = "npu_moe_distribute_combine_add_rms_norm"
     unsupported = [("activation_scale / weight_scale (int32 expand_x)", activation_scale is not None or weight_scale is not None)]  # fmt: skip
     refuse_unsupported(op, unsupported)
-    counts = (zero_expert_num, copy_expert_num, const_expert_num)
-    active, taking = special_routes(expert_ids, active_routes(x_active_mask, expert_ids, op), moe_expert_num, counts, op)  # fmt: skip
-    alphas = (const_expert_alpha_1, const_expert_alpha_2)
-    specials = special_outputs(expert_ids, taking, moe_expert_num, counts, ori_x, alphas, const_expert_v, expand_x, op)
-    domains = _domains(op, locals())
-    comm_int8 = check_comm_quant(comm_quant_mode, domains, op)
-    combined = _combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, domains, shared_expert_x,
-                        tp_send_counts, op, active, specials, comm_int8)  # fmt: skip
+    combined = _v2_combine(op, locals(), expand_idx)
     x = (combined.float() + residual_x.reshape(combined.shape).float()).to(residual_x.dtype)
     xf = x.float()
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + norm_eps)
