@@ -37,9 +37,21 @@ setup(
             name="torch_npu._C",
             sources=sources,
             include_dirs=[os.path.join(here, "torch_npu", "csrc")],
-            # no debug info by default: a third less compile time, a 60 MB smaller library
-            extra_compile_args=["-O2", "-Wno-unused-parameter"]
+            # No debug info by default: a third less compile time, a 60 MB smaller library.
+            # The library exports only what Python and the dispatcher look up (the module's init; operator
+            # registrations run as static initialisers): with default visibility, every call between its
+            # files went through the PLT, every global was read through the GOT and nothing inlined across
+            # an exported name, which cost about 0.1 us per operator on the npu hot path.
+            extra_compile_args=[
+                "-O2",
+                "-Wno-unused-parameter",
+                "-fvisibility=hidden",
+                "-fvisibility-inlines-hidden",
+                "-fno-semantic-interposition",
+            ]
             + ([] if os.environ.get("VNPU_DEBUG_BUILD") else ["-g0"]),
+            # The inline functions of torch's headers this library instantiates bind to its own copies.
+            extra_link_args=["-Wl,-Bsymbolic-functions"],
         )
     ],
     cmdclass={"build_ext": BuildOnce},
