@@ -14,7 +14,7 @@ SCHEMAS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     "shared", "reference", "op_plugin_custom_schemas.txt",
 )  # fmt: skip
-# CANN does not publish how aclnnSilentCheckV2 updates its running average; PyTorch 2.13 has no Dimname type.
+# The two Dimname overloads: PyTorch 2.13's schema parser has no Dimname type.
 NOT_BUILT = {"npu_max.names_dim", "npu_min.names_dim"}
 
 

@@ -35,6 +35,7 @@ import torch
 from torch_npu.ops._common import check
 from torch_npu.ops.moe_distribute_domains import (
     Domains,
+    elastic_rows,
     exchange,
     own_first,
     resolve,
@@ -312,11 +313,11 @@ def _domains(op, args):
 def _dispatch_fake(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, *, quant_mode=0,
                    global_bs=0, shared_expert_rank_num=0, shared_expert_num=1, tp_world_size=0, **kwargs):  # fmt: skip
     bs, k = expert_ids.shape
-    elastic_rows = None
+    rows = None
     if kwargs.get("elastic_info") is not None:
-        elastic_rows = (ep_world_size, shared_expert_rank_num, moe_expert_num // (ep_world_size - shared_expert_rank_num))  # fmt: skip
+        rows = elastic_rows(ep_world_size, shared_expert_rank_num, moe_expert_num)
     layout = Domains(ep_world_size, ep_rank_id, moe_expert_num, shared_expert_rank_num, group=None,
-                     shared_experts=shared_expert_num if shared_expert_rank_num else 1, elastic_rows=elastic_rows)  # fmt: skip
+                     shared_experts=shared_expert_num if shared_expert_rank_num else 1, elastic_rows=rows)  # fmt: skip
     tp = 2 if tp_world_size == 2 else 1
     total = layout.rows(bs, k, global_bs) * tp
     dtype = torch.int8 if quant_mode == 2 else x.dtype

@@ -148,11 +148,16 @@ def check_layout(op, ep_world_size, moe_expert_num, shared_expert_rank_num, shar
           f"the TP domain needs one expert per MoE rank, got {moe_expert_num // moe_ranks} (moe_expert_num {moe_expert_num} on {moe_ranks} MoE ranks)")  # fmt: skip
 
 
+def elastic_rows(ep_world_size, shared_expert_rank_num, moe_expert_num):
+    """Domains.elastic_rows of a call given elastic_info: what the card's rule for A reads."""
+    return ep_world_size, shared_expert_rank_num, moe_expert_num // (ep_world_size - shared_expert_rank_num)
+
+
 def _elastic(op, elastic_info, layout):
     """(Domains fields of the live EP domain, elastic_rows) for a call given elastic_info (see the module doc)."""
     world, rank, moe_expert_num, shared, tp_world_size = layout
-    local = moe_expert_num // (world - shared)
-    rows = (world, shared, local)
+    rows = elastic_rows(world, shared, moe_expert_num)
+    local = rows[2]
     is_elastic, live, shared_after, experts_after, table1, table2 = elastic_table(elastic_info, world, op)
     if not is_elastic:
         return {}, rows

@@ -73,24 +73,30 @@ def _npu_silent_check(
     return torch.full(val_counter.shape, level, dtype=torch.int32, device=val_counter.device)
 
 
+def _logged(level, value, npu_asd_detect, judged_against):
+    """Logs a check's level: a fault or alarm with the (name, value) pairs it was judged against, and at
+    npu_asd_detect 3 every normal value. True when npu_asd_detect 2 stops at it (a level-1 fault)."""
+    log = get_logger("silent")
+    if level != _NORMAL:
+        against = ", ".join(f"{name}={v}" for name, v in judged_against)
+        log.warning("silent check level %d %s: val=%s, %s", level, "fault" if level == _LEVEL1 else "alarm", value, against)  # fmt: skip
+    elif npu_asd_detect == 3:
+        log.warning("silent check val=%s", value)
+    return level == _LEVEL1 and npu_asd_detect == 2
+
+
+def _stop(value, op):
+    check(False, op, f"silent data corruption: val={value} is a level 1 fault (npu_asd_detect=2: the card stops here and resumes from the last checkpoint)")  # fmt: skip
+
+
 def _judged(value, history, counter, c_min_steps, thresholds, npu_asd_detect=1, op=_OP):
     """The level of value against history = (pre_val, min_val, max_val) tensors, logged, then the history
     updated in place (not by inf/NaN, which it never keeps); npu_asd_detect 2 raises at a level-1 fault."""
     pre_val, min_val, max_val = history
     level = _level(value, float(pre_val), counter, c_min_steps, thresholds)
-    if level != _NORMAL:
-        get_logger("silent").warning(
-            "silent check level %d %s: val=%s, pre_val=%s, min_val=%s, max_val=%s",
-            level,
-            "fault" if level == _LEVEL1 else "alarm",
-            value,
-            float(pre_val),
-            float(min_val),
-            float(max_val),
-        )
-    elif npu_asd_detect == 3:
-        get_logger("silent").warning("silent check val=%s", value)
-    check(not (level == _LEVEL1 and npu_asd_detect == 2), op, f"silent data corruption: val={value} is a level 1 fault (npu_asd_detect=2: the card stops here and resumes from the last checkpoint)")  # fmt: skip
+    against = (("pre_val", float(pre_val)), ("min_val", float(min_val)), ("max_val", float(max_val)))
+    if _logged(level, value, npu_asd_detect, against):
+        _stop(value, op)
     if math.isfinite(value):  # the history keeps the last finite values
         with torch.no_grad():
             pre_val.fill_(value)
@@ -139,16 +145,11 @@ def _npu_silent_check_v3(val, input_grad, step, max, avg, c_thresh_l1, c_thresh_
         level = _LEVEL2
     else:
         level = _NORMAL
-    log = get_logger("silent")
-    if level != _NORMAL:
-        report = log.error if level == _LEVEL1 else log.warning
-        report("silent check level %d %s: val=%s, avg=%s, step=%d", level, "fault" if level == _LEVEL1 else "alarm", value, average, steps)  # fmt: skip
-    elif npu_asd_detect == 3:
-        log.warning("silent check val=%s", value)
+    stops = _logged(level, value, npu_asd_detect, (("avg", average), ("step", steps)))
     with torch.no_grad():
-        if level == _LEVEL1 and npu_asd_detect == 2:
-            input_grad.zero_()
-            check(False, op, f"silent data corruption: val={value} is a level 1 fault (npu_asd_detect=2: the card stops here and resumes from the last checkpoint)")  # fmt: skip
+        if stops:
+            input_grad.zero_()  # the card clears the gradient before resuming
+            _stop(value, op)
         if math.isfinite(value):
             avg.mul_(betal).add_(value * (1.0 - betal))
         step.add_(1)

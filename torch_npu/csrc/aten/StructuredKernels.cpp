@@ -83,6 +83,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -225,6 +226,20 @@ struct ContiguousOperands {
   }
 };
 
+// A call's run on its npu tensors: `attempt` returns the result, or nothing (an empty optional, false) when an operand
+// cannot take this path. An error of the CPU's code is left to the redirect, which raises it with torch_npu's text;
+// running out of npu memory is the call's own error.
+template <class Attempt>
+auto on_the_npu_tensors(Attempt&& attempt) -> decltype(attempt()) {
+  try {
+    return attempt();
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const c10::Error&) {
+    return {};
+  }
+}
+
 template <class Op, class Structured, class Admits = AnyDtype, class Sig = typename Op::schema>
 struct Direct;
 
@@ -233,18 +248,18 @@ struct Direct<Op, Structured, Admits, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     Admission admission;
     if (admitted<Op, Admits>(admission, args...)) {
-      try {
+      auto result = on_the_npu_tensors([&]() -> std::optional<at::Tensor> {
         NpuFunctional<Structured> op;
         op.meta(args...);
-        if (op.settle_operands(admission.dtype())) {
-          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-          op.impl(args..., op.outputs[0]);
-          return std::move(op.outputs[0]);
+        if (!op.settle_operands(admission.dtype())) {
+          return std::nullopt;
         }
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text.
+        DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+        op.impl(args..., op.outputs[0]);
+        return std::move(op.outputs[0]);
+      });
+      if (result.has_value()) {
+        return std::move(*result);
       }
     }
     return Unboxed<Op>::call(args...);
@@ -255,20 +270,17 @@ template <class Op, class Structured, class Admits, class... Args>
 struct Direct<Op, Structured, Admits, at::Tensor&(at::Tensor&, Args...)> {
   static at::Tensor& call(at::Tensor& self, Args... args) {
     Admission admission;
-    if (admitted<Op, Admits>(admission, self, args...)) {
-      try {
-        NpuInPlace<Structured> op(self);
-        op.meta(self, args...);
-        if (op.settle_operands(admission.dtype())) {
+    if (admitted<Op, Admits>(admission, self, args...) && on_the_npu_tensors([&] {
+          NpuInPlace<Structured> op(self);
+          op.meta(self, args...);
+          if (!op.settle_operands(admission.dtype())) {
+            return false;
+          }
           DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
           op.impl(self, args..., self);
-          return self;
-        }
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text.
-      }
+          return true;
+        })) {
+      return self;
     }
     return Unboxed<Op>::call(self, args...);
   }
@@ -308,19 +320,19 @@ struct NllLossForward {
     Admission admission;
     if (admitted<at::_ops::nll_loss_forward, ContiguousOperands>(admission, self, weight) &&
         class_indices(target, admission)) {
-      try {
+      auto result = on_the_npu_tensors([&]() -> std::optional<std::tuple<at::Tensor, at::Tensor>> {
         const int64_t ignored = ignore_index.expect_int();
         NpuFunctional<at::native::structured_nll_loss_forward_out_cpu, 2> op;
         op.meta(self, target, optional_ref(weight), reduction, ignored);
-        if (op.settle_operands(admission.dtype())) {
-          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-          op.impl(self, target, optional_ref(weight), reduction, ignored, op.outputs[0], op.outputs[1]);
-          return {std::move(op.outputs[0]), std::move(op.outputs[1])};
+        if (!op.settle_operands(admission.dtype())) {
+          return std::nullopt;
         }
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text.
+        DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+        op.impl(self, target, optional_ref(weight), reduction, ignored, op.outputs[0], op.outputs[1]);
+        return std::make_tuple(std::move(op.outputs[0]), std::move(op.outputs[1]));
+      });
+      if (result.has_value()) {
+        return std::move(*result);
       }
     }
     return Unboxed<at::_ops::nll_loss_forward>::call(self, target, weight, reduction, std::move(ignore_index));
@@ -334,19 +346,19 @@ struct NllLossBackward {
     Admission admission;
     if (admitted<at::_ops::nll_loss_backward, ContiguousOperands>(admission, grad_output, self, weight, total_weight) &&
         class_indices(target, admission)) {
-      try {
+      auto result = on_the_npu_tensors([&]() -> std::optional<at::Tensor> {
         const int64_t ignored = ignore_index.expect_int();
         NpuFunctional<at::native::structured_nll_loss_backward_out_cpu> op;
         op.meta(grad_output, self, target, optional_ref(weight), reduction, ignored, total_weight);
-        if (op.settle_operands(admission.dtype())) {
-          DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
-          op.impl(grad_output, self, target, optional_ref(weight), reduction, ignored, total_weight, op.outputs[0]);
-          return std::move(op.outputs[0]);
+        if (!op.settle_operands(admission.dtype())) {
+          return std::nullopt;
         }
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text.
+        DevicePoolScope scope(admission.device());  // scratch from the npu pool; the device is busy
+        op.impl(grad_output, self, target, optional_ref(weight), reduction, ignored, total_weight, op.outputs[0]);
+        return std::move(op.outputs[0]);
+      });
+      if (result.has_value()) {
+        return std::move(*result);
       }
     }
     return Unboxed<at::_ops::nll_loss_backward>::call(grad_output, self, target, weight, reduction,
@@ -360,19 +372,19 @@ struct Cat {
   static at::Tensor call(const at::ITensorListRef& tensors, int64_t dim) {
     Admission admission;
     if (admitted<at::_ops::cat, AnyDtype>(admission, tensors, dim)) {
-      try {
+      auto result = on_the_npu_tensors([&]() -> std::optional<at::Tensor> {
         NpuFunctional<at::native::structured_cat_out_cpu> op;
         const auto layout = op.meta(tensors, dim);
-        if (op.settle_operands(admission.dtype())) {
-          DevicePoolScope scope(admission.device());  // the device is busy
-          op.impl(tensors, layout.dim, layout.valid, layout.all_contiguous, layout.all_same_dtype,
-                  layout.all_same_sizes_and_stride, layout.memory_format, op.outputs[0]);
-          return std::move(op.outputs[0]);
+        if (!op.settle_operands(admission.dtype())) {
+          return std::nullopt;
         }
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error&) {
-        // The redirect below raises it with torch_npu's text.
+        DevicePoolScope scope(admission.device());  // the device is busy
+        op.impl(tensors, layout.dim, layout.valid, layout.all_contiguous, layout.all_same_dtype,
+                layout.all_same_sizes_and_stride, layout.memory_format, op.outputs[0]);
+        return std::move(op.outputs[0]);
+      });
+      if (result.has_value()) {
+        return std::move(*result);
       }
     }
     return Unboxed<at::_ops::cat>::call(tensors, dim);
