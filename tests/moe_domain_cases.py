@@ -357,3 +357,6 @@ def case_moe_distribute_elastic():
     nobody[1] = 0
     _raises(lambda: dispatch(x, ids, hcom, WORLD, RANK, 2 * WORLD, elastic_info=nobody.to(DEV)),
             f"npu_moe_distribute_dispatch_v2: elastic_info's live ranks (0) and shared-expert ranks (0) must satisfy 0 <= shared < live <= ep_world_size ({WORLD})")  # fmt: skip
+    short = _elastic_info(everyone, 0, 2 * WORLD)[:-1]
+    _raises(lambda: dispatch(x, ids, hcom, WORLD, RANK, 2 * WORLD, elastic_info=short.to(DEV)),
+            f"npu_moe_distribute_dispatch_v2: elastic_info must hold 4 + 2 * world_size = {4 + 2 * WORLD} values, got {3 + 2 * WORLD}")  # fmt: skip
