@@ -189,7 +189,7 @@ at::Tensor make_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::D
   return at::detail::empty_generic(size, zero_allocator(device), keys, dtype, std::nullopt);
 }
 
-void check_in_bounds(const at::Tensor& npu) {
+void check_in_bounds_strided(const at::Tensor& npu) {
   const auto* impl = npu.unsafeGetTensorImpl();
   const auto sizes = impl->sizes();
   const auto strides = impl->strides();

@@ -23,7 +23,22 @@ int64_t redirect_aliases_built();
 
 // Raises unless every element of the npu tensor lies inside its storage (a view whose storage was
 // resized or freed under it would otherwise send a kernel to memory it does not own).
-void check_in_bounds(const at::Tensor& npu);
+void check_in_bounds_strided(const at::Tensor& npu);
+inline void check_in_bounds(const at::Tensor& npu) {
+  // Every operand of every npu operator passes here: a contiguous tensor needs no walk over its strides.
+  const auto* impl = npu.unsafeGetTensorImpl();
+  if (C10_LIKELY(impl->is_contiguous())) {
+    const int64_t numel = impl->numel();
+    if (numel == 0) {
+      return;  // no elements, no bytes to touch
+    }
+    const auto end = (impl->storage_offset() + numel) * static_cast<int64_t>(impl->itemsize());
+    if (C10_LIKELY(end <= static_cast<int64_t>(impl->storage().nbytes()))) {
+      return;
+    }
+  }
+  check_in_bounds_strided(npu);
+}
 
 // Gives `to` the sizes, strides, storage offset and conj/neg bits of `from`.
 void copy_geometry(const at::Tensor& from, const at::Tensor& to);

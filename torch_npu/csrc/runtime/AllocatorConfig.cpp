@@ -227,25 +227,27 @@ AllocatorConfig apply_allocator_settings(AllocatorConfig c, const std::string& t
 namespace {
 
 std::mutex g_settings_mutex;
-std::atomic<const AllocatorConfig*> g_settings{nullptr};
-
-const AllocatorConfig* environment_settings() {
-  static const AllocatorConfig* from_env = new AllocatorConfig(from_environment());
-  return from_env;
-}
 
 }  // namespace
 
-const AllocatorConfig& allocator_config() {
-  const AllocatorConfig* settings = g_settings.load(std::memory_order_acquire);
-  return settings != nullptr ? *settings : *environment_settings();
+std::atomic<const AllocatorConfig*> g_allocator_settings{nullptr};
+
+const AllocatorConfig& environment_allocator_config() {
+  static const AllocatorConfig* from_env = [] {
+    const auto* parsed = new AllocatorConfig(from_environment());
+    const AllocatorConfig* none = nullptr;
+    g_allocator_settings.compare_exchange_strong(none, parsed);  // unless settings were set meanwhile
+    return parsed;
+  }();
+  const AllocatorConfig* settings = g_allocator_settings.load(std::memory_order_acquire);
+  return settings != nullptr ? *settings : *from_env;
 }
 
 void set_allocator_settings(const std::string& text, const std::string& source) {
   std::lock_guard<std::mutex> lock(g_settings_mutex);
   auto next = std::make_unique<AllocatorConfig>(apply_allocator_settings(allocator_config(), text, source));
   // The settings replaced stay allocated: an allocation in progress may still read them.
-  g_settings.store(next.release(), std::memory_order_release);
+  g_allocator_settings.store(next.release(), std::memory_order_release);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // way torch_npu parses them, with torch_npu's error texts.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -26,9 +27,16 @@ struct AllocatorConfig {
   std::string text;    // its value
 };
 
-// The settings in force: parsed from the environment on first use (throws RuntimeError/ValueError on invalid
-// settings), then as changed by set_allocator_settings.
-const AllocatorConfig& allocator_config();
+extern std::atomic<const AllocatorConfig*> g_allocator_settings;  // null until first parsed or set
+// Parses the environment's settings on first use (throws RuntimeError/ValueError on invalid settings).
+const AllocatorConfig& environment_allocator_config();
+
+// The settings in force: parsed from the environment on first use, then as changed by set_allocator_settings.
+// Inline: every allocation reads them.
+inline const AllocatorConfig& allocator_config() {
+  const AllocatorConfig* settings = g_allocator_settings.load(std::memory_order_acquire);
+  return settings != nullptr ? *settings : environment_allocator_config();
+}
 
 // torch_npu.npu.memory._set_allocator_settings: the keys given replace theirs in the settings in force, with the
 // environment's syntax and checks; allocations from then on follow them (segments already mapped stay as they

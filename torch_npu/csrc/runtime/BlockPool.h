@@ -44,6 +44,23 @@ struct Block {
   bool is_split() const {
     return prev != nullptr || next != nullptr;
   }
+  // Makes a recycled record what `new Block()` with these four fields would be, field by field (assigning a
+  // fresh Block would go through base_sizes' copy); keep it in step with the members above.
+  void reset(char* p, size_t s, c10::DeviceIndex d, bool sm) {
+    ptr = p;
+    size = s;
+    requested = 0;
+    device = d;
+    small = sm;
+    allocated = false;
+    prev = next = free_prev = free_next = nullptr;
+    pool = 0;
+    pluggable = false;
+    npu_format = -1;
+    storage_numel = -1;
+    base_dtype = c10::ScalarType::Undefined;
+    base_sizes.clear();
+  }
 };
 
 // Recycles Block records so splitting and merging never call the heap.
@@ -56,12 +73,8 @@ class BlockRecords {
     } else {
       b = spare_.back();
       spare_.pop_back();
-      *b = Block();
     }
-    b->ptr = ptr;
-    b->size = size;
-    b->device = device;
-    b->small = small;
+    b->reset(ptr, size, device, small);
     return b;
   }
   void recycle(Block* b) {

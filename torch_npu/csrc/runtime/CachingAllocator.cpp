@@ -53,9 +53,15 @@ struct PendingEvent {
 };
 thread_local std::vector<PendingEvent> tl_pending;
 
+[[gnu::cold]] [[gnu::noinline]] void queue_event(const char* action, c10::DeviceIndex device, const void* address,
+                                                 size_t size) {
+  tl_pending.push_back({action, device, reinterpret_cast<uintptr_t>(address), size});
+  g_pending_events.fetch_add(1, std::memory_order_relaxed);
+}
+
 void note(const char* action, c10::DeviceIndex device, const void* address, size_t size) {
   if (C10_UNLIKELY(memory_history_enabled())) {
-    tl_pending.push_back({action, device, reinterpret_cast<uintptr_t>(address), size});
+    queue_event(action, device, address, size);
   }
 }
 
@@ -67,11 +73,34 @@ constexpr StatArray DeviceStats::* kBlockStats[] = {&DeviceStats::allocation, &D
                                                     &DeviceStats::active, &DeviceStats::active_bytes,
                                                     &DeviceStats::requested_bytes};
 
-void raise_without_peak(StatArray& stat, bool small, int64_t delta) {
+// Moves one statistic by `amount` up (`sign` 1, taking its peak when kPeak) or down (-1).
+template <int sign, bool kPeak>
+void move_stat(c10::CachingAllocator::Stat& stat, int64_t amount) {
+  if constexpr (sign > 0) {
+    stat.current += amount;
+    stat.allocated += amount;
+    if constexpr (kPeak) {
+      stat.peak = std::max(stat.peak, stat.current);
+    }
+  } else {
+    stat.current -= amount;
+    stat.freed += amount;
+  }
+}
+
+// Counts a block in use (`sign` 1) or no longer in use (-1) in the statistics of kBlockStats, in the aggregate and
+// the block's pool. Taking the peaks is optional on the way up (see pool_allocate_block); straight-line code, as
+// every allocation and free of an npu tensor runs it.
+template <int sign, bool kPeaks = true>
+void count_block(DeviceStats& s, bool small, int64_t size, int64_t requested) {
+  static_assert(sign == 1 || sign == -1);
   const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
   for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
-    stat[i].current += delta;
-    stat[i].allocated += delta;
+    move_stat<sign, kPeaks>(s.allocation[i], 1);
+    move_stat<sign, kPeaks>(s.allocated_bytes[i], size);
+    move_stat<sign, kPeaks>(s.active[i], 1);
+    move_stat<sign, kPeaks>(s.active_bytes[i], size);
+    move_stat<sign, kPeaks>(s.requested_bytes[i], requested);
   }
 }
 
@@ -193,18 +222,6 @@ void settle_peaks(DeviceState& st) {
   st.peaks_pending = false;
 }
 
-// Shared with ForeignStorage.cpp (declared in DeviceMemoryState.h).
-void update_stat(StatArray& stat, bool small, int64_t delta) {
-  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
-  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
-    if (delta >= 0) {
-      stat[i].increase(static_cast<size_t>(delta));
-    } else {
-      stat[i].decrease(static_cast<size_t>(-delta));
-    }
-  }
-}
-
 void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note) {
   st.stats.num_ooms++;
   const int64_t capacity = device_capacity();
@@ -258,12 +275,12 @@ Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, 
   block->npu_format = -1;
   block->storage_numel = -1;
   block->base_dtype = c10::ScalarType::Undefined;
-  auto raise = for_kernel ? &raise_without_peak : &update_stat;
-  raise(st.stats.allocation, small, 1);
-  raise(st.stats.allocated_bytes, small, static_cast<int64_t>(block->size));
-  raise(st.stats.active, small, 1);
-  raise(st.stats.active_bytes, small, static_cast<int64_t>(block->size));
-  raise(st.stats.requested_bytes, small, static_cast<int64_t>(requested));
+  if (for_kernel) {
+    count_block<1, /*kPeaks=*/false>(st.stats, small, static_cast<int64_t>(block->size),
+                                     static_cast<int64_t>(requested));
+  } else {
+    count_block<1>(st.stats, small, static_cast<int64_t>(block->size), static_cast<int64_t>(requested));
+  }
   if (block->size >= config.max_split_size) {
     if (for_kernel) {
       st.stats.oversize_allocations.current += 1;
@@ -286,6 +303,37 @@ void release_free_segments_unless_held(DeviceState& st) {
   }
 }
 
+// No cached block fits: a new segment (after the garbage collection threshold's release, and once more after
+// releasing the cache), or the out-of-memory error. Out of line: the cached path is what runs per operator.
+[[gnu::cold]] [[gnu::noinline]] Block* map_new_block(DeviceState& st, c10::DeviceIndex device, size_t requested,
+                                                     size_t size, bool small, uint64_t pool,
+                                                     const AllocatorConfig& config) {
+  if (config.garbage_collection_threshold > 0 &&
+      current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
+    release_free_segments_unless_held(st);
+  }
+  std::string host_note;
+  const size_t bytes = config.caching ? segment_size_for(size, config) : size;
+  Block* block = map_segment(st, device, bytes, small, pool, host_note);
+  if (block == nullptr) {
+    release_free_segments_unless_held(st);
+    st.stats.num_alloc_retries++;
+    host_note.clear();
+    block = map_segment(st, device, bytes, small, pool, host_note);
+  }
+  if (block == nullptr && plan_over_capacity() && host_note.empty()) {
+    block = map_segment(st, device, bytes, small, pool, host_note, /*beyond_capacity=*/true);
+    if (block != nullptr) {
+      record_plan_over_capacity(device, static_cast<int64_t>(requested), allowed_bytes(st));
+    }
+  }
+  if (block == nullptr) {
+    note("oom", device, nullptr, requested);
+    throw_oom(st, device, requested, host_note);
+  }
+  return block;
+}
+
 Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested, uint64_t pool, bool for_kernel) {
   const auto& config = allocator_config();
   if (!for_kernel) {
@@ -294,57 +342,41 @@ Block* allocate_block(DeviceState& st, c10::DeviceIndex device, size_t requested
   const size_t size = round_size(requested, config);
   const bool small = size <= kSmallSize;
   Block* block = config.caching ? take_free_block(st, small, pool, size, config) : nullptr;
-  if (block == nullptr) {
-    if (config.garbage_collection_threshold > 0 &&
-        current(st.stats.reserved_bytes) > config.garbage_collection_threshold * allowed_bytes(st)) {
-      release_free_segments_unless_held(st);
-    }
-    std::string host_note;
-    const size_t bytes = config.caching ? segment_size_for(size, config) : size;
-    block = map_segment(st, device, bytes, small, pool, host_note);
-    if (block == nullptr) {
-      release_free_segments_unless_held(st);
-      st.stats.num_alloc_retries++;
-      host_note.clear();
-      block = map_segment(st, device, bytes, small, pool, host_note);
-    }
-    if (block == nullptr && plan_over_capacity() && host_note.empty()) {
-      block = map_segment(st, device, bytes, small, pool, host_note, /*beyond_capacity=*/true);
-      if (block != nullptr) {
-        record_plan_over_capacity(device, static_cast<int64_t>(requested), allowed_bytes(st));
-      }
-    }
-    if (block == nullptr) {
-      note("oom", device, nullptr, requested);
-      throw_oom(st, device, requested, host_note);
-    }
+  if (C10_UNLIKELY(block == nullptr)) {
+    block = map_new_block(st, device, requested, size, small, pool, config);
   }
   return take_block(st, block, size, requested, config.caching && should_split(block, size, config), for_kernel);
 }
 
-void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
-  if (C10_UNLIKELY(profiler_memory_on())) {
+[[gnu::cold]] [[gnu::noinline]] void report_to_profilers(const Block* block, int64_t delta, DeviceState& st) {
+  if (profiler_memory_on()) {
     record_profiler_memory(reinterpret_cast<int64_t>(block->ptr), delta, current(st.stats.allocated_bytes),
                            current(st.stats.reserved_bytes), current(st.stats.active_bytes), block->device,
                            current_stream(block->device).id());
   }
-  if (C10_UNLIKELY(plan_mode())) {
+  if (plan_mode()) {
     record_plan_memory(reinterpret_cast<int64_t>(block->ptr), delta, current(st.stats.allocated_bytes),
                        current(st.stats.reserved_bytes), block->device);
   }
-  if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {
+  if (c10::memoryProfilingEnabled()) {
     c10::reportMemoryUsageToProfiler(block->ptr, delta, static_cast<size_t>(current(st.stats.allocated_bytes)),
                                      static_cast<size_t>(current(st.stats.reserved_bytes)),
                                      c10::Device(kNpu, block->device));
   }
 }
 
+// Tells vnpu's profiler, the planning ledger and PyTorch's profiler of a block allocated (delta > 0) or freed.
+void report_to_profiler(const Block* block, int64_t delta, DeviceState& st) {
+  if (C10_UNLIKELY(profiler_memory_on() || plan_mode() || c10::memoryProfilingEnabled())) {
+    report_to_profilers(block, delta, st);
+  }
+}
+
 }  // namespace
 
 // Shared with MemoryPools.cpp (declared in DeviceMemoryState.h).
-DeviceState& device_state(c10::DeviceIndex device) {
-  static auto* states = new DeviceState[kMaxDevices];
-  return states[device];
+DeviceState* make_device_states() {
+  return new DeviceState[kMaxDevices];
 }
 
 int64_t current(const StatArray& stat) {
@@ -356,10 +388,13 @@ int64_t allowed_bytes(const DeviceState& st) {
   return static_cast<int64_t>(fraction * static_cast<double>(device_capacity()));
 }
 
-void flush_events() {
-  if (C10_UNLIKELY(!tl_pending.empty())) {
+std::atomic<int64_t> g_pending_events{0};
+
+void log_pending_events() {
+  if (!tl_pending.empty()) {
     std::vector<PendingEvent> events;
     events.swap(tl_pending);
+    g_pending_events.fetch_sub(static_cast<int64_t>(events.size()), std::memory_order_relaxed);
     for (const auto& e : events) {
       record_memory_event(e.action, e.device, e.address, e.size);
     }
@@ -392,16 +427,24 @@ std::atomic<bool> g_npu_memory_used{false};
 namespace {
 
 // Returns a block to its pool; `settle` takes the peaks CPU kernels left pending first.
+[[gnu::cold]] [[gnu::noinline]] void free_pluggable(Block* block) {
+  active_pluggable_allocator()->free(block->ptr, static_cast<ptrdiff_t>(block->size), block->device, nullptr);
+  delete block;
+}
+
+[[gnu::cold]] [[gnu::noinline]] void record_free(const Block* block) {
+  record_memory_event("free_requested", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
+  record_memory_event("free_completed", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
+}
+
 void release_block(Block* block, bool settle) {
   trace::fire(trace::Point::MemoryDeallocation, block->ptr);
   if (C10_UNLIKELY(block->pluggable)) {
-    active_pluggable_allocator()->free(block->ptr, static_cast<ptrdiff_t>(block->size), block->device, nullptr);
-    delete block;
+    free_pluggable(block);
     return;
   }
   if (C10_UNLIKELY(memory_history_enabled())) {
-    record_memory_event("free_requested", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
-    record_memory_event("free_completed", block->device, reinterpret_cast<uintptr_t>(block->ptr), block->size);
+    record_free(block);
   }
   DeviceState& st = device_state(block->device);
   std::unique_lock<std::recursive_mutex> releasing(free_mutex(), std::defer_lock);
@@ -431,11 +474,7 @@ void free_block_locked(DeviceState& st, Block* block, bool settle) {
   }
   const bool small = block->small;
   const auto size = static_cast<int64_t>(block->size);
-  update_stat(st.stats.allocation, small, -1);
-  update_stat(st.stats.allocated_bytes, small, -size);
-  update_stat(st.stats.active, small, -1);
-  update_stat(st.stats.active_bytes, small, -size);
-  update_stat(st.stats.requested_bytes, small, -static_cast<int64_t>(block->requested));
+  count_block<-1>(st.stats, small, size, static_cast<int64_t>(block->requested));
   if (block->size >= config.max_split_size) {
     st.stats.oversize_allocations.decrease(1);
   }
@@ -482,28 +521,53 @@ void free_block_locked(DeviceState& st, Block* block, bool settle) {
   update_stat(st.stats.inactive_split_bytes, small, split_bytes);
 }
 
-Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kernel) {
-  if (C10_UNLIKELY(g_in_bad_fork)) {
+namespace {
+
+// A block of a user's NPUPluggableAllocator (outside the pools).
+[[gnu::cold]] [[gnu::noinline]] Block* allocate_pluggable(const PluggableFunctions& pluggable, size_t bytes,
+                                                          c10::DeviceIndex device) {
+  void* ptr = pluggable.alloc(static_cast<ptrdiff_t>(bytes), device, nullptr);
+  TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "NPU out of memory. Tried to allocate ", format_size(bytes),
+                   " (NPU ", static_cast<int>(device), "): the NPUPluggableAllocator ", pluggable.path,
+                   " returned no memory");
+  auto* block = new Block();
+  block->ptr = static_cast<char*>(ptr);
+  block->size = bytes;
+  block->device = device;
+  block->allocated = true;
+  block->pluggable = true;
+  trace::fire(trace::Point::MemoryAllocation, block->ptr);
+  return block;
+}
+
+// The checks and one-time steps of a process's first allocation (and of every one in a forked child).
+[[gnu::cold]] [[gnu::noinline]] void before_first_allocation(size_t bytes) {
+  if (g_in_bad_fork) {
     check_not_in_bad_fork();
   }
   TORCH_CHECK_WITH(OutOfMemoryError, bytes < kOneEB, "NPU out of memory. Tried to allocate more than 1EB memory.");
   init_allocator();
-  if (C10_UNLIKELY(!g_npu_memory_used.load(std::memory_order_relaxed))) {
-    g_npu_memory_used.store(true);
+  g_npu_memory_used.store(true);
+}
+
+[[gnu::cold]] [[gnu::noinline]] void after_oom(DeviceState& st, std::unique_lock<SpinLock>& guard,
+                                               c10::DeviceIndex device, size_t bytes) {
+  const int64_t total = allowed_bytes(st);
+  const int64_t free = std::max<int64_t>(total - current(st.stats.reserved_bytes), 0);
+  guard.unlock();
+  flush_events();
+  notify_oom_observers(device, static_cast<int64_t>(bytes), total, free);
+}
+
+}  // namespace
+
+Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kernel) {
+  if (C10_UNLIKELY(g_in_bad_fork || bytes >= kOneEB || !g_npu_memory_used.load(std::memory_order_relaxed) ||
+                   !g_allocator_initialized.load(std::memory_order_acquire))) {
+    before_first_allocation(bytes);
   }
-  if (const PluggableFunctions* pluggable = active_pluggable_allocator()) {
-    void* ptr = pluggable->alloc(static_cast<ptrdiff_t>(bytes), device, nullptr);
-    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "NPU out of memory. Tried to allocate ", format_size(bytes),
-                     " (NPU ", static_cast<int>(device), "): the NPUPluggableAllocator ", pluggable->path,
-                     " returned no memory");
-    auto* block = new Block();
-    block->ptr = static_cast<char*>(ptr);
-    block->size = bytes;
-    block->device = device;
-    block->allocated = true;
-    block->pluggable = true;
-    trace::fire(trace::Point::MemoryAllocation, block->ptr);
-    return block;
+  if (const PluggableFunctions* pluggable = active_pluggable_allocator(); C10_UNLIKELY(pluggable != nullptr)) {
+    return allocate_pluggable(*pluggable, bytes, device);
   }
   DeviceState& st = device_state(device);
   Block* block = nullptr;
@@ -512,11 +576,7 @@ Block* pool_allocate_block(size_t bytes, c10::DeviceIndex device, bool for_kerne
     try {
       block = allocate_block(st, device, bytes, current_thread_pool(device), for_kernel);
     } catch (const c10::OutOfMemoryError&) {
-      const int64_t total = allowed_bytes(st);
-      const int64_t free = std::max<int64_t>(total - current(st.stats.reserved_bytes), 0);
-      guard.unlock();
-      flush_events();
-      notify_oom_observers(device, static_cast<int64_t>(bytes), total, free);
+      after_oom(st, guard, device, bytes);
       throw;
     } catch (...) {
       guard.unlock();

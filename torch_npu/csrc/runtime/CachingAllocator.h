@@ -12,6 +12,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/core/Storage.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -24,7 +25,13 @@ namespace vnpu {
 c10::DeviceAllocator* npu_allocator();
 
 // Parses the allocator configuration and SoC capacity; throws on invalid environment values.
-void init_allocator();
+extern std::atomic<bool> g_allocator_initialized;
+void init_allocator_settings();
+inline void init_allocator() {
+  if (C10_UNLIKELY(!g_allocator_initialized.load(std::memory_order_acquire))) {
+    init_allocator_settings();
+  }
+}
 
 // While alive, the CPU allocator of this thread serves requests from npu device `device`'s pools
 // (the redirect opens one around each CPU kernel it runs for an npu operator), and the device counts

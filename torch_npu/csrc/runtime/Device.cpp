@@ -138,9 +138,12 @@ thread_local c10::DeviceIndex tl_current = 0;
 
 bool g_in_bad_fork = false;
 
+std::atomic<c10::DeviceIndex> g_fixed_device_count{0};
+
 void fix_device_table() {
-  table();
+  const auto count = static_cast<c10::DeviceIndex>(table().physical.size());
   g_table_fixed.store(true, std::memory_order_release);
+  g_fixed_device_count.store(count, std::memory_order_relaxed);
 }
 
 void mark_device_initialized() {
@@ -177,7 +180,7 @@ void check_device_running(c10::DeviceIndex index) {
               static_cast<int>(index), ") before using it again");
 }
 
-c10::DeviceIndex device_count() noexcept {
+c10::DeviceIndex read_device_count() noexcept {
   return static_cast<c10::DeviceIndex>(table().physical.size());
 }
 
@@ -190,7 +193,7 @@ int physical_device_id(c10::DeviceIndex index) {
   return table().physical[index];
 }
 
-void check_device_index(c10::DeviceIndex index) {
+void check_device_index_slow(c10::DeviceIndex index) {
   const auto n = device_count();
   if (C10_LIKELY(index >= 0 && index < n)) {
     return;

@@ -18,7 +18,14 @@ constexpr int kMaxDevices = 64;
 // Number of visible devices: VNPU_DEVICE_COUNT physical devices (default 8) filtered by
 // ASCEND_RT_VISIBLE_DEVICES with torch_npu's rules. Never throws; an invalid environment yields
 // zero devices and is reported by device_config_error().
-c10::DeviceIndex device_count() noexcept;
+c10::DeviceIndex read_device_count() noexcept;
+// The count once the table is fixed (fix_device_table), else 0: read by the inline checks, which take the full
+// path while it is 0.
+extern std::atomic<c10::DeviceIndex> g_fixed_device_count;
+inline c10::DeviceIndex device_count() noexcept {
+  const c10::DeviceIndex fixed = g_fixed_device_count.load(std::memory_order_relaxed);
+  return fixed > 0 ? fixed : read_device_count();
+}
 
 // Empty when the device environment is valid, otherwise a message naming the bad variable.
 const std::string& device_config_error();
@@ -46,7 +53,12 @@ inline void note_device_context(c10::DeviceIndex index) noexcept {
 }
 
 // Throws torch_npu-style "Invalid device" errors for indices outside [0, device_count()).
-void check_device_index(c10::DeviceIndex index);
+void check_device_index_slow(c10::DeviceIndex index);
+inline void check_device_index(c10::DeviceIndex index) {
+  if (C10_UNLIKELY(index < 0 || index >= g_fixed_device_count.load(std::memory_order_relaxed))) {
+    check_device_index_slow(index);
+  }
+}
 
 // Fixes the device table (the visible devices) as the runtime initialises; before that it follows
 // VNPU_DEVICE_COUNT and ASCEND_RT_VISIBLE_DEVICES.

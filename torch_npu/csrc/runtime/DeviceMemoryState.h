@@ -6,6 +6,7 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -53,22 +54,48 @@ struct DeviceState {
 
 using Guard = std::lock_guard<SpinLock>;
 
-DeviceState& device_state(c10::DeviceIndex device);
+DeviceState* make_device_states();
+inline DeviceState& device_state(c10::DeviceIndex device) {
+  static DeviceState* const states = make_device_states();  // never destroyed
+  return states[device];
+}
 // The aggregate current value of a statistic.
 int64_t current(const c10::CachingAllocator::StatArray& stat);
 // Bytes this process may reserve on the device (capacity x memory fraction).
 int64_t allowed_bytes(const DeviceState& st);
+// Allocator events queued by any thread and not yet logged.
+extern std::atomic<int64_t> g_pending_events;
+void log_pending_events();
 // Logs the allocator events this thread queued (call without holding a device lock).
-void flush_events();
+inline void flush_events() {
+  if (C10_UNLIKELY(g_pending_events.load(std::memory_order_relaxed) != 0)) {
+    log_pending_events();
+  }
+}
 
 // Takes the peaks a CPU kernel's blocks left pending (see pool_allocate_block).
 void settle_peaks(DeviceState& st);
 // Returns the cached segments that hold no allocation to the host (see CachingAllocator.cpp).
 void release_free_segments(DeviceState& st, bool every_pool = false);
+// How many (thread, device) entries route allocations to a MemPool (while none does, no thread-local is read).
+extern std::atomic<int> g_mem_pool_routes;
+uint64_t thread_pool_entry(c10::DeviceIndex device);
 // The MemPool this thread allocates from on `device` (0: the default pool); no index check.
-uint64_t current_thread_pool(c10::DeviceIndex device);
+inline uint64_t current_thread_pool(c10::DeviceIndex device) {
+  return g_mem_pool_routes.load(std::memory_order_relaxed) == 0 ? 0 : thread_pool_entry(device);
+}
 // Moves a statistic's aggregate and its pool's entry by `delta`.
-void update_stat(c10::CachingAllocator::StatArray& stat, bool small, int64_t delta);
+inline void update_stat(c10::CachingAllocator::StatArray& stat, bool small, int64_t delta) {
+  using c10::CachingAllocator::StatType;
+  const size_t pool = static_cast<size_t>(small ? StatType::SMALL_POOL : StatType::LARGE_POOL);
+  for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
+    if (delta >= 0) {
+      stat[i].increase(static_cast<size_t>(delta));
+    } else {
+      stat[i].decrease(static_cast<size_t>(-delta));
+    }
+  }
+}
 // Raises torch_npu's out-of-memory error for a request of `requested` bytes (see CachingAllocator.cpp).
 [[noreturn]] void throw_oom(DeviceState& st, c10::DeviceIndex device, size_t requested, const std::string& host_note);
 

@@ -79,12 +79,9 @@ bool host_can_hold_copy(size_t bytes, std::string& note) {
   return false;
 }
 
-bool plan_mode() {
-  static const bool on = [] {
-    const char* env = std::getenv("VNPU_PLAN");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return on;
+bool read_plan_mode() {
+  const char* env = std::getenv("VNPU_PLAN");
+  return env != nullptr && std::string(env) == "1";
 }
 
 bool plan_over_capacity() {

@@ -17,8 +17,12 @@ bool host_can_back(size_t bytes, size_t mapped, std::string& note);
 bool host_can_hold_copy(size_t bytes, std::string& note);
 
 // Planning mode (VNPU_PLAN=1, read once): npu segments are address space only, never backed by host
-// pages, and operators compute shapes and dtypes only (plan/PlanMode.h).
-bool plan_mode();
+// pages, and operators compute shapes and dtypes only (plan/PlanMode.h). Inline: every allocation asks.
+bool read_plan_mode();
+inline bool plan_mode() {
+  static const bool on = read_plan_mode();
+  return on;
+}
 
 // In planning mode with VNPU_PLAN_OVER_CAPACITY=1 (what `vnpu plan` sets): a request the card cannot
 // hold, even after the allocator released its cache, gets its segment anyway instead of the OOM error,

@@ -24,9 +24,9 @@ History& history() {
   return *h;
 }
 
-std::atomic<bool> g_enabled{false};
-
 }  // namespace
+
+std::atomic<bool> g_memory_history_enabled{false};
 
 void set_memory_history(bool enabled, bool trace, ContextFn context, size_t max_entries) {
   auto& h = history();
@@ -43,11 +43,7 @@ void set_memory_history(bool enabled, bool trace, ContextFn context, size_t max_
   while (h.entries.size() > max_entries) {
     h.entries.pop_front();
   }
-  g_enabled.store(enabled);
-}
-
-bool memory_history_enabled() {
-  return g_enabled.load(std::memory_order_relaxed);
+  g_memory_history_enabled.store(enabled);
 }
 
 void record_memory_event(const char* action, c10::DeviceIndex device, uintptr_t address, size_t size) {

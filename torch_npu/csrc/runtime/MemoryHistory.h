@@ -6,6 +6,7 @@
 
 #include <c10/core/Allocator.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,7 +28,10 @@ using ContextFn = std::shared_ptr<c10::GatheredContext> (*)();
 // enabled: record; trace: keep the log of events too; context: how to capture stacks (nullptr: none);
 // max_entries: the log's ring size.
 void set_memory_history(bool enabled, bool trace, ContextFn context, size_t max_entries);
-bool memory_history_enabled();
+extern std::atomic<bool> g_memory_history_enabled;
+inline bool memory_history_enabled() {
+  return g_memory_history_enabled.load(std::memory_order_relaxed);
+}
 void record_memory_event(const char* action, c10::DeviceIndex device, uintptr_t address, size_t size);
 std::vector<HistoryEntry> memory_history();
 // The allocation events of the blocks allocated now (recorded while enabled), by address.

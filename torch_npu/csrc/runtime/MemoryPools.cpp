@@ -18,7 +18,9 @@ thread_local std::array<uint64_t, kMaxDevices> tl_mem_pool{};
 
 }  // namespace
 
-uint64_t current_thread_pool(c10::DeviceIndex device) {
+std::atomic<int> g_mem_pool_routes{0};
+
+uint64_t thread_pool_entry(c10::DeviceIndex device) {
   return tl_mem_pool[static_cast<size_t>(device)];
 }
 
@@ -38,9 +40,14 @@ c10::intrusive_ptr<c10::StorageImpl> make_npu_storage(c10::StorageImpl::use_byte
                                                                   std::move(data_ptr), allocator, resizable)
                           : c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), size_bytes,
                                                                   allocator, resizable);
-  const int64_t bytes = static_cast<int64_t>(storage->nbytes());
-  set_storage_format(storage->data_ptr(), /*format=*/-1, /*storage_numel=*/-1,
-                     StorageBase{{bytes}, c10::ScalarType::Byte});
+  // The storage's base is its bytes (set_storage_format's fields, without building a StorageBase's vector for
+  // every npu tensor made).
+  if (Block* block = npu_block_of(storage->data_ptr())) {
+    block->npu_format = -1;
+    block->storage_numel = -1;
+    block->base_sizes.assign(1, static_cast<int64_t>(storage->nbytes()));
+    block->base_dtype = c10::ScalarType::Byte;
+  }
   return storage;
 }
 }  // namespace
@@ -122,7 +129,9 @@ void release_mem_pool(uint64_t id) {
 
 void set_thread_mem_pool(c10::DeviceIndex device, uint64_t id) {
   check_device_index(device);
-  tl_mem_pool[static_cast<size_t>(device)] = id;
+  uint64_t& entry = tl_mem_pool[static_cast<size_t>(device)];
+  g_mem_pool_routes.fetch_add(static_cast<int>(id != 0) - static_cast<int>(entry != 0), std::memory_order_relaxed);
+  entry = id;
 }
 
 uint64_t thread_mem_pool(c10::DeviceIndex device) {

@@ -22,8 +22,6 @@ namespace {
 using c10::CachingAllocator::StatArray;
 using c10::CachingDeviceAllocator::DeviceStats;
 
-std::atomic<bool> g_initialized{false};
-
 // The statistics calls check their device as torch_npu's caching allocator does (its text, not the runtime's).
 void check_stats_device(c10::DeviceIndex device) {
   TORCH_CHECK(device >= 0 && device < device_count(), "Invalid device argument.",
@@ -58,7 +56,7 @@ struct NpuAllocator final : c10::DeviceAllocator {
     std::memcpy(dest, src, count);
   }
   bool initialized() override {
-    return g_initialized.load();
+    return g_allocator_initialized.load();
   }
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
     std::lock_guard<std::recursive_mutex> releasing(free_mutex());
@@ -115,13 +113,12 @@ c10::DeviceAllocator* npu_allocator() {
   return &g_npu_allocator;
 }
 
-void init_allocator() {
-  if (C10_LIKELY(g_initialized.load(std::memory_order_acquire))) {
-    return;
-  }
+std::atomic<bool> g_allocator_initialized{false};
+
+void init_allocator_settings() {
   allocator_config();  // throws on an invalid PYTORCH_NPU_ALLOC_CONF
   device_capacity();   // throws on an invalid VNPU_SOC / VNPU_DEVICE_MEMORY
-  g_initialized.store(true, std::memory_order_release);
+  g_allocator_initialized.store(true, std::memory_order_release);
 }
 
 }  // namespace vnpu

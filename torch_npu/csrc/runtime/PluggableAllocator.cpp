@@ -7,11 +7,8 @@
 #include <atomic>
 
 namespace vnpu {
-namespace {
 
-std::atomic<const PluggableFunctions*> g_active{nullptr};
-
-}  // namespace
+std::atomic<const PluggableFunctions*> g_active_pluggable_allocator{nullptr};
 
 // Set by the caching allocator when it hands out its first block.
 extern std::atomic<bool> g_npu_memory_used;
@@ -31,11 +28,7 @@ PluggableFunctions load_pluggable_allocator(const std::string& path, const std::
 
 void use_pluggable_allocator(const PluggableFunctions& functions) {
   TORCH_CHECK(!g_npu_memory_used.load(), "Can't swap an already initialized allocator");
-  g_active.store(new PluggableFunctions(functions));
-}
-
-const PluggableFunctions* active_pluggable_allocator() {
-  return g_active.load(std::memory_order_acquire);
+  g_active_pluggable_allocator.store(new PluggableFunctions(functions));
 }
 
 }  // namespace vnpu

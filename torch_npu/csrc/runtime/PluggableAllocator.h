@@ -6,6 +6,7 @@
 
 #include <c10/core/Device.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,9 @@ PluggableFunctions load_pluggable_allocator(const std::string& path, const std::
                                             const std::string& free_name);
 // Routes every later npu allocation to these functions. Refused once npu memory was allocated.
 void use_pluggable_allocator(const PluggableFunctions& functions);
-const PluggableFunctions* active_pluggable_allocator();
+extern std::atomic<const PluggableFunctions*> g_active_pluggable_allocator;
+inline const PluggableFunctions* active_pluggable_allocator() {
+  return g_active_pluggable_allocator.load(std::memory_order_acquire);
+}
 
 }  // namespace vnpu
