@@ -38,15 +38,15 @@ class Admission {
 
   // After every argument: true when the call runs here.
   bool settle() const {
-    return ok_ && first_ != nullptr && first_->device().index() == current_device() && !g_in_bad_fork &&
+    return ok_ && seen_npu_ && device_ == current_device() && !g_in_bad_fork &&
            g_stopped_devices.load(std::memory_order_relaxed) == 0;
   }
 
   c10::DeviceIndex device() const {
-    return first_->device().index();
+    return device_;
   }
   at::ScalarType dtype() const {
-    return first_->scalar_type();
+    return dtype_;
   }
 
  private:
@@ -56,20 +56,28 @@ class Admission {
     }
     if (!t.defined() || C10_UNLIKELY(t._is_zerotensor())) {
       ok_ = false;
-    } else if (t.device().type() == kNpu) {
+      return;
+    }
+    const c10::Device device = t.device();
+    if (device.type() == kNpu) {
       check_in_bounds(t);  // the redirect's check and error: a storage resized or freed under the tensor
-      if (first_ == nullptr) {
-        first_ = &t;
-      } else if (t.device() != first_->device() || t.scalar_type() != first_->scalar_type()) {
+      const at::ScalarType dtype = t.scalar_type();
+      if (!seen_npu_) {
+        seen_npu_ = true;
+        device_ = device.index();
+        dtype_ = dtype;
+      } else if (device.index() != device_ || dtype != dtype_) {
         ok_ = false;
       }
-    } else if (!(t.dim() == 0 && t.device().is_cpu() && t.layout() == c10::kStrided)) {
+    } else if (!(t.dim() == 0 && device.is_cpu() && t.layout() == c10::kStrided)) {
       ok_ = false;
     }
   }
 
   bool ok_ = true;
-  const at::Tensor* first_ = nullptr;
+  bool seen_npu_ = false;  // the first npu tensor's device and dtype are the call's
+  c10::DeviceIndex device_ = -1;
+  at::ScalarType dtype_ = at::ScalarType::Undefined;
 };
 
 // Nothing observes the operator (hooks, precision emulation, dumps) and it is not a CPU fallback.
