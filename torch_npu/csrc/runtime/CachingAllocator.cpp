@@ -76,15 +76,13 @@ constexpr StatArray DeviceStats::* kBlockStats[] = {&DeviceStats::allocation, &D
 // Moves one statistic by `amount` up (`sign` 1, taking its peak when kPeak) or down (-1).
 template <int sign, bool kPeak>
 void move_stat(c10::CachingAllocator::Stat& stat, int64_t amount) {
-  if constexpr (sign > 0) {
+  if constexpr (sign < 0) {
+    stat.decrease(static_cast<size_t>(amount));
+  } else if constexpr (kPeak) {
+    stat.increase(static_cast<size_t>(amount));
+  } else {  // a CPU kernel's block: the peak waits for the next operator boundary
     stat.current += amount;
     stat.allocated += amount;
-    if constexpr (kPeak) {
-      stat.peak = std::max(stat.peak, stat.current);
-    }
-  } else {
-    stat.current -= amount;
-    stat.freed += amount;
   }
 }
 

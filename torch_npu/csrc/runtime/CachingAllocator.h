@@ -11,6 +11,7 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/ScalarType.h>
 #include <c10/core/Storage.h>
+#include <c10/util/ArrayRef.h>
 
 #include <atomic>
 #include <cstdint>
@@ -88,6 +89,9 @@ struct StorageBase {
 // an npu block.
 bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
                         const std::optional<StorageBase>& base = std::nullopt);
+// The same with the base given as a view (no vector built: every npu storage made records its bytes as its base).
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
+                        c10::IntArrayRef base_sizes, c10::ScalarType base_dtype);
 std::pair<int32_t, int64_t> storage_format(const c10::DataPtr& data_ptr);
 std::optional<StorageBase> storage_base(const c10::DataPtr& data_ptr);
 // The same memory without owning it (torch_npu's weak reference to a tensor): the format and base its block

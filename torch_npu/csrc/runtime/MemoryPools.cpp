@@ -40,14 +40,9 @@ c10::intrusive_ptr<c10::StorageImpl> make_npu_storage(c10::StorageImpl::use_byte
                                                                   std::move(data_ptr), allocator, resizable)
                           : c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), size_bytes,
                                                                   allocator, resizable);
-  // The storage's base is its bytes (set_storage_format's fields, without building a StorageBase's vector for
-  // every npu tensor made).
-  if (Block* block = npu_block_of(storage->data_ptr())) {
-    block->npu_format = -1;
-    block->storage_numel = -1;
-    block->base_sizes.assign(1, static_cast<int64_t>(storage->nbytes()));
-    block->base_dtype = c10::ScalarType::Byte;
-  }
+  const int64_t bytes = static_cast<int64_t>(storage->nbytes());
+  set_storage_format(storage->data_ptr(), /*format=*/-1, /*storage_numel=*/-1, /*base_sizes=*/bytes,
+                     c10::ScalarType::Byte);
   return storage;
 }
 }  // namespace
@@ -64,16 +59,28 @@ c10::DataPtr borrowed_data_ptr(const c10::DataPtr& owner) {
 
 bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
                         const std::optional<StorageBase>& base) {
+  if (base) {
+    return set_storage_format(data_ptr, format, storage_numel, base->sizes, base->dtype);
+  }
   Block* block = npu_block_of(data_ptr);
   if (block == nullptr) {
     return false;
   }
   block->npu_format = format;
   block->storage_numel = storage_numel;
-  if (base) {
-    block->base_sizes.assign(base->sizes.begin(), base->sizes.end());
-    block->base_dtype = base->dtype;
+  return true;
+}
+
+bool set_storage_format(const c10::DataPtr& data_ptr, int32_t format, int64_t storage_numel,
+                        c10::IntArrayRef base_sizes, c10::ScalarType base_dtype) {
+  Block* block = npu_block_of(data_ptr);
+  if (block == nullptr) {
+    return false;
   }
+  block->npu_format = format;
+  block->storage_numel = storage_numel;
+  block->base_sizes.assign(base_sizes.begin(), base_sizes.end());
+  block->base_dtype = base_dtype;
   return true;
 }
 
