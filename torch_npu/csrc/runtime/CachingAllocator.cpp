@@ -102,6 +102,15 @@ void count_block(DeviceStats& s, bool small, int64_t size, int64_t requested) {
   }
 }
 
+// Counts a block taken for use: its statistics and, when it is oversize, the oversize allocations.
+template <bool kPeaks>
+void count_taken(DeviceStats& s, const Block& block, int64_t requested, bool oversize) {
+  count_block<1, kPeaks>(s, block.small, static_cast<int64_t>(block.size), requested);
+  if (oversize) {
+    move_stat<1, kPeaks>(s.oversize_allocations, 1);
+  }
+}
+
 size_t round_size(size_t requested, const AllocatorConfig& config) {
   const size_t size = requested + kPadBytes;
   if (size < kMinBlockSize) {
@@ -273,19 +282,11 @@ Block* take_block(DeviceState& st, Block* block, size_t size, size_t requested, 
   block->npu_format = -1;
   block->storage_numel = -1;
   block->base_dtype = c10::ScalarType::Undefined;
+  const bool oversize = block->size >= config.max_split_size;
   if (for_kernel) {
-    count_block<1, /*kPeaks=*/false>(st.stats, small, static_cast<int64_t>(block->size),
-                                     static_cast<int64_t>(requested));
+    count_taken</*kPeaks=*/false>(st.stats, *block, static_cast<int64_t>(requested), oversize);
   } else {
-    count_block<1>(st.stats, small, static_cast<int64_t>(block->size), static_cast<int64_t>(requested));
-  }
-  if (block->size >= config.max_split_size) {
-    if (for_kernel) {
-      st.stats.oversize_allocations.current += 1;
-      st.stats.oversize_allocations.allocated += 1;
-    } else {
-      st.stats.oversize_allocations.increase(1);
-    }
+    count_taken</*kPeaks=*/true>(st.stats, *block, static_cast<int64_t>(requested), oversize);
   }
   st.peaks_pending = st.peaks_pending || for_kernel;
   return block;
