@@ -3,6 +3,7 @@ toolkit directory) DeepSpeed builds from source and runs; `get_accelerator()` is
 accelerator over hccl; ZeRO stages 1, 2 and 3 in fp32, bf16 and fp16 on 1 and 2 ranks train with the
 losses and parameters of the same DeepSpeed program on the CPU, and fp32 ZeRO matches plain DDP."""
 
+import glob
 import os
 import subprocess
 import sys
@@ -108,16 +109,32 @@ def test_get_accelerator_is_deepspeeds_npu_accelerator():
     assert proc.stdout.split()[-4:] == ["NPU_Accelerator", "npu", "hccl", "8"]
 
 
+def remove_shm_allreduce_buffers(port):
+    """DeepSpeed's CPU accelerator gives each rank a shared-memory allreduce buffer
+    (/dev/shm/deepspeed_allreduce_buffer_<uid>_<address>_<port>_<rank>, 66 MiB) and never unlinks it; the
+    buffers of one launch are found by its rendezvous port. Returns how many were removed."""
+    buffers = glob.glob(f"/dev/shm/deepspeed_allreduce_buffer_{os.getuid()}_*_{port}_*")
+    for path in buffers:
+        os.unlink(path)
+    return len(buffers)
+
+
 def launch(tmp_path, name, ranks, runs, **env):
     out = str(tmp_path / name)
-    checked(
-        run(
-            RUNNER + ["--num_gpus", str(ranks), "--master_port", str(free_port()), LOOP, "--out", out, *runs],
-            cann_env(**env),
-            timeout=900,
-            cwd=str(tmp_path),
+    port = free_port()
+    try:
+        checked(
+            run(
+                RUNNER + ["--num_gpus", str(ranks), "--master_port", str(port), LOOP, "--out", out, *runs],
+                cann_env(**env),
+                timeout=900,
+                cwd=str(tmp_path),
+            )
         )
-    )
+    finally:
+        removed = remove_shm_allreduce_buffers(port)
+    if env.get("DS_ACCELERATOR") == "cpu":  # the CPU reference really used (and left) the buffers
+        assert removed == ranks
     results = rank_results(out)
     assert len(results) == ranks, results
     return results

@@ -407,6 +407,29 @@ PATCHES += (
     ),
 )
 
+_DYNAMO_RUNTIME = "torch_npu._patches.dynamo_npu_runtime"
+PATCHES += (
+    Patch(
+        target="torch._dynamo: in-graph classes torch.npu.Stream / Event, trace rules and the current_stream handler "
+        "of torch.npu's stream functions",
+        module="torch._dynamo",
+        why="Dynamo builds CUDA's streams and events inside a graph and knows its stream functions by name; npu's are "
+        "Python functions that initialise the device through C++, which Dynamo cannot trace, so code that creates or "
+        "switches npu streams under torch.compile broke the graph (fullgraph=True failed). torch_npu adds the same "
+        "entries.",
+        when="on import of torch._dynamo",
+        apply=f"{_DYNAMO_RUNTIME}:trace_streams_and_events",
+    ),
+    Patch(
+        target="torch._dynamo.variables.torch: torch.npu.amp.autocast as a context manager Dynamo implements",
+        module="torch._dynamo",
+        why="Dynamo enters torch.cuda.amp.autocast() as an autocast region; torch.npu.amp.autocast() (what Ascend code "
+        "writes) is the region torch.autocast('npu', ...) opens, and torch_npu maps it the same way.",
+        when="on import of torch._dynamo",
+        apply=f"{_DYNAMO_RUNTIME}:trace_autocast",
+    ),
+)
+
 PATCHES += (
     Patch(
         target="torch._dynamo.backends.registry: backends npu, npugraphs, npugraph_ex",
