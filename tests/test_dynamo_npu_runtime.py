@@ -1,7 +1,8 @@
 """torch.compile over code that uses the npu runtime: streams and events built and switched inside the graph,
 `torch.npu.current_stream()` answered by Dynamo, `torch.npu.amp.autocast()` entered as an autocast region — all
 with fullgraph=True (one graph, no break) and the eager results bit for bit. `torch.npu.synchronize()` stays a
-graph break, as torch_npu marks it."""
+graph break, as torch_npu marks it. The deterministic-level guard: code compiled at one level is compiled again at
+another where torch_npu guards it (its own guard called by a backend; inductor with npu_backend="ascendc")."""
 
 import pytest
 import torch
@@ -89,3 +90,51 @@ def test_synchronize_breaks_the_graph_as_in_torch_npu():
     with pytest.raises(torch._dynamo.exc.Unsupported):
         compiled(fn)(torch.ones(2, device="npu"))
     assert torch_npu.npu.synchronize is torch.npu.synchronize
+
+
+@pytest.fixture
+def level_zero_after():
+    yield
+    torch_npu.npu.set_deterministic_level(0)
+
+
+def compiles_per_level(compile_fn, levels):
+    """How many times a function is compiled while it runs at each deterministic level in turn."""
+    backends = []
+
+    def counting(gm, example_inputs):
+        backends.append(gm)
+        return compile_fn(gm, example_inputs)
+
+    fn = torch.compile(lambda t: t + 1, backend=counting, fullgraph=True, dynamic=False)
+    x = torch.ones(2, device="npu")
+    for level in levels:
+        torch_npu.npu.set_deterministic_level(level)
+        assert torch.equal(fn(x), x + 1)
+    return len(backends)
+
+
+@pytest.mark.usefixtures("level_zero_after")
+@pytest.mark.filterwarnings("ignore:.*deterministic:UserWarning")
+def test_the_deterministic_level_guard_recompiles_per_level_inside_a_compilation_only():
+    from torch_npu.dynamo._deterministic_guard import install_npu_deterministic_level_guard
+
+    assert install_npu_deterministic_level_guard() is False  # no compilation, nothing to guard
+
+    def guarded(gm, example_inputs):
+        assert install_npu_deterministic_level_guard() is True
+        return gm.forward
+
+    assert compiles_per_level(guarded, (1, 2, 1, 2)) == 2
+    torch._dynamo.reset()
+    assert compiles_per_level(lambda gm, inputs: gm.forward, (1, 2, 1, 2)) == 1
+
+
+@pytest.mark.usefixtures("level_zero_after")
+@pytest.mark.filterwarnings("ignore:.*deterministic:UserWarning")
+@pytest.mark.parametrize("backend, compiles", [("ascendc", 2), ("default", 1)])
+def test_inductor_guards_the_deterministic_level_for_ascendc_kernels_only(backend, compiles):
+    from torch._inductor.compile_fx import compile_fx
+
+    with torch._inductor.config.patch(npu_backend=backend):
+        assert compiles_per_level(compile_fx, (1, 2, 1, 2)) == compiles

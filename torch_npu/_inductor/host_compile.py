@@ -152,7 +152,12 @@ def host_inner_compile(gm, example_inputs, **kwargs):
     from torch_npu._inductor.config import check_npu_backend
     from torch_npu._inductor.fallback_list import eager_fallbacks, listed_operators
 
-    check_npu_backend(getattr(config, "npu_backend", "default"))
+    backend = getattr(config, "npu_backend", "default")
+    check_npu_backend(backend)
+    if backend == "ascendc":  # its kernels are generated for the deterministic level in force, as torch_npu guards it
+        from torch_npu.dynamo._deterministic_guard import install_npu_deterministic_level_guard
+
+        install_npu_deterministic_level_guard()
     (device,) = devices
     npu_results = _output_devices(gm)
     trees = config.triton.cudagraphs  # mode="reduce-overhead": the NPU graph trees below, not inductor's CUDA ones
