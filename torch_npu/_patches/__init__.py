@@ -407,6 +407,22 @@ PATCHES += (
     ),
 )
 
+PATCHES += (
+    Patch(
+        target="torch.profiler.profiler._KinetoProfile.add_metadata / add_metadata_json",
+        module="torch.profiler.profiler",
+        why="kineto's trace writer turns every backslash of the trace into '/', so a quote (escaped by add_metadata) "
+        "or a backslash in a metadata key or value ends its JSON string early and the whole trace file no longer "
+        "parses; torch_npu replaces those characters before the call and warns that the metadata was altered.",
+        when="at import of torch_npu (torch.profiler is imported with torch)",
+        apply="torch_npu.profiler._add_metadata_sanitizer_patch:_apply_metadata_sanitizer_patch",
+        changes=(
+            "torch.profiler.profiler._KinetoProfile.add_metadata",
+            "torch.profiler.profiler._KinetoProfile.add_metadata_json",
+        ),
+    ),
+)
+
 _DYNAMO_RUNTIME = "torch_npu._patches.dynamo_npu_runtime"
 PATCHES += (
     Patch(
