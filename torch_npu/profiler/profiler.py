@@ -95,6 +95,7 @@ class _KinetoProfile:
         experimental_config=None,
         custom_trace_id_callback=None,
         use_cuda=None,
+        execution_trace_observer=None,
     ):
         if use_cuda is not None:
             warnings.warn("This is npu environment, use_cuda is invalid")
@@ -107,6 +108,8 @@ class _KinetoProfile:
         self.with_stack, self.with_flops, self.with_modules = with_stack, with_flops, with_modules
         self.experimental_config = experimental_config or _ExperimentalConfig()
         self.custom_trace_id_callback = custom_trace_id_callback
+        # PyTorch's execution trace observer: started and stopped with each recording window, cleaned up on exit
+        self.execution_trace_observer = execution_trace_observer
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._recording = False
@@ -129,6 +132,8 @@ class _KinetoProfile:
 
     def __exit__(self, exc_type, exc, tb):
         self.stop()
+        if self.execution_trace_observer:
+            self.execution_trace_observer.cleanup()
 
     def start(self):
         self._trace_id = self.custom_trace_id_callback() if self.custom_trace_id_callback else uuid.uuid4().hex
@@ -163,6 +168,8 @@ class _KinetoProfile:
     def _enter(self, action):
         if action not in _RECORDING or self._recording:
             return
+        if self.execution_trace_observer:
+            self.execution_trace_observer.start()
         if ProfilerActivity.NPU in self.activities:
             _C._activity_start(self.record_shapes)
             _C._collective_start()
@@ -176,6 +183,8 @@ class _KinetoProfile:
         self._recording = True
 
     def _collect(self):
+        if self.execution_trace_observer:
+            self.execution_trace_observer.stop()
         activities = _C._activity_stop() if ProfilerActivity.NPU in self.activities else []
         self._collectives = _C._collective_stop() if ProfilerActivity.NPU in self.activities else []
         self._runtime_api = _C._runtime_api_stop() if ProfilerActivity.NPU in self.activities else []
