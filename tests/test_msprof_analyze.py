@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from profiler_sessions import recording_profiler, the_session
 
 import torch_npu
 
@@ -29,22 +30,14 @@ def _train_session(out, steps=3):
         profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
         aic_metrics=torch_npu.profiler.AiCMetrics.PipeUtilization,
     )
-    with torch_npu.profiler.profile(
-        activities=[torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU],
-        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=steps, repeat=1),
-        on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(out)),
-        experimental_config=config,
-        record_shapes=True,
-        profile_memory=True,
-    ) as prof:
+    with recording_profiler(out, steps, config, profile_memory=True) as prof:
         for _ in range(steps):
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             prof.step()
-    (session,) = glob.glob(os.path.join(out, "*_ascend_pt"))
-    return session
+    return the_session(out)
 
 
 def _run(*args, cwd):

@@ -24,7 +24,7 @@ __all__ = ["mstx", "mark", "range_start", "range_end", "range_push", "range_pop"
 _lock = threading.Lock()
 _records = []
 _ids = itertools.count(1)
-_open = {}  # range id -> (message, domain, start_ns, profiler handle)
+_open = {}  # range id -> (message, domain, start_ns, profiler handle, thread)
 _stacks = threading.local()
 _MAX_RECORDS = 100000
 
@@ -49,14 +49,23 @@ def _append(record):
 
 # torch_npu._C._mstx: the recording layer (stream: a native stream handle, or None on the host)
 def _record_mark(message, stream, domain):
-    _append({"kind": "mark", "message": message, "domain": domain, "ns": time.monotonic_ns(), "stream": stream})
+    _append(
+        {
+            "kind": "mark",
+            "message": message,
+            "domain": domain,
+            "ns": time.monotonic_ns(),
+            "stream": stream,
+            "thread": threading.get_native_id(),
+        }
+    )
     _profiler_exit(_profiler_enter(message))
 
 
 def _record_range_start(message, stream, domain):
     range_id = next(_ids)
     with _lock:
-        _open[range_id] = (message, domain, time.monotonic_ns(), _profiler_enter(message))
+        _open[range_id] = (message, domain, time.monotonic_ns(), _profiler_enter(message), threading.get_native_id())
     return range_id
 
 
@@ -65,7 +74,7 @@ def _record_range_end(range_id, domain):
         opened = _open.pop(range_id, None)
     if opened is None:  # not a range this process opened (or already closed): nothing to end, as on the card
         return
-    message, opened_domain, start, handle = opened
+    message, opened_domain, start, handle, thread = opened
     _profiler_exit(handle)
     _append(
         {
@@ -75,6 +84,8 @@ def _record_range_end(range_id, domain):
             "start_ns": start,
             "end_ns": time.monotonic_ns(),
             "id": range_id,
+            "thread": thread,
+            "end_thread": threading.get_native_id(),
         }
     )
 

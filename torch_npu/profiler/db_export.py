@@ -5,12 +5,14 @@ msprof write them (written with the standard library's sqlite3, through prof_com
   (parallel_group_info), RANK_DEVICE_MAP, NPU_INFO, SESSION_TIME_INFO, STEP_TIME, PYTORCH_API (the host
   operators), CANN_API (the launch of each kernel and collective, joined to them by connectionId, and at
   Level1 / Level2 the runtime's synchronisations and event / stream calls of cann_api.py), TASK
-  and COMPUTE_TASK_INFO (the kernels), COMMUNICATION_OP (the hccl collectives). Times are epoch
-  nanoseconds.
+  and COMPUTE_TASK_INFO (the kernels), COMMUNICATION_OP (the hccl collectives), CONNECTION_IDS (which launches
+  each PYTORCH_API operator made: its connectionId is an id there), MSTX_EVENTS (the marks and ranges of
+  torch_npu.npu.mstx with their domains). Times are epoch nanoseconds.
 - `analysis.db`: CommAnalyzerTime, CommAnalyzerBandwidth and CommAnalyzerMatrix (the contents of
   communication.json and communication_matrix.json) and StepTraceTime (step_trace_time.csv).
 """
 
+import collections
 import json
 import os
 
@@ -42,6 +44,10 @@ _PROFILER_TABLES = {
     "COMMUNICATION_OP": "opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, groupName INTEGER, "
     "opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, "
     "opType INTEGER",
+    "CONNECTION_IDS": "id INTEGER, connectionId INTEGER",
+    "ENUM_MSTX_EVENT_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
+    "MSTX_EVENTS": "startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, "
+    "message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER",
 }
 _ANALYSIS_TABLES = {
     "CommAnalyzerTime": "step TEXT, hccl_op_name TEXT, group_name TEXT, start_timestamp NUMERIC, elapsed_time NUMERIC, "
@@ -58,6 +64,9 @@ _ANALYSIS_TABLES = {
 }
 # msprof's API levels (ENUM_API_TYPE)
 _API_TYPES = {50001: "op", 20000: "acl", 15000: "node", 10000: "model", 5000: "runtime", 30000: "communication"}
+# msprof's mstx event types (ENUM_MSTX_EVENT_TYPE): a mark, and a range opened by range_start and closed by range_end
+_MSTX_EVENT_TYPES = {0: "marker", 1: "push/pop", 2: "start/end", 3: "marker_ex"}
+_MSTX_MARK, _MSTX_RANGE = 0, 2
 
 
 def profiler_db_name(rank_id):
@@ -84,12 +93,55 @@ def _shapes(tensors):
     return ";".join(",".join(str(d) for d in t[0]) for t in tensors)
 
 
+def _forward_backward_pairs(host_events):
+    """(forward op, backward op) indices in host_events linked by autograd's sequence number: the outermost operator
+    with the number on the forward thread, and the outermost backward operator naming that thread and number."""
+    forward, backward = {}, {}
+    for i, e in enumerate(host_events):
+        if e["cat"] == "cpu_op" and "sequence" in e:
+            if "fwd_thread" in e:
+                backward.setdefault((e["fwd_thread"], e["sequence"]), i)
+            else:
+                forward.setdefault((e["thread"], e["sequence"]), i)
+    return [(forward[key], b) for key, b in backward.items() if key in forward]
+
+
+def _mstx_rows(session, strings):
+    """MSTX_EVENTS: each mark and finished range of torch_npu.npu.mstx with its message and domain."""
+    offset, rows = session["epoch_offset_ns"], []
+    for r in session.get("mstx", []):
+        mark = r["kind"] == "mark"
+        start, end = (r["ns"], r["ns"]) if mark else (r["start_ns"], r["end_ns"])
+        thread = r.get("thread", 0)
+        rows.append(
+            (
+                start + offset,
+                end + offset,
+                _MSTX_MARK if mark else _MSTX_RANGE,
+                0 if mark else r["id"],
+                None,
+                strings(r["message"]),
+                thread,
+                thread if mark else r.get("end_thread", thread),
+                strings(r["domain"]),
+                None,
+            )
+        )
+    return rows
+
+
 def _profiler_rows(session, rank_id, strings):
     offset, pid = session["epoch_offset_ns"], session["pid"]
     rows = {name: [] for name in _PROFILER_TABLES}
+    # PYTORCH_API.connectionId is an id of CONNECTION_IDS, whose rows list the launches (TASK.connectionId) of the
+    # kernels the operator issued
+    launches = collections.defaultdict(list)
+    parents = session.get("kernel_parents") or [None] * len(session["activities"])
     connection = 0
     for i, a in enumerate(session["activities"]):
         connection += 1
+        if parents[i] is not None:
+            launches[parents[i]].append(connection)
         start, end = a["start_ns"] + offset, a["end_ns"] + offset
         core = core_of(a)
         rows["CANN_API"].append((start, end, 20000, a["thread"], connection, strings("aclnn" + cann_type(a["name"]))))
@@ -143,7 +195,15 @@ def _profiler_rows(session, rank_id, strings):
         for api, start_ns, end_ns, thread, _device in session.get("runtime_api", []):
             connection += 1
             rows["CANN_API"].append((start_ns + offset, end_ns + offset, 20000, thread, connection, strings(api)))
-    for e in session["host_events"]:
+    for forward, backward in _forward_backward_pairs(session["host_events"]):  # a link both ends share
+        connection += 1
+        launches[forward].append(connection)
+        launches[backward].append(connection)
+    group_of = {host: group for group, host in enumerate(sorted(launches))}
+    rows["CONNECTION_IDS"] = [(group_of[host], c) for host in sorted(launches) for c in launches[host]]
+    rows["MSTX_EVENTS"] = _mstx_rows(session, strings)
+    rows["ENUM_MSTX_EVENT_TYPE"] = list(_MSTX_EVENT_TYPES.items())
+    for index, e in enumerate(session["host_events"]):
         if e["cat"] != "cpu_op":
             continue
         rows["PYTORCH_API"].append(
@@ -151,7 +211,7 @@ def _profiler_rows(session, rank_id, strings):
                 e["start_ns"] + offset,
                 e["end_ns"] + offset,
                 e["thread"],
-                None,
+                group_of.get(index),
                 strings(e["name"]),
                 None,
                 None,

@@ -62,7 +62,7 @@ class HostRecorder:
 
     def stop(self):
         """The recorded host events as dicts: name, cat, start_ns/end_ns (steady clock), thread, shapes,
-        dtypes, stack, flops."""
+        dtypes, stack, flops, sequence / fwd_thread (autograd's sequence number; a backward op's forward thread)."""
         if not self._on:
             return []
         self._on = False
@@ -91,6 +91,10 @@ class HostRecorder:
                     event["dtypes"] = list(e.dtypes())
                 if e.flops():
                     event["flops"] = e.flops()
+                if e.sequence_nr() >= 0:  # autograd's link: a backward op names its forward op's thread and number
+                    event["sequence"] = e.sequence_nr()
+                    if e.fwd_thread_id():
+                        event["fwd_thread"] = e.fwd_thread_id()
             events.append(event)
         events.sort(key=lambda ev: (ev["start_ns"], -ev["end_ns"]))
         _attach_stacks(events)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from torch_npu import _C
+from torch_npu.npu import mstx
 from torch_npu.npu.npu_config import is_jit_compile_false
 from torch_npu.profiler import ascend_output, communication, trace_view
 from torch_npu.profiler import session as session_record
@@ -116,6 +117,8 @@ class _KinetoProfile:
         self._steps = []
         self._collectives = []
         self._runtime_api = []
+        self._mstx = []  # the marks and ranges of torch_npu.npu.mstx in the recording window
+        self._window_start = 0
         self._step_start = 0
         self._metadata = {}
         self._session = None
@@ -180,6 +183,7 @@ class _KinetoProfile:
                 self._host = None
         if self.profile_memory:
             _C._profiler_memory_start()
+        self._window_start = time.monotonic_ns()
         self._recording = True
 
     def _collect(self):
@@ -191,6 +195,7 @@ class _KinetoProfile:
         host = self._host.stop() if self._host is not None else []
         self._host = None
         memory = _C._profiler_memory_stop() if self.profile_memory else []
+        self._mstx = [dict(r) for r in mstx.records() if r.get("ns", r.get("start_ns", 0)) >= self._window_start]
         self._recording = False
         return activities, host, memory
 
@@ -222,6 +227,7 @@ class _KinetoProfile:
                 "jit_compile": not is_jit_compile_false(),
                 "collectives": self._collectives,
                 "runtime_api": self._runtime_api,
+                "mstx": self._mstx,
                 "export_type": list(self.experimental_config.export_type),
                 "rank_id": _rank_id(),
                 "parallel_group_info": communication.parallel_group_info(),

@@ -5,7 +5,8 @@ again, and the helpers the writers share (operator type, the core Ascend would r
 Activities are dicts from `_C._activity_stop()`; memory events are tuples
 (ptr, bytes, allocated, reserved, active, device, stream, time_ns, thread, correlation) from
 `_C._profiler_memory_stop()`;
-host events are dicts from host_activity.HostRecorder; steps are (number, start_ns, end_ns).
+host events are dicts from host_activity.HostRecorder; steps are (number, start_ns, end_ns); mstx holds the
+marks and finished ranges of torch_npu.npu.mstx (with their domains) recorded in the window.
 """
 
 import json
@@ -141,6 +142,10 @@ def _align_clocks(session, parents):
     session["runtime_api"] = [
         (api, start + shift, end + shift, *rest) for api, start, end, *rest in session.get("runtime_api", [])
     ]
+    for record in session.get("mstx", []):
+        for key in ("ns", "start_ns", "end_ns"):
+            if key in record:
+                record[key] += shift
 
 
 def prepare(session, align_clocks=False):
