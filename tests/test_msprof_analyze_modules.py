@@ -37,6 +37,7 @@ def _profile(out, steps=2):
     config = torch_npu.profiler._ExperimentalConfig(
         export_type=[torch_npu.profiler.ExportType.Text, torch_npu.profiler.ExportType.Db],
         profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
+        mstx=True,
     )
     with recording_profiler(out, steps, config) as prof:
         for _ in range(steps):

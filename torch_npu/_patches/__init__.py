@@ -6,7 +6,8 @@ libraries are already imported and arranges for the others to be applied the mom
 is imported, so nothing is imported early and nothing is patched silently.
 """
 
-from torch_npu._patches.registry import Patch, applied_patches, apply_patches
+from torch_npu._patches.compile_declarations import COMPILE_PATCHES
+from torch_npu._patches.registry import Patch, applied_patches, apply_patches, set_runtime_patch
 
 PATCHES = (
     Patch(
@@ -288,59 +289,7 @@ PATCHES += (
     ),
 )
 
-_INDUCTOR_CONFIG = "torch._inductor.config"
-PATCHES += (
-    Patch(
-        target="torch._dynamo.device_interface.device_interfaces['npu']",
-        module="torch._dynamo.device_interface",
-        why="Dynamo and inductor ask the device interface for streams, events and device properties of "
-        "the npu device; registered through register_interface_for_device, PyTorch's extension point.",
-        when="on import of torch._dynamo.device_interface",
-        apply="torch_npu._inductor.device_interface:register",
-    ),
-    Patch(
-        target=f"{_INDUCTOR_CONFIG}.npu_backend",
-        module=_INDUCTOR_CONFIG,
-        why="torch_npu adds the npu_backend option to inductor's config (also torch.compile(options="
-        "{'npu_backend': ...}) and TORCHINDUCTOR_NPU_BACKEND); inductor refuses options it does not know.",
-        when="on import of torch._inductor",
-        apply="torch_npu._inductor.config:add_npu_backend_option",
-    ),
-    Patch(
-        target="torch._decomp.decompositions_for_rng.extra_random_decomps[bernoulli]",
-        module="torch._decomp.decompositions_for_rng",
-        why="inductor decomposes bernoulli into rand_like(x) < p on every device but the CPU, where ATen's "
-        "bernoulli stays (so compiled CPU code draws eager CPU's numbers). Decompositions are chosen while an "
-        "npu graph still holds npu tensors, before vnpu compiles it as the CPU graph it computes; npu graphs "
-        "keep bernoulli as CPU graphs do, so compiled npu code draws what compiled CPU code draws.",
-        when="on import of torch._decomp.decompositions_for_rng",
-        apply="torch_npu._inductor.random_decompositions:keep_bernoulli_on_npu",
-    ),
-    Patch(
-        target="torch._inductor.decomposition.decompositions[addmm, mm, bmm]",
-        module="torch._inductor.decomposition",
-        why="inductor turns some small matmuls into sums of products, choosing by device: the CPU's rules (a "
-        "single-row addmm / mm against one column or a <= 16 x 16 matrix, a [B, 1, K] x [B, K, 1] bmm) differ "
-        "from other devices'. The choice is made while an npu graph still holds npu tensors, before vnpu "
-        "compiles it as the CPU graph it computes; for npu tensors the rules answer as for the CPU, so a "
-        "compiled npu graph rounds as the compiled CPU graph does.",
-        when="on import of torch._inductor.decomposition",
-        apply="torch_npu._inductor.matmul_decompositions:decompose_small_matmuls_as_on_the_cpu",
-    ),
-    Patch(
-        target="torch._inductor.compile_fx.compile_fx",
-        module="torch._inductor.compile_fx",
-        why="inductor compiles an npu graph as the CPU graph it computes (npu memory is host memory) and the "
-        "result runs on CPU aliases of the npu tensors, its buffers from the npu pools: npu gets exactly "
-        "the CPU's kernels, speed and results. compile_fx is inductor's entry point (torch.compile's "
-        "default backend calls it); the wrapper hands it the npu-aware per-graph compiler and leaves "
-        "graphs without npu tensors, and callers passing their own inner compiler, unchanged. While an npu "
-        "graph compiles, the operators NPU_INDUCTOR_FALLBACK_LIST names are lowered by inductor's own "
-        "fallback lowering (restored afterwards), as torch_npu's lowering does.",
-        when="on import of torch._inductor.compile_fx",
-        apply="torch_npu._inductor.host_compile:wrap_compile_fx",
-    ),
-)
+PATCHES += COMPILE_PATCHES
 
 _LIGHTNING_ACCELERATOR_WHY = (
     "Lightning has no npu accelerator: Trainer(accelerator='npu') is refused. vnpu registers "
@@ -381,7 +330,15 @@ for _package in ("lightning.pytorch", "pytorch_lightning"):
         ),
     )
 
-__all__ = ["PATCHES", "Patch", "apply_patches", "applied_patches"]
+__all__ = [
+    "PATCHES",
+    "RUNTIME_PATCHES",
+    "FLOPS_COUNTING",
+    "Patch",
+    "apply_patches",
+    "applied_patches",
+    "set_runtime_patch",
+]
 
 PATCHES += (
     Patch(
@@ -423,47 +380,7 @@ PATCHES += (
     ),
 )
 
-_DYNAMO_RUNTIME = "torch_npu._patches.dynamo_npu_runtime"
 PATCHES += (
-    Patch(
-        target="torch._dynamo: in-graph classes torch.npu.Stream / Event, trace rules and the current_stream handler "
-        "of torch.npu's stream functions",
-        module="torch._dynamo",
-        why="Dynamo builds CUDA's streams and events inside a graph and knows its stream functions by name; npu's are "
-        "Python functions that initialise the device through C++, which Dynamo cannot trace, so code that creates or "
-        "switches npu streams under torch.compile broke the graph (fullgraph=True failed). torch_npu adds the same "
-        "entries.",
-        when="on import of torch._dynamo",
-        apply=f"{_DYNAMO_RUNTIME}:trace_streams_and_events",
-    ),
-    Patch(
-        target="torch._dynamo.variables.torch: torch.npu.amp.autocast as a context manager Dynamo implements",
-        module="torch._dynamo",
-        why="Dynamo enters torch.cuda.amp.autocast() as an autocast region; torch.npu.amp.autocast() (what Ascend code "
-        "writes) is the region torch.autocast('npu', ...) opens, and torch_npu maps it the same way.",
-        when="on import of torch._dynamo",
-        apply=f"{_DYNAMO_RUNTIME}:trace_autocast",
-    ),
-)
-
-PATCHES += (
-    Patch(
-        target="torch._dynamo.backends.registry: backends npu, npugraphs, npugraph_ex",
-        module="torch._dynamo.backends.registry",
-        why="torch_npu registers its Dynamo backends by name when Dynamo's registry loads, so "
-        "torch.compile(backend='npu') (torchair's default backend) and code listing _BACKENDS find them; each "
-        "is built on first use.",
-        when="on import of torch._dynamo.backends.registry",
-        apply="torch_npu.dynamo:register_backends",
-    ),
-    Patch(
-        target="torch._inductor.codegen.common.device_op_overrides_dict['npu']",
-        module="torch._inductor.codegen.common",
-        why="inductor looks up per-device host-code overrides by device type; npu graphs compile as the CPU graphs "
-        "they compute, so npu's entry is the CPU's (registered through register_device_op_overrides).",
-        when="on import of torch._inductor.codegen.common",
-        apply="torch_npu.utils._inductor:register_device_op_overrides",
-    ),
     Patch(
         target="torch._C._distributed_c10d.ProcessGroup._get_sequence_number_for_group",
         module="torch.distributed",
@@ -622,3 +539,19 @@ PATCHES += (
         apply="torch_npu.asd.asd:check_layer_norm_and_embedding",
     ),
 )
+
+# Patches that hold only while something runs (applied and removed by set_runtime_patch, never at an import).
+FLOPS_COUNTING = Patch(
+    target="the functions of the FLOPs registry (torch.mm, torch.bmm, torch.matmul, torch.addmm, "
+    "torch.nn.functional.linear, torch_npu.npu_fusion_attention and the other npu_* operators with a formula)",
+    module="torch_npu.profiler._flops_hook",
+    why="_ExperimentalConfig(record_flops=True): torch_npu counts each call's floating-point operations from its real "
+    "arguments and runs the call inside an mstx range '<flops>-<op>' of the mfu_flops domain, from which "
+    "msprof-analyze's operator_mfu computes the kernels' MFU; the functions (and other modules' references to them) "
+    "are wrapped for the recording only.",
+    when="while a torch_npu profiler with _ExperimentalConfig(record_flops=True) records",
+    apply="torch_npu.profiler._flops_hook:install_flops_hooks",
+    remove="torch_npu.profiler._flops_hook:remove_flops_hooks",
+    changes=("torch.mm", "torch.bmm", "torch.matmul", "torch.addmm", "torch.nn.functional.linear"),
+)
+RUNTIME_PATCHES = (FLOPS_COUNTING,)

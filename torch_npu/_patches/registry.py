@@ -18,10 +18,18 @@ class Patch:
     # What the patch adds to or replaces in torch, as "torch.Tensor.name" (a * matches within one name): the
     # import snapshot tests hold every change `import torch_npu` (and transfer_to_npu) makes against these.
     changes: tuple = ()
+    # A patch that holds only while something runs (RUNTIME_PATCHES) names the function undoing it; set_runtime_patch
+    # applies and removes it, never an import.
+    remove: str = ""
 
-    def run(self):
-        module_name, function, *argument = self.apply.split(":")
+    def run(self, function_spec=None):
+        module_name, function, *argument = (function_spec or self.apply).split(":")
         return bool(getattr(importlib.import_module(module_name), function)(*argument))
+
+
+def set_runtime_patch(patch, on):
+    """Applies (on) or removes a patch of RUNTIME_PATCHES; True when it changed something."""
+    return patch.run(patch.apply if on else patch.remove)
 
 
 _applied = []

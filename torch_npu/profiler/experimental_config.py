@@ -117,6 +117,7 @@ class _ExperimentalConfig:
         mstx_domain_exclude=None,
         sys_io: bool = False,
         sys_interconnection: bool = False,
+        record_flops: bool = False,
     ):
         if profiler_level not in supported_profiler_level():
             print_warn_msg("Invalid parameter profiler_level, reset it to ProfilerLevel.Level0.")
@@ -155,6 +156,8 @@ class _ExperimentalConfig:
         self._mstx_domain_include, self._mstx_domain_exclude = self._mstx_domains(
             mstx_domain_include, mstx_domain_exclude
         )
+        # the FLOPs of the registered functions' calls as mfu_flops ranges (their collection comes with it)
+        self._record_flops = _bool_or_reset(record_flops, "record_flops")
 
     @staticmethod
     def _gc_threshold(threshold):
@@ -233,6 +236,21 @@ class _ExperimentalConfig:
     def tx_enabled(self):
         return self._msprof_tx or self._mstx
 
+    @property
+    def record_flops(self):
+        return self._record_flops
+
+    def collects_mstx_domain(self, domain):
+        """Whether the profiler keeps the mstx marks and ranges of `domain`: with mstx / msprof_tx on, the domains
+        mstx_domain_include lists (or all but those mstx_domain_exclude lists); mfu_flops with record_flops."""
+        if domain == "mfu_flops" and self._record_flops:
+            return True
+        if not self.tx_enabled:
+            return False
+        if self._mstx_domain_include:
+            return domain in self._mstx_domain_include
+        return domain not in self._mstx_domain_exclude
+
     def to_dict(self):
         return {
             "_profiler_level": self._profiler_level,
@@ -248,4 +266,5 @@ class _ExperimentalConfig:
             "_host_sys": self._host_sys,
             "_sys_io": self._sys_io,
             "_sys_interconnection": self._sys_interconnection,
+            "_record_flops": self._record_flops,
         }

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from torch_npu import _C
+from torch_npu._patches import FLOPS_COUNTING, set_runtime_patch
 from torch_npu.npu import mstx
 from torch_npu.npu.npu_config import is_jit_compile_false
 from torch_npu.profiler import ascend_output, communication, trace_view
@@ -183,6 +184,8 @@ class _KinetoProfile:
                 self._host = None
         if self.profile_memory:
             _C._profiler_memory_start()
+        if self.experimental_config.record_flops:
+            set_runtime_patch(FLOPS_COUNTING, True)
         self._window_start = time.monotonic_ns()
         self._recording = True
 
@@ -195,7 +198,14 @@ class _KinetoProfile:
         host = self._host.stop() if self._host is not None else []
         self._host = None
         memory = _C._profiler_memory_stop() if self.profile_memory else []
-        self._mstx = [dict(r) for r in mstx.records() if r.get("ns", r.get("start_ns", 0)) >= self._window_start]
+        if self.experimental_config.record_flops:
+            set_runtime_patch(FLOPS_COUNTING, False)
+        self._mstx = [
+            dict(r)
+            for r in mstx.records()
+            if r.get("ns", r.get("start_ns", 0)) >= self._window_start
+            and self.experimental_config.collects_mstx_domain(r["domain"])
+        ]
         self._recording = False
         return activities, host, memory
 
