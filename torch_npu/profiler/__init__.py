@@ -42,3 +42,8 @@ __all__ = [
     "analyse",
     "dynamic_profile",
 ]
+
+from torch_npu.profiler._non_intrusive_profile import _NonIntrusiveProfile  # noqa: E402
+
+_NonIntrusiveProfile.init()  # PROF_CONFIG_PATH / MSMONITOR_USE_DAEMON: dynamic profiling without code changes
+del _NonIntrusiveProfile

@@ -15,6 +15,7 @@ is_rank, rank_list, experimental_config.
 """
 
 import atexit
+import enum
 import json
 import os
 import warnings
@@ -126,6 +127,13 @@ class _DynamicProfile:
         self.pending = None  # a configuration waiting for its start_step
 
     def init(self, path):
+        if DynamicProfilerUtils.DYNAMIC_PROFILER_MODEL is DynamicProfilerUtils.DynamicProfilerConfigModel.DYNO_CONFIG:
+            warnings.warn(
+                "dynamic_profile: MSMONITOR_USE_DAEMON asks for msMonitor's daemon (dynolog), which sends the profiler "
+                "configuration to the card's processes; vnpu has no daemon to receive it from, so dynamic profiling "
+                "stays off. Set PROF_CONFIG_PATH to a directory to profile from its profiler_config.json instead."
+            )
+            return
         if self.config_path is not None:
             warnings.warn("dynamic_profile.init: already initialised; the second call is ignored")
             return
@@ -214,6 +222,17 @@ class _DynamicProfile:
         if self.prof is not None:
             prof, self.prof = self.prof, None
             prof.stop()
+
+
+class DynamicProfilerUtils:
+    """How dynamic profiling was enabled: a profiler_config.json directory (PROF_CONFIG_PATH, init(path)) or msMonitor's
+    daemon (MSMONITOR_USE_DAEMON=1), which sends the configuration over IPC."""
+
+    class DynamicProfilerConfigModel(enum.Enum):
+        CFG_CONFIG = 0
+        DYNO_CONFIG = 1
+
+    DYNAMIC_PROFILER_MODEL = DynamicProfilerConfigModel.CFG_CONFIG
 
 
 _state = _DynamicProfile()
