@@ -27,8 +27,27 @@ def test_kineto_shows_npu_kernels_with_device_time_attributed_to_their_operators
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())["traceEvents"]
-    assert [e["name"] for e in trace if e.get("cat") == "kernel"] == ["mm", "relu"]
-    assert not [e for e in trace if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g"]  # no unpaired flow halves
+    kernel_events = [e for e in trace if e.get("cat") == "kernel"]
+    assert [e["name"] for e in kernel_events] == ["mm", "relu"]
+    # as torch_npu's mspti backend: the kernel's task type and stream, a launch on the operator's thread, and an ac2g
+    # flow from the launch to the kernel whose id is the operator's External id
+    assert [(e["args"]["type"], e["args"]["streamId"]) for e in kernel_events] == [
+        ("KERNEL_AICORE", 0),
+        ("KERNEL_AIVEC", 0),
+    ]
+    ops = {e["name"]: e for e in trace if e.get("cat") == "cpu_op"}
+    launches = [e for e in trace if e.get("name") in ("aclnnMm", "aclnnRelu")]
+    assert [(e["name"], e["tid"]) for e in launches] == [
+        ("aclnnMm", ops["aten::mm"]["tid"]),
+        ("aclnnRelu", ops["aten::relu"]["tid"]),
+    ]
+    flows = [e for e in trace if e.get("cat") == "ac2g"]
+    starts = {e["id"]: e for e in flows if e["ph"] == "s"}
+    ends = {e["id"]: e for e in flows if e["ph"] == "f"}
+    assert (
+        set(starts) == set(ends) == {ops["aten::mm"]["args"]["External id"], ops["aten::relu"]["args"]["External id"]}
+    )
+    assert {e["pid"] for e in ends.values()} == {kernel_events[0]["pid"]} != {e["pid"] for e in starts.values()}
 
 
 def test_without_the_device_activity_no_kernels_are_added():

@@ -69,6 +69,7 @@ void ActivityRecorder::after(const OpCall& call) {
   a.stream = call.device >= 0 ? current_stream(call.device).id() : 0;
   a.thread = at::RecordFunction::currentThreadId();  // the id the profiler gives host events
   a.cpu_fallback = call.facts.cpu_fallback;
+  a.cube = call.facts.cube_class != CubeClass::None;
   a.memcpy = crosses_host_and_device(call);
   a.correlation = current_correlation();
   if (record_shapes_) {

@@ -27,6 +27,7 @@ struct Activity {
   int64_t stream = 0;
   uint64_t thread = 0;  // at::RecordFunction::currentThreadId()
   bool cpu_fallback = false;
+  bool cube = false;                // a matrix product or convolution (the card's cube unit runs it)
   bool memcpy = false;              // a copy between host and device memory (a DMA task on a card, not a kernel)
   uint64_t correlation = 0;         // the profiler's correlation id of the host operator that issued it (0: none)
   std::vector<TensorMeta> inputs;   // with shapes only

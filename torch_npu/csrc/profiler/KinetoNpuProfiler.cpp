@@ -6,20 +6,26 @@
 //
 // While a session runs, an ActivityRecorder hook records the operators with the correlation id PyTorch
 // pushes around each host operator on that thread; at processTrace each becomes a CONCURRENT_KERNEL
-// activity in UNIX-epoch nanoseconds linked to its host operator. (No metadata: GenericTraceActivity's
-// metadata helpers need fmt, which libtorch does not export.)
+// activity in UNIX-epoch nanoseconds linked to its host operator, with the kernel's type and stream, as
+// torch_npu's mspti backend writes them. Each host operator that launched kernels gets one
+// PRIVATEUSE1_RUNTIME launch activity on its thread, where an "ac2g" flow starts and ends on each of its
+// kernels (flow id: the operator's correlation id, its "External id").
 #include "profiler/KinetoNpuProfiler.h"
 
 #include "profiler/ActivityRecorder.h"
 #include "runtime/ProfilerCorrelation.h"
 #include "runtime/Stream.h"
 
+// GenericTraceActivity::addMetadata formats values with fmt, which libtorch does not export: compile fmt into this
+// file (its symbols stay hidden in torch_npu._C).
+#define FMT_HEADER_ONLY
 #include <kineto/GenericTraceActivity.h>
 #include <kineto/IActivityProfiler.h>
 #include <kineto/libkineto.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <memory>
@@ -38,6 +44,19 @@ std::atomic<bool> g_kernels_enabled{true};
 const libkineto::TraceSpan& npu_span() {
   static const auto* span = new libkineto::TraceSpan(0, 0, "npu");  // copies of activities point at it
   return *span;
+}
+
+// The task type mspti gives the kernel: AI CPU for a CPU fallback, the cube (AI Core) for matrix products and
+// convolutions, the vector unit otherwise.
+const char* kernel_type(const Activity& a) {
+  return a.cpu_fallback ? "KERNEL_AICPU" : a.cube ? "KERNEL_AICORE" : "KERNEL_AIVEC";
+}
+
+// An "ac2g" flow from the launch (start) to a kernel; its id is the operator's correlation id.
+void set_flow(libkineto::GenericTraceActivity& activity, uint64_t correlation, bool start) {
+  activity.flow.id = static_cast<uint32_t>(correlation);
+  activity.flow.type = libkineto::kLinkAsyncCpuGpu;
+  activity.flow.start = start ? 1 : 0;
 }
 
 std::string op_type(const std::string& name) {
@@ -79,8 +98,7 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
 
   void processTrace(libkineto::ActivityLogger& logger, libkineto::getLinkedActivityCallback linked_activity,
                     int64_t start_time, int64_t end_time) override {
-    // Link each kernel to the host operator that issued it (device time is attributed through `linked`;
-    // no flow: without a runtime launch event on the host it would be an unpaired half).
+    // Link each kernel to the host operator that issued it (device time is attributed through `linked`).
     std::vector<const libkineto::ITraceActivity*> linked(recorded_.size(), nullptr);
     // PyTorch stamps host operators with its approximate clock converted to UNIX time; the kernels carry
     // the steady clock plus an offset taken at start. Align the two domains: shift the kernels by the
@@ -104,6 +122,7 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
       shift = lowest > 0 ? lowest : highest;
     }
     int64_t id = 0;
+    std::set<uint64_t> launched;  // host operators whose launch activity is logged
     for (size_t i = 0; i < recorded_.size(); ++i) {
       const Activity& a = recorded_[i];
       const int64_t start = a.start_ns + epoch_offset_ns_ + shift;
@@ -118,9 +137,34 @@ class NpuSession final : public libkineto::IActivityProfilerSession {
       kernel.resource = a.stream;
       kernel.id = ++id;
       kernel.linked = linked[i];
+      kernel.addMetadataQuoted("type", kernel_type(a));
+      kernel.addMetadata("streamId", a.stream);
+      if (linked[i] != nullptr) {
+        set_flow(kernel, a.correlation, false);
+        if (launched.insert(a.correlation).second) {
+          log_launch(logger, a, *linked[i], start, ++id);
+        }
+      }
       kernel.log(logger);
     }
     recorded_.clear();
+  }
+
+  // The host side of the operator's first kernel: the runtime call that launched it, on the operator's thread (vnpu
+  // runs the kernel there, so the call lasts as long as the kernel), where the operator's ac2g flow starts.
+  static void log_launch(libkineto::ActivityLogger& logger, const Activity& a, const libkineto::ITraceActivity& op,
+                         int64_t start, int64_t id) {
+    std::string type = op_type(a.name);  // the aclnn API of the operator: aten::mm -> aclnnMm
+    type[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(type[0])));
+    libkineto::GenericTraceActivity launch(npu_span(), ActivityType::PRIVATEUSE1_RUNTIME, "aclnn" + type);
+    launch.startTime = start;
+    launch.endTime = start + (a.end_ns - a.start_ns);
+    launch.device = op.deviceId();
+    launch.resource = op.resourceId();
+    launch.id = id;
+    launch.linked = &op;
+    set_flow(launch, a.correlation, true);
+    launch.log(logger);
   }
 
   std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override {
@@ -156,7 +200,7 @@ class NpuActivityProfiler final : public libkineto::IActivityProfiler {
   }
 
   const std::set<ActivityType>& availableActivities() const override {
-    static const std::set<ActivityType> types{ActivityType::CONCURRENT_KERNEL};
+    static const std::set<ActivityType> types{ActivityType::CONCURRENT_KERNEL, ActivityType::PRIVATEUSE1_RUNTIME};
     return types;
   }
 
