@@ -10,6 +10,7 @@ seed's msprof options.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,10 @@ def profile_program(command, output, options, report=True, prog="vnpu profile"):
         console.print(f"{prog}: cannot create the output directory {output}: {e.strerror}")
         return 2
     before = set(find_sessions(output))
-    env = dict(os.environ, **{ENV_OUTPUT: output, ENV_OPTIONS: ",".join(o for o, on in options.items() if on)})
+    switches = ",".join(o for o, on in options.items() if on)
+    # PROFILER_SAMPLECONFIG: msprof's configuration of the program it profiles (torch_npu's API stands down)
+    sample_config = json.dumps({"output": output, "options": switches})
+    env = dict(os.environ, **{ENV_OUTPUT: output, ENV_OPTIONS: switches, "PROFILER_SAMPLECONFIG": sample_config})
     try:
         status = subprocess.run(command, env=env).returncode
     except FileNotFoundError:

@@ -7,7 +7,8 @@ msprof write them (written with the standard library's sqlite3, through prof_com
   Level1 / Level2 the runtime's synchronisations and event / stream calls of cann_api.py), TASK
   and COMPUTE_TASK_INFO (the kernels), COMMUNICATION_OP (the hccl collectives), CONNECTION_IDS (which launches
   each PYTORCH_API operator made: its connectionId is an id there), MSTX_EVENTS (the marks and ranges of
-  torch_npu.npu.mstx with their domains). Times are epoch nanoseconds.
+  torch_npu.npu.mstx with their domains), PYTORCH_CALLCHAINS (with_stack: each distinct Python stack of an operator,
+  innermost frame at depth 0). Times are epoch nanoseconds.
 - `analysis.db`: CommAnalyzerTime, CommAnalyzerBandwidth and CommAnalyzerMatrix (the contents of
   communication.json and communication_matrix.json) and StepTraceTime (step_trace_time.csv).
 """
@@ -17,6 +18,11 @@ import json
 import os
 
 from torch_npu.profiler import cann_api
+from torch_npu.profiler.analysis.prof_common_func._id_manager import (
+    CallChainIdManager,
+    ConnectionIdManager,
+    Str2IdManager,
+)
 from torch_npu.profiler.communication import communication_tables, group_hash
 from torch_npu.profiler.session import cann_type, core_of, op_type
 
@@ -45,6 +51,7 @@ _PROFILER_TABLES = {
     "opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, count NUMERIC, "
     "opType INTEGER",
     "CONNECTION_IDS": "id INTEGER, connectionId INTEGER",
+    "PYTORCH_CALLCHAINS": "id INTEGER, stack INTEGER, stackDepth INTEGER",
     "ENUM_MSTX_EVENT_TYPE": "id INTEGER PRIMARY KEY, name TEXT",
     "MSTX_EVENTS": "startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, "
     "message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER",
@@ -71,17 +78,6 @@ _MSTX_MARK, _MSTX_RANGE = 0, 2
 
 def profiler_db_name(rank_id):
     return f"ascend_pytorch_profiler_{rank_id}.db" if rank_id >= 0 else "ascend_pytorch_profiler.db"
-
-
-class _Strings:
-    """STRING_IDS: each distinct text once."""
-
-    def __init__(self):
-        self.ids = {}
-
-    def __call__(self, text):
-        text = "" if text is None else str(text)
-        return self.ids.setdefault(text, len(self.ids))
 
 
 def _headers(columns):
@@ -199,8 +195,10 @@ def _profiler_rows(session, rank_id, strings):
         connection += 1
         launches[forward].append(connection)
         launches[backward].append(connection)
-    group_of = {host: group for group, host in enumerate(sorted(launches))}
-    rows["CONNECTION_IDS"] = [(group_of[host], c) for host in sorted(launches) for c in launches[host]]
+    connections = ConnectionIdManager()
+    group_of = {host: connections.get_id_from_connection_ids(launches[host]) for host in sorted(launches)}
+    rows["CONNECTION_IDS"] = [(g, c) for g, ids in connections.get_all_connection_ids().items() for c in ids]
+    callchains = CallChainIdManager()
     rows["MSTX_EVENTS"] = _mstx_rows(session, strings)
     rows["ENUM_MSTX_EVENT_TYPE"] = list(_MSTX_EVENT_TYPES.items())
     for index, e in enumerate(session["host_events"]):
@@ -217,10 +215,15 @@ def _profiler_rows(session, rank_id, strings):
                 None,
                 strings(";".join(str(d) for d in e.get("dtypes") or [])),
                 strings(";".join(str(s) for s in e.get("shapes") or [])),
-                None,
+                callchains.get_callchain_id_from_callstack(CallChainIdManager.SEPARATOR.join(e.get("stack") or [])),
                 50001,
             )
         )
+    rows["PYTORCH_CALLCHAINS"] = [
+        (chain, strings(frame), depth)
+        for chain, frames in callchains.get_all_callchain_id().items()
+        for frame, depth in frames
+    ]
     devices = sorted({a["device"] for a in session["activities"]}) or [0]
     rows["RANK_DEVICE_MAP"] = [(rank_id, d) for d in devices]
     from torch_npu import _C
@@ -330,9 +333,11 @@ def write_databases(out, session, rank_id, step_rows):
     # imported here: sqlite3 and the DB manager cost import time to every program, and only DB exports use them
     from torch_npu.profiler.analysis.prof_common_func._db_manager import AnalysisDb, TorchDb
 
-    strings = _Strings()
-    rows = _profiler_rows(session, rank_id, strings)
-    rows["STRING_IDS"] = [(i, v) for v, i in strings.ids.items()]
+    # A card's database always has its kernels' shapes, dtypes and formats; vnpu records them with record_shapes
+    # only, so an empty text stays a text: the tools' groupings by those columns keep the kernels.
+    strings = Str2IdManager(keep_empty=True)
+    rows = _profiler_rows(session, rank_id, strings.get_id_from_str)
+    rows["STRING_IDS"] = [(i, v) for v, i in strings.get_all_string_dict().items()]
     profiler_db = _write(TorchDb(), os.path.join(out, profiler_db_name(rank_id)), _PROFILER_TABLES, rows)
     analysis_rows = _analysis_rows(session, step_rows)
     analysis_db = _write(AnalysisDb(), os.path.join(out, "analysis.db"), _ANALYSIS_TABLES, analysis_rows)

@@ -76,9 +76,13 @@ class HostRecorder:
             cat = e.activity_type()
             if cat not in _CATEGORIES or e.device_type() != torch.autograd.DeviceType.CPU:
                 continue
+            try:
+                name = e.name()
+            except UnicodeDecodeError:  # PyTorch's Python tracer now and then keeps a frame name it cannot decode
+                continue
             start = e.start_ns() - offset
             event = {
-                "name": e.name(),
+                "name": name,
                 "cat": cat,
                 "start_ns": start,
                 "end_ns": start + e.duration_ns(),

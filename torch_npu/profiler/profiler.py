@@ -20,6 +20,7 @@ from torch_npu.npu.npu_config import is_jit_compile_false
 from torch_npu.profiler import ascend_output, communication, trace_view
 from torch_npu.profiler import session as session_record
 from torch_npu.profiler.analysis import analyse
+from torch_npu.profiler.analysis.prof_common_func._utils import check_msprof_env
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
 from torch_npu.profiler.host_activity import HostRecorder
 from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
@@ -120,6 +121,7 @@ class _KinetoProfile:
         self._runtime_api = []
         self._mstx = []  # the marks and ranges of torch_npu.npu.mstx in the recording window
         self._window_start = 0
+        self._records_under_msprof = False  # the msprof command line's own whole-program profile
         self._step_start = 0
         self._metadata = {}
         self._session = None
@@ -171,6 +173,8 @@ class _KinetoProfile:
 
     def _enter(self, action):
         if action not in _RECORDING or self._recording:
+            return
+        if not (self._records_under_msprof or check_msprof_env()):  # msprof profiles this process: it records
             return
         if self.execution_trace_observer:
             self.execution_trace_observer.start()

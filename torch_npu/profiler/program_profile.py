@@ -1,7 +1,8 @@
 """Profiling a whole program without code changes (`msprof --application=...`, `vnpu profile -- ...`).
 
 The command line starts the program with VNPU_PROFILE_OUTPUT=<dir> (and VNPU_PROFILE_OPTIONS, a comma
-list of record_shapes, profile_memory, with_stack, with_modules, with_flops). When torch_npu is imported
+list of record_shapes, profile_memory, with_stack, with_modules, with_flops), and PROFILER_SAMPLECONFIG as the
+msprof command line sets it: the program's own torch_npu.profiler calls then record nothing, as under msprof. When torch_npu is imported
 (PyTorch autoloads it with `import torch`) a torch_npu.profiler.profile starts; every optimizer step
 marks the end of a training step; at exit the session is written with tensorboard_trace_handler into
 the directory, as `<host>_<pid>_<timestamp>_ascend_pt/`.
@@ -50,6 +51,7 @@ def start_from_env():
     from torch_npu import profiler
 
     prof = profiler.profile(schedule=_every_step, on_trace_ready=profiler.tensorboard_trace_handler(output), **options)
+    prof._records_under_msprof = True  # the program's own profiler calls record nothing meanwhile, as under msprof
     prof.add_metadata("vnpu_program_profile", "1")
     register_optimizer_step_post_hook(lambda *_: prof.step())
     prof.start()

@@ -46,6 +46,16 @@ class Constant:
     ASCEND_PROFILER_OUTPUT = "ASCEND_PROFILER_OUTPUT"
     FRAMEWORK_DIR = "FRAMEWORK"
 
+    # what the msprof command line sets for the program it profiles (its configuration) and for dynamic profiling
+    MSPROF_STATIC_ENV = "PROFILER_SAMPLECONFIG"
+    MSPROF_DYNAMIC_ENV = "PROFILING_MODE"
+
+
+class DbConstant:
+    """Values of the profiler database: msprof's "no value" for an id or index column."""
+
+    DB_INVALID_VALUE = 4294967295
+
 
 def _line(level, message):
     stamp = time.strftime("[%Y-%m-%d %H:%M:%S]", time.localtime())
