@@ -52,7 +52,11 @@ def test_an_invalid_config_path_leaves_profiling_off_with_torch_npus_message(tmp
 def test_the_msmonitor_daemon_variables_are_answered(tmp_path):
     code = "import torch, torch_npu; o = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1); o.step()"
     daemon = run_python(code, env={"MSMONITOR_USE_DAEMON": "1"})
-    assert "vnpu has no daemon to receive it from, so dynamic profiling stays off" in daemon.stderr
+    assert (
+        "dynamic_profile: MSMONITOR_USE_DAEMON asks for msMonitor's daemon (dynolog), which sends the profiler "
+        "configuration to the card's processes; vnpu has no daemon to receive it from, so dynamic profiling "
+        "stays off. Set PROF_CONFIG_PATH to a directory to profile from its profiler_config.json instead."
+    ) in daemon.stderr
     deprecated = run_python(code, env={"KINETO_USE_DAEMON": "1"})
     assert (
         "Environment variable 'KINETO_USE_DAEMON' will be deprecated. Please use 'MSMONITOR_USE_DAEMON' instead."

@@ -32,8 +32,8 @@ def trace_streams_and_events():
 
     UserDefinedClassVariable._in_graph_classes = staticmethod(with_npu_classes)
 
-    names = {f"torch_npu.npu.streams.{name}" for name in _IN_GRAPH_FUNCTIONS}
-    trace_rules.torch_name_rule_map.append(dict.fromkeys(sorted(names), TorchInGraphFunctionVariable))
+    names = [f"torch_npu.npu.streams.{name}" for name in _IN_GRAPH_FUNCTIONS]
+    trace_rules.torch_name_rule_map.append(dict.fromkeys(names, TorchInGraphFunctionVariable))
     trace_rules.clear_lru_cache()
 
     handlers = TorchInGraphFunctionVariable._get_handlers
