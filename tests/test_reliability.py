@@ -202,6 +202,31 @@ def test_clip_grad_norm_default_is_the_cpus():
         assert torch.equal(q.grad.cpu(), p.grad)
 
 
+@pytest.mark.parametrize("foreach", [True, False, None])
+def test_clip_grad_norm_and_value_take_foreach_as_on_the_cpu(foreach):
+    # mixed dtypes and shapes: the foreach kernels group them, the loop does not
+    grads = [torch.randn(5), torch.randn(3, 4), torch.randn(7, dtype=torch.float64)]
+    params = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    params_n = [torch.zeros_like(g, device="npu", requires_grad=True) for g in grads]
+    for p, q, g in zip(params, params_n, grads):
+        p.grad, q.grad = g.clone(), g.npu()
+    total_n = nn.utils.clip_grad_norm_(params_n, 0.5, norm_type=3.0, foreach=foreach)
+    total = nn.utils.clip_grad_norm_(params, 0.5, norm_type=3.0, foreach=foreach)
+    assert torch.equal(total_n.cpu(), total)
+    nn.utils.clip_grad_value_(params_n, 0.01, foreach=foreach)
+    nn.utils.clip_grad_value_(params, 0.01, foreach=foreach)
+    for p, q in zip(params, params_n):
+        assert torch.equal(q.grad.cpu(), p.grad)
+
+
+def test_foreach_support_checks_treat_npu_as_the_cpu():
+    from torch.utils._foreach_utils import _device_has_foreach_support, _has_foreach_support
+
+    tensors = [torch.ones(2, device="npu")]
+    assert _device_has_foreach_support(torch.device("npu")) is _device_has_foreach_support(torch.device("cpu"))
+    assert _has_foreach_support(tensors, torch.device("npu")) is True
+
+
 def test_lstsq_default_driver_is_the_cpus_gelsy():
     a, b = torch.randn(6, 4), torch.randn(6, 2)
     cpu, npu = torch.linalg.lstsq(a, b), torch.linalg.lstsq(a.npu(), b.npu())

@@ -26,17 +26,18 @@ PATCHES = (
 
 PATCHES += (
     Patch(
-        target="torch.utils._foreach_utils._get_foreach_kernels_supported_devices (and its imports in "
-        "torch.optim.optimizer, torch.optim.swa_utils)",
+        target="torch.utils._foreach_utils._get_foreach_kernels_supported_devices as imported by "
+        "torch.optim.optimizer and torch.optim.swa_utils",
         module="torch.optim.swa_utils",
-        why="PyTorch defaults optimizers (and clip_grad_norm_, swa_utils) to foreach kernels on every "
+        why="PyTorch defaults optimizers (and swa_utils' AveragedModel) to foreach kernels on every "
         "PrivateUse1 backend and to the per-parameter loop on the CPU; the two round differently (ASGD a few "
         "ulps apart after 3 steps). npu computes with the CPU's kernels and must give the CPU's numbers, so "
-        "its defaults are the CPU's; foreach=True still selects the foreach kernels.",
+        "its defaults are the CPU's; foreach=True still selects the foreach kernels. The list itself is left "
+        "whole: clip_grad_norm_ / clip_grad_value_ take foreach kernels on the CPU too, and with npu removed "
+        "from it they refused foreach=True on npu.",
         when="at import of torch_npu (torch.optim is imported with torch)",
         apply="torch_npu._patches.cpu_defaults:foreach_defaults_of_the_cpu",
         changes=(
-            "torch.utils._foreach_utils._get_foreach_kernels_supported_devices",
             "torch.optim.optimizer._get_foreach_kernels_supported_devices",
             "torch.optim.swa_utils._get_foreach_kernels_supported_devices",
         ),

@@ -13,14 +13,16 @@ def _without_npu(supported_devices):
 
 
 def foreach_defaults_of_the_cpu():
-    """Optimizers, clip_grad_norm_ and swa_utils default to foreach kernels on the devices
+    """Optimizers and swa_utils' AveragedModel default to foreach kernels on the devices
     _get_foreach_kernels_supported_devices lists (npu among them, as a PrivateUse1 backend) and to the
-    per-tensor loop on the CPU. npu is left out of that list, so its defaults are the CPU's; an explicit
-    foreach=True still runs the foreach kernels on npu."""
+    per-tensor loop on the CPU. The names torch.optim.optimizer and torch.optim.swa_utils imported leave npu
+    out, so those defaults are the CPU's; an explicit foreach=True still runs the foreach kernels on npu.
+    torch.utils._foreach_utils keeps its own list: clip_grad_norm_ / clip_grad_value_ use foreach kernels on
+    the CPU as on every listed device (its support check adds "cpu"), so npu takes them too, by default and
+    with foreach=True."""
     from torch.utils import _foreach_utils
 
     patched = _without_npu(_foreach_utils._get_foreach_kernels_supported_devices)
-    _foreach_utils._get_foreach_kernels_supported_devices = patched
     for name in ("torch.optim.optimizer", "torch.optim.swa_utils"):
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "_get_foreach_kernels_supported_devices"):
