@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+import compiled_collective_cases
 import context_parallel_cases
 import distributed_operator_cases
 import distributed_training_cases
@@ -567,7 +568,7 @@ def main():
     dist.init_process_group("hccl", pg_options=options)
     name = f"case_{case}"
     modules = (distributed_training_cases, context_parallel_cases, silent_check_cases, moe_domain_cases,
-               profiled_collective_cases, distributed_operator_cases)  # fmt: skip
+               profiled_collective_cases, distributed_operator_cases, compiled_collective_cases)  # fmt: skip
     run = globals().get(name) or next(getattr(m, name) for m in modules if hasattr(m, name))
     run()
     dist.destroy_process_group()

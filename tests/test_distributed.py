@@ -67,6 +67,11 @@ def test_every_collective_matches_its_single_process_reference(world):
     _all_ok(launch("collectives", world))
 
 
+@pytest.mark.parametrize("case", ["compiled_collectives", "compiled_tensor_parallel_training"])
+def test_collectives_in_inductor_compiled_code_equal_eager(case):
+    _all_ok(launch(case, 2, timeout=400))
+
+
 def test_sequence_numbers_gather_and_autograd_all_gather_on_hccl_groups():
     _all_ok(launch("torch_npu_c10d", 2))
 
@@ -526,3 +531,44 @@ def test_a_rank_that_cannot_map_the_segment_keeps_the_whole_group_on_the_transpo
     intra_host_link.connect_intra_host(backend, store, 1, 2)
     assert store.get("vnpu_intra_host/opened/1") == b"0"
     assert not backend._uses_intra_host_link
+
+
+def test_host_collective_twins_outside_compiled_code_are_the_collectives_themselves():
+    from subprocess_helpers import run_python
+
+    done = run_python(
+        """
+        import os, torch, torch_npu, torch.distributed as dist
+        from torch_npu._inductor.host_collectives import COLLECTIVES, NAMESPACE, host_twin, route_collectives_through_npu
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(__PORT__))
+        dist.init_process_group("hccl", rank=0, world_size=1)
+        gm = torch.fx.symbolic_trace(lambda x: x + 1)
+        print("routed", route_collectives_through_npu(gm))  # no collective: the graph stays as it is
+        twin = host_twin(torch.ops._c10d_functional.all_reduce.default)
+        assert host_twin(torch.ops._c10d_functional.wait_tensor.default) is None and host_twin(torch.add) is None
+        originals = [getattr(torch.ops._c10d_functional, name).default for name in COLLECTIVES]
+        print(all(str(host_twin(op)._schema) == str(op._schema).replace("_c10d_functional::", NAMESPACE + "::")
+                  for op in originals))
+        out = torch.ops._c10d_functional.wait_tensor(twin(torch.ones(2, device="npu"), "sum", "0"))
+        print(out.device, out.tolist())
+        try:
+            twin(torch.ones(2), "sum", "0")  # a CPU tensor outside host-compiled code: the group has no CPU backend
+        except RuntimeError as err:
+            print(str(err).splitlines()[0])
+        try:
+            torch_npu._C._npu_alias_of_host(torch.ones(2, device="npu"), 0)
+        except RuntimeError as err:
+            print(str(err).splitlines()[0])
+        dist.destroy_process_group()
+    """.replace("__PORT__", str(free_port())),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines == [
+        "routed False",
+        "True",
+        "npu:0 [1.0, 1.0]",
+        "No backend type associated with device type cpu",
+        "expected a CPU tensor, got one on npu:0",
+    ], done.stdout

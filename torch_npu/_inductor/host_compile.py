@@ -165,6 +165,9 @@ def host_inner_compile(gm, example_inputs, **kwargs):
         from torch_npu._inductor.reduce_overhead import cpu_node_reason, npugraph_tree_call
 
         cpu_reason = cpu_node_reason(gm)
+    from torch_npu._inductor.host_collectives import route_collectives_through_npu
+
+    route_collectives_through_npu(gm)
     host_inputs = translate_to_host(gm, example_inputs)
     with eager_fallbacks(listed_operators()):
         compiled = compile_fx_inner(gm, host_inputs, **{**kwargs, "cudagraphs": BoxedBool(False)})

@@ -262,6 +262,12 @@ at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device) {
   return npu_tensor_over(npu_storage_from(storage, device), cpu);
 }
 
+at::Tensor npu_alias_of_host(const at::Tensor& cpu, c10::DeviceIndex device) {
+  TORCH_CHECK(cpu.device().is_cpu(), "expected a CPU tensor, got one on ", cpu.device());
+  check_strided(cpu);
+  return npu_tensor_over(npu_storage_from(cpu.storage(), device), cpu);
+}
+
 const CallMapping::Alias* CallMapping::alias_of_storage(const c10::StorageImpl* npu_storage) {
   if (aliases.size() < kIndexedAliases) {
     for (const auto& a : aliases) {

@@ -47,6 +47,10 @@ at::Tensor npu_tensor_over(c10::Storage storage, const at::Tensor& like);
 // An npu view over `base`'s storage with the geometry of `view` (a kernel's view of base's alias).
 at::Tensor npu_view(const at::Tensor& base, const at::Tensor& view);
 
+// npu tensor over the memory of a CPU tensor that stays in use (host-compiled code's buffers and aliases, handed
+// to an operator that only takes npu tensors); it keeps the CPU storage alive.
+at::Tensor npu_alias_of_host(const at::Tensor& cpu, c10::DeviceIndex device);
+
 // npu tensor that takes over the memory of a CPU tensor a kernel produced (no copy).
 at::Tensor adopt_cpu_result(const at::Tensor& cpu, c10::DeviceIndex device);
 

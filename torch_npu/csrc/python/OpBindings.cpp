@@ -207,6 +207,10 @@ void bind_ops(py::module& m) {
     return out;
   });
   m.def("_cpu_alias", &owning_cpu_alias, "CPU tensor over an npu tensor's memory (keeps it alive)");
+  m.def(
+      "_npu_alias_of_host",
+      [](const at::Tensor& cpu, int device) { return npu_alias_of_host(cpu, static_cast<c10::DeviceIndex>(device)); },
+      "npu tensor over a CPU tensor's memory (keeps it alive)");
 
   py::class_<OpHook, std::shared_ptr<OpHook>>(m, "_OpHook");
   m.def("_add_python_op_hook", [](py::object fn) {
