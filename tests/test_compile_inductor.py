@@ -132,6 +132,26 @@ def test_dynamic_shapes_compile_once():
     assert len(calls) == 3
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_attention_with_grouped_heads_compiles_to_the_cpus_code(dynamic):
+    # SDPA picks its kernel from the inputs' metadata; under tracing they are fake or functional tensors,
+    # with symbolic sizes when dynamic (Llama-style models with grouped KV heads, trained compiled)
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=0.25)
+
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 16, 16), torch.randn(2, 2, 16, 16)
+    results = {}
+    for device in ("cpu", "npu"):
+        torch._dynamo.reset()
+        qd, kd = q.clone().to(device).requires_grad_(), k.clone().to(device).requires_grad_()
+        out = torch.compile(attention, dynamic=dynamic)(qd, kd, kd)
+        out.sum().backward()
+        results[device] = [t.detach().cpu() for t in (out, qd.grad, kd.grad)]
+    for npu, cpu in zip(results["npu"], results["cpu"]):
+        assert torch.equal(npu, cpu)
+
+
 def test_graph_breaks_and_explain():
     def f(x):
         y = x.sin()

@@ -13,16 +13,22 @@ namespace vnpu {
 namespace {
 
 // The choice reads the inputs' metadata (shapes, strides, dtypes, which require grad), never their
-// values. npu tensors are read through CPU aliases. Fake tensors (torch.compile's tracing: the meta
-// kernel of _fused_sdp_choice calls this stub) have no memory; they are described by meta tensors
+// values. npu tensors are read through CPU aliases. The tensors of torch.compile's tracing (fake tensors,
+// for which the meta kernel of _fused_sdp_choice calls this stub, and the functional wrappers over them,
+// whose storage says npu but holds no memory; their sizes may be symbolic) are described by meta tensors
 // made without the dispatcher, which a fake-tensor mode would otherwise intercept.
+bool has_npu_memory(const c10::TensorImpl* impl) {
+  return impl->has_storage() && impl->storage().device_type() == c10::DeviceType::PrivateUse1 &&
+         impl->storage().data() != nullptr && !impl->has_symbolic_sizes_strides();
+}
+
 at::Tensor for_choice(const at::Tensor& t) {
   if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) {
     return t;
   }
   const auto* impl = t.unsafeGetTensorImpl();
   at::Tensor view =
-      impl->has_storage() && impl->storage().device_type() == c10::DeviceType::PrivateUse1
+      has_npu_memory(impl)
           ? make_cpu_alias(t, /*owning=*/false)
           : at::Tensor(at::detail::empty_strided_symint_meta(t.sym_sizes(), t.sym_strides(), t.scalar_type()));
   if (t.requires_grad()) {
