@@ -152,6 +152,28 @@ def test_attention_with_grouped_heads_compiles_to_the_cpus_code(dynamic):
         assert torch.equal(npu, cpu)
 
 
+def test_freezing_makes_the_npu_parameters_constants_of_the_compiled_code():
+    import torch._inductor.config as inductor_config
+
+    def model():
+        torch.manual_seed(0)
+        layers = [torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Flatten()]
+        return torch.nn.Sequential(*layers, torch.nn.Linear(8 * 6 * 6, 10)).eval()
+
+    x = torch.randn(2, 3, 8, 8)
+    with inductor_config.patch(freezing=True), torch.no_grad():
+        torch._dynamo.reset()
+        on_cpu = torch.compile(model())(x)
+        torch._dynamo.reset()
+        npu_model = model().npu()
+        compiled = torch.compile(npu_model)
+        on_npu = compiled(x.npu())
+        assert on_npu.device.type == "npu"
+        # the CPU's freezing passes (oneDNN weight packing, layout choices) see an npu graph: rounding differs
+        torch.testing.assert_close(on_npu.cpu(), on_cpu, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(compiled(x.npu()), on_npu, rtol=0, atol=0)
+
+
 def test_graph_breaks_and_explain():
     def f(x):
         y = x.sin()

@@ -83,12 +83,36 @@ def _output_devices(gm):
     return flags
 
 
+def _attribute_to_host(gm, target):
+    from torch._inductor.freezing_utils import is_frozen_param
+
+    *path, name = target.split(".")
+    owner = functools.reduce(getattr, path, gm)
+    value = getattr(owner, name)
+    if isinstance(value, torch.Tensor) and value.device.type == "npu":
+        # the same memory, kept alive by the alias; made without the dispatcher (compilation runs under AOT
+        # autograd's fake-tensor mode, where a detach() would give a fake tensor)
+        host = _C._cpu_alias(value)
+        if isinstance(value, torch.nn.Parameter):
+            host = torch.nn.Parameter(host, requires_grad=value.requires_grad)
+        if is_frozen_param(value):
+            host._is_frozen_param = True  # (torch._inductor.freezing_utils' mark, which the cache key reads)
+        setattr(owner, name, host)
+
+
 def translate_to_host(gm, example_inputs):
     """Rewrites gm (in place) to compute on the CPU; returns the CPU example inputs. Every value keeps
     the sizes and strides it was traced with (the graph's views rely on them)."""
     from torch.utils._pytree import tree_map
 
     host_inputs = [_host_twin(x) for x in example_inputs]
+    # constants of the graph (the parameters freezing folded in, and those it left unused, which inductor's
+    # cache key still reads)
+    attributes = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    attributes.update(name for name, value in vars(gm).items() if isinstance(value, torch.Tensor))
+    attributes.update(gm._parameters, gm._buffers)
+    for target in sorted(attributes):
+        _attribute_to_host(gm, target)
     for node in gm.graph.nodes:
         node.args = _to_host(node.args)
         node.kwargs = _to_host(node.kwargs)
