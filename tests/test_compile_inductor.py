@@ -174,6 +174,27 @@ def test_freezing_makes_the_npu_parameters_constants_of_the_compiled_code():
         torch.testing.assert_close(compiled(x.npu()), on_npu, rtol=0, atol=0)
 
 
+def _branches(x):
+    return torch.cond(x.sum() > 0, lambda t: (t * 3).relu(), lambda t: t.abs() - 1, (x,))
+
+
+def _doubling_loop(x):
+    from torch._higher_order_ops import while_loop
+
+    return while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2 + 1), (torch.tensor(0, device=x.device), x))[1]
+
+
+@pytest.mark.parametrize("fn", [_branches, _doubling_loop])
+def test_control_flow_operators_compile_with_their_subgraphs(fn):
+    results = {}
+    for device in ("cpu", "npu"):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, fullgraph=True)
+        results[device] = [compiled(torch.full((5,), value, device=device)).cpu() for value in (0.5, -0.5)]
+    for npu, cpu in zip(results["npu"], results["cpu"]):
+        assert torch.equal(npu, cpu)
+
+
 def test_graph_breaks_and_explain():
     def f(x):
         y = x.sin()

@@ -113,12 +113,14 @@ def translate_to_host(gm, example_inputs):
     attributes.update(gm._parameters, gm._buffers)
     for target in sorted(attributes):
         _attribute_to_host(gm, target)
-    for node in gm.graph.nodes:
-        node.args = _to_host(node.args)
-        node.kwargs = _to_host(node.kwargs)
-        if "val" in node.meta:
-            node.meta["val"] = tree_map(_host_twin, node.meta["val"])
-    gm.recompile()
+    for module in gm.modules():  # the graph and its subgraphs (the branches of torch.cond, loop bodies, ...)
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                node.args = _to_host(node.args)
+                node.kwargs = _to_host(node.kwargs)
+                if "val" in node.meta:
+                    node.meta["val"] = tree_map(_host_twin, node.meta["val"])
+            module.recompile()
     return host_inputs
 
 
