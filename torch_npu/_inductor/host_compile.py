@@ -15,6 +15,8 @@ inductor (forward, backward, inference), `host_inner_compile`:
    torch_npu's inductor does: warm-up, recording, replay, outputs overwritten by the next replay and
    one memory pool per device shared by the forward and backward graphs. Inside a capture the code
    joins the NPU graph as one host kernel that each replay runs again.
+4. under AOTInductor (aoti_compile_and_package), leaves the CPU model's files, declared as an npu model:
+   the npu runner of csrc/compile/AotiModelRunner.cpp loads them and runs them as in 2.
 
 Compiled npu code therefore computes exactly what compiled CPU code computes. What differs from the
 card: random numbers drawn inside compiled graphs come from inductor's CPU seeds (as on the CPU).
@@ -22,9 +24,11 @@ card: random numbers drawn inside compiled graphs come from inductor's CPU seeds
 
 import contextlib
 import functools
+import json
 
 import torch
 from torch._inductor.utils import BoxedBool
+from torch._inductor.virtualized import V
 
 from torch_npu import _C
 
@@ -197,6 +201,9 @@ def host_inner_compile(gm, example_inputs, **kwargs):
     host_inputs = translate_to_host(gm, example_inputs)
     with eager_fallbacks(listed_operators()):
         compiled = compile_fx_inner(gm, host_inputs, **{**kwargs, "cudagraphs": BoxedBool(False)})
+    if V.aot_compilation:  # AOTInductor: the files of a CPU model that the npu runner loads
+        _declare_npu_model(compiled.filename)
+        return compiled
     kind = "backward" if kwargs.get("is_backward") else "forward"
     run = HostCompiledCall(
         getattr(compiled, "current_callable", compiled), device, npu_results, name=f"inductor {kind} graph"
@@ -207,6 +214,25 @@ def host_inner_compile(gm, example_inputs, **kwargs):
         compiled.current_callable = run
         return compiled
     return run
+
+
+def _declare_npu_model(files):
+    """AOTInductor's package metadata names the device whose runner loads the model: npu (the runner in
+    csrc/compile/AotiModelRunner.cpp, which runs the CPU model on npu memory)."""
+    for name in files if isinstance(files, list) else [files]:
+        if isinstance(name, str) and name.endswith("_metadata.json"):
+            with open(name) as f:
+                metadata = json.load(f)
+            metadata["AOTI_DEVICE_KEY"] = "npu"
+            with open(name, "w") as f:
+                json.dump(metadata, f)
+
+
+def _is_compile_fx_inner(inner_compile, module):
+    """compile_fx_inner itself, or AOTInductor's partial of it."""
+    if isinstance(inner_compile, functools.partial):
+        inner_compile = inner_compile.func
+    return inner_compile is None or inner_compile is module.compile_fx_inner
 
 
 def _has_npu_tensors(values):
@@ -224,8 +250,11 @@ def wrap_compile_fx():
 
     @functools.wraps(original)
     def compile_fx(model_, example_inputs_, inner_compile=None, *args, **kwargs):
-        if inner_compile is None or inner_compile is module.compile_fx_inner:
-            inner_compile = host_inner_compile
+        if _is_compile_fx_inner(inner_compile, module):
+            if isinstance(inner_compile, functools.partial):
+                inner_compile = functools.partial(host_inner_compile, *inner_compile.args, **inner_compile.keywords)
+            else:
+                inner_compile = host_inner_compile
         npu = _has_npu_tensors(example_inputs_)
         # AOT autograd's cache would hand back the host-compiled graphs without their npu wrapping.
         cache_off = torch._functorch.config.patch(enable_autograd_cache=False) if npu else contextlib.nullcontext()
