@@ -100,3 +100,50 @@ def test_package_loads_in_a_new_process(packages):
     device, values = out.split(" ", 1)
     assert device == "npu:0"
     assert torch.equal(torch.tensor(eval(values)), expected)
+
+
+@pytest.fixture(scope="module")
+def shared_libraries():
+    """torch._inductor.aot_compile's shared library of one small model, compiled for each device."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 4), nn.Tanh()).eval()
+    x = torch.randn(3, 8)
+    libraries = {}
+    with torch.no_grad():
+        for device in ("cpu", "npu"):
+            module = model.to(device)
+            program = torch.export.export(module, (x.to(device),))
+            libraries[device] = torch._inductor.aot_compile(program.module(), (x.to(device),))
+    return model.to("npu"), x, libraries
+
+
+def test_aot_load_runs_a_shared_library_on_npu(shared_libraries):
+    model, x, libraries = shared_libraries
+    expected = torch._export.aot_load(libraries["cpu"], "cpu")(x)
+    for device in ("npu", "npu:0"):
+        out = torch._export.aot_load(libraries["npu"], device)(x.npu())
+        assert out.device == torch.device("npu", 0)
+        assert torch.equal(out.cpu(), expected)
+
+
+def test_npu_runner_constants_are_npu_tensors_and_take_npu_updates(shared_libraries):
+    model, x, libraries = shared_libraries
+    runner = torch._C._aoti.AOTIModelContainerRunnerNpu(libraries["npu"], 1, "npu:0")
+    names = runner.get_constant_names_to_original_fqns()
+    constants = runner.extract_constants_map(False)
+    assert set(constants) == set(names.values()) and "0.weight" in constants
+    for fqn, value in constants.items():
+        assert value.device == torch.device("npu", 0)
+        assert torch.equal(value.cpu(), model.state_dict()[fqn].cpu())
+    runner.update_constant_buffer({name: torch.zeros_like(constants[fqn]) for name, fqn in names.items()}, False, True)
+    (out,) = runner.run([x.npu()])
+    assert out.device == torch.device("npu", 0)
+    assert torch.equal(out.cpu(), torch.tanh(model[0].bias.detach().cpu()).expand(3, 4))
+
+
+def test_npu_runner_refuses_other_devices(shared_libraries):
+    _, _, libraries = shared_libraries
+    with pytest.raises(RuntimeError) as raised:
+        torch._C._aoti.AOTIModelContainerRunnerNpu(libraries["npu"], 1, "cpu")
+    assert str(raised.value).startswith("AOTIModelContainerRunnerNpu runs models on npu, not on cpu\n")
+    assert "ERR00001 PTA invalid parameter" in str(raised.value)

@@ -54,6 +54,24 @@ COMPILE_PATCHES = (
         when="on import of torch._inductor.compile_fx",
         apply="torch_npu._inductor.host_compile:wrap_compile_fx",
     ),
+    Patch(
+        target="torch._C._aoti.AOTIModelContainerRunnerNpu",
+        module="torch",
+        why="torch_npu adds its AOTInductor runner of npu models to torch's AOTI module under this name; vnpu's "
+        "runs the CPU model an npu graph compiles to on npu memory (aoti_load_package finds the same runner by "
+        "the package's device key, registered in C++).",
+        when="at import of torch_npu",
+        apply="torch_npu._inductor.aot_load:add_npu_runner",
+    ),
+    Patch(
+        target="torch._export.aot_load",
+        module="torch._export",
+        why="aot_load knows the runners of cpu, cuda, xpu and mps only and raises 'Unsupported device npu'; "
+        "torch_npu wraps it so that a model from torch._inductor.aot_compile loads with device 'npu' / 'npu:N' "
+        "(through AOTIModelContainerRunnerNpu). Other devices go to the original.",
+        when="on import of torch._export",
+        apply="torch_npu._inductor.aot_load:load_npu_models",
+    ),
 )
 
 _DYNAMO_RUNTIME = "torch_npu._patches.dynamo_npu_runtime"

@@ -152,5 +152,6 @@ PYBIND11_MODULE(_C, m) {
   vnpu::python::bind_plan(m);
   vnpu::python::bind_trace(m);
   vnpu::python::bind_distributed(m);
+  vnpu::python::bind_aoti(m);
   vnpu::python::bind_runtime_entry_points(m);
 }

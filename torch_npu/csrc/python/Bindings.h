@@ -14,6 +14,7 @@ void bind_plan(pybind11::module& m);
 void bind_trace(pybind11::module& m);
 void bind_graph_tree(pybind11::module& m);
 void bind_runtime_entry_points(pybind11::module& m);
+void bind_aoti(pybind11::module& m);
 
 // A stream as Python sees it: (stream_id, device_index, device_type).
 pybind11::tuple stream_parts(const c10::Stream& s);
