@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -178,7 +179,9 @@ bool trains_with_dropout(const c10::FunctionSchema& schema, const torch::jit::St
 void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t base = stack->size() - schema.arguments().size();
-  if (trains_with_dropout(schema, *stack, base) || plan_mode()) {
+  // torch.jit.trace records the cells (never the layers, whose node it records itself) as the operators their
+  // composite calls, so under a trace the cells take the composite too.
+  if (trains_with_dropout(schema, *stack, base) || plan_mode() || torch::jit::tracer::isTracing()) {
     // The composite itself (found in the CPU slot): its operators dispatch on the npu tensors (in planning
     // mode each of them plans: the CPU's branch would compute on memory the host never backs).
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
@@ -195,10 +198,14 @@ void host_recurrent(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, t
       device = t.device().index();
     }
     at::Tensor alias = owning_cpu_alias(t);
-    if (grad_mode && t.requires_grad()) {
+    if (t.requires_grad()) {
+      // under no_grad too: the CPU's composites read the flag (matmul folds a batched input into one mm when the
+      // weight requires grad), and the CPU's parameters carry it there
       alias.requires_grad_(true);
-      npu_leaves.push_back(t);
-      cpu_leaves.push_back(alias);
+      if (grad_mode) {
+        npu_leaves.push_back(t);
+        cpu_leaves.push_back(alias);
+      }
     }
     return alias;
   };

@@ -6,9 +6,11 @@
 #include "aten/DirectCopy.h"
 #include "runtime/HostMemory.h"
 
+#include <ATen/ops/_convolution.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/clone_native.h>
 
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/library.h>
 
 // The operators that dominate training and inference steps, measured by counting the operators an
@@ -43,7 +45,6 @@
   _(topk, "topk")                                                                                                   \
   /* matmuls, convolutions, normalisation, pooling, attention */                                                    \
   _(bmm, "bmm")                                                                                                     \
-  _(convolution, "convolution")                                                                                     \
   _(convolution_backward, "convolution_backward")                                                                   \
   _(native_layer_norm_backward, "native_layer_norm_backward")                                                       \
   _(native_batch_norm, "native_batch_norm")                                                                         \
@@ -140,6 +141,23 @@ at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_
   return Composite<at::_ops::clone, &at::native::clone>::call(self, memory_format);
 }
 
+// torch.jit.trace (and with it the TorchScript ONNX exporter) leaves aten::convolution unrecorded and records the
+// aten::_convolution its kernel calls through the dispatcher. While a trace records, npu's convolution makes that
+// call as the CPU's does (the recorded node then has the npu values); otherwise it is the typed redirect.
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                       c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+                       bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  if (C10_UNLIKELY(torch::jit::tracer::isTracing())) {
+    const auto& ctx = at::globalContext();
+    return at::_convolution_symint(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                                   std::move(groups), ctx.benchmarkCuDNN(),
+                                   ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(), ctx.userEnabledCuDNN(),
+                                   ctx.allowTF32CuDNN(at::Float32Op::CONV));
+  }
+  return Unboxed<at::_ops::convolution>::call(input, weight, bias, stride, padding, dilation, transposed,
+                                              output_padding, std::move(groups));
+}
+
 }  // namespace
 }  // namespace vnpu
 
@@ -147,6 +165,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define VNPU_REGISTER_UNBOXED(op, name) m.impl(name, TORCH_FN((&vnpu::Unboxed<at::_ops::op>::call)));
   VNPU_UNBOXED_OPS(VNPU_REGISTER_UNBOXED)
 #undef VNPU_REGISTER_UNBOXED
+  m.impl("convolution", TORCH_FN(vnpu::convolution));
   m.impl("_to_copy", TORCH_FN(vnpu::to_copy));
   m.impl("clone", TORCH_FN(vnpu::clone));
   m.impl("copy_", TORCH_FN(vnpu::copy_));
