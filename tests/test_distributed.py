@@ -572,3 +572,29 @@ def test_host_collective_twins_outside_compiled_code_are_the_collectives_themsel
         "No backend type associated with device type cpu",
         "expected a CPU tensor, got one on npu:0",
     ], done.stdout
+
+
+def test_ddp_collects_its_runtime_stats_on_npu_without_the_unsupported_device_warning():
+    # torch_npu registers an npu timer with c10d's TimerRegistry; without one DDP warns on every logged iteration
+    # and its logging data has no timings.
+    from subprocess_helpers import run_python
+
+    done = run_python(
+        """
+        import os, torch, torch_npu, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(__PORT__))
+        dist.init_process_group("hccl", rank=0, world_size=1)
+        ddp = DDP(torch.nn.Linear(8, 4).npu())
+        for _ in range(3):
+            ddp(torch.randn(16, 8).npu()).sum().backward()
+        data = ddp._get_ddp_logging_data()
+        print("timings", data["avg_forward_compute_time"] > 0, data["avg_backward_compute_time"] > 0,
+              data["avg_backward_comm_time"] > 0)
+        dist.destroy_process_group()
+    """.replace("__PORT__", str(free_port())),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "timings True True True" in done.stdout
+    assert "Time stats are currently only collected" not in done.stderr
