@@ -61,7 +61,7 @@ COMPILE_PATCHES = (
         "runs the CPU model an npu graph compiles to on npu memory (aoti_load_package finds the same runner by "
         "the package's device key, registered in C++).",
         when="at import of torch_npu",
-        apply="torch_npu._inductor.aot_load:add_npu_runner",
+        apply="torch_npu._patches.aoti_runner:add_npu_runner",
     ),
     Patch(
         target="torch._export.aot_load",
@@ -70,7 +70,7 @@ COMPILE_PATCHES = (
         "torch_npu wraps it so that a model from torch._inductor.aot_compile loads with device 'npu' / 'npu:N' "
         "(through AOTIModelContainerRunnerNpu). Other devices go to the original.",
         when="on import of torch._export",
-        apply="torch_npu._inductor.aot_load:load_npu_models",
+        apply="torch_npu._patches.aoti_runner:load_npu_models",
     ),
 )
 

@@ -1,4 +1,4 @@
-"""torch_npu's AOTInductor entry points for npu models (applied from torch_npu._patches).
+"""torch_npu's AOTInductor entry points for npu models (applied from the patch registry).
 
 aoti_load_package finds the npu runner by the package's device key without help; the older path, a shared
 library from torch._inductor.aot_compile loaded with torch._export.aot_load(path, "npu"), goes through
