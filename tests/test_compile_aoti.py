@@ -147,3 +147,26 @@ def test_npu_runner_refuses_other_devices(shared_libraries):
         torch._C._aoti.AOTIModelContainerRunnerNpu(libraries["npu"], 1, "cpu")
     assert str(raised.value).startswith("AOTIModelContainerRunnerNpu runs models on npu, not on cpu\n")
     assert "ERR00001 PTA invalid parameter" in str(raised.value)
+
+
+def test_the_npu_model_leaves_the_shared_cpu_model_files_as_they_are():
+    # The CPU model of an npu graph is the CPU model of the same CPU graph, in the same inductor cache directory:
+    # the npu metadata is a file of its own, or a CPU package made at the same time would say npu (and vice versa).
+    import json
+    import os
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 4), nn.Tanh()).eval().npu()
+    x = torch.randn(3, 8).npu()
+    with torch.no_grad():
+        program = torch.export.export(model, (x,))
+        files = torch._inductor.aot_compile(program.module(), (x,), options={"aot_inductor.package": True})
+    metadata = [f for f in files if isinstance(f, str) and f.endswith("_metadata.json")]
+    assert metadata
+    for path in metadata:
+        with open(path) as f:
+            assert json.load(f)["AOTI_DEVICE_KEY"] == "npu"
+        directory, name = os.path.split(path)
+        assert os.path.basename(directory) == "npu"
+        with open(os.path.join(os.path.dirname(directory), name)) as f:
+            assert json.load(f)["AOTI_DEVICE_KEY"] == "cpu"

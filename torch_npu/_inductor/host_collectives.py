@@ -31,12 +31,13 @@ COLLECTIVES = (
 )
 
 
-def _on_npu(value, device):
-    if isinstance(value, torch.Tensor):
-        return _C._npu_alias_of_host(value, device) if value.device.type == "cpu" else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_on_npu(v, device) for v in value)
-    return value
+def _on_npu(args, device):
+    """npu tensors over the memory of the CPU tensors among args (nested lists and tuples included)."""
+    from torch.utils._pytree import tree_map_only
+
+    return tree_map_only(
+        torch.Tensor, lambda t: _C._npu_alias_of_host(t, device) if t.device.type == "cpu" else t, args
+    )
 
 
 def _run_on_npu(collective, *args, **kwargs):

@@ -25,6 +25,8 @@ card: random numbers drawn inside compiled graphs come from inductor's CPU seeds
 import contextlib
 import functools
 import json
+import os
+import tempfile
 
 import torch
 from torch._inductor.utils import BoxedBool
@@ -218,14 +220,22 @@ def host_inner_compile(gm, example_inputs, **kwargs):
 
 def _declare_npu_model(files):
     """AOTInductor's package metadata names the device whose runner loads the model: npu (the runner in
-    csrc/compile/AotiModelRunner.cpp, which runs the CPU model on npu memory)."""
-    for name in files if isinstance(files, list) else [files]:
+    csrc/compile/AotiModelRunner.cpp, which runs the CPU model on npu memory). The CPU model of an npu graph is
+    the CPU model of the same CPU graph, files and cache directory included, so the npu metadata is a file of its
+    own (in an `npu` directory beside the cached one, same name: the package stores files by name) that replaces
+    the cached one in the list the package is made from."""
+    for i, name in enumerate(files if isinstance(files, list) else []):
         if isinstance(name, str) and name.endswith("_metadata.json"):
             with open(name) as f:
                 metadata = json.load(f)
             metadata["AOTI_DEVICE_KEY"] = "npu"
-            with open(name, "w") as f:
+            directory = os.path.join(os.path.dirname(name), "npu")
+            os.makedirs(directory, exist_ok=True)
+            # written whole then renamed: another process compiling the same graph may be reading it
+            with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
                 json.dump(metadata, f)
+            files[i] = os.path.join(directory, os.path.basename(name))
+            os.replace(f.name, files[i])
 
 
 def _is_compile_fx_inner(inner_compile, module):

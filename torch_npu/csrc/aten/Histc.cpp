@@ -23,9 +23,8 @@ namespace {
 
 std::pair<double, double> settled_range(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                                         const at::Scalar& max) {
-  TORCH_CHECK(self.scalar_type() != at::kHalf, "HalfTensor is not supported",
-              error_suffix(SubModule::kOps, kErrType, "invalid type"));
-  TORCH_CHECK(bins > 0, "bins must be > 0", error_suffix(SubModule::kOps, kErrValue, "invalid value"));
+  TORCH_CHECK(self.scalar_type() != at::kHalf, "HalfTensor is not supported", ops_type_error());
+  TORCH_CHECK(bins > 0, "bins must be > 0", ops_value_error());
   double left = min.to<double>();
   double right = max.to<double>();
   if (left == right && self.numel() > 0) {
@@ -38,8 +37,8 @@ std::pair<double, double> settled_range(const at::Tensor& self, int64_t bins, co
     right += 1.0;
   }
   TORCH_CHECK(!(std::isinf(left) || std::isinf(right) || std::isnan(left) || std::isnan(right)), "range of [", left,
-              ", ", right, "] is not finite", error_suffix(SubModule::kOps, kErrValue, "invalid value"));
-  TORCH_CHECK(left < right, "max must be larger than min", error_suffix(SubModule::kOps, kErrValue, "invalid value"));
+              ", ", right, "] is not finite", ops_value_error());
+  TORCH_CHECK(left < right, "max must be larger than min", ops_value_error());
   return {left, right};
 }
 

@@ -6,9 +6,9 @@
 #include "aten/DirectCopy.h"
 #include "runtime/HostMemory.h"
 
-#include <ATen/ops/_convolution.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/convolution_ops.h>
 
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/library.h>
@@ -142,17 +142,15 @@ at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_
 }
 
 // torch.jit.trace (and with it the TorchScript ONNX exporter) leaves aten::convolution unrecorded and records the
-// aten::_convolution its kernel calls through the dispatcher. While a trace records, npu's convolution makes that
-// call as the CPU's does (the recorded node then has the npu values); otherwise it is the typed redirect.
+// aten::_convolution its kernel calls through the dispatcher. While a trace records, npu's convolution runs the
+// composite found in the CPU slot on the npu tensors (the recorded node then has the npu values), as the recurrent
+// layers do (HostRecurrent.cpp); otherwise it is the typed redirect.
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
                        bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
   if (C10_UNLIKELY(torch::jit::tracer::isTracing())) {
-    const auto& ctx = at::globalContext();
-    return at::_convolution_symint(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                                   std::move(groups), ctx.benchmarkCuDNN(),
-                                   ctx.deterministicCuDNN() || ctx.deterministicAlgorithms(), ctx.userEnabledCuDNN(),
-                                   ctx.allowTF32CuDNN(at::Float32Op::CONV));
+    return at::_ops::convolution::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), input, weight, bias, stride,
+                                             padding, dilation, transposed, output_padding, std::move(groups));
   }
   return Unboxed<at::_ops::convolution>::call(input, weight, bias, stride, padding, dilation, transposed,
                                               output_padding, std::move(groups));

@@ -35,6 +35,14 @@ std::string ops_param_error() {
   return error_suffix(SubModule::kOps, kErrParam, "invalid parameter");
 }
 
+std::string ops_type_error() {
+  return error_suffix(SubModule::kOps, kErrType, "invalid type");
+}
+
+std::string ops_value_error() {
+  return error_suffix(SubModule::kOps, kErrValue, "invalid value");
+}
+
 std::string ops_not_supported_error() {
   return error_suffix(SubModule::kOps, kErrNotSupport, "feature not supported");
 }

@@ -17,8 +17,11 @@ constexpr int kErrSyscall = 10;
 
 std::string error_suffix(SubModule submodule, int code, const char* message);
 
-// The usual OPS suffixes: ERR01001 (invalid parameter) and ERR01007 (feature not supported).
+// The usual OPS suffixes: ERR01001 (invalid parameter), ERR01002 (invalid type), ERR01003 (invalid value) and
+// ERR01007 (feature not supported).
 std::string ops_param_error();
+std::string ops_type_error();
+std::string ops_value_error();
 std::string ops_not_supported_error();
 
 }  // namespace vnpu
