@@ -29,7 +29,7 @@ def test_patches_wait_for_their_library_and_apply_on_its_import():
         import torch_npu
         from torch_npu._patches import applied_patches
         print(sorted(m for m in ("torchvision", "lightning", "pytorch_lightning") if m in sys.modules))
-        print([p.target for p in applied_patches() if p.module.split(".")[0] not in ("torch", "os")])
+        print([p.target for p in applied_patches() if p.module.split(".")[0] not in ("torch", "os", "importlib")])
         import torchvision, inspect
         print([p.target for p in applied_patches() if p.module.startswith("torchvision")])
         print("def _has_ops" in inspect.getsource(torchvision.extension))  # the original loader still serves source

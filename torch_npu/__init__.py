@@ -26,8 +26,9 @@ else:
 
 from vnpu._version import __version__ as _vnpu_version  # noqa: E402
 
-# torch_npu's version scheme (<torch version>.post<n>), with vnpu's release in place of the post number.
-__version__ = f"2.13.0.vnpu{_vnpu_version}"
+# torch_npu's version is its torch version (2.13.0, then .post<n> for its releases); vnpu's release is the PEP 440
+# local label, so version parsers (packaging, importlib.metadata) read it and compare it as torch_npu 2.13.0.
+__version__ = f"2.13.0+vnpu.{_vnpu_version}"
 
 
 def _autoload():

@@ -541,6 +541,18 @@ PATCHES += (
     ),
 )
 
+PATCHES += (
+    Patch(
+        target="importlib.metadata: a distribution named torch_npu (sys.meta_path gains a distribution finder)",
+        module="importlib.metadata",
+        why="vnpu is installed as the distribution vnpu, so importlib.metadata.version('torch_npu') raised "
+        "PackageNotFoundError and programs that detect torch_npu by its distribution (diffusers) took their "
+        "non-Ascend paths on npu; the finder, last on sys.meta_path, answers for torch_npu with vnpu's version.",
+        when="at import of torch_npu (importlib.metadata is imported with torch)",
+        apply="torch_npu._patches.distribution_metadata:provide_distribution",
+    ),
+)
+
 # Patches that hold only while something runs (applied and removed by set_runtime_patch, never at an import).
 FLOPS_COUNTING = Patch(
     target="the functions of the FLOPs registry (torch.mm, torch.bmm, torch.matmul, torch.addmm, "
