@@ -156,11 +156,27 @@ def test_compile_backend_npu_is_torchairs_and_matches_eager():
 
 
 def test_import_leaves_garbage_collection_as_it_found_it_and_freezes_its_objects():
-    """Collection pauses while the operators are defined and resumes after; the import-time objects end in the
+    """Collection pauses during the whole import and resumes after; the import-time objects end in the
     permanent generation (later collections skip them)."""
     for disable, enabled in (("", "True"), ("gc.disable(); ", "False")):
         done = run_python(
-            f"import gc; {disable}import torch_npu; print(gc.isenabled(), gc.get_freeze_count() > 100000)",
+            "import gc, torch; collections = []; gc.callbacks.append(lambda phase, info: collections.append(phase)); "
+            f"{disable}import torch_npu; print(gc.isenabled(), gc.get_freeze_count() > 100000, len(collections))",
             env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
         )
-        assert done.stdout.split() == [enabled, "True"], done.stdout + done.stderr
+        assert done.stdout.split() == [enabled, "True", "0"], done.stdout + done.stderr
+
+
+def test_a_failing_import_resumes_garbage_collection():
+    done = run_python(
+        """
+        import gc, sys, torch
+        sys.modules["torch_npu._device_registration"] = None  # the import fails half-way
+        try:
+            import torch_npu
+        except ImportError as error:
+            print(type(error).__name__, gc.isenabled(), gc.get_freeze_count())
+        """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    assert done.stdout.split() == ["ModuleNotFoundError", "True", "0"], done.stdout + done.stderr
