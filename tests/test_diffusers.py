@@ -241,3 +241,20 @@ def test_a_pipeline_on_npu_and_with_model_offload_samples_the_cpu_images(diffuse
     before = torch.npu.memory_allocated()
     np.testing.assert_array_equal(_sample(offloaded), cpu)
     assert offloaded.unet.device.type == "cpu" and torch.npu.memory_allocated() == before
+
+
+def test_enable_npu_flash_attention_runs_bf16_attention_through_npu_fusion_attention(diffusers, monkeypatch):
+    model, inputs = _unet(diffusers)
+    model = model.to(torch.bfloat16)
+    inputs = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in inputs.items()}
+    sdpa = copy.deepcopy(model).npu()
+    fused = copy.deepcopy(model).npu()
+    fused.enable_npu_flash_attention()
+    calls = _counting(monkeypatch, "npu_fusion_attention")
+    npu_inputs = {k: v.npu() for k, v in inputs.items()}
+    with torch.no_grad():
+        want = sdpa(**npu_inputs).sample.float().cpu()
+        assert calls == []
+        got = fused(**npu_inputs).sample.float().cpu()
+    assert calls == ["npu"] * 8  # self- and cross-attention of the four transformer blocks
+    torch.testing.assert_close(got, want, rtol=0.05, atol=0.05)  # bf16 fused attention vs bf16 SDPA
