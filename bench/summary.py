@@ -93,7 +93,9 @@ def collect(results=RESULTS):
 
 
 def _fmt(value, unit):
-    return f"{value:.2f} s" if unit == "s" else f"{value:.3f}"
+    if unit == "s":
+        return f"{value:.2f} s" if round(value, 2) else "0.00 s"  # within ±5 ms: not "-0.00 s"
+    return f"{value:.3f}"
 
 
 def table(rows, headers):

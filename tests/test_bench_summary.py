@@ -84,3 +84,9 @@ def test_run_all_refuses_a_benchmark_it_does_not_know():
     )
     assert done.returncode == 1
     assert "unknown benchmark(s) nosuch; known: overhead, graphs, fusion_attention" in done.stderr
+
+
+def test_seconds_within_five_milliseconds_of_zero_read_as_zero():
+    assert summary._fmt(-0.004, "s") == "0.00 s" and summary._fmt(0.004, "s") == "0.00 s"
+    assert summary._fmt(-0.006, "s") == "-0.01 s" and summary._fmt(0.246, "s") == "0.25 s"
+    assert summary._fmt(1.0824, "ratio") == "1.082"
