@@ -75,31 +75,33 @@ def _assert_equal(reference, npu):
     assert len(reference[1]) == len(npu[1]) and all(map(torch.equal, reference[1], npu[1]))
 
 
-def _counting(monkeypatch, name):
+def _counting(monkeypatch, name, module=torch_npu):
+    """The calls of module.name from now on, as (device of the first argument, input_layout if given)."""
     calls = []
-    real = getattr(torch_npu, name)
+    real = getattr(module, name)
 
     def counted(*args, **kwargs):
-        calls.append(args[0].device.type)
+        calls.append((args[0].device.type, kwargs.get("input_layout")))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(torch_npu, name, counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
+
+
+# The small UNets' shape: two levels of 32 and 64 channels, one layer each, groups of 8.
+_UNET_SHAPE = dict(sample_size=16, layers_per_block=1, block_out_channels=(32, 64), norm_num_groups=8)
 
 
 def _unet(diffusers):
     torch.manual_seed(0)
     model = diffusers.UNet2DConditionModel(
-        sample_size=16,
+        **_UNET_SHAPE,
         in_channels=4,
         out_channels=4,
-        layers_per_block=1,
-        block_out_channels=(32, 64),
         down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
         up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
         cross_attention_dim=32,
         attention_head_dim=8,
-        norm_num_groups=8,
     )
     inputs = dict(
         sample=torch.randn(2, 4, 16, 16), timestep=torch.tensor([10, 500]), encoder_hidden_states=torch.randn(2, 7, 32)
@@ -136,7 +138,7 @@ def test_unet_with_npu_geglu_trains_as_its_cpu_path(diffusers, monkeypatch):
     reference = _train_step(model, "cpu", inputs, reference=True)
     calls = _counting(monkeypatch, "npu_geglu")
     _assert_equal(reference, _train_step(model, "npu", inputs, reference=False))
-    assert calls == ["npu"] * 4  # the GEGLU of each transformer block: down 1, middle 1, up 2
+    assert calls == [("npu", None)] * 4  # the GEGLU of each transformer block: down 1, middle 1, up 2
 
 
 def test_a_cpu_model_reaching_npu_geglu_fails_as_with_torch_npu_installed(diffusers):
@@ -179,7 +181,7 @@ def test_sd3_with_npu_rms_norm_trains_as_its_cpu_path(diffusers, monkeypatch):
     reference = _train_step(model, "cpu", inputs, reference=True)
     calls = _counting(monkeypatch, "npu_rms_norm")
     _assert_equal(reference, _train_step(model, "npu", inputs, reference=False))
-    assert calls == ["npu"] * 8  # q and k of the image and the text stream in each of the two joint blocks
+    assert calls == [("npu", None)] * 8  # q and k of the image and the text stream in each of the two joint blocks
 
 
 def test_flux_with_float32_rotary_frequencies_trains_as_its_cpu_path(diffusers):
@@ -194,14 +196,7 @@ def test_flux_with_the_native_npu_attention_backend_calls_npu_fusion_attention(d
     reference = _train_step(model, "cpu", inputs, reference=True)
     npu_model = copy.deepcopy(model)
     npu_model.set_attention_backend("_native_npu")
-    calls = []
-    real = attention_dispatch.npu_fusion_attention
-
-    def counted(query, *args, **kwargs):
-        calls.append((query.device.type, kwargs["input_layout"]))
-        return real(query, *args, **kwargs)
-
-    monkeypatch.setattr(attention_dispatch, "npu_fusion_attention", counted)
+    calls = _counting(monkeypatch, "npu_fusion_attention", module=attention_dispatch)
     out, grads = _train_step(npu_model, "npu", inputs, reference=False)
     assert calls == [("npu", "BSND")] * 2  # the double-stream and the single-stream block
     # the fused attention is another kernel than SDPA's math: equal to rounding
@@ -213,14 +208,11 @@ def test_flux_with_the_native_npu_attention_backend_calls_npu_fusion_attention(d
 def _ddim_pipeline(diffusers):
     torch.manual_seed(0)
     unet = diffusers.UNet2DModel(
-        sample_size=16,
+        **_UNET_SHAPE,
         in_channels=3,
         out_channels=3,
-        layers_per_block=1,
-        block_out_channels=(32, 64),
         down_block_types=("DownBlock2D", "AttnDownBlock2D"),
         up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-        norm_num_groups=8,
     )
     return diffusers.DDPMPipeline(unet=unet, scheduler=diffusers.DDIMScheduler(num_train_timesteps=50))
 
@@ -256,5 +248,5 @@ def test_enable_npu_flash_attention_runs_bf16_attention_through_npu_fusion_atten
         want = sdpa(**npu_inputs).sample.float().cpu()
         assert calls == []
         got = fused(**npu_inputs).sample.float().cpu()
-    assert calls == ["npu"] * 8  # self- and cross-attention of the four transformer blocks
+    assert calls == [("npu", "BNSD")] * 8  # self- and cross-attention of the four transformer blocks
     torch.testing.assert_close(got, want, rtol=0.05, atol=0.05)  # bf16 fused attention vs bf16 SDPA
