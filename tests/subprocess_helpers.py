@@ -4,6 +4,7 @@ count, SoC, allocator settings) and process-level behaviour (autoload, fork) nee
 whenever that child starts as a fresh interpreter would for them, and in a new interpreter otherwise."""
 
 import atexit
+import importlib.util
 import json
 import os
 import select
@@ -142,6 +143,13 @@ def _preloaded_child(args, env, cwd=None, session=False):
         for old in idle[: max(0, len(_preloaded) - _MAX_PRELOADED)]:
             _preloaded.pop(old).close()
         return _PreloadedChild(interpreter, args, env, cwd, session)
+
+
+def skip_unless_installed(name, reason):
+    """Skips the calling test module when the package `name` is not installed, without importing it: the tests run
+    it in the programs they start, and importing Lightning alone costs each xdist worker about 3 s at collection."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason, allow_module_level=True)
 
 
 def last_line(proc):

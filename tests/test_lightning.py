@@ -6,10 +6,9 @@ import os
 import sys
 
 import pytest
+from subprocess_helpers import run_client, run_python, skip_unless_installed
 
-pytest.importorskip("lightning", reason="Lightning is not installed (make test installs it)")
-
-from subprocess_helpers import run_client, run_python  # noqa: E402
+skip_unless_installed("lightning", "Lightning is not installed (make test installs it)")
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "lightning_loop.py")
 # One process makes several runs (Lightning's import costs more than a run); this file's tests share them.
@@ -32,7 +31,7 @@ def same_training(a, b):
 @pytest.mark.parametrize("package", ["lightning.pytorch", "pytorch_lightning"])
 def test_one_npu_trains_as_the_cpu(once, precision, package):
     if package == "pytorch_lightning":
-        pytest.importorskip("pytorch_lightning", reason="the standalone pytorch_lightning is not installed")
+        skip_unless_installed("pytorch_lightning", "the standalone pytorch_lightning is not installed")
     runs = fit(once, ONE_DEVICE, package=package)
     [npu], [cpu] = runs[f"npu:{precision}"], runs[f"cpu:{precision}"]
     assert (npu["accelerator"], npu["strategy"], npu["root_device"]) == (
