@@ -146,8 +146,9 @@ def _preloaded_child(args, env, cwd=None, session=False):
 
 
 def skip_unless_installed(name, reason):
-    """Skips the calling test module when the package `name` is not installed, without importing it: the tests run
-    it in the programs they start, and importing Lightning alone costs each xdist worker about 3 s at collection."""
+    """Skips the calling test (or, at import, test module) when the package `name` is not installed, without
+    importing it: the tests run it in the programs they start, and importing Lightning costs each xdist worker
+    about 3 s of CPU at collection."""
     if importlib.util.find_spec(name) is None:
         pytest.skip(reason, allow_module_level=True)
 
