@@ -7,10 +7,10 @@ import os
 import sys
 
 import pytest
+from subprocess_helpers import checked, client_env, free_port, run, run_client, skip_unless_installed
 
-pytest.importorskip("accelerate", reason="accelerate is not installed (make test installs it)")
+skip_unless_installed("accelerate", "accelerate is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, free_port, run, run_client  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "accelerate_loop.py")
 LAUNCH = (sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--dynamo_backend", "no")

@@ -5,11 +5,10 @@ and torch_npu's optimizers (registered by mmengine from torch_npu.optim) are usa
 import os
 import sys
 
-import pytest
+from subprocess_helpers import run_client, skip_unless_installed
 
-pytest.importorskip("mmengine", reason="mmengine is not installed (make test installs it)")
+skip_unless_installed("mmengine", "mmengine is not installed (make test installs it)")
 
-from subprocess_helpers import run_client  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "mmengine_loop.py")
 
@@ -44,4 +43,5 @@ def test_amp_optim_wrapper_scales_with_torch_npus_grad_scaler(once):
     fp32 = fit(once, NPU_RUNS)["sgd"][0]
     assert amp["scaler"] == "torch_npu.npu.amp.grad_scaler.GradScaler"
     assert amp["losses"] != fp32["losses"]  # the convolution and the linear layer ran in fp16
+    assert len(amp["losses"]) == len(fp32["losses"]) == 8
     assert all(abs(a - b) < 1e-2 for a, b in zip(amp["losses"], fp32["losses"]))

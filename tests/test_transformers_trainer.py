@@ -10,10 +10,10 @@ import os
 import sys
 
 import pytest
+from subprocess_helpers import checked, client_env, run, run_client, skip_unless_installed
 
-pytest.importorskip("transformers", reason="transformers is not installed (make test installs it)")
+skip_unless_installed("transformers", "transformers is not installed (make test installs it)")
 
-from subprocess_helpers import checked, client_env, run, run_client  # noqa: E402
 
 LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "trainer_loop.py")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2")

@@ -54,7 +54,8 @@ def train(run, out_dir):
             return {"loss": F.cross_entropy(out.float(), y)} if mode == "loss" else out
 
     class Losses(Hook):
-        values = []
+        def __init__(self):
+            self.values = []
 
         def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
             self.values.append(outputs["loss"].item())
@@ -66,7 +67,6 @@ def train(run, out_dir):
     data = TensorDataset(torch.randn(32, 3, 8, 8, generator=g), torch.randint(0, 4, (32,), generator=g))
     torch.manual_seed(1)
     losses = Losses()
-    losses.values = []
     runner = Runner(
         model=ConvNet(),
         work_dir=os.path.join(out_dir, run, "work"),
