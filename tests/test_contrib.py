@@ -305,15 +305,6 @@ def test_quant_conv2d():
         contrib.QuantConv2d(1, 1, 1, torch.float16, round_mode="floor")
 
 
-def test_fused_color_jitter_keeps_range_and_identity_when_zero():
-    torch.manual_seed(0)
-    img = torch.rand(3, 8, 8, device="npu")
-    assert torch.equal(contrib.module.FusedColorJitter()(img).cpu(), img.cpu())
-    out = contrib.module.FusedColorJitter(0.4, 0.4, 0.4, 0.1)(img)
-    assert out.shape == img.shape and float(out.min()) >= 0 and float(out.max()) <= 1
-    assert not torch.equal(out.cpu(), img.cpu())
-
-
 def test_prefetcher_moves_batches_to_npu():
     loader = [(torch.full((2,), float(i)), torch.tensor([i])) for i in range(3)]
     pf = contrib.Prefetcher(loader)
@@ -400,7 +391,6 @@ CONTRIB_ERRORS = [
         "ModulatedDeformConv(pack=False) takes offset and mask from the caller: call "
         "ModulatedDeformConv2dFunction.apply(x, offset, mask, weight, bias, ...) directly",
     ),
-    (lambda: contrib.module.FusedColorJitter(hue=0.7), ValueError, "hue must be in [0, 0.5], but got 0.7"),
     (lambda: contrib.MultiheadAttention(10, 3), ValueError, "embed_dim must be divisible by num_heads"),
     (
         lambda: contrib.MultiheadAttention(8, 2, kdim=4, self_attention=True),

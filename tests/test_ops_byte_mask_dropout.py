@@ -66,3 +66,23 @@ def test_keep_everything_mask_has_ones_for_the_elements_and_zero_padding():
     assert full[used_bytes:].cpu().tolist() == [0] * (full.numel() - used_bytes)
     plain = torch_npu.npu_dropout_gen_mask([32, 17], 0.0, device="npu")
     assert torch.equal(plain.cpu(), full.cpu())
+
+
+def test_torch_nn_keeps_the_deprecated_names_warning_on_each_call():
+    x = torch.randn(6, 5).npu()
+    with pytest.warns(UserWarning) as caught:
+        layer = torch.nn.DropoutWithByteMask(p=0.4)
+    assert str(caught[0].message) == (
+        "torch.nn.DropoutWithByteMask is deprecated and will be removed in future version. "
+        "Use torch_npu.contrib.module.DropoutWithByteMask instead."
+    )
+    assert isinstance(layer, DropoutWithByteMask) and layer.p == 0.4
+    torch.npu.manual_seed(5)
+    with pytest.warns(UserWarning) as caught:
+        got = torch.nn.functional.dropout_with_byte_mask(x, 0.4, True)
+    assert str(caught[0].message) == (
+        "torch.nn.functional.dropout_with_byte_mask is deprecated and will be removed in future version. "
+        "Use torch_npu.contrib.function.dropout_with_byte_mask instead."
+    )
+    torch.npu.manual_seed(5)
+    assert torch.equal(got.cpu(), layer(x).cpu())

@@ -1,6 +1,6 @@
 """npu_multi_head_attention against fairseq's attention written out here (projections, scaled scores plus an
 additive mask, float32 softmax, bit-mask dropout, output projection), gradients included, and
-contrib.MultiheadAttention's fused path (_MHAConfig.set_fussion) against its unfused one."""
+contrib.MultiheadAttention's fused path (MHAConfig.set_fussion) against its unfused one."""
 
 import pytest
 import torch
@@ -8,7 +8,7 @@ from op_check import check_op
 
 import torch_npu
 from torch_npu.contrib.module import MultiheadAttention
-from torch_npu.contrib.module.multihead_attention import _MHAConfig
+from torch_npu.contrib.module.multihead_attention import MHAConfig
 
 BATCH, HEADS, DIM, TGT, SRC = 2, 2, 4, 3, 5
 EMBED = HEADS * DIM
@@ -91,11 +91,11 @@ def test_contrib_fused_path_equals_the_unfused_layer():
     key, value = torch.randn(BATCH * SRC, EMBED, device="npu"), torch.randn(BATCH * SRC, EMBED, device="npu")
     mask = torch.randn(BATCH, HEADS, TGT, SRC, device="npu")
     unfused, _ = model(query, key, value, BATCH, TGT, SRC, attn_mask=mask)
-    _MHAConfig.set_fussion()
+    MHAConfig.set_fussion()
     try:
         fused, weights = model(query, key, value, BATCH, TGT, SRC, mask)
     finally:
-        _MHAConfig.use_fussion_mha = False
+        MHAConfig.use_fussion_mha = False
     assert weights is None
     torch.testing.assert_close(fused.cpu(), unfused.cpu(), atol=1e-6, rtol=1e-5)
 

@@ -207,6 +207,16 @@ PATCHES += (
         changes=("torch.compiler.npugraph_mark_step_begin",),
     ),
     Patch(
+        target="torch.nn.DropoutWithByteMask / torch.nn.functional.dropout_with_byte_mask",
+        module="torch",
+        why="torch_npu once put its byte-mask dropout layer and function in torch.nn; it keeps both names, each "
+        "call warning that it is deprecated in favour of torch_npu.contrib, and its documented examples "
+        "(fuse_add_softmax_dropout's) still build the layer through torch.nn.",
+        when="at import of torch_npu",
+        apply="torch_npu._patches.torch_namespace:byte_mask_dropout_in_torch_nn",
+        changes=("torch.nn.DropoutWithByteMask", "torch.nn.functional.dropout_with_byte_mask"),
+    ),
+    Patch(
         target="torch.distributed.is_hccl_available / torch.distributed.init_process_group",
         module="torch.distributed",
         why="torch_npu adds is_hccl_available to torch.distributed; init_process_group('hccl') without timeout= "

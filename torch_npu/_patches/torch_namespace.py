@@ -1,5 +1,8 @@
 """What vnpu adds to the torch namespace itself, as torch_npu does (applied from the patch registry)."""
 
+import functools
+import warnings
+
 import torch
 
 
@@ -82,4 +85,35 @@ def npugraph_mark_step_begin():
     from torch_npu.utils._graph_tree import npugraph_mark_step_begin as mark
 
     torch.compiler.npugraph_mark_step_begin = mark
+    return True
+
+
+def _warns_deprecated(func, name, message):
+    @functools.wraps(func)
+    def deprecated(*args, **kwargs):
+        warnings.warn(message)
+        return func(*args, **kwargs)
+
+    deprecated.__name__ = name
+    return deprecated
+
+
+def byte_mask_dropout_in_torch_nn():
+    """torch.nn.DropoutWithByteMask and torch.nn.functional.dropout_with_byte_mask: torch_npu's old homes of the
+    contrib layer and function, each call warning (UserWarning) with torch_npu's deprecation text."""
+    from torch_npu.contrib.function.npu_functional import dropout_with_byte_mask
+    from torch_npu.contrib.module.npu_modules import DropoutWithByteMask
+
+    torch.nn.DropoutWithByteMask = _warns_deprecated(
+        DropoutWithByteMask,
+        "DropoutWithByteMask",
+        "torch.nn.DropoutWithByteMask is deprecated and will be removed in future version. "
+        "Use torch_npu.contrib.module.DropoutWithByteMask instead.",
+    )
+    torch.nn.functional.dropout_with_byte_mask = _warns_deprecated(
+        dropout_with_byte_mask,
+        "dropout_with_byte_mask",
+        "torch.nn.functional.dropout_with_byte_mask is deprecated and will be removed in future version. "
+        "Use torch_npu.contrib.function.dropout_with_byte_mask instead.",
+    )
     return True

@@ -1,10 +1,16 @@
 """torch_npu.contrib.module: layers from torch_npu's contrib package, as plain PyTorch modules."""
 
 from torch_npu.contrib.module.activations import Mish, SiLU, Swish
+from torch_npu.contrib.module.batchnorm_with_int32_count import (
+    FastBatchNorm1d,
+    FastBatchNorm2d,
+    FastBatchNorm3d,
+    FastSyncBatchNorm,
+)
 from torch_npu.contrib.module.bidirectional_lstm import BiLSTM
 from torch_npu.contrib.module.channel_shuffle import ChannelShuffle
 from torch_npu.contrib.module.crossentropy import LabelSmoothingCrossEntropy
-from torch_npu.contrib.module.deform_conv import ModulatedDeformConv
+from torch_npu.contrib.module.deform_conv import DCNv2, ModulatedDeformConv
 from torch_npu.contrib.module.drop_path import NpuDropPath
 from torch_npu.contrib.module.ensemble_dropout import NpuCachedDropout, NpuFairseqDropout
 from torch_npu.contrib.module.focus import Focus
@@ -27,6 +33,11 @@ __all__ = [
     "ChannelShuffle",
     "LabelSmoothingCrossEntropy",
     "ModulatedDeformConv",
+    "DCNv2",
+    "FastBatchNorm1d",
+    "FastBatchNorm2d",
+    "FastBatchNorm3d",
+    "FastSyncBatchNorm",
     "NpuDropPath",
     "NpuCachedDropout",
     "NpuFairseqDropout",

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-__all__ = ["ModulatedDeformConv", "ModulatedDeformConv2dFunction"]
+__all__ = ["ModulatedDeformConv", "ModulatedDeformConv2dFunction", "DCNv2"]
 
 
 def _deform_columns(x, offset, mask, kernel, stride, padding, dilation, deformable_groups):
@@ -171,3 +171,7 @@ class ModulatedDeformConv(nn.Module):
             self.groups,
             self.deformable_groups,
         )
+
+
+# torch_npu's second name for the layer (deformable convolution v2).
+DCNv2 = ModulatedDeformConv

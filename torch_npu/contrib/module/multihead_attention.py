@@ -5,7 +5,7 @@ tgt_len, s_len, ...) returns ([bsz * tgt_len, embed_dim], weights [bsz, tgt_len,
 heads, or per head [heads, bsz, tgt_len, s_len] with need_head_weights). attn_mask is added to the
 scores; key_padding_mask [bsz, s_len] (True = padding) masks keys. q is scaled by head_dim ** -0.5.
 
-After _MHAConfig.set_fussion() the layer runs torch_npu.npu_multi_head_attention instead, as torch_npu does:
+After MHAConfig.set_fussion() the layer runs torch_npu.npu_multi_head_attention instead, as torch_npu does:
 key and value are used as given, key_padding_mask is the operator's additive attn_mask
 [bsz, heads, tgt_len, s_len], and forward returns (output, None). (torch_npu's own layer returns (None, None)
 without fusion; vnpu computes the unfused path instead.)
@@ -21,7 +21,7 @@ from torch_npu.contrib.function.matmul_transpose import matmul_transpose
 __all__ = ["MultiheadAttention", "Matmul_transpose"]
 
 
-class _MHAConfig:
+class MHAConfig:
     """Whether MultiheadAttention runs the fused npu_multi_head_attention operator."""
 
     use_fussion_mha = False
@@ -128,7 +128,7 @@ class MultiheadAttention(nn.Module):
         before_softmax: bool = False,
         need_head_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        if _MHAConfig.use_fussion_mha:
+        if MHAConfig.use_fussion_mha:
             return self._fused_attention(query, key, value, key_padding_mask, bsz, tgt_len), None
         if incremental_state is not None:
             raise NotImplementedError(
