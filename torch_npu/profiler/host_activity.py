@@ -29,10 +29,20 @@ _CATEGORIES = {"cpu_op", "user_annotation", "python_function"}
 
 
 class HostRecorder:
-    def __init__(self, record_shapes=False, with_stack=False, with_flops=False, with_modules=False):
+    def __init__(
+        self, record_shapes=False, with_stack=False, with_flops=False, with_modules=False, profile_memory=False
+    ):
+        # profile_memory: kineto also records the allocations, which PyTorch's memory profiler needs
         self._config = ProfilerConfig(
-            ProfilerState.KINETO, record_shapes, False, with_stack, with_flops, with_modules, _ExperimentalConfig()
+            ProfilerState.KINETO,
+            record_shapes,
+            profile_memory,
+            with_stack,
+            with_flops,
+            with_modules,
+            _ExperimentalConfig(),
         )
+        self.result = None  # PyTorch's profiler result of the last recording (its memory profile reads it)
         self._on = False
         self._offset_ns = 0
         self._kernels_before = True
@@ -67,7 +77,7 @@ class HostRecorder:
             return []
         self._on = False
         try:
-            result = _disable_profiler()
+            result = self.result = _disable_profiler()
         finally:
             _C._kineto_npu_kernels(self._kernels_before)
         offset = self._offset_ns

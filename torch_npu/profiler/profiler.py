@@ -17,9 +17,11 @@ from torch_npu import _C
 from torch_npu._patches import FLOPS_COUNTING, set_runtime_patch
 from torch_npu.npu import mstx
 from torch_npu.npu.npu_config import is_jit_compile_false
-from torch_npu.profiler import ascend_output, communication, trace_view
+from torch_npu.profiler import ascend_output, communication, memory_timeline, trace_view
 from torch_npu.profiler import session as session_record
+from torch_npu.profiler._profiler_path_creator import ProfPathCreator
 from torch_npu.profiler.analysis import analyse
+from torch_npu.profiler.analysis.prof_common_func._constant import print_warn_msg
 from torch_npu.profiler.analysis.prof_common_func._utils import check_msprof_env
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
 from torch_npu.profiler.host_activity import HostRecorder
@@ -58,26 +60,44 @@ def supported_activities() -> set:
     return {ProfilerActivity.CPU, ProfilerActivity.NPU}
 
 
-def _default_dir():
-    work = os.environ.get("ASCEND_WORK_PATH")
-    return os.path.join(work, "profiling_data") if work else os.getcwd()
-
-
 def tensorboard_trace_handler(
     dir_name: str | None = None, worker_name: str | None = None, analyse_flag: bool = True, async_mode: bool = False
 ) -> Callable:
-    """on_trace_ready handler: writes each finished session as `<dir>/<worker>_<timestamp>_ascend_pt/`
-    (worker defaults to `<hostname>_<pid>`, dir to $ASCEND_WORK_PATH/profiling_data or the cwd). With
-    analyse_flag=False only the raw data is written; `torch_npu.profiler.analyse(dir)` parses it later."""
-    target = dir_name or _default_dir()
+    """on_trace_ready handler: each finished session is written as `<dir>/<worker>_<timestamp>_ascend_pt/`
+    (worker defaults to `<hostname>_<pid>`, dir to $ASCEND_WORK_PATH/profiling_data or the cwd) and analysed
+    there. With analyse_flag=False only the raw data is written; `torch_npu.profiler.analyse(dir)` parses it
+    later. As torch_npu's, making the handler sets ProfPathCreator's directory and worker name."""
     if not isinstance(analyse_flag, bool):
         raise TypeError(f"analyse_flag must be a bool, but got {type(analyse_flag).__name__}")
+    ProfPathCreator().init(worker_name=worker_name, dir_name=dir_name)
 
     def handler(prof):
-        os.makedirs(target, exist_ok=True)
-        prof._export(ascend_output.worker_dir(target, worker_name), analyse=analyse_flag)
+        if analyse_flag:
+            prof.prof_if.analyse(async_mode=async_mode)
 
+    # the session's directory follows this handler's arguments even if another handler was made since
+    handler.output_target = (dir_name, worker_name)
     return handler
+
+
+class _SessionDirectory:
+    """`prof.prof_if` of a profile: the last saved session's `..._ascend_pt` directory (`prof_path`, where its
+    raw data was written before on_trace_ready ran) and `analyse()`, which writes its ASCEND_PROFILER_OUTPUT —
+    what torch_npu's profiler interface gives the on_trace_ready handlers its documentation shows."""
+
+    def __init__(self, profiler):
+        self._profiler = profiler
+
+    @property
+    def prof_path(self):
+        return self._profiler._session_dir
+
+    def analyse(self, async_mode: bool = False):
+        """Analysed synchronously on vnpu (async_mode is accepted: the result is the same, only sooner)."""
+        if self.prof_path is None or self._profiler._session is None:
+            raise RuntimeError("the profiler has saved no session yet: prof_if.analyse() is for on_trace_ready")
+        self._profiler._last_output = ascend_output.write_session(self.prof_path, self._profiler._session)
+        return self._profiler._last_output
 
 
 class _KinetoProfile:
@@ -130,6 +150,9 @@ class _KinetoProfile:
         self._epoch_offset = 0
         self._trace_id = ""
         self._last_output = None
+        self._session_dir = None
+        self._host_result = None  # PyTorch's profiler result of the last recording window
+        self.prof_if = _SessionDirectory(self)
 
     # --- control
     def __enter__(self):
@@ -183,7 +206,9 @@ class _KinetoProfile:
             _C._collective_start()
             _C._runtime_api_start()
         if ProfilerActivity.CPU in self.activities:
-            self._host = HostRecorder(self.record_shapes, self.with_stack, self.with_flops, self.with_modules)
+            self._host = HostRecorder(
+                self.record_shapes, self.with_stack, self.with_flops, self.with_modules, self.profile_memory
+            )
             if not self._host.start():
                 self._host = None
         if self.profile_memory:
@@ -200,6 +225,8 @@ class _KinetoProfile:
         self._collectives = _C._collective_stop() if ProfilerActivity.NPU in self.activities else []
         self._runtime_api = _C._runtime_api_stop() if ProfilerActivity.NPU in self.activities else []
         host = self._host.stop() if self._host is not None else []
+        if self._host is not None:
+            self._host_result = self._host.result
         self._host = None
         memory = _C._profiler_memory_stop() if self.profile_memory else []
         if self.experimental_config.record_flops:
@@ -248,10 +275,20 @@ class _KinetoProfile:
             }
             self._session = session_record.prepare(record, align_clocks=True)
             if self.on_trace_ready is not None:
+                self._save_raw(getattr(self.on_trace_ready, "output_target", None))
                 self.on_trace_ready(self)
             elif os.environ.get("ASCEND_WORK_PATH"):
                 # torch_npu: without a handler the session goes to $ASCEND_WORK_PATH/profiling_data
-                tensorboard_trace_handler()(self)
+                self._save_raw((None, None))
+                self.prof_if.analyse()
+
+    def _save_raw(self, target):
+        """The session's raw data in a new directory of ProfPathCreator's (a tensorboard handler's own
+        directory and worker name first), before on_trace_ready runs, as torch_npu writes it."""
+        creator = ProfPathCreator()
+        if target is not None:
+            creator.init(worker_name=target[1], dir_name=target[0])
+        self._session_dir = self._export(creator.create_prof_dir(), analyse=False)
 
     def get_trace_id(self):
         """The trace id of the session (custom_trace_id_callback's, or one made at start)."""
@@ -338,6 +375,25 @@ class _KinetoProfile:
         with open(path, "w") as f:
             json.dump(events, f)
         return path
+
+    def export_memory_timeline(self, output_path: str, device: str | None = None) -> None:
+        """PyTorch's memory timeline (memory_timeline.py) of the last recorded session on `device` (npu:0 by
+        default); as torch_npu's, it warns and writes nothing unless the session recorded shapes, memory and
+        stacks or modules."""
+        missing = []
+        if not self.record_shapes:
+            missing.append("record_shapes=True")
+        if not self.profile_memory:
+            missing.append("profile_memory=True")
+        if not (self.with_stack or self.with_modules):
+            missing.append("with_stack=True or with_modules=True")
+        if missing:
+            print_warn_msg(f"{', '.join(missing)} required for memory profiling.")
+            return
+        if self._host_result is None:
+            print_warn_msg("Invalid profiling path.")
+            return
+        memory_timeline.export_memory_timeline(self._host_result, output_path, device or "npu:0")
 
     def export_stacks(self, path, metric="self_npu_time_total"):
         """Folded stacks (flamegraph.pl / speedscope input) of the host operators recorded with with_stack,
