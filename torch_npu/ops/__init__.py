@@ -131,6 +131,7 @@ from torch_npu.ops import (  # noqa: F401
     rotated_box_coding,
     rotated_boxes,
     sampling,
+    saturation_mode_unscale,
     scatter_list,
     silent_check,
     sparse_attention,

@@ -7,6 +7,7 @@ write, _get_max_workspace the scratch memory its .out overload takes: none on th
 
 import torch
 
+from torch_npu.npu import _overflow
 from torch_npu.ops import boxes, fusion_attention_v3, moe  # noqa: F401  (the operators these build on)
 from torch_npu.ops._common import check
 from torch_npu.ops.fusion_attention import fusion_attention_fake
@@ -39,7 +40,13 @@ def _npu_dtype_cast_backward(grad, dtype):
 
 @npu_op("_amp_foreach_non_finite_check(Tensor[] scaled_grads) -> bool", fake=lambda scaled_grads: False)
 def _amp_foreach_non_finite_check(scaled_grads):
-    """True when any of the gradients holds an inf or a nan."""
+    """True when any of the gradients holds an inf or a nan; on saturation-mode SoCs, as torch_npu's kernel
+    there, when the float-status register is set (by any operator since the last clear; it is cleared)."""
+    if not _overflow.is_support_inf_nan():
+        overflowed = _overflow.float_status()
+        if overflowed:
+            _overflow.clear_float_status()
+        return overflowed
     return any(not bool(torch.isfinite(g).all()) for g in scaled_grads if g.numel())
 
 
