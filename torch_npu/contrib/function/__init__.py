@@ -9,6 +9,9 @@ from torch_npu.contrib.function.bbox_coder import (
 from torch_npu.contrib.function.fuse_add_softmax_dropout import fuse_add_softmax_dropout
 from torch_npu.contrib.function.fused_attention import npu_fused_attention, npu_fused_attention_with_layernorm
 from torch_npu.contrib.function.index_op import npu_fast_condition_index_put
+
+# importable from the package, as in torch_npu, though not listed in __all__
+from torch_npu.contrib.function.iou import npu_ciou, npu_diou, npu_giou, npu_iou, npu_ptiou  # noqa: F401
 from torch_npu.contrib.function.matmul_transpose import matmul_transpose
 from torch_npu.contrib.function.nms import npu_batched_multiclass_nms, npu_multiclass_nms
 from torch_npu.contrib.function.npu_functional import dropout_with_byte_mask
