@@ -81,6 +81,12 @@ def test_bad_arguments_get_torch_npus_errors():
                                                                      torch.ones(2, device="npu")),
             lambda: torch._amp_foreach_non_finite_check_and_unscale_([torch.ones(2, device="npu")], found,
                                                                      torch.ones(1, dtype=torch.int32, device="npu")),
+            lambda: torch._amp_foreach_non_finite_check_and_unscale_([torch.ones(2, device="npu")], found,
+                                                                     torch.ones(1)),
+            lambda: torch._amp_foreach_non_finite_check_and_unscale_([torch.ones(2, device="npu"), torch.ones(2)],
+                                                                     found, inv),
+            lambda: torch._amp_foreach_non_finite_check_and_unscale_(
+                [torch.ones(2, device="npu:0"), torch.ones(2, device="npu:1")], found, inv),
         ]
         messages = []
         for call in calls:
@@ -95,6 +101,9 @@ def test_bad_arguments_get_torch_npus_errors():
         "scaled_grads must have the same dtype.",
         "inv_scale must be a 1-element tensor",
         "inv_scale must be a float tensor",
+        "inv_scale must be NPU-Tensor",
+        "one of scaled_grads was not a NPU tensor.",
+        "scaled_grads must be on the same device.",
     ]
 
 

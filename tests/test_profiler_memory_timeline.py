@@ -81,3 +81,15 @@ def test_a_session_without_what_the_timeline_needs_warns_and_writes_nothing(tmp_
     assert not (tmp_path / "mem.json").exists()
     prof.export_memory_timeline(str(tmp_path / "mem.json"))
     assert capsys.readouterr().out.rstrip().endswith(f"profiler.py: {missing} required for memory profiling.")
+
+
+def test_a_profiler_without_a_host_recording_has_no_timeline(tmp_path, capsys):
+    never_started = torch_npu.profiler.profile(**FULL)
+    never_started.export_memory_timeline(str(tmp_path / "never.json"))
+    assert capsys.readouterr().out.rstrip().endswith("profiler.py: Invalid profiling path.")
+    with torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.NPU], **FULL) as device_only:
+        _train()()
+    capsys.readouterr()
+    device_only.export_memory_timeline(str(tmp_path / "device.json"))
+    assert capsys.readouterr().out.rstrip().endswith("profiler.py: Invalid profiling path.")
+    assert not (tmp_path / "never.json").exists() and not (tmp_path / "device.json").exists()

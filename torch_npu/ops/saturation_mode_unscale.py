@@ -3,8 +3,8 @@
 There the card has no inf/NaN in its data: an overflow saturates and sets the AI core's float-status register,
 and torch_npu's kernel reads that register instead of the gradients — any operator that overflowed since the
 status was last cleared counts, not only the gradients given. When it is set, the kernel clears it, adds 1 to
-found_inf and leaves the gradients scaled; otherwise it checks the gradients (npu, one device, one dtype,
-strided) and multiplies them by inv_scale. vnpu's register is torch_npu.npu._overflow's flag.
+found_inf and leaves the gradients scaled; otherwise it checks the gradients (npu, one device, one dtype)
+and multiplies them by inv_scale. vnpu's register is torch_npu.npu._overflow's flag.
 
 On inf/NaN SoCs (Atlas A2/A3, the default) nothing is registered: the operator is PyTorch's, as torch_npu's
 aclnn kernel computes it.
@@ -45,7 +45,6 @@ def _unscale_by_float_status(scaled_grads, found_inf, inv_scale):
         _check(grad.device.type == "npu", "one of scaled_grads was not a NPU tensor.")
         _check(grad.device == device, "scaled_grads must be on the same device.")
         _check(grad.dtype == dtype, "scaled_grads must have the same dtype.", ErrCode.TYPE)
-        _check(grad.layout == torch.strided, "one of scaled_grads was not a strided tensor.")
     for grad in scaled_grads:
         grad.mul_(inv_scale)
 
