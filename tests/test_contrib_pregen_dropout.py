@@ -59,3 +59,9 @@ def test_matmul_apply_is_matmul_with_the_transposed_second_operand():
     out.sum().backward()
     want.sum().backward()
     assert torch.equal(an.grad.cpu(), a.grad) and torch.equal(bn.grad.cpu(), b.grad)
+
+
+def test_the_layer_is_importable_from_contrib_module():
+    from torch_npu.contrib.module import NpuPreGenDropout as exported
+
+    assert exported is NpuPreGenDropout

@@ -1,5 +1,6 @@
 """torch_npu.contrib.module: layers from torch_npu's contrib package, as plain PyTorch modules."""
 
+from torch_npu.contrib.module._ensemble_dropout import NpuPreGenDropout  # noqa: F401  (importable, as in torch_npu)
 from torch_npu.contrib.module.activations import Mish, SiLU, Swish
 from torch_npu.contrib.module.batchnorm_with_int32_count import (
     FastBatchNorm1d,
