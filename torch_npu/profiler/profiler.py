@@ -23,6 +23,7 @@ from torch_npu.profiler._profiler_path_creator import ProfPathCreator
 from torch_npu.profiler.analysis import analyse
 from torch_npu.profiler.analysis.prof_common_func._constant import print_warn_msg
 from torch_npu.profiler.analysis.prof_common_func._utils import check_msprof_env
+from torch_npu.profiler.event_record import _disable_event_record, _enable_event_record
 from torch_npu.profiler.experimental_config import _ExperimentalConfig
 from torch_npu.profiler.host_activity import HostRecorder
 from torch_npu.profiler.scheduler import ProfilerAction, _default_schedule_fn
@@ -215,10 +216,12 @@ class _KinetoProfile:
             _C._profiler_memory_start()
         if self.experimental_config.record_flops:
             set_runtime_patch(FLOPS_COUNTING, True)
+        _enable_event_record()
         self._window_start = time.monotonic_ns()
         self._recording = True
 
     def _collect(self):
+        _disable_event_record()
         if self.execution_trace_observer:
             self.execution_trace_observer.stop()
         activities = _C._activity_stop() if ProfilerActivity.NPU in self.activities else []
