@@ -103,3 +103,14 @@ def test_analyse_before_any_session_is_refused():
     with pytest.raises(RuntimeError) as info:
         prof.prof_if.analyse()
     assert str(info.value) == "the profiler has saved no session yet: prof_if.analyse() is for on_trace_ready"
+
+
+def test_deleting_a_directory_that_was_never_made_warns(capsys):
+    creator = ProfPathCreator()
+    saved = creator._prof_path
+    creator._prof_path = None
+    try:
+        creator.delete_prof_dir()
+    finally:
+        creator._prof_path = saved
+    assert capsys.readouterr().out.rstrip().endswith("profiler.py: Remove temporary profiling data saving path failed.")
