@@ -139,3 +139,39 @@ def test_torch_npus_own_grad_scaler_trains_through_an_overflow(soc):
         env={"VNPU_SOC": soc},
     )
     assert out == [[2.0**15, 2.0**15], [0.5, 0.5]]
+
+
+def test_the_first_step_sees_an_overflow_from_before_any_float_status_call():
+    """The register records from device initialisation: GradScaler's first step skips as a CPU GradScaler does."""
+    program = """
+        import json, torch, torch_npu
+        device = "{device}"
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=1.0)
+        scaler = torch.amp.GradScaler(device, init_scale=2.0 ** 16)
+        for x in (torch.full((4, 2), 3e34), torch.ones(4, 2)):  # the first step's scaled gradients overflow
+            opt.zero_grad()
+            scaler.scale(model(x.to(device)).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+        print(json.dumps([scaler.get_scale(), model.weight.detach().cpu().tolist(), model.bias.detach().cpu().tolist()]))
+        """
+    npu = _run(program.format(device="npu"))
+    cpu = _run(program.format(device="cpu"), env={"ASCEND_RT_VISIBLE_DEVICES": ""})
+    assert npu == cpu
+    assert npu[0] == 2.0**15
+
+
+@pytest.mark.parametrize(("soc", "flagged"), [("Ascend910A", 1.0), ("Ascend910B1", 0.0)])
+def test_the_status_watch_starts_at_initialisation_only_on_saturation_mode_socs(soc, flagged):
+    out = _run(
+        """
+        import json, torch, torch_npu
+        doubled = torch.tensor([40000.0], dtype=torch.float16).npu() * 2  # overflows before any status call
+        status = torch_npu.npu_alloc_float_status(torch.zeros(8).npu())
+        print(json.dumps(torch_npu.npu_get_float_status(status).cpu()[0].item()))
+        """,
+        env={"VNPU_SOC": soc},
+    )
+    assert out == flagged

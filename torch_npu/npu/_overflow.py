@@ -4,7 +4,10 @@ Atlas A2/A3 SoCs compute with IEEE inf/nan (is_support_inf_nan() is True), so ov
 as inf/nan in the data and the float-status APIs are refused, as torch_npu refuses them. On
 saturation-mode SoCs (VNPU_SOC=Ascend910A, Ascend910ProB, Ascend310P3, or INF_NAN_MODE_ENABLE=0 with
 INF_NAN_MODE_FORCE_DISABLE=1) the device keeps a float-status register: vnpu sets it when an npu
-operator produces inf or NaN, from the first clear_npu_overflow_flag() on.
+operator produces inf or NaN. There the watch starts when the device initialises, as the card's
+register records from the start: GradScaler's first step reads it. On inf/NaN SoCs the npu_*_float_status
+operators still read the flag, watched from their first call on (watching from the start would scan every
+operator's output on the default SoC).
 """
 
 import os
@@ -14,6 +17,7 @@ import torch
 
 import torch_npu
 from torch_npu import _C
+from torch_npu.npu import _lazy_call
 from torch_npu.utils._error_code import ErrCode, pta_error
 
 _lock = threading.Lock()
@@ -72,6 +76,14 @@ def clear_float_status() -> None:
     _state["flag"] = False
 
 
+def take_float_status() -> bool:
+    """The float-status flag, cleared when it was set: how the card's overflow checks consume it."""
+    overflowed = float_status()
+    if overflowed:
+        clear_float_status()
+    return overflowed
+
+
 def get_npu_overflow_flag() -> bool:
     """Whether an operator overflowed since the last clear (saturation-mode SoCs only)."""
     _refuse_on_inf_nan_socs()
@@ -95,7 +107,12 @@ def npu_check_overflow(grad: torch.Tensor | float) -> bool:
         else:
             raise RuntimeError("Unsupport type." + pta_error(ErrCode.TYPE))
         return total in (float("inf"), -float("inf")) or total != total
-    overflowed = get_npu_overflow_flag()
-    if overflowed:
-        clear_npu_overflow_flag()
-    return overflowed
+    return take_float_status()
+
+
+def _watch_from_initialisation_on_saturation_mode_socs():
+    if not is_support_inf_nan():
+        _arm()
+
+
+_lazy_call(_watch_from_initialisation_on_saturation_mode_socs)

@@ -43,10 +43,7 @@ def _amp_foreach_non_finite_check(scaled_grads):
     """True when any of the gradients holds an inf or a nan; on saturation-mode SoCs, as torch_npu's kernel
     there, when the float-status register is set (by any operator since the last clear; it is cleared)."""
     if not _overflow.is_support_inf_nan():
-        overflowed = _overflow.float_status()
-        if overflowed:
-            _overflow.clear_float_status()
-        return overflowed
+        return _overflow.take_float_status()
     return any(not bool(torch.isfinite(g).all()) for g in scaled_grads if g.numel())
 
 

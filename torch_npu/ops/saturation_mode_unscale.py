@@ -36,8 +36,7 @@ def _unscale_by_float_status(scaled_grads, found_inf, inv_scale):
     _check(inv_scale.dtype == torch.float32, "inv_scale must be a float tensor", ErrCode.TYPE)
     if not scaled_grads:
         return
-    if _overflow.float_status():
-        _overflow.clear_float_status()
+    if _overflow.take_float_status():
         found_inf.add_(1)
         return
     device, dtype = scaled_grads[0].device, scaled_grads[0].dtype
