@@ -2,6 +2,7 @@
 over the FP4 grids with each rounding mode, the paired scale layout built by loops), FP8 and FP4 outputs, other
 axes, and its argument checks."""
 
+import functools
 import math
 
 import pytest
@@ -32,13 +33,24 @@ def fp4_code(value, grid, mode):
     return code | 8 if value < 0 and code else code
 
 
-def reference(x, axis, dst, mode, block=32):
+def dynamic_range_exponents(blocks, dst_type_max):
+    """scale_alg 2: the smallest power of two >= amax / dst_type_max (a float32 quotient), 2^-127 below float32's
+    normal range."""
+    ratios = (blocks.abs().amax(-1) / (dst_type_max or 6.0)).flatten().tolist()  # float32 quotients
+    exps = []
+    for r in ratios:
+        mantissa, exp = math.frexp(r)
+        exps.append(-127 if r < 2.0**-126 else min(exp - 1 if mantissa == 0.5 else exp, 127))
+    return torch.tensor(exps).reshape(blocks.shape[:-1])
+
+
+def reference(x, axis, dst, mode, block=32, dst_type_max=None):
     emax = {"e2m1": 2, "e1m2": 0, torch.float8_e5m2: 15, torch.float8_e4m3fn: 8}[dst]
     moved = x.float().movedim(axis, -1)
     n = moved.shape[-1]
     groups = math.ceil(n / block)
     blocks = torch.nn.functional.pad(moved, (0, groups * block - n)).reshape(*moved.shape[:-1], groups, block)
-    exps = shared_exponents(blocks, emax)
+    exps = shared_exponents(blocks, emax) if dst_type_max is None else dynamic_range_exponents(blocks, dst_type_max)
     scaled = (blocks / torch.exp2(exps.float())[..., None]).reshape(*moved.shape[:-1], -1)[..., :n].movedim(-1, axis)
     if isinstance(dst, str):
         grid = E2M1 if dst == "e2m1" else E1M2
@@ -82,9 +94,24 @@ def test_bad_arguments():
         lambda: torch_npu.npu_dynamic_mx_quant(x, dst_type=292, round_mode="floor"),
         "npu_dynamic_mx_quant: round_mode 'floor' is not supported with this dst_type (rint)",
     )
+    for scale_alg, dst_type in ((1, 296), (2, 292), (2, 297)):
+        raises_operator_error(
+            functools.partial(torch_npu.npu_dynamic_mx_quant, x, scale_alg=scale_alg, dst_type=dst_type),
+            f"npu_dynamic_mx_quant: scale_alg={scale_alg} is not supported with this dst_type (0, the OCP rule, for "
+            "every dst_type; 1, cuBLAS's, for FP8 outputs; 2, the dynamic dtype range, for float4_e2m1 outputs)",
+        )
+    for kwargs in (
+        {"dst_type_max": 6.0},
+        {"scale_alg": 2, "dst_type_max": 5.0},
+        {"scale_alg": 2, "dst_type_max": 13.0},
+    ):
+        raises_operator_error(
+            functools.partial(torch_npu.npu_dynamic_mx_quant, x, **kwargs),
+            f"npu_dynamic_mx_quant: dst_type_max must be 0.0, or 6.0 to 12.0 with scale_alg=2, got {kwargs['dst_type_max']}",
+        )
     raises_operator_error(
-        lambda: torch_npu.npu_dynamic_mx_quant(x, scale_alg=1, dst_type=296),
-        "npu_dynamic_mx_quant: scale_alg=1 is not computed by vnpu (0, the OCP rule, is; 1, cuBLAS's, for FP8 outputs)",
+        lambda: torch_npu.npu_dynamic_mx_quant(x, scale_alg=2, block_size=64),
+        "npu_dynamic_mx_quant: block_size must be 32 with scale_alg=2, got 64",
     )
     raises_operator_error(
         lambda: torch_npu.npu_dynamic_mx_quant(x, block_size=48),
@@ -162,3 +189,23 @@ def test_cublas_scale_rule_for_fp8(dst, top):
     assert torch.equal(flat, exps)
     want = (blocks / torch.exp2(exps.float())[..., None]).reshape(3, 96).to(dst)
     assert torch.equal(y.cpu().view(torch.uint8), want.view(torch.uint8))
+
+
+@pytest.mark.parametrize("dst_type_max", [0.0, 6.0, 7.0, 9.5])
+@pytest.mark.parametrize("mode", ["rint", "floor"])
+def test_dynamic_dtype_range_scale_rule_for_e2m1(dst_type_max, mode):
+    """scale_alg 2: scale = the smallest power of two >= amax / dst_type_max (6.0 when 0)."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(4, 160, generator=g) * torch.tensor([1e-2, 1.0, 30.0, 1e3])[:, None]
+    x[0, :32] = 0.0  # an all-zero block
+    x[1, 32:64] = torch.linspace(-6.5, 6.5, 32)  # amax 6.5: scale 2 against 6.0, 1 against 7.0
+    x[2, 64:96] = torch.linspace(-7.0, 7.0, 32)  # amax exactly 7.0
+    x[3, 96:128] = 1e-38  # amax / dst_type_max below float32's normal range: scale 2^-127
+    y, scale = torch_npu.npu_dynamic_mx_quant(x.npu(), dst_type=296, scale_alg=2, dst_type_max=dst_type_max,
+                                              round_mode=mode)  # fmt: skip
+    want_y, want_scale = reference(x, -1, "e2m1", mode, dst_type_max=dst_type_max)
+    assert torch.equal(scale.cpu(), want_scale) and torch.equal(y.cpu(), want_y)
+    top = dst_type_max or 6.0
+    assert scale.cpu()[1, 0, 1].item() - 127 == (0 if top >= 6.5 else 1)
+    assert scale.cpu()[2, 1, 0].item() - 127 == (0 if top >= 7.0 else 1)
+    assert scale.cpu()[3, 1, 1].item() == 0 and scale.cpu()[0, 0, 0].item() == 0

@@ -10,8 +10,10 @@ default, emax 2) and float4_e1m2fn_x2 (297, emax 0); FP4 results are two values 
 the first in the low nibble. round_mode "rint" (half to even; the only one for FP8), "round" (half away from
 zero) or "floor" for FP4. mxscale has input's shape with the axis replaced by (groups rounded up to even) / 2
 and a trailing 2: the scales of groups 2i and 2i+1 side by side (padding groups are 0).
-scale_alg 0 (the OCP rule) and, for FP8, 1 (the cuBLAS rule: the smallest power of two >= max |block| / the
-format's largest value) are computed; 2, dst_type_max and max_low_bound are refused.
+scale_alg 0 (the OCP rule); for FP8, 1 (the cuBLAS rule: the smallest power of two >= max |block| / the
+format's largest value); for float4_e2m1, 2 (the dynamic dtype range rule: the same with dst_type_max, 6.0 when 0,
+as the largest value and a scale of 2^-127 when max |block| / dst_type_max is below float32's normal range).
+dst_type_max applies to scale_alg 2 only (0, or 6.0 to 12.0; block_size 32); max_low_bound is refused.
 npu_anti_mx_quant decodes: each value (FP8, or FP4 codes in uint8 pairs) times 2^(mxscale - 127) of its block of
 32 along `axis`, as dst_type (bfloat16 by default, float16 or float32).
 """
@@ -50,10 +52,24 @@ def mx_destination(dst_type, round_mode, scale_alg, dst_type_max, max_low_bound,
         round_mode in modes, op, f"round_mode {round_mode!r} is not supported with this dst_type ({', '.join(modes)})"
     )
     fp8 = not isinstance(dst, str)
-    check(scale_alg in (0, None) or (scale_alg == 1 and fp8), op,
-          f"scale_alg={scale_alg} is not computed by vnpu (0, the OCP rule, is; 1, cuBLAS's, for FP8 outputs)")  # fmt: skip
-    check(not dst_type_max and not max_low_bound, op, "dst_type_max and max_low_bound are not computed by vnpu")
+    check(scale_alg in (0, None) or (scale_alg == 1 and fp8) or (scale_alg == 2 and dst == "e2m1"), op,
+          f"scale_alg={scale_alg} is not supported with this dst_type (0, the OCP rule, for every dst_type; "
+          "1, cuBLAS's, for FP8 outputs; 2, the dynamic dtype range, for float4_e2m1 outputs)")  # fmt: skip
+    check(not dst_type_max or (scale_alg == 2 and 6.0 <= dst_type_max <= 12.0), op,
+          f"dst_type_max must be 0.0, or 6.0 to 12.0 with scale_alg=2, got {dst_type_max}")  # fmt: skip
+    check(not max_low_bound, op, "max_low_bound is not computed by vnpu")
     return dst, emax
+
+
+def block_exponents(amax, dst, emax, scale_alg, dst_type_max):
+    """Each block's scale exponent by scale_alg (see the module doc)."""
+    if scale_alg == 1:
+        return ceil_exponents(amax / torch.finfo(dst).max)
+    if scale_alg == 2:
+        ratio = amax / (dst_type_max or _FP4_GRIDS["e2m1"][-1])
+        normal = ratio >= torch.finfo(torch.float32).tiny
+        return torch.where(normal, ceil_exponents(ratio), torch.full_like(ratio, -127.0))
+    return shared_exponents(amax, emax)
 
 
 def _fp4_codes(values, grid_name, round_mode):
@@ -98,7 +114,8 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     padded = torch.nn.functional.pad(moved, (0, groups * block_size - length))
     blocks = padded.reshape(*moved.shape[:-1], groups, block_size)
     amax = blocks.abs().amax(-1)
-    exponent = cublas_exponents(amax, dst) if scale_alg == 1 else shared_exponents(amax, emax)
+    check(scale_alg != 2 or block_size == 32, op, f"block_size must be 32 with scale_alg=2, got {block_size}")
+    exponent = block_exponents(amax, dst, emax, scale_alg, dst_type_max)
     scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
     scaled = scaled.movedim(-1, axis)
     scale_bytes = (exponent + 127).to(torch.uint8).movedim(-1, axis)
@@ -111,13 +128,12 @@ def shared_exponents(amax, emax):
     return exponent.clamp(-127, 127)
 
 
-def cublas_exponents(amax, dst):
-    """cuBLAS's rule: the exponent of the smallest power of two >= max |block| / dst's largest value (exact, from the
-    float32 mantissa), clamped to e8m0's range."""
-    ratio = amax / torch.finfo(dst).max
+def ceil_exponents(ratio):
+    """The exponent of the smallest power of two >= ratio (exact, from the float32 mantissa), clamped to e8m0's range;
+    -127 for 0. Applied to max |block| / dst's largest value it is cuBLAS's scale rule."""
     mantissa, exponent = torch.frexp(ratio)  # ratio = mantissa * 2^exponent, mantissa in [0.5, 1)
     exponent = torch.where(mantissa == 0.5, exponent - 1, exponent).float()
-    return torch.where(amax > 0, exponent, torch.full_like(amax, -127.0)).clamp(-127, 127)
+    return torch.where(ratio > 0, exponent, torch.full_like(ratio, -127.0)).clamp(-127, 127)
 
 
 def mx_encoded(scaled, dst, round_mode, op=_OP):
