@@ -241,3 +241,14 @@ def test_module_deepcopy_keeps_parameter_formats():
     copied = copy.deepcopy(model)
     assert torch_npu.get_npu_format(copied.weight) == 29 and torch_npu.get_npu_format(copied.bias) == 2
     assert torch.equal(copied.weight.cpu(), model.weight.cpu()) and copied.weight.requires_grad
+
+
+def test_cast_takes_customize_dtype_by_position_as_torch_npu_does():
+    import inspect
+
+    assert str(inspect.signature(torch_npu.npu_format_cast)) == "(self, acl_format, customize_dtype=None)"
+    packed = torch.randint(-8, 8, (64, 32), dtype=torch.int8)
+    for cast in (torch_npu.npu_format_cast(packed.npu(), 29, torch.int8), packed.npu().npu_format_cast(29, torch.int8)):
+        assert torch_npu.get_npu_format(cast) == 29 and torch.equal(cast.cpu(), packed)
+    like = torch_npu.npu_format_cast(torch.ones(4, 4, device="npu"), cast)
+    assert torch_npu.get_npu_format(like) == 29

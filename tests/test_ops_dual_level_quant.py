@@ -61,7 +61,8 @@ def test_matmul_matches_the_dequantised_product(k):
     a, b, (y1, l01, l11), (y2, l02, l12) = operands(4, 5, k, k)
     bias = torch.randn(5)
     weight = torch_npu.npu_format_cast(y2, 29)
-    out = torch_npu.npu_dual_level_quant_matmul(y1, weight, l01, l02, l11, l12, bias=bias.npu())
+    # x2's level-0 scales go in as [ceil(K / 512), N], the transpose of the quantisation's [N, ceil(K / 512)].
+    out = torch_npu.npu_dual_level_quant_matmul(y1, weight, l01, l02.t().contiguous(), l11, l12, bias=bias.npu())
     want = decode(y1.cpu(), l01.cpu(), l11.cpu()) @ decode(y2.cpu(), l02.cpu(), l12.cpu()).t() + bias.double()
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.cpu().double(), want.to(torch.bfloat16).double(), rtol=1e-2, atol=1e-2)
@@ -75,6 +76,10 @@ def test_matmul_refuses_an_nd_weight_and_mismatched_k():
     raises_operator_error(
         lambda: torch_npu.npu_dual_level_quant_matmul(y1, y2, l01, l02, l11, l12),
         "npu_dual_level_quant_matmul: x2 only supports NZ format.",
+    )
+    raises_operator_error(
+        lambda: torch_npu.npu_dual_level_quant_matmul(y1, torch_npu.npu_format_cast(y2, 29), l01, l02, l11, l12),
+        "npu_dual_level_quant_matmul: x2_level0_scale must be [1, 3], got (3, 1)",
     )
     weight = torch_npu.npu_format_cast(y2[:, :16].contiguous(), 29)
     raises_operator_error(

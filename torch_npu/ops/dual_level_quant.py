@@ -6,8 +6,10 @@ Quantisation of x [.., K] (float16 / bfloat16; x * smooth_scale first when given
     x's dtype; level 1, blocks of 32 of temp: MX quantisation to float4_e2m1 (e8m0 level1_scale
     [.., ceil(K / 64), 2], y packed two codes per uint8 [.., K / 2]).
 The matmul takes x1 [M, K / 2] and x2 [N, K / 2] (the weight, FRACTAL_NZ as on the device) with their level-0
-and level-1 scales: out = sum over blocks of 512 of (x1 block . x2 block with the level-1 scales) * both level-0
-scales, + bias, in output_dtype (bfloat16 by default).
+scales (x1's [M, ceil(K / 512)], x2's [ceil(K / 512), N], as aclnnDualLevelQuantMatmulWeightNz lays them out: the
+transpose of what the quantisation of x2 returns) and level-1 scales ([rows, ceil(K / 64), 2] each):
+out = sum over blocks of 512 of (x1 block . x2 block with the level-1 scales) * both level-0 scales, + bias, in
+output_dtype (bfloat16 by default).
 """
 
 import math
@@ -62,15 +64,17 @@ def npu_dynamic_dual_level_mx_quant(input, *, smooth_scale=None, round_mode="rin
 
 
 def _dequantised(packed, level0, level1, rows, k, name, op):
-    """float32 [rows, K] of FP4 codes times their level-1 (e8m0) scales; the level-0 scales stay apart."""
+    """float32 [rows, K] of FP4 codes times their level-1 (e8m0) scales; the level-0 scales ([rows, blocks] for x1,
+    [blocks, rows] for x2) are checked and stay apart."""
     check(packed.dtype in (torch.uint8, torch.int8) and tuple(packed.shape) == (rows, k // 2), op,
           f"{name} must be packed float4_e2m1 (uint8) [{rows}, {k // 2}], got {tuple(packed.shape)} {packed.dtype}")  # fmt: skip
     pairs = math.ceil(math.ceil(k / _LEVEL1) / 2)
     check(tuple(level1.shape) == (rows, pairs, 2), op,
           f"{name}_level1_scale must be [{rows}, {pairs}, 2], got {tuple(level1.shape)}")  # fmt: skip
     blocks = math.ceil(k / _LEVEL0)
-    check(tuple(level0.shape) == (rows, blocks), op,
-          f"{name}_level0_scale must be [{rows}, {blocks}], got {tuple(level0.shape)}")  # fmt: skip
+    want = (rows, blocks) if name == "x1" else (blocks, rows)
+    check(tuple(level0.shape) == want, op,
+          f"{name}_level0_scale must be [{want[0]}, {want[1]}], got {tuple(level0.shape)}")  # fmt: skip
     values = fp4_values(packed.view(torch.uint8), "e2m1")
     powers = torch.exp2(level1.view(torch.uint8).float().reshape(rows, -1) - 127)
     return values * powers.repeat_interleave(_LEVEL1, 1)[:, :k]
@@ -105,7 +109,7 @@ def npu_dual_level_quant_matmul(x1, x2, x1_level0_scale, x2_level0_scale, x1_lev
     out = torch.zeros(m, n, device=x1.device)
     for block in range(math.ceil(k1 / _LEVEL0)):
         part = slice(block * _LEVEL0, (block + 1) * _LEVEL0)
-        scale = x1_level0_scale[:, block].float()[:, None] * x2_level0_scale[:, block].float()[None, :]
+        scale = x1_level0_scale[:, block].float()[:, None] * x2_level0_scale[block].float()[None, :]
         out = out + (a[:, part] @ b[:, part].t()) * scale
     if bias is not None:
         out = out + bias.float()

@@ -197,6 +197,13 @@ torch.library.register_autograd(
     "npu::npu_format_cast", _cast_backward, setup_context=lambda ctx, inputs, output, **kwargs: None
 )
 
-npu_format_cast = torch.ops.npu.npu_format_cast
+
+def npu_format_cast(self, acl_format, customize_dtype=None):
+    """torch_npu.npu_format_cast (also Tensor.npu_format_cast): self in the format acl_format (an int, a
+    torch_npu.Format or a tensor whose format to take); customize_dtype, which torch_npu takes by position too, is
+    the dtype the card lays the data out as (an int4 pair packed in int8 ...)."""
+    return torch.ops.npu.npu_format_cast(self, acl_format, customize_dtype=customize_dtype)
+
+
 npu_format_cast_ = torch.ops.npu.npu_format_cast_
 empty_with_format = exported_packet(torch.ops.npu.empty_with_format)  # device= also takes an index
