@@ -1,6 +1,10 @@
 """RmsNorm fused with MX quantisation of its output (RmsNormDynamicMxQuant, AddRmsNormDynamicMxQuant):
 
-    [x = x1 + x2]   y = x / rms(x) * gamma [+ beta]   (float32)   ->   (y_mx, mxscale) = MX-quantise(y, last dim)
+    [x = x1 + x2]   y = x / rms(x) * gamma [+ beta]   (float32, stored in x's dtype)   ->
+    (y_mx, mxscale) = MX-quantise(y, last dim)
+
+as Ascend 950's kernels compute it: y is written to the unified buffer in x's dtype (float16 / bfloat16) and the MX
+quantisation reads it from there (ops-nn's golden casts it the same way).
 
 MX quantisation as npu_dynamic_mx_quant's, in blocks of 32 along the last dim (dst_type FP8 e5m2 / e4m3fn or
 packed FP4 e2m1 / e1m2, the default 296; round_mode rint, round or floor for FP4; scale_alg 0). rstd (float32,
@@ -27,6 +31,7 @@ def _normalised_mx(x, gamma, beta, epsilon, scale_alg, round_mode, dst_type, wan
     y = xf * rstd * gamma.float()
     if beta is not None:
         y = y + beta.float()
+    y = y.to(x.dtype)
     quantised, mxscale = mx_quantised(y, -1, round_mode, dst_type, 32, scale_alg, op=op)
     return quantised, mxscale, rstd if want_rstd else x.new_empty(0, dtype=torch.float32)
 
