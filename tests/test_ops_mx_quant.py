@@ -114,6 +114,10 @@ def test_bad_arguments():
         "npu_dynamic_mx_quant: block_size must be 32 with scale_alg=2, got 64",
     )
     raises_operator_error(
+        lambda: torch_npu.npu_dynamic_mx_quant(x, max_low_bound=1.0),
+        "npu_dynamic_mx_quant: max_low_bound is not computed by vnpu",
+    )
+    raises_operator_error(
         lambda: torch_npu.npu_dynamic_mx_quant(x, block_size=48),
         "npu_dynamic_mx_quant: block_size must be a multiple of 32 in [32, 1024], got 48",
     )

@@ -63,18 +63,13 @@ def npu_dynamic_dual_level_mx_quant(input, *, smooth_scale=None, round_mode="rin
     return y, level0, level1
 
 
-def _dequantised(packed, level0, level1, rows, k, name, op):
-    """float32 [rows, K] of FP4 codes times their level-1 (e8m0) scales; the level-0 scales ([rows, blocks] for x1,
-    [blocks, rows] for x2) are checked and stay apart."""
+def _dequantised(packed, level1, rows, k, name, op):
+    """float32 [rows, K] of FP4 codes times their level-1 (e8m0) scales (the level-0 scales stay apart)."""
     check(packed.dtype in (torch.uint8, torch.int8) and tuple(packed.shape) == (rows, k // 2), op,
           f"{name} must be packed float4_e2m1 (uint8) [{rows}, {k // 2}], got {tuple(packed.shape)} {packed.dtype}")  # fmt: skip
     pairs = math.ceil(math.ceil(k / _LEVEL1) / 2)
     check(tuple(level1.shape) == (rows, pairs, 2), op,
           f"{name}_level1_scale must be [{rows}, {pairs}, 2], got {tuple(level1.shape)}")  # fmt: skip
-    blocks = math.ceil(k / _LEVEL0)
-    want = (rows, blocks) if name == "x1" else (blocks, rows)
-    check(tuple(level0.shape) == want, op,
-          f"{name}_level0_scale must be [{want[0]}, {want[1]}], got {tuple(level0.shape)}")  # fmt: skip
     values = fp4_values(packed.view(torch.uint8), "e2m1")
     powers = torch.exp2(level1.view(torch.uint8).float().reshape(rows, -1) - 127)
     return values * powers.repeat_interleave(_LEVEL1, 1)[:, :k]
@@ -104,10 +99,14 @@ def npu_dual_level_quant_matmul(x1, x2, x1_level0_scale, x2_level0_scale, x1_lev
         out_dtype in (torch.bfloat16, torch.float16), op, f"output_dtype must be bfloat16 or float16, got {out_dtype}"
     )
     m, n = x1.shape[0], x2.shape[0]
-    a = _dequantised(x1, x1_level0_scale, x1_level1_scale, m, k1, "x1", op)
-    b = _dequantised(x2, x2_level0_scale, x2_level1_scale, n, k1, "x2", op)
+    blocks = math.ceil(k1 / _LEVEL0)
+    for name, scale, want in (("x1", x1_level0_scale, (m, blocks)), ("x2", x2_level0_scale, (blocks, n))):
+        check(tuple(scale.shape) == want, op,
+              f"{name}_level0_scale must be [{want[0]}, {want[1]}], got {tuple(scale.shape)}")  # fmt: skip
+    a = _dequantised(x1, x1_level1_scale, m, k1, "x1", op)
+    b = _dequantised(x2, x2_level1_scale, n, k1, "x2", op)
     out = torch.zeros(m, n, device=x1.device)
-    for block in range(math.ceil(k1 / _LEVEL0)):
+    for block in range(blocks):
         part = slice(block * _LEVEL0, (block + 1) * _LEVEL0)
         scale = x1_level0_scale[:, block].float()[:, None] * x2_level0_scale[block].float()[None, :]
         out = out + (a[:, part] @ b[:, part].t()) * scale
