@@ -43,11 +43,14 @@ def tensor_format_cast_methods():
     """Tensor.npu_format_cast / npu_format_cast_ (torch_npu's Tensor methods), customize_dtype passed on."""
     from torch_npu.ops.format_cast import npu_format_cast, npu_format_cast_
 
+    def npu_format_cast_method(self, acl_format, customize_dtype=None):
+        return npu_format_cast(self, acl_format, customize_dtype=customize_dtype)
+
     def npu_format_cast__method(self, src, customize_dtype=None):
         return npu_format_cast_(self, src, customize_dtype=customize_dtype)
 
-    npu_format_cast__method.__name__ = "npu_format_cast_"
-    torch.Tensor.npu_format_cast = npu_format_cast
+    npu_format_cast_method.__name__, npu_format_cast__method.__name__ = "npu_format_cast", "npu_format_cast_"
+    torch.Tensor.npu_format_cast = npu_format_cast_method
     torch.Tensor.npu_format_cast_ = npu_format_cast__method
     return True
 

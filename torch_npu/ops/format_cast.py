@@ -5,12 +5,14 @@ physical size the format needs on the NPU (see storage_shapes.py), so memory sta
 match hardware, and keeps the logical shape, strides and values unchanged.
 """
 
+import inspect
+
 import torch
 
 from torch_npu import _C
 from torch_npu.npu._format import Format
 from torch_npu.ops._library import define
-from torch_npu.ops.registration import exported_packet
+from torch_npu.ops.registration import NpuOperatorPacket, exported_packet
 from torch_npu.ops.storage_shapes import FIVE_D_FORMATS, NZ_FORMATS, default_format, storage_numel
 from torch_npu.utils._error_code import ErrCode, ops_error
 from torch_npu.utils._warnings import npu_warn
@@ -198,12 +200,20 @@ torch.library.register_autograd(
 )
 
 
-def npu_format_cast(self, acl_format, customize_dtype=None):
-    """torch_npu.npu_format_cast (also Tensor.npu_format_cast): self in the format acl_format (an int, a
-    torch_npu.Format or a tensor whose format to take); customize_dtype, which torch_npu takes by position too, is
-    the dtype the card lays the data out as (an int4 pair packed in int8 ...)."""
-    return torch.ops.npu.npu_format_cast(self, acl_format, customize_dtype=customize_dtype)
+class _FormatCastPacket(NpuOperatorPacket):
+    """torch_npu.npu_format_cast(self, acl_format, customize_dtype=None): acl_format is an int, a torch_npu.Format or
+    a tensor whose format to take; customize_dtype, the dtype the card lays the data out as (an int4 pair packed in
+    int8 ...), is taken by position too, as torch_npu's function takes it."""
 
+    def __call__(self, *args, **kwargs):
+        if len(args) == 3:
+            *args, kwargs["customize_dtype"] = args
+        return super().__call__(*args, **kwargs)
+
+
+npu_format_cast = object.__new__(_FormatCastPacket)
+npu_format_cast.__dict__.update(torch.ops.npu.npu_format_cast.__dict__)
+npu_format_cast.__signature__ = inspect.signature(lambda self, acl_format, customize_dtype=None: None)
 
 npu_format_cast_ = torch.ops.npu.npu_format_cast_
 empty_with_format = exported_packet(torch.ops.npu.empty_with_format)  # device= also takes an index
