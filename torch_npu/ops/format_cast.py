@@ -211,8 +211,7 @@ class _FormatCastPacket(NpuOperatorPacket):
         return super().__call__(*args, **kwargs)
 
 
-npu_format_cast = object.__new__(_FormatCastPacket)
-npu_format_cast.__dict__.update(torch.ops.npu.npu_format_cast.__dict__)
+npu_format_cast = exported_packet(torch.ops.npu.npu_format_cast, _FormatCastPacket)
 npu_format_cast.__signature__ = inspect.signature(lambda self, acl_format, customize_dtype=None: None)
 
 npu_format_cast_ = torch.ops.npu.npu_format_cast_

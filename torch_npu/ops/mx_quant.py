@@ -107,6 +107,7 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     check(-x.dim() <= axis < x.dim(), op, f"axis must be in [{-x.dim()}, {x.dim() - 1}], got {axis}")
     check(block_size > 0 and block_size % 32 == 0 and block_size <= 1024, op,
           f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")  # fmt: skip
+    check(scale_alg != 2 or block_size == 32, op, f"block_size must be 32 with scale_alg=2, got {block_size}")
     axis = axis % x.dim()
     length = x.shape[axis]
     groups = math.ceil(length / block_size)
@@ -114,7 +115,6 @@ def mx_quantised(x, axis, round_mode, dst_type, block_size, scale_alg=0, dst_typ
     padded = torch.nn.functional.pad(moved, (0, groups * block_size - length))
     blocks = padded.reshape(*moved.shape[:-1], groups, block_size)
     amax = blocks.abs().amax(-1)
-    check(scale_alg != 2 or block_size == 32, op, f"block_size must be 32 with scale_alg=2, got {block_size}")
     exponent = block_exponents(amax, dst, emax, scale_alg, dst_type_max)
     scaled = (blocks / torch.exp2(exponent)[..., None]).reshape(*moved.shape[:-1], -1)[..., :length]
     scaled = scaled.movedim(-1, axis)

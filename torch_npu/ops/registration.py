@@ -302,13 +302,15 @@ def _out_arguments(schema, kwargs):
     return {**kwargs, **dict(zip(written, outs))}
 
 
-def exported_packet(packet):
+def exported_packet(packet, packet_class=None):
+    """torch.ops.npu.<name> as torch_npu exports it: an NpuOperatorPacket (or packet_class, a subclass with an
+    operator's own argument forms) when its Python bindings take arguments the schema does not, else the packet."""
     arguments = packet.default._schema.arguments if hasattr(packet, "default") else []
     takes_self = bool(arguments) and arguments[0].name == "self"
     takes_device = any(a.name == "device" for a in arguments)
-    if not takes_self and not takes_device and "out" not in packet.overloads():
+    if packet_class is None and not takes_self and not takes_device and "out" not in packet.overloads():
         return packet
-    exported = object.__new__(NpuOperatorPacket)
+    exported = object.__new__(packet_class or NpuOperatorPacket)
     exported.__dict__.update(packet.__dict__)
     exported.__dict__.pop("out", None)  # built again as an NpuOutOverload on first use
     return exported
