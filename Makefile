@@ -39,7 +39,17 @@ $(VENV)/.built: $(VENV)/.deps setup.py $(CSRC)
 $(VENV)/.test-deps: $(VENV)/.built pyproject.toml
 	$(TEST_REQUIREMENTS) > $(VENV)/test-requirements.txt
 	eval "$$($(BIN)/vnpu env)" && $(PIP) --no-build-isolation -r $(VENV)/test-requirements.txt
+	$(DEEPSPEED_CPU_OPS)
 	touch $@
+
+# DeepSpeed's CPU accelerator (the tests' CPU reference for DeepSpeed on npu) compiles its shared-memory allreduce
+# op the first time it starts (about a minute of CPU). It is a test dependency's native part: built here, into the
+# directory tests/conftest.py points torch's extension builds at, as `DS_BUILD_SHM_COMM` would at DeepSpeed's install.
+# The environment's scripts come first on PATH, as for the programs tests start: the same ninja must find the build
+# up to date (another ninja's log makes it build again).
+DEEPSPEED_CPU_OPS := PATH=$(abspath $(BIN)):$$PATH DS_ACCELERATOR=cpu TORCH_EXTENSIONS_DIR=$(abspath $(VENV))/torch_extensions \
+	$(BIN)/python -c \
+	"from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder; ShareMemCommBuilder().load(verbose=False)"
 
 build: $(VENV)/.built
 

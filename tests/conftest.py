@@ -17,6 +17,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # a pool of worker interpreters, each importing torch (about 4 s of CPU per compiling process on two busy cores).
 # The nanoGPT client test keeps the pool, as its users run it.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+# torch's extension builds (DeepSpeed's JIT-built ops) in the environment's directory, where `make setup` built the
+# DeepSpeed op the tests' CPU references load (inherited by the programs tests start).
+_EXTENSIONS = os.path.join(sys.prefix, "torch_extensions")
+if os.path.isdir(_EXTENSIONS):
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", _EXTENSIONS)
 
 import torch  # noqa: E402
 

@@ -93,6 +93,17 @@ def test_deepspeed_builds_from_source_only_with_the_cann_environment(tmp_path):
     assert list((tmp_path / "b").glob("deepspeed-*.whl"))
 
 
+def test_the_cpu_references_shared_memory_op_is_built_by_setup():
+    # make setup builds it where the suite's programs look (TORCH_EXTENSIONS_DIR, from tests/conftest.py); the ninja
+    # those programs find on PATH sees nothing to do, so the CPU reference loads it without compiling
+    directory = os.path.join(os.environ.get("TORCH_EXTENSIONS_DIR", "-"), "deepspeed_shm_comm")
+    if not os.path.isdir(directory):
+        pytest.skip("DeepSpeed's CPU op was not built in this environment (make setup builds it)")
+    assert glob.glob(os.path.join(directory, "deepspeed_shm_comm*.so"))
+    plan = checked(run(["ninja", "-n", "-d", "explain"], cann_env(DS_ACCELERATOR="cpu"), cwd=directory))
+    assert plan.stdout.strip() == "ninja: no work to do.", plan.stdout + plan.stderr
+
+
 def test_get_accelerator_is_deepspeeds_npu_accelerator():
     proc = checked(
         run(
