@@ -88,7 +88,28 @@ INVALID_ARGUMENT_ERRORS = [
         lambda: torch_npu.npu_incre_flash_attention(
             t(2, 1, 8), t(4, 3, 8), t(4, 3, 8), block_table=t(2, 2).int(), block_size=2
         ),
-        "npu_incre_flash_attention: paged key/value must be [blocks, block_size=2, ...], got (4, 3, 8)",
+        "npu_incre_flash_attention: paged key/value must be (blocknum, block_size=2, H), (blocknum, KV_N, "
+        "block_size=2, D) or NZ (blocknum, KV_N, D/16, block_size=2, 16), got (4, 3, 8)",
+    ),
+    (  # vnpu's earlier reading of a 4-D cache, (blocknum, block_size, KV_N, D), is not one of the card's layouts
+        lambda: torch_npu.npu_incre_flash_attention(
+            t(2, 1, 8), t(4, 2, 1, 8), t(4, 2, 1, 8), block_table=t(2, 2).int(), block_size=2
+        ),
+        "npu_incre_flash_attention: paged key/value must be (blocknum, block_size=2, H), (blocknum, KV_N, "
+        "block_size=2, D) or NZ (blocknum, KV_N, D/16, block_size=2, 16), got (4, 2, 1, 8)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_infer_attention_score(
+            t(1, 1, 12),
+            t(4, 2, 12),
+            t(4, 2, 8),
+            query_rope=t(1, 1, 6),
+            key_rope=t(4, 2, 4),
+            num_heads=4,
+            block_table=t(1, 2).int(),
+            block_size=2,
+        ),
+        "npu_fused_infer_attention_score: query_rope's hidden size 6 is not divisible by 4 heads",
     ),
     (
         lambda: torch_npu.npu_fused_infer_attention_score(

@@ -117,9 +117,24 @@ def _cumulative(lengths):
     return torch.tensor(lengths).cumsum(0).tolist()
 
 
-def test_tnd_paged_prefill_with_causal_mask_and_sinks():
+def card_cache_layout(cache, layout, tile=4):
+    """A cache of [blocks, block_size, KV_N, D] rows (vLLM-Ascend's) in one of the card's paged layouts: BnBsH
+    (vLLM-Ascend's `key_cache.view(num_block, block_size, -1)`), BnNBsD, or NZ (blocks, KV_N, D/tile,
+    block_size, tile) — the card's tile is 16 values (32 for int8); vnpu reads it from the last dimension."""
+    blocks, block_size, heads, d = cache.shape
+    if layout == "BnBsH":
+        return cache.reshape(blocks, block_size, heads * d)
+    per_head = cache.permute(0, 2, 1, 3)  # [blocks, KV_N, block_size, D]
+    if layout == "BnNBsD":
+        return per_head.contiguous()
+    return per_head.reshape(blocks, heads, block_size, d // tile, tile).transpose(2, 3).contiguous()
+
+
+@pytest.mark.parametrize("layout", ["BnBsH", "BnNBsD", "NZ"])
+def test_tnd_paged_prefill_with_causal_mask_and_sinks(layout):
     """vLLM-Ascend's chunked prefill: packed queries (cumulative lengths), a paged KV cache addressed through
-    block_table with each request's own KV length, sparse_mode 3 and attention sinks."""
+    block_table with each request's own KV length, sparse_mode 3 and attention sinks; each of the card's three
+    cache layouts."""
     g = torch.Generator().manual_seed(2)
     q_lens, kv_lens, block_size = [3, 1, 4], [5, 9, 4], 4
     q = _packed(q_lens, N, g)
@@ -129,8 +144,8 @@ def test_tnd_paged_prefill_with_causal_mask_and_sinks():
     mask = torch.ones(2048, 2048, dtype=torch.bool).triu(1)
     out, lse = torch_npu.npu_fused_infer_attention_score_v2(
         q.npu(),
-        cache_k.npu(),
-        cache_v.npu(),
+        card_cache_layout(cache_k, layout).npu(),
+        card_cache_layout(cache_v, layout).npu(),
         atten_mask=mask.npu(),
         actual_seq_qlen=_cumulative(q_lens),
         actual_seq_kvlen=kv_lens,
@@ -327,3 +342,73 @@ def test_incre_flash_attention_output_dtype_while_tracing():
         scale2 = torch.ones(1, device="npu")
         out = torch.ops.npu.npu_incre_flash_attention(q, q, q, quant_scale2=scale2, input_layout="BNSD")
         assert out.dtype == torch.int8 and out.shape == q.shape
+
+
+@pytest.mark.parametrize("layout", ["BnBsH", "BnNBsD", "NZ"])
+def test_mla_decode_over_a_paged_cache_joins_the_rope_parts_head_by_head(layout):
+    """vLLM-Ascend's MLA decode: q_nope / q_pe (BNSD_NBSD) against the k_nope cache (also the value) and the k_pe
+    cache through block_table; the rope parts' dot products join the scores head by head, the value's heads keep
+    their own width. Two key/value heads, so that a join of whole rows instead of heads would show."""
+    g = torch.Generator().manual_seed(4)
+    batch, heads, kv_heads, dim, rope, block_size = 2, 4, 2, 8, 4, 4
+    q, q_pe = torch.randn(batch, heads, 1, dim, generator=g), torch.randn(batch, heads, 1, rope, generator=g)
+    k_nope = torch.randn(6, block_size, kv_heads, dim, generator=g)
+    k_pe = torch.randn(6, block_size, kv_heads, rope, generator=g)
+    block_table = torch.tensor([[4, 1], [0, 5]], dtype=torch.int32)
+    lengths, scale = [7, 3], 0.3
+    out, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        card_cache_layout(k_nope, layout).npu(),
+        card_cache_layout(k_nope, layout).npu(),
+        query_rope=q_pe.npu(),
+        key_rope=card_cache_layout(k_pe, layout).npu(),
+        num_query_heads=heads,
+        num_key_value_heads=kv_heads,
+        input_layout="BNSD_NBSD",
+        softmax_scale=scale,
+        block_table=block_table.npu(),
+        block_size=block_size,
+        actual_seq_kvlen=lengths,
+    )
+    assert out.shape == (heads, batch, 1, dim)
+    for b, s2 in enumerate(lengths):
+        k = k_nope[block_table[b].long()].reshape(-1, kv_heads, dim)[:s2].repeat_interleave(heads // kv_heads, 1)
+        kr = k_pe[block_table[b].long()].reshape(-1, kv_heads, rope)[:s2].repeat_interleave(heads // kv_heads, 1)
+        scores = (
+            torch.einsum("nd,jnd->nj", q[b, :, 0].double(), k.double())
+            + torch.einsum("nd,jnd->nj", q_pe[b, :, 0].double(), kr.double())
+        ) * scale
+        want = torch.einsum("nj,jnd->nd", torch.softmax(scores, -1), k.double())
+        torch.testing.assert_close(out.cpu()[:, b, 0], want.float(), atol=1e-5, rtol=1e-5)
+
+
+def test_mla_with_packed_bsh_queries_and_a_bnbsh_cache_joins_the_rope_parts_head_by_head():
+    """The same join where heads sit side by side in the last dimension (BSH queries, a BnBsH cache)."""
+    g = torch.Generator().manual_seed(5)
+    heads, kv_heads, dim, rope, dv, block_size = 4, 2, 8, 4, 6, 4
+    q, q_pe = torch.randn(1, 1, heads * dim, generator=g), torch.randn(1, 1, heads * rope, generator=g)
+    k = torch.randn(3, block_size, kv_heads, dim, generator=g)
+    kr = torch.randn(3, block_size, kv_heads, rope, generator=g)
+    v = torch.randn(3, block_size, kv_heads, dv, generator=g)
+    block_table = torch.tensor([[2, 0]], dtype=torch.int32)
+    out, _ = torch_npu.npu_fused_infer_attention_score(
+        q.npu(),
+        k.flatten(2).npu(),
+        v.flatten(2).npu(),
+        query_rope=q_pe.npu(),
+        key_rope=kr.flatten(2).npu(),
+        num_heads=heads,
+        num_key_value_heads=kv_heads,
+        scale=0.5,
+        block_table=block_table.npu(),
+        block_size=block_size,
+        actual_seq_lengths_kv=[6],
+    )
+    rows = block_table[0].long()
+    kk, kkr, vv = (t[rows].reshape(-1, kv_heads, t.shape[-1])[:6].repeat_interleave(2, 1) for t in (k, kr, v))
+    scores = (
+        torch.einsum("nd,jnd->nj", q.view(heads, dim).double(), kk.double())
+        + torch.einsum("nd,jnd->nj", q_pe.view(heads, rope).double(), kkr.double())
+    ) * 0.5
+    want = torch.einsum("nj,jnd->nd", torch.softmax(scores, -1), vv.double())
+    torch.testing.assert_close(out.cpu().view(heads, dv), want.float(), atol=1e-5, rtol=1e-5)

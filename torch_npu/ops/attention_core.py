@@ -88,10 +88,13 @@ def attend(q, k, v, *, scale, mask=None, pse=None):
     bias = score_bias(q, scale=scale, mask=mask, pse=pse)
     if bias is None or not bias.requires_grad:
         attn_mask = None if bias is None else bias.to(q.dtype)
+        dv = v.shape[-1]
+        if dv < q.shape[-1]:  # MLA (rope joined to q and k): zero columns leave every other output column as it is
+            v = torch.nn.functional.pad(v, (0, q.shape[-1] - dv))
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale
         )
-        return out, lse.unsqueeze(-1)
+        return out[..., :dv], lse.unsqueeze(-1)
     out, row_max, row_sum = attend_with_stats(q, k, v, scale=scale, mask=mask, pse=pse)
     return out, row_max + torch.log(row_sum)
 

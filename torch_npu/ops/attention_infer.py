@@ -5,7 +5,9 @@ softmax(scale * q @ k^T + pse_shift, masked) @ v with atten_mask True = masked; 
 BNSD, BNSD_BSND (input BNSD, output BSND) and TND (FIA); num_key_value_heads < num_heads is
 grouped-query attention. actual_seq_lengths (query rows per batch) and actual_seq_lengths_kv (key
 rows per batch) limit each batch; rows past a batch's query length are zero in the output.
-Paged KV: key/value [blocks, block_size, H] with block_table [B, max_blocks] (block ids per batch).
+Paged KV (block_table [B, max_blocks], block ids per batch): key/value in the card's layouts BnBsH
+(blocknum, block_size, H), BnNBsD (blocknum, KV_N, block_size, D) or NZ (blocknum, KV_N, D/16, block_size, 16).
+MLA: query_rope/key_rope join query/key head by head; the value's heads may be narrower.
 Quantisation (int8 KV caches, int8 attention, int8 output): attention_quant.py. Not supported: KV shared
 prefixes, key_rope antiquant, and int8 attention with layout TND.
 """
@@ -35,18 +37,55 @@ def _split_layout(layout, op):
 
 
 def _paged(cache, block_table, block_size, batch, op):
+    """A paged key/value cache gathered per batch through block_table, with the layout of the result. The card's
+    three cache layouts: BnBsH (blocknum, block_size, H) gives [B, S, H] ("BSH"); BnNBsD (blocknum, KV_N,
+    block_size, D) and NZ (blocknum, KV_N, D/16, block_size, 16) give [B, KV_N, S, D] ("BNSD")."""
     check(
         block_table.dim() == 2 and block_table.shape[0] == batch,
         op,
         f"block_table must be [B={batch}, max_blocks], got {tuple(block_table.shape)}",
     )
+    rank = cache.dim()
     check(
-        cache.dim() >= 3 and cache.shape[1] == block_size,
+        rank in (3, 4, 5) and cache.shape[1 if rank == 3 else rank - 2] == block_size,
         op,
-        f"paged key/value must be [blocks, block_size={block_size}, ...], got {tuple(cache.shape)}",
+        f"paged key/value must be (blocknum, block_size={block_size}, H), (blocknum, KV_N, block_size={block_size}, "
+        f"D) or NZ (blocknum, KV_N, D/16, block_size={block_size}, 16), got {tuple(cache.shape)}",
     )
-    gathered = cache[block_table.long()]  # [B, max_blocks, block_size, ...]
-    return gathered.reshape(batch, -1, *cache.shape[2:])
+    gathered = cache[block_table.long()]  # [B, max_blocks, *one block]
+    if rank == 3:
+        return gathered.reshape(batch, -1, cache.shape[2]), "BSH"
+    heads = cache.shape[1]
+    if rank == 4:  # [B, max_blocks, KV_N, block_size, D]
+        return gathered.transpose(1, 2).reshape(batch, heads, -1, cache.shape[3]), "BNSD"
+    # NZ: [B, max_blocks, KV_N, D/16, block_size, 16] -> [B, KV_N, max_blocks, block_size, D/16, 16]
+    rows = gathered.permute(0, 2, 1, 4, 3, 5)
+    return rows.reshape(batch, heads, -1, cache.shape[2] * cache.shape[4]), "BNSD"
+
+
+def with_rope(op, query, query_rope, key, key_rope, input_layout, num_heads, num_key_value_heads, paged):
+    """MLA: query_rope and key_rope joined to query and key along each head's dimension, so that Q.K^T adds their
+    dot products. Packed layouts (BSH queries, BSH keys and BnBsH caches) hold their heads side by side in the last
+    dimension; an NZ cache (blocknum, KV_N, D/16, block_size, 16) holds D in its third."""
+    check(key_rope is not None, op, "query_rope needs key_rope")
+    packed_layout = _split_layout(input_layout, op)[0] in ("BSH", "SBH")
+    query = _joined(op, "query", query, query_rope, num_heads if packed_layout else None)
+    if paged and key.dim() == 5:
+        return query, torch.cat([key, key_rope], 2)
+    packed_key = key.dim() == 3 and (paged or packed_layout)
+    return query, _joined(op, "key", key, key_rope, (num_key_value_heads or num_heads) if packed_key else None)
+
+
+def _joined(op, name, t, rope, packed_heads):
+    if packed_heads is None:
+        return torch.cat([t, rope], -1)
+    for part, what in ((t, name), (rope, f"{name}_rope")):
+        check(
+            part.shape[-1] % packed_heads == 0,
+            op,
+            f"{what}'s hidden size {part.shape[-1]} is not divisible by {packed_heads} heads",
+        )
+    return torch.cat([t.unflatten(-1, (packed_heads, -1)), rope.unflatten(-1, (packed_heads, -1))], -1).flatten(-2)
 
 
 def _unsupported(op, **tensors):
@@ -135,9 +174,8 @@ def _infer_attention(
     q = to_bnsd(query, in_layout, num_heads, op, "query")
     batch = q.shape[0]
     if block_table is not None:
-        key = _paged(key, block_table, block_size, batch, op)
-        value = _paged(value, block_table, block_size, batch, op)
-        k_layout = "BSH" if key.dim() == 3 else "BSND"
+        key, k_layout = _paged(key, block_table, block_size, batch, op)
+        value, _ = _paged(value, block_table, block_size, batch, op)
     else:
         k_layout = in_layout
     k = to_bnsd(key, k_layout, kv_heads, op, "key")
@@ -227,9 +265,9 @@ def _tnd_kv(key, value, b, rows, block_table, block_size, kv_heads, op):
     `rows` tokens gathered from the paged cache through block_table[b]."""
     if block_table is None:
         parts = key[rows], value[rows]
-    else:
-        parts = tuple(_paged(t, block_table[b : b + 1], block_size, 1, op)[0, :rows] for t in (key, value))
-    return tuple(t.reshape(t.shape[0], kv_heads, -1).transpose(0, 1).unsqueeze(0) for t in parts)
+        return tuple(t.reshape(t.shape[0], kv_heads, -1).transpose(0, 1).unsqueeze(0) for t in parts)
+    gathered = [_paged(t, block_table[b : b + 1], block_size, 1, op) for t in (key, value)]
+    return tuple(to_bnsd(t, layout, kv_heads, op, name)[:, :, :rows] for (t, layout), name in zip(gathered, "kv"))
 
 
 def _infer_tnd(
@@ -485,8 +523,9 @@ def npu_fused_infer_attention_score(
             value_antiquant_mode,
         )
     if query_rope is not None:
-        check(key_rope is not None, op, "query_rope needs key_rope")
-        query, key = torch.cat([query, query_rope], -1), torch.cat([key, key_rope], -1)
+        query, key = with_rope(
+            op, query, query_rope, key, key_rope, input_layout, num_heads, num_key_value_heads, block_table is not None
+        )
     out, lse = _infer_attention(
         op,
         query,

@@ -14,7 +14,14 @@ float8 / hifloat8 dtype arguments.
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.attention_infer import _BIG, _dequantised, _infer_attention, _quantised_output, _unsupported
+from torch_npu.ops.attention_infer import (
+    _BIG,
+    _dequantised,
+    _infer_attention,
+    _quantised_output,
+    _unsupported,
+    with_rope,
+)
 from torch_npu.ops.registration import npu_op
 
 __all__ = []
@@ -112,8 +119,17 @@ def npu_fused_infer_attention_score_v2(
             value_quant_mode,
         )
     if query_rope is not None:
-        check(key_rope is not None, _OP, "query_rope needs key_rope")
-        query, key = torch.cat([query, query_rope], -1), torch.cat([key, key_rope], -1)
+        query, key = with_rope(
+            _OP,
+            query,
+            query_rope,
+            key,
+            key_rope,
+            input_layout,
+            num_query_heads,
+            num_key_value_heads,
+            block_table is not None,
+        )
     out, lse = _infer_attention(
         _OP,
         query,
