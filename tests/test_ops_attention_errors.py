@@ -112,6 +112,18 @@ INVALID_ARGUMENT_ERRORS = [
         "npu_fused_infer_attention_score: query_rope's hidden size 6 is not divisible by 4 heads",
     ),
     (
+        lambda: torch_npu.npu_fused_infer_attention_score_v2(
+            t(1, 2, 3, 8),
+            t(2, 3, 8),
+            t(2, 3, 8),
+            num_query_heads=2,
+            input_layout="NTD_TND",
+            actual_seq_qlen=[3],
+            actual_seq_kvlen=[3],
+        ),
+        "npu_fused_infer_attention_score_v2: query must be 3-D for layout NTD, got 4-D",
+    ),
+    (
         lambda: torch_npu.npu_fused_infer_attention_score(
             t(5, 2, 8), t(5, 2, 8), t(5, 2, 8), num_heads=2, input_layout="TND"
         ),

@@ -412,3 +412,31 @@ def test_mla_with_packed_bsh_queries_and_a_bnbsh_cache_joins_the_rope_parts_head
     ) * 0.5
     want = torch.einsum("nj,jnd->nd", torch.softmax(scores, -1), vv.double())
     torch.testing.assert_close(out.cpu().view(heads, dv), want.float(), atol=1e-5, rtol=1e-5)
+
+
+def test_ntd_input_with_tnd_output_and_a_narrower_value():
+    """NTD_TND (heads first in, tokens first out), as op-plugin's golden test calls it: two packed sequences, key
+    heads wider than value heads (MLA's 192 / 128 in that test)."""
+    g = torch.Generator().manual_seed(6)
+    lengths = [3, 5]
+    q = torch.randn(N, sum(lengths), 12, generator=g)
+    k = torch.randn(KV_HEADS, sum(lengths), 12, generator=g)
+    v = torch.randn(KV_HEADS, sum(lengths), D, generator=g)
+    out, _ = torch_npu.npu_fused_infer_attention_score_v2(
+        q.npu(),
+        k.npu(),
+        v.npu(),
+        num_query_heads=N,
+        num_key_value_heads=KV_HEADS,
+        input_layout="NTD_TND",
+        softmax_scale=0.25,
+        actual_seq_qlen=_cumulative(lengths),
+        actual_seq_kvlen=_cumulative(lengths),
+    )
+    assert out.shape == (sum(lengths), N, D)
+    start = 0
+    for s in lengths:
+        rows = slice(start, start + s)
+        want, _ = ref_rows(q[:, rows].transpose(0, 1), k[:, rows].transpose(0, 1), v[:, rows].transpose(0, 1), 0.25)
+        torch.testing.assert_close(out.cpu()[rows], want, atol=1e-5, rtol=1e-5)
+        start += s

@@ -150,6 +150,12 @@ def _infer_attention(
     check(num_heads > 0, op, f"num_heads must be positive, got {num_heads}")
     kv_heads = num_key_value_heads or num_heads
     check(num_heads % kv_heads == 0, op, f"num_key_value_heads={kv_heads} must divide num_heads={num_heads}")
+    if in_layout == "NTD":  # packed tokens with the heads first (NTD_TND): the same attention over TND views
+        check(query.dim() == 3, op, f"query must be 3-D for layout NTD, got {query.dim()}-D")
+        query = query.transpose(0, 1)
+        if block_table is None:
+            key, value = key.transpose(0, 1), value.transpose(0, 1)
+        in_layout = "TND"
     if in_layout == "TND":
         check(int8_scales is None, op, "int8 attention (dequant_scale1) with layout TND is not supported by vnpu")
         return _infer_tnd(
