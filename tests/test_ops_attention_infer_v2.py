@@ -440,3 +440,47 @@ def test_ntd_input_with_tnd_output_and_a_narrower_value():
         want, _ = ref_rows(q[:, rows].transpose(0, 1), k[:, rows].transpose(0, 1), v[:, rows].transpose(0, 1), 0.25)
         torch.testing.assert_close(out.cpu()[rows], want, atol=1e-5, rtol=1e-5)
         start += s
+
+
+@pytest.mark.parametrize("layout", ["BnNBsD", "NZ"])
+def test_int8_paged_cache_with_per_channel_antiquant_reads_alike_in_each_layout(layout):
+    """vLLM-Ascend's C8 decode: an int8 paged cache dequantised per channel ([1, KV_N, 1, D] scales) inside
+    npu_fused_infer_attention_score — the NZ cache with the card's int8 tile of 32 — gives the BnBsH cache's output bit
+    for bit, and that output is the attention over the dequantised rows (written out here)."""
+    g = torch.Generator().manual_seed(7)
+    batch, heads, kv_heads, dim, block_size, blocks = 3, 4, 2, 64, 8, 6
+    q = torch.randn(batch, heads, 1, dim, generator=g).half()
+    k8, v8 = (
+        torch.randint(-128, 128, (blocks, block_size, kv_heads, dim), generator=g, dtype=torch.int8) for _ in "kv"
+    )
+    ks, vs = ((torch.rand(1, kv_heads, 1, dim, generator=g) / 100).half() for _ in "kv")
+    block_table = torch.tensor([[0, 1], [2, 3], [5, 4]], dtype=torch.int32)
+    lengths = [9, 16, 3]
+
+    def attention(cache_layout):
+        out, _ = torch_npu.npu_fused_infer_attention_score(
+            q.npu(),
+            card_cache_layout(k8, cache_layout, tile=32).npu(),
+            card_cache_layout(v8, cache_layout, tile=32).npu(),
+            key_antiquant_scale=ks.npu(),
+            value_antiquant_scale=vs.npu(),
+            key_antiquant_mode=0,
+            value_antiquant_mode=0,
+            block_table=block_table.npu(),
+            actual_seq_lengths_kv=lengths,
+            num_heads=heads,
+            num_key_value_heads=kv_heads,
+            input_layout="BNSD",
+            scale=0.125,
+            block_size=block_size,
+        )
+        return out.cpu()
+
+    out = attention(layout)
+    assert torch.equal(out, attention("BnBsH"))
+    for b, s2 in enumerate(lengths):
+        rows = block_table[b].long()
+        k = (k8[rows].reshape(-1, kv_heads, dim)[:s2].float() * ks.view(kv_heads, dim).float()).repeat_interleave(2, 1)
+        v = (v8[rows].reshape(-1, kv_heads, dim)[:s2].float() * vs.view(kv_heads, dim).float()).repeat_interleave(2, 1)
+        weights = (torch.einsum("nd,jnd->nj", q[b, :, 0].float(), k) * 0.125).softmax(-1)
+        torch.testing.assert_close(out[b, :, 0].float(), torch.einsum("nj,jnd->nd", weights, v), atol=2e-3, rtol=2e-3)

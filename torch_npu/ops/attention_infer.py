@@ -52,26 +52,32 @@ def _paged(cache, block_table, block_size, batch, op):
         f"paged key/value must be (blocknum, block_size={block_size}, H), (blocknum, KV_N, block_size={block_size}, "
         f"D) or NZ (blocknum, KV_N, D/16, block_size={block_size}, 16), got {tuple(cache.shape)}",
     )
+    cache = untiled(cache)
     gathered = cache[block_table.long()]  # [B, max_blocks, *one block]
     if rank == 3:
         return gathered.reshape(batch, -1, cache.shape[2]), "BSH"
-    heads = cache.shape[1]
-    if rank == 4:  # [B, max_blocks, KV_N, block_size, D]
-        return gathered.transpose(1, 2).reshape(batch, heads, -1, cache.shape[3]), "BNSD"
-    # NZ: [B, max_blocks, KV_N, D/16, block_size, 16] -> [B, KV_N, max_blocks, block_size, D/16, 16]
-    rows = gathered.permute(0, 2, 1, 4, 3, 5)
-    return rows.reshape(batch, heads, -1, cache.shape[2] * cache.shape[4]), "BNSD"
+    # [B, max_blocks, KV_N, block_size, D] -> [B, KV_N, max_blocks * block_size, D]
+    return gathered.transpose(1, 2).reshape(batch, cache.shape[1], -1, cache.shape[3]), "BNSD"
+
+
+def untiled(cache):
+    """An NZ paged cache (blocknum, KV_N, D/16, block_size, 16) as BnNBsD (blocknum, KV_N, block_size, D) (a view
+    where it can be); other tensors as they are. The tile's width is read from the last dimension (16 values, 32 for
+    int8 on the card)."""
+    if cache is None or cache.dim() != 5:
+        return cache
+    blocks, heads, groups, block_size, tile = cache.shape
+    return cache.transpose(2, 3).reshape(blocks, heads, block_size, groups * tile)
 
 
 def with_rope(op, query, query_rope, key, key_rope, input_layout, num_heads, num_key_value_heads, paged):
     """MLA: query_rope and key_rope joined to query and key along each head's dimension, so that Q.K^T adds their
     dot products. Packed layouts (BSH queries, BSH keys and BnBsH caches) hold their heads side by side in the last
-    dimension; an NZ cache (blocknum, KV_N, D/16, block_size, 16) holds D in its third."""
+    dimension; NZ caches are joined untiled."""
     check(key_rope is not None, op, "query_rope needs key_rope")
     packed_layout = _split_layout(input_layout, op)[0] in ("BSH", "SBH")
     query = _joined(op, "query", query, query_rope, num_heads if packed_layout else None)
-    if paged and key.dim() == 5:
-        return query, torch.cat([key, key_rope], 2)
+    key, key_rope = untiled(key), untiled(key_rope)
     packed_key = key.dim() == 3 and (paged or packed_layout)
     return query, _joined(op, "key", key, key_rope, (num_key_value_heads or num_heads) if packed_key else None)
 
@@ -106,8 +112,11 @@ def _int8_scales(op, dequant_scale1, quant_scale1, dequant_scale2):
 
 
 def _dequantised(op, key, value, input_layout, dtype, key_params, value_params, key_mode, value_mode):
-    """key and value, dequantised where (scale, offset) parameters are given."""
+    """key and value, dequantised where (scale, offset) parameters are given (NZ paged caches untiled first, their
+    channels then per head as in BNSD)."""
     layout = _split_layout(input_layout, op)[0]
+    if key.dim() == 5:
+        key, value, layout = untiled(key), untiled(value), "BNSD"
     if key_params[0] is not None:
         key = dequantised_kv(key, *key_params, key_mode, layout, dtype, op, "key")
     if value_params[0] is not None:
