@@ -2,13 +2,12 @@
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
-from subprocess_helpers import client_env, run_process_group, run_python
+from subprocess_helpers import VNPU, client_env, run, run_process_group, run_python
 from test_distributed import launch
 
 PLAN = {"VNPU_PLAN": "1"}
@@ -344,9 +343,7 @@ def test_vnpu_plan_says_when_the_program_wrote_no_plan():
     ],
 )
 def test_vnpu_plan_refuses_bad_arguments(args, last_line):
-    proc = subprocess.run(
-        [sys.executable, "-m", "vnpu.cli", "plan", *args], capture_output=True, text=True, timeout=120
-    )
+    proc = run([*VNPU, "plan", *args], client_env(), timeout=120)
     assert proc.returncode == (2 if "error:" in last_line else 1)
     assert proc.stderr.strip().splitlines()[-1] == last_line
 

@@ -59,15 +59,15 @@ def parse(argv):
     args.command = argv[split + 1 :]
     if not args.command:
         parser.error("no program after --")
-    socs = _known_socs()
-    args.socs = [s.strip() for s in args.soc.split(",") if s.strip()]
-    unknown = [s for s in args.socs if s not in socs]
-    if unknown:
-        parser.error(f"unknown SoC {', '.join(unknown)}; known: {', '.join(sorted(socs))}")
     if args.report and suffix_problem(args.report):
         parser.error(suffix_problem(args.report))
     if args.steps < 1:
         parser.error("--steps must be at least 1")
+    socs = _known_socs()  # last: the list comes from torch_npu, which imports torch
+    args.socs = [s.strip() for s in args.soc.split(",") if s.strip()]
+    unknown = [s for s in args.socs if s not in socs]
+    if unknown:
+        parser.error(f"unknown SoC {', '.join(unknown)}; known: {', '.join(sorted(socs))}")
     return args
 
 
