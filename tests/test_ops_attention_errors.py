@@ -123,6 +123,20 @@ INVALID_ARGUMENT_ERRORS = [
         ),
         "npu_fused_infer_attention_score_v2: query must be 3-D for layout NTD, got 4-D",
     ),
+    (  # a BnBsH cache whose hidden size does not split into the key/value heads, read for layout TND
+        lambda: torch_npu.npu_fused_infer_attention_score_v2(
+            t(3, 4, 8),
+            t(2, 2, 10),
+            t(2, 2, 10),
+            num_query_heads=4,
+            input_layout="TND",
+            actual_seq_qlen=[3],
+            actual_seq_kvlen=[3],
+            block_table=t(1, 2).int(),
+            block_size=2,
+        ),
+        "npu_fused_infer_attention_score_v2: key's hidden size 10 is not divisible by 4 heads",
+    ),
     (
         lambda: torch_npu.npu_fused_infer_attention_score(
             t(5, 2, 8), t(5, 2, 8), t(5, 2, 8), num_heads=2, input_layout="TND"

@@ -282,7 +282,8 @@ def _tnd_kv(key, value, b, rows, block_table, block_size, kv_heads, op):
         parts = key[rows], value[rows]
         return tuple(t.reshape(t.shape[0], kv_heads, -1).transpose(0, 1).unsqueeze(0) for t in parts)
     gathered = [_paged(t, block_table[b : b + 1], block_size, 1, op) for t in (key, value)]
-    return tuple(to_bnsd(t, layout, kv_heads, op, name)[:, :, :rows] for (t, layout), name in zip(gathered, "kv"))
+    names = ("key", "value")
+    return tuple(to_bnsd(t, layout, kv_heads, op, name)[:, :, :rows] for (t, layout), name in zip(gathered, names))
 
 
 def _infer_tnd(
