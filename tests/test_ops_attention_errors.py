@@ -78,6 +78,34 @@ INVALID_ARGUMENT_ERRORS = [
         ),
         "npu_prompt_flash_attention: num_key_value_heads=3 must divide num_heads=2",
     ),
+    (  # Q.K^T over heads of different widths (the value's may be narrower)
+        lambda: torch_npu.npu_prompt_flash_attention(
+            t(1, 2, 4, 8), t(1, 2, 4, 4), t(1, 2, 4, 4), num_heads=2, input_layout="BNSD"
+        ),
+        "npu_prompt_flash_attention: query and key head sizes differ (8 vs 4)",
+    ),
+    (
+        lambda: torch_npu.npu_incre_flash_attention(t(1, 1, 16), t(1, 3, 8), t(1, 3, 8), num_heads=2),
+        "npu_incre_flash_attention: query and key head sizes differ (8 vs 4)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_infer_attention_score(
+            t(4, 2, 8),
+            t(6, 2, 4),
+            t(6, 2, 4),
+            num_heads=2,
+            input_layout="TND",
+            actual_seq_lengths=[4],
+            actual_seq_lengths_kv=[6],
+        ),
+        "npu_fused_infer_attention_score: query and key head sizes differ (8 vs 4)",
+    ),
+    (
+        lambda: torch_npu.npu_fused_infer_attention_score_v2(
+            t(1, 2, 4, 8), t(1, 2, 4, 4), t(1, 2, 4, 4), num_query_heads=2, input_layout="BNSD"
+        ),
+        "npu_fused_infer_attention_score_v2: query and key head sizes differ (8 vs 4)",
+    ),
     (
         lambda: torch_npu.npu_incre_flash_attention(
             t(2, 1, 8), t(4, 2, 8), t(4, 2, 8), block_table=t(1, 2).int(), block_size=2

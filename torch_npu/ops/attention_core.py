@@ -43,6 +43,11 @@ def from_bnsd(t, layout):
     return t.contiguous()
 
 
+def check_head_sizes(q, k, op):
+    """Q.K^T needs query and key heads of one width (the value's may be narrower, as in MLA)."""
+    check(q.shape[-1] == k.shape[-1], op, f"query and key head sizes differ ({q.shape[-1]} vs {k.shape[-1]})")
+
+
 def expand_kv(k, v, heads, op):
     """Grouped-query attention: repeat key/value heads to the query's head count."""
     kv_heads = k.shape[1]

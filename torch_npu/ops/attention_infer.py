@@ -15,7 +15,15 @@ prefixes, key_rope antiquant, and int8 attention with layout TND.
 import torch
 
 from torch_npu.ops._common import check
-from torch_npu.ops.attention_core import attend, attend_with_half_scores, band_mask, expand_kv, from_bnsd, to_bnsd
+from torch_npu.ops.attention_core import (
+    attend,
+    attend_with_half_scores,
+    band_mask,
+    check_head_sizes,
+    expand_kv,
+    from_bnsd,
+    to_bnsd,
+)
 from torch_npu.ops.attention_quant import dequantised_kv, int8_attend, requantised_output, split_antiquant
 from torch_npu.ops.registration import npu_op
 
@@ -196,6 +204,7 @@ def _infer_attention(
     k = to_bnsd(key, k_layout, kv_heads, op, "key")
     v = to_bnsd(value, k_layout, kv_heads, op, "value")
     check(k.shape[1] == kv_heads, op, f"key has {k.shape[1]} heads, expected num_key_value_heads={kv_heads}")
+    check_head_sizes(q, k, op)
     k, v = expand_kv(k, v, num_heads, op)
     s1, s2 = q.shape[2], k.shape[2]
     mask = None
@@ -321,6 +330,7 @@ def _infer_tnd(
         q = query[q0:qe].transpose(0, 1).unsqueeze(0)
         rows = kv_end if paged else slice(k0, kv_end)
         k, v = _tnd_kv(key, value, b, rows, block_table, block_size, kv_heads, op)
+        check_head_sizes(q, k, op)
         k, v = expand_kv(k, v, num_heads, op)
         mask = _tnd_band(q.shape[2], k.shape[2], sparse_mode, window, atten_mask is not None, q.device, op)
         out, lse = attend(q, k, v, scale=scale, mask=mask)

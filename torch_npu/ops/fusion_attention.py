@@ -29,6 +29,7 @@ from torch_npu.ops.attention_core import (
     attend_backward,
     attend_with_stats,
     band_mask,
+    check_head_sizes,
     cumulative_to_lengths,
     dropout_keep_mask,
     expand_kv,
@@ -99,7 +100,7 @@ def _bnsd_inputs(query, key, value, head_num, input_layout):
     check(kv_heads > 0, OP, f"key's hidden size {key.shape[-1]} is smaller than the head size {q.shape[-1]}")
     k = to_bnsd(key, input_layout, kv_heads, OP, "key")
     v = to_bnsd(value, input_layout, kv_heads, OP, "value")
-    check(q.shape[-1] == k.shape[-1], OP, f"query and key head sizes differ ({q.shape[-1]} vs {k.shape[-1]})")
+    check_head_sizes(q, k, OP)
     check(q.shape[0] == k.shape[0], OP, f"query and key batch sizes differ ({q.shape[0]} vs {k.shape[0]})")
     return q, k, v
 
