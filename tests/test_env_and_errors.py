@@ -112,12 +112,12 @@ def test_invalid_values_are_refused_at_import(name, value):
 def test_unhonoured_variables_get_one_note_and_honoured_ones_none():
     proc = run_python(
         "import torch, torch_npu; torch.ones(1, device='npu')",
-        env={"TASK_QUEUE_ENABLE": "2", "ASCEND_LAUNCH_BLOCKING": "1", "HCCL_EVENT_TIMEOUT": "30"},
+        env={"COMBINED_ENABLE": "1", "ASCEND_LAUNCH_BLOCKING": "1", "HCCL_EVENT_TIMEOUT": "30"},
     )
-    assert proc.stderr.count("TASK_QUEUE_ENABLE=2 is accepted by vnpu with no effect") == 1
+    assert proc.stderr.count("COMBINED_ENABLE=1 is accepted by vnpu with no effect") == 1
     assert "HCCL_EVENT_TIMEOUT=30 is accepted" in proc.stderr
     assert "ASCEND_LAUNCH_BLOCKING" not in proc.stderr
-    assert "ASCEND_LAUNCH_BLOCKING" in HONOURED and "TASK_QUEUE_ENABLE" not in HONOURED
+    assert "ASCEND_LAUNCH_BLOCKING" in HONOURED and "COMBINED_ENABLE" not in HONOURED
 
 
 def test_torch_npu_logs_dispatch_and_env():

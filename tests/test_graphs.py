@@ -46,6 +46,71 @@ def test_capture_on_default_stream_is_refused():
         g.capture_begin()
 
 
+PINNED_EXPANDABLE_REFUSAL = (
+    "ACLGraph capture is not supported when pin_memory_expandable_segments=True. NPUExpandableHostAllocatorImpl "
+    "overrides allocate/free/empty_cache/record_event and does not integrate with the base CachingHostAllocator's "
+    "private pool mechanism, which would cause capture-time pinned blocks to be incorrectly recycled and lead to data "
+    "corruption on graph replay. Please unset pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use "
+    "ACLGraph with pin_memory, or avoid pin_memory calls inside capture regions."
+)
+
+
+def test_capture_with_pinned_memory_from_expandable_segments_is_refused_on_the_callers_stream():
+    side, before = torch.npu.Stream(), torch.npu.current_stream()
+    torch_npu.npu.memory._set_allocator_settings("pin_memory_expandable_segments:True")
+    try:
+        with pytest.raises(RuntimeError) as info:
+            with torch.npu.graph(torch.npu.NPUGraph(), stream=side):
+                pass
+    finally:
+        torch_npu.npu.memory._set_allocator_settings("pin_memory_expandable_segments:False")
+    assert str(info.value).split("\n")[0] == PINNED_EXPANDABLE_REFUSAL and "ERR00007" in str(info.value)
+    assert torch.npu.current_stream() == before and not torch.npu.is_current_stream_capturing()
+    g = torch.npu.NPUGraph()  # unset, captures go on
+    with torch.npu.graph(g, stream=side):
+        out = torch.full((4,), 2.0).pin_memory().npu(non_blocking=True) * 3
+    g.replay()
+    assert out.tolist() == [6.0] * 4
+
+
+def test_host_memory_pinned_during_a_capture_stays_in_the_graphs_pool():
+    g, dst = torch.npu.NPUGraph(), torch.zeros(64, device="npu")
+    with torch.npu.graph(g):
+        pinned = torch.full((64,), 7.0).pin_memory()
+        dst.copy_(pinned, non_blocking=True)
+    address = pinned.data_ptr()
+    del pinned
+    before = torch_npu.npu.host_memory_stats()["allocations.current"]
+    torch_npu.npu.host_empty_cache()  # drains the default pool only
+    assert torch_npu.npu.host_memory_stats()["allocations.current"] == before
+    later = [torch.full((64,), -1.0).pin_memory() for _ in range(8)]
+    assert address not in {t.data_ptr() for t in later}
+    dst.zero_()
+    g.replay()
+    assert dst.tolist() == [7.0] * 64
+
+
+def test_capture_under_task_queue_mode_2_is_refused():
+    from subprocess_helpers import run_python
+
+    proc = run_python(
+        """
+        import torch, torch_npu
+        try:
+            with torch.npu.graph(torch.npu.NPUGraph()):
+                pass
+        except RuntimeError as error:
+            print(str(error).splitlines()[0])
+            print("ERR00007" in str(error), torch.npu.current_stream() == torch.npu.default_stream())
+        """,
+        env={"TASK_QUEUE_ENABLE": "2"},
+    )
+    assert proc.stdout.splitlines() == [
+        "Do not support TASK_QUEUE_ENABLE = 2 during NPU graph capture, please export TASK_QUEUE_ENABLE=1/0.",
+        "True True",
+    ]
+
+
 def test_is_current_stream_capturing():
     seen = []
     g = torch.npu.NPUGraph()

@@ -25,7 +25,7 @@ from torch_npu.npu._super_kernel import (
     super_kernel_scope_begin,
     super_kernel_scope_end,
 )
-from torch_npu.utils._error_code import ErrCode, graph_error
+from torch_npu.utils._error_code import ErrCode, graph_error, pta_error
 
 __all__ = [
     "NPUGraph",
@@ -99,6 +99,30 @@ def _release_pool(device, pool):
     _drop_pool(pool[1])
 
 
+_TASK_QUEUE_AT_FIRST_CAPTURE = []  # TASK_QUEUE_ENABLE as the first capture read it (torch_npu reads it once)
+
+
+def _check_capture_settings():
+    """The settings torch_npu refuses a capture under, with its errors: the launch pipeline's mode 2 and pinned host
+    memory from expandable segments (its pinned blocks would not stay in the graph's private pool)."""
+    if not _TASK_QUEUE_AT_FIRST_CAPTURE:
+        _TASK_QUEUE_AT_FIRST_CAPTURE.append(os.environ.get("TASK_QUEUE_ENABLE", "1"))
+    if _TASK_QUEUE_AT_FIRST_CAPTURE[0] == "2":
+        raise RuntimeError(
+            "Do not support TASK_QUEUE_ENABLE = 2 during NPU graph capture, please export TASK_QUEUE_ENABLE=1/0."
+            + pta_error(ErrCode.NOT_SUPPORT)
+        )
+    if _C._allocator_config()["pin_memory_expandable_segments"]:
+        raise RuntimeError(
+            "ACLGraph capture is not supported when pin_memory_expandable_segments=True. "
+            "NPUExpandableHostAllocatorImpl overrides allocate/free/empty_cache/record_event and does not integrate "
+            "with the base CachingHostAllocator's private pool mechanism, which would cause capture-time pinned "
+            "blocks to be incorrectly recycled and lead to data corruption on graph replay. Please unset "
+            "pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use ACLGraph with pin_memory, or avoid "
+            "pin_memory calls inside capture regions." + pta_error(ErrCode.NOT_SUPPORT)
+        )
+
+
 class NPUGraph:
     """A captured sequence of npu operators (torch.npu.NPUGraph)."""
 
@@ -120,6 +144,7 @@ class NPUGraph:
                 f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
                 + graph_error(ErrCode.VALUE)
             )
+        _check_capture_settings()
         stream = torch.npu.current_stream()
         if stream == torch.npu.default_stream(stream.device_index):
             raise RuntimeError(
@@ -270,7 +295,11 @@ class graph:
             gc.collect()
         self.stream_ctx.__enter__()
         self.npu_graph._auto_dispatch_capture = self.auto_dispatch_capture
-        self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
+        try:
+            self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
+        except BaseException as error:  # a refused capture leaves the caller on the stream it was on
+            self.stream_ctx.__exit__(type(error), error, error.__traceback__)
+            raise
 
     def __exit__(self, exc_type, exc_value, traceback):
         try:

@@ -57,8 +57,8 @@ VARIABLES = {
     ),
     "TASK_QUEUE_ENABLE": (
         _choice("0", "1", "2"),
-        "on hardware this selects the two-stage operator launch pipeline; vnpu launches "
-        "synchronously, so only host overheads would differ",
+        "honoured: 2 refuses NPU graph capture, as torch_npu does; on hardware 1 and 2 select the two-stage "
+        "operator launch pipeline, vnpu launches synchronously, so only host overheads would differ",
     ),
     "PER_STREAM_QUEUE": (
         _FLAG,

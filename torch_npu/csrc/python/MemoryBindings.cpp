@@ -76,6 +76,7 @@ py::dict allocator_config_dict() {
   d["roundup_power2_divisions"] = c.roundup_power2_divisions;
   d["per_process_memory_fraction"] = c.per_process_memory_fraction;
   d["caching"] = c.caching;
+  d["pin_memory_expandable_segments"] = c.pin_memory_expandable_segments;
   d["accepted_without_effect"] = c.accepted_without_effect;
   return d;
 }

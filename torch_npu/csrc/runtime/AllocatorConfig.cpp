@@ -199,9 +199,11 @@ AllocatorConfig apply_allocator_settings(AllocatorConfig c, const std::string& t
     } else if (key == "page_size") {
       TORCH_CHECK(value_at(t, i, key) == "1g", "Unsupported page_size value: ", t[i]);
       note_without_effect(c, key);
+    } else if (key == "pin_memory_expandable_segments") {
+      c.pin_memory_expandable_segments = parse_bool(t, i, key);
+      note_without_effect(c, key);
     } else if (key == "multi_stream_lazy_reclaim" || key == "pinned_use_background_threads" ||
-               key == "pin_memory_expandable_segments" || key == "pinned_mem_register" ||
-               key == "release_lock_on_npumalloc" || key == "throw_on_npumalloc_oom") {
+               key == "pinned_mem_register" || key == "release_lock_on_npumalloc" || key == "throw_on_npumalloc_oom") {
       parse_bool(t, i, key);
       note_without_effect(c, key);
     } else if (key == "pinned_max_round_threshold_mb" || key == "pinned_max_cached_size_mb" ||

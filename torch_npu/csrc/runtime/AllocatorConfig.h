@@ -21,6 +21,8 @@ struct AllocatorConfig {
   double per_process_memory_fraction = 1.0;
   size_t base_addr_aligned_size = 16 * 1024;
   bool caching = true;
+  // Pinned host memory mapped through the card's virtual memory API; torch_npu refuses NPU graph capture with it.
+  bool pin_memory_expandable_segments = false;
   // Accepted and kept for reporting; they tune host-side or hardware mechanisms vnpu does not have.
   std::vector<std::string> accepted_without_effect;
   std::string source;  // the environment variable the settings came from
