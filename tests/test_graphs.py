@@ -111,6 +111,31 @@ def test_capture_under_task_queue_mode_2_is_refused():
     ]
 
 
+def test_a_graph_captures_once_until_reset_and_its_pool_needs_a_capture():
+    g, side = torch.npu.NPUGraph(), torch.npu.Stream()
+    raises_exactly(g.pool, RuntimeError, "Called NPUGraph::pool() without a preceding successful capture.")
+    with torch.npu.graph(g, stream=side):
+        first = torch.ones(3, device="npu") * 2
+    pool = g.pool()
+    with pytest.raises(RuntimeError) as info:
+        with torch.npu.graph(g, stream=side):
+            pass
+    assert str(info.value) == (
+        "This NPUGraph instance already owns a captured graph. To capture a new graph, create a new instance."
+    )
+    assert torch.npu.current_stream() == torch.npu.default_stream() and g.pool() == pool
+    first.zero_()
+    g.replay()
+    assert first.tolist() == [2.0] * 3  # the first capture is intact
+    g.reset()
+    raises_exactly(g.pool, RuntimeError, "Called NPUGraph::pool() without a preceding successful capture.")
+    with torch.npu.graph(g, stream=side):
+        second = torch.ones(3, device="npu") * 5
+    second.zero_()
+    g.replay()
+    assert second.tolist() == [5.0] * 3
+
+
 def test_is_current_stream_capturing():
     seen = []
     g = torch.npu.NPUGraph()

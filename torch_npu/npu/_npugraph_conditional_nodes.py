@@ -88,7 +88,7 @@ def if_else_node(pred, true_fn, false_fn, operands):
     stream: returns the outputs every replay writes."""
     if not isinstance(pred, torch.Tensor) or pred.device.type != "npu":
         raise ValueError("Conditions must be on an npu device to use conditional node in npu graphs")
-    pool = _capturing_graph().pool()
+    pool = _capturing_graph()._pool  # the pool the enclosing capture allocates from (pool() is for ended captures)
     if_branch, outputs = _capture_branch(pool, true_fn, operands)
     else_branch, _ = _capture_branch(pool, false_fn, operands, into=outputs)
 

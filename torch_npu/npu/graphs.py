@@ -145,6 +145,10 @@ class NPUGraph:
                 + graph_error(ErrCode.VALUE)
             )
         _check_capture_settings()
+        if self._captured:
+            raise RuntimeError(
+                "This NPUGraph instance already owns a captured graph. To capture a new graph, create a new instance."
+            )
         stream = torch.npu.current_stream()
         if stream == torch.npu.default_stream(stream.device_index):
             raise RuntimeError(
@@ -153,7 +157,7 @@ class NPUGraph:
             )
         self._device = stream.device_index
         if self._pool is not None:
-            _release_pool(self._device, self._pool)  # a graph captured again gives up its previous pool
+            _release_pool(self._device, self._pool)  # a graph captured again after reset() gives up its previous pool
         self._pool = tuple(pool) if pool is not None else graph_pool_handle()
         _begin_allocate_to_pool(self._device, self._pool)  # held until the graph is deleted or captured again
         self._recording.begin(stream.stream_id, stream.device_index)
@@ -214,6 +218,8 @@ class NPUGraph:
 
     def pool(self):
         """The graph's memory-pool id (pass it to another graph to share memory)."""
+        if not self._captured:
+            raise RuntimeError("Called NPUGraph::pool() without a preceding successful capture.")
         return self._pool
 
     def debug_dump(self, debug_path):
