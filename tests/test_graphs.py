@@ -46,6 +46,12 @@ def test_capture_on_default_stream_is_refused():
         g.capture_begin()
 
 
+def _optimized_while_capturing():
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        g.super_kernel_optimize()
+
+
 PINNED_EXPANDABLE_REFUSAL = (
     "ACLGraph capture is not supported when pin_memory_expandable_segments=True. NPUExpandableHostAllocatorImpl "
     "overrides allocate/free/empty_cache/record_event and does not integrate with the base CachingHostAllocator's "
@@ -438,6 +444,16 @@ GRAPH_ERRORS = [
         "super_kernel_optimize: unknown optimize_options key 'preload'; known: preload_code, split_mode, "
         "stream_fusion, constant_codegen, auto_op_parallel, early_start, opt_extend, ubuf_lock_ignore_kernel, "
         "dcci_disable_on_kernel, dcci_before_kernel_start, dcci_after_kernel_end, aggressive_opt_strategies",
+    ),
+    (  # valid options, but no capture yet (or still capturing)
+        lambda: torch.npu.NPUGraph().super_kernel_optimize(optimize_options={"stream_fusion": 1}),
+        RuntimeError,
+        "Called NPUGraph::super_kernel_optimize without a preceding successful capture.",
+    ),
+    (
+        lambda: _optimized_while_capturing(),
+        RuntimeError,
+        "Called NPUGraph::super_kernel_optimize without a preceding successful capture.",
     ),
     (
         lambda: torch.npu.register_npu_graph_handler("aten::mm")(int),

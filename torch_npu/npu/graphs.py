@@ -268,12 +268,13 @@ class NPUGraph:
     def super_kernel_optimize(self, optimize_options=None, debug_options=None):
         """On Ascend, fuse the captured kernels into super kernels (fewer launches, same results).
         vnpu replays operators one by one; the options are kept for debug_dump."""
-        if self._recording.capturing():
-            raise RuntimeError("super_kernel_optimize must be called after capture_end()" + graph_error(ErrCode.PARAM))
-        self._super_kernel_options = (
+        options = (
             checked_options("optimize_options", optimize_options, OPTIMIZE_OPTIONS),
             checked_options("debug_options", debug_options, DEBUG_OPTIONS),
         )
+        if not self._captured:
+            raise RuntimeError("Called NPUGraph::super_kernel_optimize without a preceding successful capture.")
+        self._super_kernel_options = options
 
 
 class graph:
