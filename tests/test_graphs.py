@@ -208,6 +208,9 @@ def test_reset_and_debug_dump(tmp_path):
     with pytest.raises(RuntimeError, match=r"^Called NPUGraph::replay without a preceding successful capture\.$"):
         g.replay()  # nothing left to run: torch_npu refuses
     assert torch.equal(x.cpu(), torch.ones(2))
+    with pytest.warns(UserWarning, match=r"^Called NPUGraph::debug_dump without a preceding successful capture\.$"):
+        g.debug_dump(str(tmp_path / "after_reset.txt"))
+    assert not (tmp_path / "after_reset.txt").exists()
 
 
 def test_replay_without_capture_raises():

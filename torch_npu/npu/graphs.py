@@ -11,6 +11,7 @@ the CPU, ``synchronize()``) are refused while capturing.
 import gc
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Optional
 
@@ -223,7 +224,10 @@ class NPUGraph:
         return self._pool
 
     def debug_dump(self, debug_path):
-        """Write the captured operators, one per line, to debug_path."""
+        """Write the captured operators, one per line, to debug_path (without a capture: a warning, no file)."""
+        if not self._captured:
+            warnings.warn("Called NPUGraph::debug_dump without a preceding successful capture.", stacklevel=2)
+            return
         folder = os.path.dirname(os.path.abspath(debug_path))
         os.makedirs(folder, exist_ok=True)
         with open(debug_path, "w") as f:
