@@ -390,8 +390,8 @@ def test_npugraph_ex_scopes_restore_settings():
 GRAPH_ERRORS = [
     (
         lambda: torch.npu.NPUGraph().capture_begin(capture_error_mode="strict"),
-        ValueError,
-        "capture_error_mode must be one of ('global', 'thread_local', 'relaxed'), but got 'strict'",
+        RuntimeError,
+        "Unknown capture error mode. Expected `global`, `thread_local`, or `relaxed`, got strict",
     ),
     (
         lambda: torch.npu.NPUGraph().capture_begin(),

@@ -141,9 +141,9 @@ class NPUGraph:
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         if capture_error_mode not in _CAPTURE_MODES:
-            raise ValueError(
-                f"capture_error_mode must be one of {_CAPTURE_MODES}, but got {capture_error_mode!r}"
-                + graph_error(ErrCode.VALUE)
+            raise RuntimeError(
+                "Unknown capture error mode. Expected `global`, `thread_local`, or `relaxed`, got "
+                + str(capture_error_mode)
             )
         _check_capture_settings()
         if self._captured:
