@@ -77,8 +77,15 @@ def test_event_timing_is_real_host_time():
 def test_event_errors():
     a, b = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
     a.record()
-    with pytest.raises(ValueError, match="Both events must be recorded before calculating elapsed time."):
+    with pytest.raises(RuntimeError) as unrecorded:
         a.elapsed_time(b)
+    assert str(unrecorded.value).splitlines()[0] == "Both events must be recorded before calculating elapsed time."
+    assert "ERR00005 PTA internal error" in str(unrecorded.value)
+    with pytest.raises(RuntimeError) as elsewhere:
+        a.record(torch.npu.Stream(device=1))  # an event belongs to the device of its first record
+    assert str(elsewhere.value).splitlines()[0] == "Event device 0 does not match recording stream's device 1."
+    assert "ERR00001 PTA invalid parameter" in str(elsewhere.value)
+    a.record(torch.npu.Stream(device=0))
     c, d = torch.npu.Event(), torch.npu.Event()
     c.record()
     d.record()

@@ -17,6 +17,7 @@ from torch_npu import _C
 from torch_npu.npu._capture_guard import refuse_during_capture
 from torch_npu.npu.utils import _get_device_index
 from torch_npu.utils import _npu_trace
+from torch_npu.utils._error_code import ErrCode, pta_error
 
 # torch_npu's Stream(...) keywords besides device and priority.
 _STREAM_KWARGS = frozenset({"stream_id", "device_index", "device_type", "stream_ptr", "is_sync_launch"})
@@ -111,7 +112,13 @@ class Event(torch.Event):
         pass
 
     def record(self, stream: torch.Stream | None = None) -> None:
-        super().record(current_stream() if stream is None else stream)
+        stream = current_stream() if stream is None else stream
+        if self.device.index is not None and self.device.index != stream.device_index:  # bound at its first record
+            raise RuntimeError(
+                f"Event device {self.device.index} does not match recording stream's device {stream.device_index}."
+                + pta_error(ErrCode.PARAM)
+            )
+        super().record(stream)
 
     def wait(self, stream: torch.Stream | None = None) -> None:
         super().wait(current_stream() if stream is None else stream)

@@ -12,6 +12,7 @@ enum class SubModule { kPta = 0, kOps = 1, kDist = 2 };
 constexpr int kErrParam = 1;
 constexpr int kErrType = 2;
 constexpr int kErrValue = 3;
+constexpr int kErrInternal = 5;
 constexpr int kErrNotSupport = 7;
 constexpr int kErrSyscall = 10;
 

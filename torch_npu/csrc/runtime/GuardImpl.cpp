@@ -23,7 +23,8 @@ int64_t event_recorded_ns(uintptr_t event_id) {
 }
 
 double event_elapsed_ms(uintptr_t start_id, uintptr_t end_id) {
-  TORCH_CHECK_VALUE(start_id != 0 && end_id != 0, "Both events must be recorded before calculating elapsed time.");
+  TORCH_CHECK(start_id != 0 && end_id != 0, "Both events must be recorded before calculating elapsed time.",
+              error_suffix(SubModule::kPta, kErrInternal, "internal error"));
   const auto* a = reinterpret_cast<const Event*>(start_id);
   const auto* b = reinterpret_cast<const Event*>(end_id);
   TORCH_CHECK_VALUE(a->timing && b->timing, "Both events must be created with argument 'enable_timing=True'.");
