@@ -22,9 +22,10 @@ def int8_zeros(*shape):
 
 
 def graph_in_capture(fn):
+    """fn(graph) called while `graph` captures."""
     g = torch.npu.NPUGraph()
     with torch.npu.graph(g):
-        fn()
+        fn(g)
 
 
 class LinearSubclass(torch.nn.Linear):

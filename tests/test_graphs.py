@@ -46,12 +46,6 @@ def test_capture_on_default_stream_is_refused():
         g.capture_begin()
 
 
-def _optimized_while_capturing():
-    g = torch.npu.NPUGraph()
-    with torch.npu.graph(g):
-        g.super_kernel_optimize()
-
-
 PINNED_EXPANDABLE_REFUSAL = (
     "ACLGraph capture is not supported when pin_memory_expandable_segments=True. NPUExpandableHostAllocatorImpl "
     "overrides allocate/free/empty_cache/record_event and does not integrate with the base CachingHostAllocator's "
@@ -454,7 +448,7 @@ GRAPH_ERRORS = [
         "Called NPUGraph::super_kernel_optimize without a preceding successful capture.",
     ),
     (
-        lambda: _optimized_while_capturing(),
+        lambda: graph_in_capture(lambda g: g.super_kernel_optimize()),
         RuntimeError,
         "Called NPUGraph::super_kernel_optimize without a preceding successful capture.",
     ),
@@ -464,7 +458,7 @@ GRAPH_ERRORS = [
         "register_npu_graph_handler decorates NpuGraphOpHandler subclasses",
     ),
     (
-        lambda: graph_in_capture(lambda: torch.npu.synchronize()),
+        lambda: graph_in_capture(lambda g: torch.npu.synchronize()),
         RuntimeError,
         "operation not permitted when stream is capturing: torch.npu.synchronize() synchronises the host with the device. "
         "Run it outside torch.npu.graph(...).",

@@ -8,6 +8,7 @@ pool and stays reserved while the graph lives. Synchronising operations (``.item
 the CPU, ``synchronize()``) are refused while capturing.
 """
 
+import functools
 import gc
 import os
 import threading
@@ -100,15 +101,16 @@ def _release_pool(device, pool):
     _drop_pool(pool[1])
 
 
-_TASK_QUEUE_AT_FIRST_CAPTURE = []  # TASK_QUEUE_ENABLE as the first capture read it (torch_npu reads it once)
+@functools.cache
+def _task_queue_mode():
+    """TASK_QUEUE_ENABLE as the first capture reads it (torch_npu reads it once)."""
+    return os.environ.get("TASK_QUEUE_ENABLE", "1")
 
 
 def _check_capture_settings():
     """The settings torch_npu refuses a capture under, with its errors: the launch pipeline's mode 2 and pinned host
     memory from expandable segments (its pinned blocks would not stay in the graph's private pool)."""
-    if not _TASK_QUEUE_AT_FIRST_CAPTURE:
-        _TASK_QUEUE_AT_FIRST_CAPTURE.append(os.environ.get("TASK_QUEUE_ENABLE", "1"))
-    if _TASK_QUEUE_AT_FIRST_CAPTURE[0] == "2":
+    if _task_queue_mode() == "2":
         raise RuntimeError(
             "Do not support TASK_QUEUE_ENABLE = 2 during NPU graph capture, please export TASK_QUEUE_ENABLE=1/0."
             + pta_error(ErrCode.NOT_SUPPORT)
